@@ -1,0 +1,85 @@
+package wire
+
+import (
+	"errors"
+	"strconv"
+)
+
+// Reason classifies a decode error. Its String form is a stable counter label.
+type Reason uint8
+
+const (
+	ReasonNone        Reason = iota
+	Truncated                // the input ended inside a header or a length points past it
+	UnknownVersion           // a version field holds a value no decoder knows
+	BadLength                // a length field is inconsistent with the data or the spec
+	BadValue                 // a field holds a value the spec forbids
+	Unsupported              // well-formed, but a feature intake does not decode
+	TooMany                  // more hops, items or reports than a Report can hold
+	NotTelemetry             // the input carries no telemetry (no INT where INT was required)
+	numReasons
+)
+
+var reasonNames = [...]string{"none", "truncated", "unknown_version", "bad_length", "bad_value",
+	"unsupported", "too_many", "not_telemetry"}
+
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// Reasons lists every reason a decoder can return, for callers that preallocate counters.
+func Reasons() []Reason {
+	rs := make([]Reason, 0, numReasons-1)
+	for r := Truncated; r < numReasons; r++ {
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// NumReasons is one more than the largest Reason value, for arrays indexed by Reason.
+const NumReasons = int(numReasons)
+
+// Error is a decode error naming the header and field at fault and the byte offset of the
+// field within the decoded input. A Reader returns a pointer to its own Error, which stays
+// valid until the Reader's next call: copy it to keep it.
+type Error struct {
+	Reason Reason
+	Header string // e.g. "tr2.0 individual report", "ipv4", "int shim"
+	Field  string // e.g. "report_length"
+	Offset int
+	Value  uint64 // the offending value, when there is one
+}
+
+func (e *Error) Error() string {
+	b := make([]byte, 0, 96)
+	b = append(b, e.Header...)
+	if e.Field != "" {
+		b = append(b, ' ')
+		b = append(b, e.Field...)
+	}
+	b = append(b, ": "...)
+	b = append(b, e.Reason.String()...)
+	if e.Reason != Truncated && e.Reason != NotTelemetry {
+		b = append(b, " (value "...)
+		b = strconv.AppendUint(b, e.Value, 10)
+		b = append(b, ')')
+	}
+	b = append(b, " at offset "...)
+	b = strconv.AppendInt(b, int64(e.Offset), 10)
+	return string(b)
+}
+
+// Done is returned by Reader.Next when the input holds no more reports.
+var Done = errors.New("wire: no more reports")
+
+// ReasonOf returns the Reason of a decode error, or ReasonNone for nil and Done.
+func ReasonOf(err error) Reason {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	return ReasonNone
+}
