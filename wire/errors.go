@@ -9,14 +9,14 @@ import (
 type Reason uint8
 
 const (
-	ReasonNone        Reason = iota
-	Truncated                // the input ended inside a header or a length points past it
-	UnknownVersion           // a version field holds a value no decoder knows
-	BadLength                // a length field is inconsistent with the data or the spec
-	BadValue                 // a field holds a value the spec forbids
-	Unsupported              // well-formed, but a feature intake does not decode
-	TooMany                  // more hops, items or reports than a Report can hold
-	NotTelemetry             // the input carries no telemetry (no INT where INT was required)
+	ReasonNone     Reason = iota
+	Truncated             // the input ended inside a header or a length points past it
+	UnknownVersion        // a version field holds a value no decoder knows
+	BadLength             // a length field is inconsistent with the data or the spec
+	BadValue              // a field holds a value the spec forbids
+	Unsupported           // well-formed, but a feature intake does not decode
+	TooMany               // more hops, items or reports than a Report can hold
+	NotTelemetry          // the input carries no telemetry (no INT where INT was required)
 	numReasons
 )
 
