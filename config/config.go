@@ -1,0 +1,461 @@
+// Package config owns intake's configuration file: one YAML document, read strictly (an
+// unknown key stops start-up), with documented defaults that Default returns and `intake
+// serve --dump` prints. Every error names the key as a dotted path, the value and what is
+// allowed, e.g. `listeners[1].port: 70000: must be 0-65535` (DESIGN.md, "What bad input
+// gets"). docs/config.md is the reference for each key.
+//
+// The top-level Config is a plain struct with one field per component, each with its own
+// defaults and Validate: later components (detect, export, flowcache, dta, label) add a field
+// and a case in Default/Validate, nothing else.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"reflect"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/intake-int/intake/wire"
+)
+
+// Default ports (DESIGN.md, "Interfaces users see"). The INT-label port is intake's choice:
+// INT-label names none.
+const (
+	PortReport    = 32766
+	PortReportAlt = 54321
+	PortDTA       = 40040
+	PortLabel     = 40050
+	HTTPAddress   = "127.0.0.1:8040"
+)
+
+// Listener defaults.
+const (
+	DefaultBatch       = 64      // recvmmsg vector length
+	DefaultRcvBuf      = 8 << 20 // SO_RCVBUF requested, bytes
+	DefaultMaxDatagram = 9216    // receive buffer per datagram: a 9000-byte jumbo frame fits
+	MaxSockets         = 1024
+	MaxBatch           = 1024 // UIO_MAXIOV
+	MinRcvBuf          = 4096
+	MaxRcvBuf          = 1 << 30
+	MinMaxDatagram     = 512
+	MaxMaxDatagram     = 65535
+)
+
+// Config is the whole file.
+type Config struct {
+	// Listeners are the UDP sockets telemetry arrives on.
+	Listeners []Listener `yaml:"listeners"`
+	// HTTP is the API server.
+	HTTP HTTP `yaml:"http"`
+	// Decoder is the decoder configuration every listener uses unless it overrides it.
+	Decoder wire.Config `yaml:"decoder"`
+}
+
+// Listener is one UDP port receiving one input format.
+type Listener struct {
+	// Name labels the listener's counters; default "<format>:<port>".
+	Name string `yaml:"name"`
+	// Format is what the datagrams hold: one of wire.InputNames().
+	Format string `yaml:"format"`
+	// Address to bind. Empty (the default): every address, IPv4 and IPv6, through dual-stack
+	// IPv6 sockets (IPv4 only where the host has no IPv6). An IPv4 address binds IPv4 only;
+	// an IPv6 address, IPv6 only.
+	Address string `yaml:"address"`
+	// Port to bind; 0 lets the kernel pick a free port, shared by all the listener's sockets.
+	Port int `yaml:"port"`
+	// Sockets is the number of SO_REUSEPORT sockets, each read by its own worker; 0: one per
+	// core (runtime.NumCPU).
+	Sockets int `yaml:"sockets"`
+	// Batch is the recvmmsg vector length: datagrams read per system call.
+	Batch int `yaml:"batch"`
+	// RcvBuf is the socket receive buffer requested, bytes (SO_RCVBUFFORCE when permitted,
+	// else SO_RCVBUF, which net.core.rmem_max caps). The granted size is in the status.
+	RcvBuf int `yaml:"rcvbuf"`
+	// MaxDatagram is the buffer size per datagram; a longer datagram is counted as a drop
+	// (reason oversize), never decoded truncated.
+	MaxDatagram int `yaml:"max_datagram"`
+	// Decoder overrides keys of the top-level decoder for this listener only (e.g. quirks of
+	// the switches that send to it). After Load it holds the full effective configuration.
+	Decoder *wire.Config `yaml:"decoder,omitempty"`
+}
+
+// HTTP configures the API server.
+type HTTP struct {
+	// Address is host:port to listen on; empty disables the server.
+	Address string `yaml:"address"`
+}
+
+// Default returns the documented defaults.
+func Default() Config {
+	c := Config{
+		Listeners: []Listener{
+			{Format: "report", Port: PortReport},
+			{Format: "report", Port: PortReportAlt},
+			{Format: "dta", Port: PortDTA},
+			{Format: "int-label", Port: PortLabel},
+		},
+		HTTP:    HTTP{Address: HTTPAddress},
+		Decoder: wire.DefaultConfig(),
+	}
+	c.fill()
+	return c
+}
+
+// fill replaces zero listener settings with their defaults.
+func (c *Config) fill() {
+	for i := range c.Listeners {
+		l := &c.Listeners[i]
+		if l.Sockets == 0 {
+			l.Sockets = runtime.NumCPU()
+		}
+		if l.Batch == 0 {
+			l.Batch = DefaultBatch
+		}
+		if l.RcvBuf == 0 {
+			l.RcvBuf = DefaultRcvBuf
+		}
+		if l.MaxDatagram == 0 {
+			l.MaxDatagram = DefaultMaxDatagram
+		}
+		if l.Name == "" {
+			l.Name = l.Format + ":" + strconv.Itoa(l.Port)
+		}
+	}
+}
+
+// Error is a configuration error at one key.
+type Error struct {
+	Key   string // dotted path, e.g. "listeners[1].port"
+	Value string // the offending value as written ("" when the key itself is the problem)
+	Msg   string // what is allowed
+}
+
+func (e *Error) Error() string {
+	if e.Value == "" {
+		return e.Key + ": " + e.Msg
+	}
+	return e.Key + ": " + e.Value + ": " + e.Msg
+}
+
+func errAt(key string, value any, format string, args ...any) error {
+	return &Error{Key: key, Value: fmt.Sprint(value), Msg: fmt.Sprintf(format, args...)}
+}
+
+// Load reads the file at path over the defaults, then validates it.
+func Load(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse reads a YAML document over the defaults and validates it. Keys not given keep their
+// defaults; a `listeners` list, when given, replaces the default listeners.
+func Parse(b []byte) (Config, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return Config{}, err
+	}
+	if root.Kind == 0 { // empty file
+		c := Default()
+		return c, c.Validate()
+	}
+	doc := &root
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		doc = doc.Content[0]
+	}
+	// Our own walk first: it names the key by its dotted path, which yaml.v3's strict mode
+	// (line numbers and Go type names) does not.
+	if err := check(doc, reflect.TypeOf(Config{}), ""); err != nil {
+		return Config{}, err
+	}
+	c := Config{HTTP: HTTP{Address: HTTPAddress}, Decoder: wire.DefaultConfig()}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return Config{}, err
+	}
+	if find(doc, "listeners") == nil {
+		c.Listeners = Default().Listeners
+	}
+	// Per-listener decoder overrides apply over the top-level decoder, key by key.
+	if ls := find(doc, "listeners"); ls != nil && ls.Kind == yaml.SequenceNode {
+		for i, ln := range ls.Content {
+			dn := find(ln, "decoder")
+			if dn == nil || i >= len(c.Listeners) {
+				continue
+			}
+			eff := cloneDecoder(c.Decoder)
+			if err := decodeStrict(dn, &eff); err != nil {
+				return Config{}, fmt.Errorf("listeners[%d].decoder: %w", i, err)
+			}
+			c.Listeners[i].Decoder = &eff
+		}
+	}
+	c.fill()
+	return c, c.Validate()
+}
+
+func cloneDecoder(d wire.Config) wire.Config {
+	d.DSCP = append([]wire.DSCPMatch(nil), d.DSCP...)
+	d.GPENextProtocols = append([]uint8(nil), d.GPENextProtocols...)
+	d.GeneveClasses = append([]uint16(nil), d.GeneveClasses...)
+	return d
+}
+
+// decodeStrict decodes node onto v rejecting unknown keys (yaml.v3's Node.Decode is lax).
+func decodeStrict(n *yaml.Node, v any) error {
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	return dec.Decode(v)
+}
+
+// find returns the value of key in mapping node n, or nil.
+func find(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// check walks node against type t: unknown keys, a list where a map belongs, and scalars that
+// do not fit their field are reported with their dotted path.
+func check(n *yaml.Node, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	key := path
+	if key == "" {
+		key = "(top level)"
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return &Error{Key: key, Value: show(n), Msg: "must be a mapping of keys " + strings.Join(keys(t), ", ")}
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			f, ok := field(t, k)
+			if !ok {
+				return &Error{Key: join(path, k), Msg: "unknown key (allowed: " + strings.Join(keys(t), ", ") + ")"}
+			}
+			if err := check(n.Content[i+1], f.Type, join(path, k)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return &Error{Key: key, Value: show(n), Msg: "must be a list"}
+		}
+		for i, e := range n.Content {
+			if err := check(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	default:
+		if n.Kind != yaml.ScalarNode {
+			return &Error{Key: key, Msg: "must be " + kindName(t)}
+		}
+		v := reflect.New(t)
+		if err := n.Decode(v.Interface()); err != nil {
+			return &Error{Key: key, Value: n.Value, Msg: "must be " + kindName(t)}
+		}
+	}
+	return nil
+}
+
+func show(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return n.Value
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	}
+	return "?"
+}
+
+func join(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+func tagName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	return name
+}
+
+func field(t reflect.Type, key string) (reflect.StructField, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		if f := t.Field(i); f.IsExported() && tagName(f) == key {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+func keys(t reflect.Type) []string {
+	var ks []string
+	for i := 0; i < t.NumField(); i++ {
+		if f := t.Field(i); f.IsExported() && tagName(f) != "" && tagName(f) != "-" {
+			ks = append(ks, tagName(f))
+		}
+	}
+	return ks
+}
+
+func kindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "an integer"
+	case reflect.Uint8:
+		return "an integer 0-255"
+	case reflect.Uint16:
+		return "an integer 0-65535"
+	case reflect.Uint32, reflect.Uint64, reflect.Uint:
+		return "a non-negative integer"
+	}
+	return "a " + t.Kind().String()
+}
+
+// Validate reports the first invalid setting.
+func (c *Config) Validate() error {
+	if len(c.Listeners) == 0 {
+		return &Error{Key: "listeners", Msg: "at least one listener is required"}
+	}
+	type bind struct {
+		addr string
+		port int
+	}
+	seen := map[bind]int{}
+	for i := range c.Listeners {
+		if err := c.Listeners[i].validate(fmt.Sprintf("listeners[%d]", i)); err != nil {
+			return err
+		}
+		l := &c.Listeners[i]
+		// Two listeners on one port would share it through SO_REUSEPORT and the kernel would
+		// split the datagrams between two formats: refuse.
+		if l.Port != 0 {
+			b := bind{l.Address, l.Port}
+			if j, dup := seen[b]; dup {
+				return errAt(fmt.Sprintf("listeners[%d].port", i), l.Port, "already used by listeners[%d]", j)
+			}
+			seen[b] = i
+		}
+		for j := 0; j < i; j++ {
+			if c.Listeners[j].Name == l.Name {
+				return errAt(fmt.Sprintf("listeners[%d].name", i), l.Name, "already used by listeners[%d]", j)
+			}
+		}
+	}
+	if a := c.HTTP.Address; a != "" {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
+			return errAt("http.address", a, "must be host:port, e.g. %s", HTTPAddress)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+			return errAt("http.address", a, "port must be 0-65535")
+		}
+		if host != "" && host != "localhost" {
+			if _, err := netip.ParseAddr(host); err != nil {
+				return errAt("http.address", a, "host must be an IP address, localhost or empty")
+			}
+		}
+	}
+	if err := c.Decoder.Validate(); err != nil {
+		return prefix("decoder", err)
+	}
+	return nil
+}
+
+func (l *Listener) validate(key string) error {
+	if _, ok := wire.ParseInput(l.Format); !ok {
+		return errAt(key+".format", quote(l.Format), "must be one of %s", strings.Join(wire.InputNames(), ", "))
+	}
+	if l.Address != "" {
+		if _, err := netip.ParseAddr(strings.Trim(l.Address, "[]")); err != nil {
+			return errAt(key+".address", quote(l.Address), "must be an IPv4 or IPv6 address, or empty for all addresses of both families")
+		}
+	}
+	if l.Port < 0 || l.Port > 65535 {
+		return errAt(key+".port", l.Port, "must be 0-65535 (0: a free port the kernel picks)")
+	}
+	if l.Sockets < 1 || l.Sockets > MaxSockets {
+		return errAt(key+".sockets", l.Sockets, "must be 1-%d (0: one per core)", MaxSockets)
+	}
+	if l.Batch < 1 || l.Batch > MaxBatch {
+		return errAt(key+".batch", l.Batch, "must be 1-%d", MaxBatch)
+	}
+	if l.RcvBuf < MinRcvBuf || l.RcvBuf > MaxRcvBuf {
+		return errAt(key+".rcvbuf", l.RcvBuf, "must be %d-%d bytes (0: %d)", MinRcvBuf, MaxRcvBuf, DefaultRcvBuf)
+	}
+	if l.MaxDatagram < MinMaxDatagram || l.MaxDatagram > MaxMaxDatagram {
+		return errAt(key+".max_datagram", l.MaxDatagram, "must be %d-%d bytes (0: %d)", MinMaxDatagram, MaxMaxDatagram, DefaultMaxDatagram)
+	}
+	if l.Decoder != nil {
+		if err := l.Decoder.Validate(); err != nil {
+			return prefix(key+".decoder", err)
+		}
+	}
+	return nil
+}
+
+// prefix puts path in front of a wire.Config error, which names keys relative to the
+// decoder section ("dta.key_len: ...").
+func prefix(path string, err error) error {
+	return errors.New(path + "." + err.Error())
+}
+
+func quote(s string) string { return strconv.Quote(s) }
+
+// DecoderFor returns the effective decoder configuration of listener i.
+func (c *Config) DecoderFor(i int) wire.Config {
+	if d := c.Listeners[i].Decoder; d != nil {
+		return *d
+	}
+	return c.Decoder
+}
+
+// Dump returns the configuration as YAML, every key spelled out.
+func (c *Config) Dump() []byte {
+	b, err := yaml.Marshal(c)
+	if err != nil { // a plain struct of scalars and slices always marshals
+		panic(err)
+	}
+	return b
+}
