@@ -298,12 +298,17 @@ type Inner struct {
 	NVLANs   uint8     // 802.1Q / QinQ tags seen
 	VLANs    [2]uint16 // their TCI values, outermost first
 	DSCP     uint8     // the DSCP of the IP header that carried INT
-	IPOptLen uint8     // bytes of IPv4 options / IPv6 extension headers skipped
+	IPOptLen uint16    // bytes of IPv4 options / IPv6 extension headers skipped
 	TCPOpts  uint8     // bytes of TCP options
 	Encap    Encap
-	NPT      uint8   // v2.x shim NPT
+	// EncapArg qualifies Encap: the v2.x TCP/UDP shim's NPT; for VXLAN-GPE the next-protocol
+	// codepoint that announced INT; for Geneve the option class; for GRE the header's words.
+	EncapArg uint16
 	Tunnel   FlowKey // outer (tunnel) endpoints when Encap is GPE, Geneve or GRE
-	Trailer  uint16  // bytes after the INT data (payload), kept to reproduce truncation
+	// Nested is where the packet inside a GPE/Geneve/GRE tunnel starts (LinkNone when the
+	// report was truncated before it); Flow is that packet's 5-tuple when it has one.
+	Nested  LinkType
+	Trailer uint16 // bytes after the last parsed header (payload), kept to reproduce length
 }
 
 // INTHeader holds the embedded INT metadata header as sent.
@@ -321,8 +326,9 @@ type INTHeader struct {
 	SourceDS  uint8 // v2.x: words of source-only domain-specific metadata (skipped)
 	ShimType  uint8 // 1 hop-by-hop / MD, 3 MX
 	ShimExtra uint8 // v1.0 shim: saved DSCP; v0.5 tail DSCP
-	OrigPort  uint16
-	OrigProto uint8
+	OrigPort  uint16 // v0.5 tail: original destination port; v2.x NPT 1: original UDP port
+	OrigProto uint8  // v0.5 tail / v2.x NPT 2: original IP protocol
+	Erratum   bool   // v1.0 shim Length one word larger than the stack (spec example erratum)
 }
 
 // Field is a bit set naming the per-hop fields present in a Hop.

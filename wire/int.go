@@ -1,0 +1,359 @@
+package wire
+
+import (
+	"math/bits"
+
+	"github.com/intake-int/intake/telemetry"
+)
+
+// This file decodes embedded INT: the shims (TCP/UDP, VXLAN-GPE, Geneve, GRE), the INT
+// metadata header of v0.5, v1.0 and v2.0/v2.1 (MD and MX), and the per-hop metadata stack
+// (int-formats.md §2). The stack is newest hop first in every version, and so is the hop list.
+
+// itemSize is the size in bytes of instruction bit (0 = MSB) for INT version v.
+func (rd *Reader) itemSize(v telemetry.INTVersion, bit int) int {
+	switch v {
+	case telemetry.INT10:
+		if bit == 6 && !rd.d.cfg.Quirks.INTCollector {
+			return 8 // level-2 port ids, 32+32
+		}
+	case telemetry.INT2x:
+		if bit >= 4 && bit <= 6 {
+			return 8 // 8-byte timestamps and level-2 port ids
+		}
+	}
+	return 4
+}
+
+// hopSize is the size of the baseline items a bitmap asks for (checksum complement included).
+func (rd *Reader) hopSize(v telemetry.INTVersion, bitmap uint16) int {
+	n := 0
+	for m := bitmap; m != 0; m &^= 0x8000 >> bits.LeadingZeros16(m) {
+		n += rd.itemSize(v, bits.LeadingZeros16(m))
+	}
+	return n
+}
+
+// decodeHop fills h from one hop's block p (which holds at least hopSize bytes).
+func (rd *Reader) decodeHop(h *telemetry.Hop, v telemetry.INTVersion, bitmap uint16, p []byte) {
+	quirk := rd.d.cfg.Quirks.INTCollector && v == telemetry.INT10
+	off := 0
+	for m := bitmap; m != 0; m &^= 0x8000 >> bits.LeadingZeros16(m) {
+		bit := bits.LeadingZeros16(m)
+		size := rd.itemSize(v, bit)
+		w := p[off : off+size]
+		off += size
+		switch bit {
+		case 0:
+			setU32(h, telemetry.FNodeID, &h.NodeID, be.Uint32(w))
+		case 1:
+			setPorts16(h, be.Uint32(w))
+		case 2:
+			setU32(h, telemetry.FHopLatency, &h.HopLatency, be.Uint32(w))
+		case 3:
+			x := be.Uint32(w)
+			if quirk { // INTCollector: queue id 16 | occupancy 16
+				if x>>16 != ones16 {
+					h.QueueID, h.Fields = uint8(x>>16), h.Fields|telemetry.FQueueID
+				}
+				if x&ones16 != ones16 {
+					h.QueueOccupancy, h.Fields = x&ones16, h.Fields|telemetry.FQueueOccupancy
+				}
+				continue
+			}
+			setQueue(h, x)
+		case 4:
+			setTS(h, telemetry.FIngressTS, &h.IngressTS, w)
+		case 5:
+			setTS(h, telemetry.FEgressTS, &h.EgressTS, w)
+		case 6:
+			if v == telemetry.INT05 { // queue id 8 | queue congestion 24
+				x := be.Uint32(w)
+				if x>>24 != ones8 {
+					h.QueueID, h.Fields = uint8(x>>24), h.Fields|telemetry.FQueueID
+				}
+				if x&ones24 != ones24 {
+					h.QueueCongestion, h.Fields = x&ones24, h.Fields|telemetry.FQueueCongestion
+				}
+				continue
+			}
+			if size == 4 { // INTCollector: one word, 16 | 16
+				x := be.Uint32(w)
+				if x>>16 != ones16 {
+					h.L2IngressPort, h.Fields = x>>16, h.Fields|telemetry.FL2IngressPort
+				}
+				if x&ones16 != ones16 {
+					h.L2EgressPort, h.Fields = x&ones16, h.Fields|telemetry.FL2EgressPort
+				}
+				continue
+			}
+			setU32(h, telemetry.FL2IngressPort, &h.L2IngressPort, be.Uint32(w))
+			setU32(h, telemetry.FL2EgressPort, &h.L2EgressPort, be.Uint32(w[4:]))
+		case 7:
+			setU32(h, telemetry.FTxUtil, &h.TxUtil, be.Uint32(w))
+		case 8:
+			if v == telemetry.INT2x {
+				setBuffer(h, be.Uint32(w))
+			}
+		}
+		// bits 9-14 reserved and 15 (checksum complement): skipped by their size.
+	}
+}
+
+func setU32(h *telemetry.Hop, f telemetry.Field, dst *uint32, v uint32) {
+	if v != ones32 {
+		*dst = v
+		h.Fields |= f
+	}
+}
+
+func setTS(h *telemetry.Hop, f telemetry.Field, dst *uint64, w []byte) {
+	if len(w) == 8 {
+		if v := be.Uint64(w); v != ones64 {
+			*dst, h.Fields = v, h.Fields|f
+		}
+		return
+	}
+	if v := be.Uint32(w); v != ones32 {
+		*dst, h.Fields = uint64(v), h.Fields|f
+	}
+}
+
+func setPorts16(h *telemetry.Hop, x uint32) {
+	if x>>16 != ones16 {
+		h.IngressPort, h.Fields = x>>16, h.Fields|telemetry.FIngressPort
+	}
+	if x&ones16 != ones16 {
+		h.EgressPort, h.Fields = x&ones16, h.Fields|telemetry.FEgressPort
+	}
+}
+
+func setQueue(h *telemetry.Hop, x uint32) {
+	if x>>24 != ones8 {
+		h.QueueID, h.Fields = uint8(x>>24), h.Fields|telemetry.FQueueID
+	}
+	if x&ones24 != ones24 {
+		h.QueueOccupancy, h.Fields = x&ones24, h.Fields|telemetry.FQueueOccupancy
+	}
+}
+
+func setBuffer(h *telemetry.Hop, x uint32) {
+	if x>>24 != ones8 {
+		h.BufferID, h.Fields = uint8(x>>24), h.Fields|telemetry.FBufferID
+	}
+	if x&ones24 != ones24 {
+		h.BufferOccupancy, h.Fields = x&ones24, h.Fields|telemetry.FBufferOccupancy
+	}
+}
+
+// decodeStack splits a stack of n hops of hs bytes each (newest first) into r's hop list.
+func (rd *Reader) decodeStack(r *telemetry.Report, v telemetry.INTVersion, bitmap uint16, stack []byte, hs, base int) error {
+	if hs == 0 {
+		return nil
+	}
+	n := len(stack) / hs
+	if int(r.NHops)+n > telemetry.MaxHops {
+		return rd.fail(TooMany, "int stack", "hops", base, uint64(n))
+	}
+	for i := 0; i < n; i++ {
+		h := r.AddHop()
+		rd.decodeHop(h, v, bitmap, stack[i*hs:])
+	}
+	return nil
+}
+
+// parseMD decodes an INT metadata header and its stack. md holds exactly the header and
+// the stack (the caller has removed shims and any v0.5 tail); base is md's offset in the
+// datagram. want is the version the shim implies (INT05 for the old one-byte-type shims,
+// which covers v0.5 and v1.0, or INT2x).
+func (rd *Reader) parseMD(r *telemetry.Report, md []byte, base int, want telemetry.INTVersion, mx bool) error {
+	if len(md) < 8 {
+		return rd.fail(Truncated, "int md header", "ver", base, 0)
+	}
+	ver := md[0] >> 4
+	in := &r.INT
+	switch {
+	case want == telemetry.INT2x && ver == 2:
+		if len(md) < 12 {
+			return rd.fail(Truncated, "int md header", "ds_flags", base+10, 0)
+		}
+		in.Version = telemetry.INT2x
+		in.Flags = md[0] & 0x0f
+		in.Bitmap = be.Uint16(md[4:])
+		in.DSID = be.Uint16(md[6:])
+		in.DSInstr = be.Uint16(md[8:])
+		in.DSFlags = be.Uint16(md[10:])
+		if mx {
+			in.MX = true
+			in.SourceDS = uint8((len(md) - 12) / 4)
+			return nil
+		}
+		in.HopML = md[2] & 0x1f
+		in.RemHops = md[3]
+		stack := md[12:]
+		hs := int(in.HopML) * 4
+		if need := rd.hopSize(telemetry.INT2x, in.Bitmap); hs < need {
+			return rd.fail(BadValue, "int md header", "hop_ml", base+2, uint64(in.HopML))
+		}
+		if hs == 0 {
+			if len(stack) > 0 && in.Bitmap != 0 {
+				return rd.fail(BadValue, "int md header", "hop_ml", base+2, 0)
+			}
+			in.SourceDS = uint8(len(stack) / 4)
+			return nil
+		}
+		// A remainder that is not a whole hop is the source's domain-specific metadata, at
+		// the bottom of the stack (INT v2.1 source-only metadata).
+		in.SourceDS = uint8(len(stack) % hs / 4)
+		return rd.decodeStack(r, telemetry.INT2x, in.Bitmap, stack, hs, base+12)
+	case want == telemetry.INT05 && ver == 1:
+		in.Version = telemetry.INT10
+		in.Flags = (md[0]&0x0f)<<1 | md[1]>>7
+		in.HopML = md[2] & 0x1f
+		in.RemHops = md[3]
+		in.Bitmap = be.Uint16(md[4:])
+		stack := md[8:]
+		hs := int(in.HopML) * 4
+		if hs < rd.hopSize(telemetry.INT10, in.Bitmap) || hs == 0 && len(stack) > 0 {
+			return rd.fail(BadValue, "int md header", "hop_ml", base+2, uint64(in.HopML))
+		}
+		if hs > 0 && len(stack)%hs != 0 {
+			// The v1.0 spec's own TCP example has a shim Length one word too large.
+			if (len(stack)-4)%hs != 0 {
+				return rd.fail(BadLength, "int shim", "length", base-2, uint64(len(stack)))
+			}
+			in.Erratum = true
+			stack = stack[:len(stack)-4]
+		}
+		return rd.decodeStack(r, telemetry.INT10, in.Bitmap, stack, hs, base+8)
+	case want == telemetry.INT05 && ver == 0:
+		in.Version = telemetry.INT05
+		in.Flags = md[0] & 0x0f
+		ins := int(md[1] & 0x1f)
+		in.MaxHops = md[2]
+		total := int(md[3])
+		in.Bitmap = be.Uint16(md[4:])
+		if ins != bits.OnesCount16(in.Bitmap) {
+			return rd.fail(BadValue, "int md header", "ins_cnt", base+1, uint64(ins))
+		}
+		stack := md[8:]
+		if len(stack) != ins*4*total {
+			return rd.fail(BadLength, "int md header", "total_hop_cnt", base+3, uint64(total))
+		}
+		return rd.decodeStack(r, telemetry.INT05, in.Bitmap, stack, ins*4, base+8)
+	}
+	return rd.fail(UnknownVersion, "int md header", "ver", base, uint64(ver))
+}
+
+// parseShimL4 decodes INT after a TCP or UDP header (or, with NPT 1/2, after the UDP header
+// whose port marked INT). b starts at the shim. It returns the bytes consumed.
+func (rd *Reader) parseShimL4(r *telemetry.Report, b []byte, base int) (int, error) {
+	if len(b) < 4 {
+		return 0, rd.fail(Truncated, "int shim", "type", base, 0)
+	}
+	in := &r.INT
+	switch b[0] {
+	case 0x01: // v0.5 / v1.0: Type 8 | Rsvd 8 | Length 8 | (v1.0: DSCP 6 | R 2)
+		in.ShimType = 1
+		n := int(b[2]) * 4 // includes the shim (and the v0.5 tail)
+		if n < 12 {
+			return 0, rd.fail(BadLength, "int shim", "length", base+2, uint64(b[2]))
+		}
+		if n > len(b) {
+			return 0, rd.fail(Truncated, "int shim", "length", base+2, uint64(b[2]))
+		}
+		if b[4]>>4 == 0 { // v0.5: a 4-byte tail follows the stack
+			if n < 16 {
+				return 0, rd.fail(BadLength, "int shim", "length", base+2, uint64(b[2]))
+			}
+			t := b[n-4:]
+			in.OrigProto, in.OrigPort, in.ShimExtra = t[0], be.Uint16(t[1:]), t[3]
+			return n, rd.parseMD(r, b[4:n-4], base+4, telemetry.INT05, false)
+		}
+		in.ShimExtra = b[3]
+		return n, rd.parseMD(r, b[4:n], base+4, telemetry.INT05, false)
+	case 0x02:
+		return 0, rd.fail(Unsupported, "int shim", "type", base, 2)
+	}
+	typ := b[0] >> 4
+	if typ != 1 && typ != 3 || b[0]&0x03 != 0 {
+		return 0, rd.fail(BadValue, "int shim", "type", base, uint64(b[0]))
+	}
+	in.ShimType = typ
+	r.Inner.EncapArg = uint16(b[0]>>2) & 3
+	n := 4 + int(b[1])*4 // v2.x: Length excludes the shim
+	if n < 16 {
+		return 0, rd.fail(BadLength, "int shim", "length", base+1, uint64(b[1]))
+	}
+	if n > len(b) {
+		return 0, rd.fail(Truncated, "int shim", "length", base+1, uint64(b[1]))
+	}
+	switch r.Inner.EncapArg {
+	case 0:
+		in.ShimExtra = b[3] >> 2 // saved DSCP
+	case 1:
+		in.OrigPort = be.Uint16(b[2:])
+	case 2:
+		in.OrigProto = b[3]
+	default:
+		return 0, rd.fail(BadValue, "int shim", "npt", base, 3)
+	}
+	return n, rd.parseMD(r, b[4:n], base+4, telemetry.INT2x, typ == 3)
+}
+
+// parseShimGPE decodes the INT shim that a VXLAN-GPE next protocol points to; it returns
+// the bytes consumed and the shim's next protocol.
+func (rd *Reader) parseShimGPE(r *telemetry.Report, b []byte, base int) (int, uint8, error) {
+	if len(b) < 4 {
+		return 0, 0, rd.fail(Truncated, "int gpe shim", "type", base, 0)
+	}
+	in := &r.INT
+	if b[0] == 0x01 { // v0.5 / v1.0: Type 8 | Rsvd 8 | Length 8 (incl. shim) | Next 8
+		in.ShimType = 1
+		n := int(b[2]) * 4
+		if n < 12 {
+			return 0, 0, rd.fail(BadLength, "int gpe shim", "length", base+2, uint64(b[2]))
+		}
+		if n > len(b) {
+			return 0, 0, rd.fail(Truncated, "int gpe shim", "length", base+2, uint64(b[2]))
+		}
+		return n, b[3], rd.parseMD(r, b[4:n], base+4, telemetry.INT05, false)
+	}
+	typ := b[0] >> 4
+	if typ != 1 && typ != 3 || b[0]&0x0f != 0 {
+		return 0, 0, rd.fail(BadValue, "int gpe shim", "type", base, uint64(b[0]))
+	}
+	in.ShimType = typ
+	in.ShimExtra = b[2] >> 7 // G
+	n := 4 + int(b[1])*4
+	if n < 16 {
+		return 0, 0, rd.fail(BadLength, "int gpe shim", "length", base+1, uint64(b[1]))
+	}
+	if n > len(b) {
+		return 0, 0, rd.fail(Truncated, "int gpe shim", "length", base+1, uint64(b[1]))
+	}
+	return n, b[3], rd.parseMD(r, b[4:n], base+4, telemetry.INT2x, typ == 3)
+}
+
+// parseShimGRE decodes the v2.x GRE shim; it returns the bytes consumed and the EtherType
+// of what follows.
+func (rd *Reader) parseShimGRE(r *telemetry.Report, b []byte, base int) (int, uint16, error) {
+	if len(b) < 4 {
+		return 0, 0, rd.fail(Truncated, "int gre shim", "type", base, 0)
+	}
+	typ := b[0] >> 4
+	if typ != 1 && typ != 3 || b[0]&0x07 != 0 {
+		return 0, 0, rd.fail(BadValue, "int gre shim", "type", base, uint64(b[0]))
+	}
+	in := &r.INT
+	in.ShimType = typ
+	in.ShimExtra = (b[0] >> 3) & 1 // G
+	n := 4 + int(b[1])*4
+	if n < 16 {
+		return 0, 0, rd.fail(BadLength, "int gre shim", "length", base+1, uint64(b[1]))
+	}
+	if n > len(b) {
+		return 0, 0, rd.fail(Truncated, "int gre shim", "length", base+1, uint64(b[1]))
+	}
+	return n, be.Uint16(b[2:]), rd.parseMD(r, b[4:n], base+4, telemetry.INT2x, typ == 3)
+}
