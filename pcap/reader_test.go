@@ -132,7 +132,7 @@ func readAll(t *testing.T, file []byte) ([]want, error) {
 var (
 	le order = binary.LittleEndian
 	be order = binary.BigEndian
-	t0 = time.Date(2018, 6, 1, 12, 0, 0, 0, time.UTC)
+	t0       = time.Date(2018, 6, 1, 12, 0, 0, 0, time.UTC)
 )
 
 func TestReader(t *testing.T) {
