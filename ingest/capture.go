@@ -1,0 +1,97 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/intake-int/intake/pcap"
+)
+
+// CaptureSummary is what RunCapture did.
+type CaptureSummary struct {
+	Frames   uint64        // frames read from the file
+	Datagram uint64        // UDP datagrams handed to a listener's worker
+	Elapsed  time.Duration // wall time
+}
+
+// captureFlush is how many datagrams a capture worker handles between flushes, the stand-in
+// for a recvmmsg batch.
+const captureFlush = 64
+
+// RunCapture runs the receive path over a capture at full speed: every frame that holds a
+// UDP datagram to a listener's port is decoded by that listener's first worker and its
+// reports go to the processors, exactly as if it had arrived on the socket; frames that are
+// not UDP and datagrams to other ports are counted as ingest drops (not_udp, no_listener)
+// on the first listener. RecvTime is the capture timestamp. The processors are started and
+// stopped around the run; the Collector must not be running.
+func (c *Collector) RunCapture(rd *pcap.Reader) (CaptureSummary, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running {
+		return CaptureSummary{}, errors.New("ingest: RunCapture while the collector is running")
+	}
+	if err := c.startProcessors(); err != nil {
+		return CaptureSummary{}, err
+	}
+	var byPort [65536]*worker
+	for _, l := range c.listeners {
+		if l.cfg.Port != 0 && byPort[l.cfg.Port] == nil {
+			byPort[l.cfg.Port] = l.workers[0]
+		}
+	}
+	first := c.listeners[0].workers[0]
+	var sum CaptureSummary
+	start := time.Now()
+	var touched []*worker
+	var err error
+	for {
+		var p pcap.Packet
+		p, err = rd.Next()
+		if err != nil {
+			break
+		}
+		sum.Frames++
+		d, ok := pcap.UDP(p.Data, p.Link)
+		if !ok {
+			first.drop(DropNotUDP)
+			continue
+		}
+		w := byPort[d.DstPort]
+		if w == nil {
+			first.drop(DropNoListener)
+			continue
+		}
+		sum.Datagram++
+		now := p.Time.UnixNano()
+		if p.Time.IsZero() { // pcapng simple packet blocks carry no time
+			now = time.Now().UnixNano()
+		}
+		w.datagram(d.Payload, now)
+		if w.local[cPackets]%captureFlush == 0 {
+			w.endBatch()
+		}
+		if !w.touched {
+			w.touched = true
+			touched = append(touched, w)
+		}
+		if sum.Frames%captureFlush == 0 {
+			first.publish()
+		}
+	}
+	for _, w := range touched {
+		w.endBatch()
+		w.touched = false
+	}
+	first.publish()
+	sum.Elapsed = time.Since(start)
+	perr := c.stopProcessors()
+	if err == io.EOF {
+		err = nil
+	}
+	if err != nil {
+		err = fmt.Errorf("capture: %w", err)
+	}
+	return sum, errors.Join(err, perr)
+}

@@ -1,0 +1,54 @@
+package ingest
+
+import "github.com/intake-int/intake/telemetry"
+
+// Processor consumes decoded reports in the worker that received them: the event detector,
+// the flow cache, the DTA translator and the INT-label database each implement it and plug
+// in through New without ingest knowing them (goflow2's small interfaces).
+//
+// Process is called for every report, on the hot path: it must not allocate and must not
+// block. The Report is the worker's own and is overwritten by the next one: copy what you
+// keep. worker is in [0, workers) as told to Start; each worker calls from a single goroutine,
+// so state indexed by worker needs no lock, and state shared between workers is sharded by
+// flow key (DESIGN.md). A processor that hands reports to a goroutine of its own does so
+// through a bounded queue and counts what does not fit (QueueDropper).
+type Processor interface {
+	// Name labels the processor's counters and status ("detect", "flowcache", ...).
+	Name() string
+	Process(worker int, r *telemetry.Report)
+}
+
+// Flusher is implemented by processors that batch: Flush is called by each worker after it
+// has processed one recvmmsg batch (and at the end of a capture), in the worker's goroutine.
+type Flusher interface {
+	Flush(worker int)
+}
+
+// Starter is implemented by processors with set-up work or goroutines. Start is called by
+// Collector.Start before any worker runs, with the number of workers, so that per-worker
+// state can be allocated once.
+type Starter interface {
+	Start(workers int) error
+}
+
+// Stopper is implemented by processors that must drain or release: Stop is called after
+// every worker has returned, so no Process call races it.
+type Stopper interface {
+	Stop() error
+}
+
+// QueueDropper is implemented by processors that queue: QueueDrops returns the number of
+// reports dropped because a queue was full, since creation. It must be safe to call from any
+// goroutine; ingest exports it as intake_processor_queue_drops_total.
+type QueueDropper interface {
+	QueueDrops() uint64
+}
+
+// ProcessorFunc adapts a function to a Processor, for tests and small tools.
+type ProcessorFunc struct {
+	ProcName string
+	F        func(worker int, r *telemetry.Report)
+}
+
+func (p ProcessorFunc) Name() string                            { return p.ProcName }
+func (p ProcessorFunc) Process(worker int, r *telemetry.Report) { p.F(worker, r) }

@@ -1,0 +1,218 @@
+package ingest
+
+import (
+	"sync"
+	"time"
+
+	"github.com/intake-int/intake/telemetry"
+	"github.com/intake-int/intake/wire"
+)
+
+// Status is the Collector's state for /api/v1/status and `intake status`. Other tools rely on
+// packets_received, reports_decoded, decode_errors (total, by_reason), kernel_drops and
+// uptime_s: keep those names.
+type Status struct {
+	Running             bool              `json:"running"`
+	UptimeS             float64           `json:"uptime_s"`
+	Workers             int               `json:"workers"`
+	Totals                                // packets_received, ..., at the top level
+	ProcessorQueueDrops map[string]uint64 `json:"processor_queue_drops"`
+	Rates               Rates             `json:"rates"`
+	Listeners           []ListenerStatus  `json:"listeners"`
+}
+
+// Totals are the counters of the whole collector or of one listener.
+type Totals struct {
+	PacketsReceived uint64            `json:"packets_received"`
+	BytesReceived   uint64            `json:"bytes_received"`
+	ReportsDecoded  uint64            `json:"reports_decoded"`
+	ReportsByFormat map[string]uint64 `json:"reports_by_format"`
+	DecodeErrors    ByReason          `json:"decode_errors"`
+	IngestDrops     ByReason          `json:"ingest_drops"`
+	KernelDrops     uint64            `json:"kernel_drops"`
+}
+
+// ByReason is a total and its breakdown; every reason is listed, zeros included, so that
+// readers see a stable set of keys.
+type ByReason struct {
+	Total    uint64            `json:"total"`
+	ByReason map[string]uint64 `json:"by_reason"`
+}
+
+// Rates are per-second rates over the last sampling interval, computed from counter deltas
+// once a second while the Collector runs (zero until the first sample).
+type Rates struct {
+	IntervalS        float64 `json:"interval_s"`
+	PacketsPerS      float64 `json:"packets_per_s"`
+	BytesPerS        float64 `json:"bytes_per_s"`
+	ReportsPerS      float64 `json:"reports_per_s"`
+	DecodeErrorsPerS float64 `json:"decode_errors_per_s"`
+	IngestDropsPerS  float64 `json:"ingest_drops_per_s"`
+	KernelDropsPerS  float64 `json:"kernel_drops_per_s"`
+}
+
+// ListenerStatus is one listener's configuration as bound and its counters.
+type ListenerStatus struct {
+	Name            string `json:"name"`
+	Format          string `json:"format"`
+	Address         string `json:"address"` // as bound, e.g. "[::]:32766"; empty when stopped
+	Port            int    `json:"port"`    // as configured
+	Sockets         int    `json:"sockets"`
+	Batch           int    `json:"batch"`
+	MaxDatagram     int    `json:"max_datagram"`
+	RcvBufRequested int    `json:"rcvbuf_requested"`
+	RcvBufGranted   int    `json:"rcvbuf_granted"`
+	Totals
+	Rates Rates `json:"rates"`
+}
+
+// snapshot is the counters needed for rates, per listener.
+type snapshot struct {
+	t time.Time
+	v [][5]uint64 // per listener: packets, bytes, reports, errors+drops split below
+	d [][2]uint64 // per listener: ingest drops, kernel drops
+}
+
+type rateState struct {
+	mu    sync.Mutex
+	prev  snapshot
+	rates []Rates // per listener
+	total Rates
+}
+
+func (c *Collector) snap() snapshot {
+	s := snapshot{t: time.Now(), v: make([][5]uint64, len(c.listeners)), d: make([][2]uint64, len(c.listeners))}
+	for i, l := range c.listeners {
+		s.v[i] = [5]uint64{sum(l.workers, cPackets), sum(l.workers, cBytes), sum(l.workers, cReports), sum(l.workers, cErrors)}
+		var drops uint64
+		for r := 0; r < int(numDropReasons); r++ {
+			drops += sum(l.workers, cDrop0+r)
+		}
+		s.d[i] = [2]uint64{drops, sum(l.workers, cKernelDrops)}
+	}
+	return s
+}
+
+func rate(a, b snapshot, i int) Rates {
+	dt := b.t.Sub(a.t).Seconds()
+	if dt <= 0 {
+		return Rates{}
+	}
+	f := func(x, y uint64) float64 { return float64(y-x) / dt }
+	return Rates{
+		IntervalS:        dt,
+		PacketsPerS:      f(a.v[i][0], b.v[i][0]),
+		BytesPerS:        f(a.v[i][1], b.v[i][1]),
+		ReportsPerS:      f(a.v[i][2], b.v[i][2]),
+		DecodeErrorsPerS: f(a.v[i][3], b.v[i][3]),
+		IngestDropsPerS:  f(a.d[i][0], b.d[i][0]),
+		KernelDropsPerS:  f(a.d[i][1], b.d[i][1]),
+	}
+}
+
+// sample recomputes the rates every second until done is closed.
+func (c *Collector) sample(done chan struct{}) {
+	defer c.wg.Done()
+	c.rates.mu.Lock()
+	c.rates.prev = c.snap()
+	c.rates.rates = nil
+	c.rates.mu.Unlock()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		s := c.snap()
+		c.rates.mu.Lock()
+		c.rates.rates = make([]Rates, len(c.listeners))
+		var tot Rates
+		for i := range c.listeners {
+			r := rate(c.rates.prev, s, i)
+			c.rates.rates[i] = r
+			tot.IntervalS = r.IntervalS
+			tot.PacketsPerS += r.PacketsPerS
+			tot.BytesPerS += r.BytesPerS
+			tot.ReportsPerS += r.ReportsPerS
+			tot.DecodeErrorsPerS += r.DecodeErrorsPerS
+			tot.IngestDropsPerS += r.IngestDropsPerS
+			tot.KernelDropsPerS += r.KernelDropsPerS
+		}
+		c.rates.total = tot
+		c.rates.prev = s
+		c.rates.mu.Unlock()
+	}
+}
+
+func totals(ws []*worker, in []wire.Input) Totals {
+	t := Totals{
+		PacketsReceived: sum(ws, cPackets),
+		BytesReceived:   sum(ws, cBytes),
+		ReportsDecoded:  sum(ws, cReports),
+		ReportsByFormat: map[string]uint64{},
+		DecodeErrors:    ByReason{Total: sum(ws, cErrors), ByReason: map[string]uint64{}},
+		IngestDrops:     ByReason{ByReason: map[string]uint64{}},
+		KernelDrops:     sum(ws, cKernelDrops),
+	}
+	for f := telemetry.Format(1); int(f) < numFormats; f++ {
+		for _, x := range in {
+			if formatOn(x, f) {
+				t.ReportsByFormat[f.String()] = sum(ws, cFormat0+int(f))
+				break
+			}
+		}
+	}
+	for _, r := range wire.Reasons() {
+		t.DecodeErrors.ByReason[r.String()] = sum(ws, cReason0+int(r))
+	}
+	for _, r := range DropReasons() {
+		n := sum(ws, cDrop0+int(r))
+		t.IngestDrops.ByReason[r.String()] = n
+		t.IngestDrops.Total += n
+	}
+	return t
+}
+
+// Status returns the counters as of now. The rates are those of the last sampling interval.
+func (c *Collector) Status() Status {
+	st := Status{
+		Running:             c.started.Load() != 0,
+		UptimeS:             c.uptime().Seconds(),
+		Workers:             len(c.workers),
+		ProcessorQueueDrops: map[string]uint64{},
+	}
+	ins := make([]wire.Input, len(c.listeners))
+	for i, l := range c.listeners {
+		ins[i] = l.in
+	}
+	st.Totals = totals(c.workers, ins)
+	c.rates.mu.Lock()
+	st.Rates = c.rates.total
+	rates := c.rates.rates
+	c.rates.mu.Unlock()
+	for i, l := range c.listeners {
+		l.mu.Lock()
+		ls := ListenerStatus{
+			Name: l.cfg.Name, Format: l.cfg.Format, Port: l.cfg.Port, Sockets: len(l.workers),
+			Batch: l.cfg.Batch, MaxDatagram: l.cfg.MaxDatagram,
+			RcvBufRequested: l.cfg.RcvBuf, RcvBufGranted: l.rcvbufGranted,
+			Totals: totals(l.workers, ins[i:i+1]),
+		}
+		if st.Running {
+			ls.Address = l.boundAddr
+		}
+		l.mu.Unlock()
+		if i < len(rates) {
+			ls.Rates = rates[i]
+		}
+		st.Listeners = append(st.Listeners, ls)
+	}
+	for _, p := range c.procs {
+		if q, ok := p.(QueueDropper); ok {
+			st.ProcessorQueueDrops[p.Name()] = q.QueueDrops()
+		}
+	}
+	return st
+}

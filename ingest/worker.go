@@ -1,0 +1,144 @@
+package ingest
+
+import (
+	"sync/atomic"
+
+	"github.com/intake-int/intake/telemetry"
+	"github.com/intake-int/intake/wire"
+)
+
+// DropReason says why ingest discarded a datagram (or a captured frame) before or around
+// decoding. Decode errors are counted separately, by wire.Reason.
+type DropReason uint8
+
+const (
+	DropOversize    DropReason = iota // longer than max_datagram: the kernel truncated it (MSG_TRUNC)
+	DropRecvError                     // recvmmsg failed with an unexpected error (counted per call)
+	DropDecoderLoop                   // a decoder did not reach Done within the bound on reports per datagram
+	DropNotUDP                        // capture: a frame that is not one whole UDP datagram
+	DropNoListener                    // capture: a UDP datagram to a port no listener has
+	numDropReasons
+)
+
+var dropNames = [...]string{"oversize", "recv_error", "decoder_loop", "not_udp", "no_listener"}
+
+func (d DropReason) String() string {
+	if int(d) < len(dropNames) {
+		return dropNames[d]
+	}
+	return "unknown"
+}
+
+// DropReasons lists the drop reasons, for callers that preallocate.
+func DropReasons() []DropReason {
+	rs := make([]DropReason, numDropReasons)
+	for i := range rs {
+		rs[i] = DropReason(i)
+	}
+	return rs
+}
+
+const numFormats = int(telemetry.FormatLabel) + 1
+
+// Counter slots of a worker, one flat array so that publishing is a loop.
+const (
+	cPackets = iota
+	cBytes
+	cReports
+	cErrors      // decode errors, all reasons
+	cKernelDrops // cumulative SO_RXQ_OVFL count of the worker's sockets (this and earlier ones)
+	cFormat0     // reports by telemetry.Format
+	cReason0     = cFormat0 + numFormats
+	cDrop0       = cReason0 + wire.NumReasons
+	nCounters    = cDrop0 + int(numDropReasons)
+)
+
+// worker is one receive loop: a socket (or a capture), a wire.Reader and a Report of its own.
+// It counts in local, plain fields only it touches, and publishes them to pub once per batch:
+// an atomic per packet would cost more than decoding a small report (see package metrics).
+type worker struct {
+	id  int
+	l   *listener
+	dec *wire.Decoder
+	in  wire.Input
+
+	procs    []Processor
+	flushers []Flusher
+
+	rd  wire.Reader
+	rep telemetry.Report
+
+	local     [nCounters]uint64
+	published [nCounters]uint64
+	_         [64]byte // keep pub off the cache line of the fields above
+	pub       [nCounters]atomic.Uint64
+	_         [64]byte
+
+	// kdBase is the kernel drop count of sockets this worker read before the current one.
+	kdBase uint64
+
+	sock    *socket // nil when not running
+	touched bool    // RunCapture: handed a datagram since the last flush
+}
+
+// maxReportsPerByte bounds Next calls per datagram: every report consumes at least one byte
+// (an error at least stops), so more calls than bytes means a decoder does not advance.
+const reportSlack = 2
+
+// datagram decodes one datagram and hands its reports to the processors. It is the hot path:
+// no allocation, no lock, no atomic.
+func (w *worker) datagram(b []byte, now int64) {
+	w.local[cPackets]++
+	w.local[cBytes] += uint64(len(b))
+	w.rd.Reset(w.dec, w.in, b)
+	r := &w.rep
+	for n := len(b) + reportSlack; n > 0; n-- {
+		err := w.rd.Next(r)
+		if err == nil {
+			r.RecvTime = now
+			w.local[cReports]++
+			if f := int(r.Format); f < numFormats {
+				w.local[cFormat0+f]++
+			}
+			for _, p := range w.procs {
+				p.Process(w.id, r)
+			}
+			continue
+		}
+		if err == wire.Done {
+			return
+		}
+		// A type assertion, not wire.ReasonOf: errors.As takes its target as an interface,
+		// which costs an allocation per error.
+		reason := wire.BadValue
+		if e, ok := err.(*wire.Error); ok && int(e.Reason) < wire.NumReasons {
+			reason = e.Reason
+		}
+		w.local[cErrors]++
+		w.local[cReason0+int(reason)]++
+	}
+	w.local[cDrop0+int(DropDecoderLoop)]++
+}
+
+// drop counts a datagram discarded for reason.
+func (w *worker) drop(reason DropReason) { w.local[cDrop0+int(reason)]++ }
+
+// endBatch lets batching processors flush and publishes the counters.
+func (w *worker) endBatch() {
+	for _, f := range w.flushers {
+		f.Flush(w.id)
+	}
+	w.publish()
+}
+
+func (w *worker) publish() {
+	for i := range w.local {
+		if v := w.local[i]; v != w.published[i] {
+			w.pub[i].Store(v)
+			w.published[i] = v
+		}
+	}
+}
+
+// count returns a published counter; any goroutine may call it.
+func (w *worker) count(i int) uint64 { return w.pub[i].Load() }
