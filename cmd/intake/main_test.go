@@ -1,0 +1,42 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestVerbHelp checks that every registered verb answers --help and -h with its usage on
+// stdout and exit status 0, whatever else it is given.
+func TestVerbHelp(t *testing.T) {
+	if len(verbs) == 0 {
+		t.Fatal("no verbs registered")
+	}
+	for name := range verbs {
+		for _, flag := range []string{"--help", "-h"} {
+			code, out, errb := runVerb(name, flag)
+			if code != 0 || errb != "" || !strings.HasPrefix(out, "usage: intake "+name) {
+				t.Errorf("intake %s %s: exit %d, stderr %q, stdout %q", name, flag, code, errb, out)
+			}
+			if n := strings.Count(out, "usage: intake "+name); n != 1 {
+				t.Errorf("intake %s %s prints its usage %d times", name, flag, n)
+			}
+		}
+	}
+}
+
+func TestMainUsage(t *testing.T) {
+	code, out, errb := runVerb()
+	if code != 2 || out != "" || !strings.Contains(errb, "usage: intake <verb>") {
+		t.Errorf("no arguments: exit %d, stdout %q, stderr %q", code, out, errb)
+	}
+	for _, arg := range []string{"--help", "-h", "help"} {
+		code, out, errb = runVerb(arg)
+		if code != 0 || errb != "" || !strings.Contains(out, "\n  decode ") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", arg, code, out, errb)
+		}
+	}
+	code, out, errb = runVerb("bogus")
+	if want := "intake: unknown verb \"bogus\" (run 'intake --help' for the list)\n"; code != 2 || out != "" || errb != want {
+		t.Errorf("unknown verb: exit %d, stdout %q, stderr %q", code, out, errb)
+	}
+}
