@@ -382,3 +382,42 @@ func lastLine(s string) string {
 	s = strings.TrimSuffix(s, "\n")
 	return s[strings.LastIndexByte(s, '\n')+1:] + "\n"
 }
+
+// TestDecodePcapng reads a little-endian pcapng file with two interfaces: Ethernet and raw
+// IPv4. Reports are found behind either; raw INT-MD is only tried on Ethernet frames.
+func TestDecodePcapng(t *testing.T) {
+	le := func(b []byte, v uint32) []byte { return append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24)) }
+	block := func(typ uint32, body []byte) []byte {
+		for len(body)%4 != 0 {
+			body = append(body, 0)
+		}
+		b := le(le(nil, typ), uint32(12+len(body)))
+		return le(append(b, body...), uint32(12+len(body)))
+	}
+	epb := func(ifc uint32, data []byte) []byte {
+		b := le(le(le(le(le(nil, ifc), 0), 0), uint32(len(data))), uint32(len(data)))
+		return block(6, append(b, data...))
+	}
+	report := hexb(t, onosHex)
+	ipv4 := report[14:] // the ONOS frame without its Ethernet header
+	file := bytes.Join([][]byte{
+		block(0x0a0d0d0a, hexb(t, "4d3c2b1a 0100 0000 ffffffffffffffff")),
+		block(1, hexb(t, "0100 0000 00000000")), // interface 0: Ethernet
+		block(1, hexb(t, "e400 0000 00000000")), // interface 1: raw IPv4 (228)
+		epb(1, ipv4),
+		epb(0, report),
+		epb(1, report[54:]), // an Ethernet frame on the raw-IPv4 interface: not IPv4, skipped
+	}, nil)
+	path := filepath.Join(t.TempDir(), "capture.pcapng")
+	if err := os.WriteFile(path, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errb := runVerb("decode", "--json", "--port", "1234=report", path)
+	line := `"format":"tr0.5","hw_id":1,"seq":0,"flags":["flow"],"ingress_ts":0,` +
+		`"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":63804,"dport":1234,"proto":6},` +
+		`"int_version":"0.5","hops":[{"node_id":2},{"node_id":3},{"node_id":1}]}`
+	want := `{"frame":1,` + line + "\n" + `{"frame":2,` + line + "\n"
+	if code != 0 || out != want || errb != "frames 3, reports 2 (tr0.5 2), errors 0, skipped 1\n" {
+		t.Errorf("exit %d\nstdout %s\nwant   %s\nstderr %s", code, out, want, errb)
+	}
+}
