@@ -47,6 +47,11 @@ func New(addr string, reg *metrics.Registry, coll *ingest.Collector) *Server {
 	return s
 }
 
+// SetCollector sets the collector /api/v1/status reports on, for callers that must build the
+// server (so that processors can register endpoints) before the collector. Call it before
+// Start.
+func (s *Server) SetCollector(c *ingest.Collector) { s.coll = c }
+
 // Handle registers a handler for pattern (http.ServeMux syntax, e.g. "GET /api/v1/flows"),
 // for processors that serve their own state. Call it before Start. Paths must be under
 // /api/v1/.

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/intake-int/intake/pcap"
+)
+
+// replay sends the UDP telemetry datagrams of a capture to a collector: the way to feed a
+// recorded switch's traffic to `intake serve` again, at its own pace or faster.
+
+func init() {
+	register(verb{
+		name:    "replay",
+		summary: "send a capture's UDP telemetry datagrams to a collector",
+		run:     runReplay,
+	})
+}
+
+// parseArgs parses flags that may come before or after positional arguments (the flag
+// package stops at the first non-flag) and prints the usage once for --help (the flag
+// package calls Usage itself on errors, and parseFlags again for --help).
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	printUsage := fs.Usage
+	fs.Usage = func() {}
+	defer func() { fs.Usage = printUsage }()
+	var pos []string
+	for rest := args; ; {
+		if err := parseFlags(fs, rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				printUsage()
+			}
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+}
+
+// portList is the --dport flag: comma-separated UDP ports.
+type portList map[uint16]bool
+
+func (p portList) String() string {
+	var s []string
+	for port := range p {
+		s = append(s, strconv.Itoa(int(port)))
+	}
+	return strings.Join(s, ",")
+}
+
+func (p portList) Set(v string) error {
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 16)
+		if err != nil || n == 0 {
+			return fmt.Errorf("%q: port must be 1-65535", f)
+		}
+		p[uint16(n)] = true
+	}
+	return nil
+}
+
+const replayUsage = "FILE --to HOST:PORT [--rate PPS | --speed X] [--dport PORTS]"
+
+func runReplay(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("replay", replayUsage, stdout)
+	to := fs.String("to", "", "collector `address` HOST:PORT to send to (required)")
+	rate := fs.Float64("rate", 0, "send at a fixed rate of `PPS` datagrams per second")
+	speed := fs.Float64("speed", 0, "keep the capture's inter-packet timing, `X` times faster (1: real time)")
+	dports := portList{}
+	fs.Var(dports, "dport", "only datagrams to these UDP destination `PORTS` (comma-separated; default: every UDP datagram)")
+	quiet := fs.Bool("quiet", false, "no progress lines")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) != 1:
+		return usageErr("want one capture FILE, got %d arguments", len(pos))
+	case *to == "":
+		return usageErr("--to HOST:PORT is required")
+	case *rate < 0 || *speed < 0:
+		return usageErr("--rate and --speed must be positive")
+	case *rate > 0 && *speed > 0:
+		return usageErr("--rate and --speed exclude each other")
+	}
+	f, err := os.Open(pos[0])
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rd, err := pcap.NewReader(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", pos[0], err)
+	}
+	conn, err := net.Dial("udp", *to)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+
+	var sent, bytes, notUDP, otherPort, sendErrs uint64
+	start := time.Now()
+	var first time.Time // capture time of the first datagram sent
+	lastProgress := start
+	progress := func(now time.Time) {
+		if *quiet {
+			return
+		}
+		el := now.Sub(start).Seconds()
+		fmt.Fprintf(stderr, "replay: %d datagrams sent (%.0f/s)\n", sent, float64(sent)/el)
+	}
+	var rerr error
+	for {
+		p, err := rd.Next()
+		if err != nil {
+			if err != io.EOF {
+				rerr = fmt.Errorf("%s: %w", pos[0], err)
+			}
+			break
+		}
+		d, ok := pcap.UDP(p.Data, p.Link)
+		if !ok {
+			notUDP++
+			continue
+		}
+		if len(dports) > 0 && !dports[d.DstPort] {
+			otherPort++
+			continue
+		}
+		// Pace: the datagram's due time from the start, by rate or by capture timing.
+		var due time.Duration
+		switch {
+		case *rate > 0:
+			due = time.Duration(float64(sent) / *rate * float64(time.Second))
+		case *speed > 0:
+			if first.IsZero() {
+				first = p.Time
+			}
+			due = time.Duration(float64(p.Time.Sub(first)) / *speed)
+		}
+		if wait := due - time.Since(start); wait > 0 {
+			time.Sleep(wait)
+		}
+		if _, err := conn.Write(d.Payload); err != nil {
+			// ECONNREFUSED from an earlier datagram (nothing listening) is reported here;
+			// count it and go on, as a switch would.
+			sendErrs++
+			continue
+		}
+		sent++
+		bytes += uint64(len(d.Payload))
+		if now := time.Now(); now.Sub(lastProgress) >= time.Second {
+			progress(now)
+			lastProgress = now
+		}
+	}
+	el := time.Since(start)
+	pps := 0.0
+	if s := el.Seconds(); s > 0 {
+		pps = float64(sent) / s
+	}
+	fmt.Fprintf(stdout, "replay: sent %d datagrams (%d bytes) to %s in %s (%.0f/s); skipped %d frames not UDP, %d to other ports; %d send errors\n",
+		sent, bytes, *to, el.Round(time.Millisecond), pps, notUDP, otherPort, sendErrs)
+	return rerr
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/intake-int/intake/api"
+	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/pcap"
+)
+
+// serve runs the collector: listeners, workers, processors and the HTTP API, until SIGINT or
+// SIGTERM; or, with --pcap, once over a capture at full speed.
+
+func init() {
+	register(verb{
+		name:    "serve",
+		summary: "run the collector (UDP listeners, processors, HTTP API)",
+		run:     runServe,
+	})
+}
+
+// ProcessorFactory builds one processor from the configuration and may register its HTTP
+// endpoints on the server. The processor packages (detect, flowcache, dta, label) append
+// theirs to serveProcessors from an init function in this package, so that serve, demo and
+// bench build the same pipeline.
+type ProcessorFactory func(cfg *config.Config, srv *api.Server) (ingest.Processor, error)
+
+var serveProcessors []ProcessorFactory
+
+// loadConfig reads --config, or the defaults without it.
+func loadConfig(path string) (config.Config, error) {
+	if path == "" {
+		return config.Parse(nil)
+	}
+	return config.Load(path)
+}
+
+func runServe(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", "[--config FILE] [--check] [--dump] [--pcap FILE]", stdout)
+	cfgPath := fs.String("config", "", "YAML configuration `file` (default: the built-in defaults, see --dump)")
+	check := fs.Bool("check", false, "validate the configuration and exit")
+	dump := fs.Bool("dump", false, "print the effective configuration (defaults filled in) as YAML and exit")
+	capture := fs.String("pcap", "", "process the capture `file` (pcap or pcapng) at full speed through the same workers and processors, print a summary and exit; datagrams go to the listener whose port they are sent to")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *dump {
+		_, err := stdout.Write(cfg.Dump())
+		return err
+	}
+	if *check {
+		src := *cfgPath
+		if src == "" {
+			src = "defaults"
+		}
+		var ls []string
+		for _, l := range cfg.Listeners {
+			ls = append(ls, fmt.Sprintf("%s on udp %s", l.Format, hostPort(l.Address, l.Port)))
+		}
+		fmt.Fprintf(stdout, "%s: ok: %d listeners (%s), http %s\n", src, len(cfg.Listeners), strings.Join(ls, ", "), orNone(cfg.HTTP.Address))
+		return nil
+	}
+
+	reg := metrics.NewRegistry()
+	var srv *api.Server
+	if cfg.HTTP.Address != "" && *capture == "" {
+		srv = api.New(cfg.HTTP.Address, reg, nil)
+	}
+	var procs []ingest.Processor
+	for _, f := range serveProcessors {
+		p, err := f(&cfg, srv)
+		if err != nil {
+			return err
+		}
+		procs = append(procs, p)
+	}
+	coll, err := ingest.New(cfg, reg, procs...)
+	if err != nil {
+		return err
+	}
+	if *capture != "" {
+		return serveCapture(coll, *capture, stdout)
+	}
+	if srv != nil {
+		srv.SetCollector(coll)
+	}
+
+	// Register for the signals before anything listens, so that a signal sent as soon as
+	// the listening line appears is ours to handle.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
+
+	if err := coll.Start(); err != nil {
+		return err
+	}
+	start := time.Now()
+	for i, l := range cfg.Listeners {
+		fmt.Fprintf(stderr, "intake serve: listening for %s on udp %s (%d sockets)\n", l.Format, coll.ListenerAddr(i), l.Sockets)
+	}
+	if srv != nil {
+		if err := srv.Start(); err != nil {
+			coll.Stop()
+			return err
+		}
+		fmt.Fprintf(stderr, "intake serve: http on %s (/metrics, /healthz, /api/v1/status)\n", srv.Addr())
+	}
+	fmt.Fprintf(stderr, "intake serve: ready; Ctrl-C or SIGTERM stops\n")
+
+	s := <-sig
+	fmt.Fprintf(stderr, "intake serve: %s: draining and stopping\n", s)
+	var errs []error
+	if srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, srv.Stop(ctx))
+		cancel()
+	}
+	errs = append(errs, coll.Stop())
+	fmt.Fprintf(stdout, "intake serve: stopped after %s\n", time.Since(start).Round(time.Millisecond))
+	writeSummary(stdout, coll.Status())
+	return errors.Join(errs...)
+}
+
+func serveCapture(coll *ingest.Collector, path string, stdout io.Writer) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rd, err := pcap.NewReader(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	sum, err := coll.RunCapture(rd)
+	st := coll.Status()
+	rate := 0.0
+	if s := sum.Elapsed.Seconds(); s > 0 {
+		rate = float64(st.ReportsDecoded) / s
+	}
+	fmt.Fprintf(stdout, "intake serve: %s: %d frames, %d telemetry datagrams in %s (%.0f reports/s)\n",
+		path, sum.Frames, sum.Datagram, sum.Elapsed.Round(time.Microsecond), rate)
+	writeSummary(stdout, st)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// writeSummary prints the final counters, one line per family, reasons that are not zero.
+func writeSummary(w io.Writer, st ingest.Status) {
+	fmt.Fprintf(w, "  packets received  %d (%d bytes)\n", st.PacketsReceived, st.BytesReceived)
+	fmt.Fprintf(w, "  reports decoded   %d%s\n", st.ReportsDecoded, nonZero(st.ReportsByFormat))
+	fmt.Fprintf(w, "  decode errors     %d%s\n", st.DecodeErrors.Total, nonZero(st.DecodeErrors.ByReason))
+	fmt.Fprintf(w, "  ingest drops      %d%s\n", st.IngestDrops.Total, nonZero(st.IngestDrops.ByReason))
+	fmt.Fprintf(w, "  kernel drops      %d\n", st.KernelDrops)
+	if len(st.ProcessorQueueDrops) > 0 {
+		var n uint64
+		for _, v := range st.ProcessorQueueDrops {
+			n += v
+		}
+		fmt.Fprintf(w, "  queue drops       %d%s\n", n, nonZero(st.ProcessorQueueDrops))
+	}
+}
+
+// nonZero formats " (a 1, b 2)" from the non-zero entries of m, sorted by key.
+func nonZero(m map[string]uint64) string {
+	var ks []string
+	for k, v := range m {
+		if v != 0 {
+			ks = append(ks, k)
+		}
+	}
+	if len(ks) == 0 {
+		return ""
+	}
+	sort.Strings(ks)
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+func hostPort(addr string, port int) string {
+	if addr == "" {
+		addr = "*"
+	} else if strings.Contains(addr, ":") {
+		addr = "[" + addr + "]"
+	}
+	return fmt.Sprintf("%s:%d", addr, port)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "off"
+	}
+	return s
+}

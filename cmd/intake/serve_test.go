@@ -1,0 +1,343 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/pcap"
+	"github.com/intake-int/intake/telemetry"
+	"github.com/intake-int/intake/wire"
+)
+
+func runIntake(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func writeFile(t *testing.T, name, text string) string {
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestServeCheck(t *testing.T) {
+	good := writeFile(t, "good.yaml", "listeners:\n  - {format: report, port: 9999}\nhttp: {address: '127.0.0.1:0'}\n")
+	code, out, errs := runIntake("serve", "--config", good, "--check")
+	if want := good + ": ok: 1 listeners (report on udp *:9999), http 127.0.0.1:0\n"; code != 0 || out != want {
+		t.Errorf("--check good: %d %q %q, want %q", code, out, errs, want)
+	}
+	bad := writeFile(t, "bad.yaml", "listeners:\n  - {format: report, port: 1}\n  - {format: report, port: 70000}\n")
+	code, out, errs = runIntake("serve", "--config", bad, "--check")
+	if want := "intake serve: " + bad + ": listeners[1].port: 70000: must be 0-65535 (0: a free port the kernel picks)\n"; code != 1 || errs != want {
+		t.Errorf("--check bad: %d %q %q, want %q", code, out, errs, want)
+	}
+	if code, _, errs := runIntake("serve", "extra"); code != 2 || !strings.Contains(errs, `unexpected argument "extra"`) {
+		t.Errorf("extra argument: %d %q", code, errs)
+	}
+	if code, out, _ := runIntake("serve", "--help"); code != 0 || strings.Count(out, "usage: intake serve") != 1 {
+		t.Errorf("--help: %d %q", code, out)
+	}
+}
+
+func TestServeDump(t *testing.T) {
+	code, out, errs := runIntake("serve", "--dump")
+	if code != 0 {
+		t.Fatalf("%d %s", code, errs)
+	}
+	d := config.Default()
+	if out != string(d.Dump()) {
+		t.Errorf("--dump without --config is not the defaults:\n%s", out)
+	}
+	// The dump is a valid config that dumps to itself.
+	p := writeFile(t, "dump.yaml", out)
+	if _, out2, _ := runIntake("serve", "--config", p, "--dump"); out2 != out {
+		t.Errorf("dump does not round-trip:\n%s", out2)
+	}
+	for _, want := range []string{"port: 32766", "port: 54321", "port: 40040", "port: 40050", "address: 127.0.0.1:8040", "batch: 64", "rcvbuf: 8388608"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dump lacks %q", want)
+		}
+	}
+}
+
+// trReport is a TR v2.0 report with a 3-hop INT-MD stack.
+func trReport() telemetry.Report {
+	var r telemetry.Report
+	r.Format = telemetry.FormatTR20
+	r.TR.Ver, r.TR.RepType, r.TR.NProto = 2, 1, 3
+	r.NodeID, r.Seq, r.HWID = 5, 1, 1
+	r.Has = telemetry.HasNodeID | telemetry.HasSeq | telemetry.HasFlow
+	r.Flags = telemetry.FlagFlow
+	r.Flow.SetAddrs(netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.1.2"))
+	r.Flow.SrcPort, r.Flow.DstPort, r.Flow.Proto = 40000, 443, 17
+	r.Inner = telemetry.Inner{Link: telemetry.LinkEthernet, DSCP: 0x17, Encap: telemetry.EncapUDP, Trailer: 2}
+	r.INT = telemetry.INTHeader{Version: telemetry.INT2x, ShimType: 1, Bitmap: 0xff00, HopML: 11, RemHops: 3, ShimExtra: 0x17}
+	for i := 0; i < 3; i++ {
+		h := r.AddHop()
+		*h = telemetry.Hop{Fields: 0x07ff, NodeID: uint32(3 - i), IngressPort: 1, EgressPort: 2,
+			HopLatency: 1000, QueueID: 3, QueueOccupancy: 40, IngressTS: 1e9, EgressTS: 1e9 + 1000,
+			L2IngressPort: 7, L2EgressPort: 8, TxUtil: 55}
+	}
+	return r
+}
+
+func trDatagram(t *testing.T) []byte {
+	enc, err := wire.NewEncoder(wire.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := trReport()
+	b, err := enc.Append(nil, &r)
+	if err != nil {
+		t.Skipf("TR v2.0 encoder not ready: %v", err)
+	}
+	return b
+}
+
+type capFrame struct {
+	dport   uint16
+	payload []byte
+	raw     []byte // a non-UDP frame when set
+	at      time.Duration
+}
+
+func writePcap(t *testing.T, frames ...capFrame) string {
+	var buf bytes.Buffer
+	w, err := pcap.NewWriter(&buf, pcap.LinkEthernet, pcap.Nanosecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1700000000, 0)
+	for _, f := range frames {
+		data := f.raw
+		if data == nil {
+			data = pcap.AppendUDPFrame(nil, &pcap.UDPFrame{
+				Src: netip.MustParseAddrPort("192.0.2.1:5000"),
+				Dst: netip.AddrPortFrom(netip.MustParseAddr("192.0.2.2"), f.dport),
+			}, f.payload)
+		}
+		if err := w.WritePacket(t0.Add(f.at), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "cap.pcap")
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var arpFrame = append(bytes.Repeat([]byte{0xff}, 12), append([]byte{0x08, 0x06}, make([]byte, 46)...)...)
+
+func TestServeCapture(t *testing.T) {
+	tr := trDatagram(t)
+	p := writePcap(t,
+		capFrame{dport: 32766, payload: tr},
+		capFrame{dport: 32766, payload: []byte{0xff}}, // unknown_version or truncated: computed below
+		capFrame{raw: arpFrame},
+		capFrame{dport: 54321, payload: tr},
+		capFrame{dport: 9, payload: tr},
+		capFrame{dport: 32766, payload: tr},
+	)
+	dec, _ := wire.NewDecoder(wire.DefaultConfig())
+	_, errs := dec.DecodeAll(wire.InputReport, []byte{0xff})
+	if len(errs) != 1 {
+		t.Fatalf("0xff decodes with %d errors", len(errs))
+	}
+	code, out, errb := runIntake("serve", "--pcap", p)
+	if code != 0 {
+		t.Fatalf("%d %s", code, errb)
+	}
+	trLen := len(tr)
+	want := fmt.Sprintf(`  packets received  4 (%d bytes)
+  reports decoded   3 (tr2.0 3)
+  decode errors     1 (%s 1)
+  ingest drops      2 (no_listener 1, not_udp 1)
+  kernel drops      0
+`, 3*trLen+1, errs[0].Reason)
+	first, rest, _ := strings.Cut(out, "\n")
+	if !strings.HasPrefix(first, "intake serve: "+p+": 6 frames, 4 telemetry datagrams in ") || rest != want {
+		t.Errorf("got:\n%s\nwant first line %q and\n%s", out, "intake serve: "+p+": 6 frames, 4 telemetry datagrams in ...", want)
+	}
+}
+
+// syncBuffer is a bytes.Buffer the verb writes to while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServeSignal runs serve for real: datagrams over loopback, `intake status` against its
+// API, `intake replay` of a capture into it, then SIGTERM and the final summary.
+func TestServeSignal(t *testing.T) {
+	tr := trDatagram(t)
+	cfg := writeFile(t, "serve.yaml", `
+listeners:
+  - {name: tr, format: report, address: 127.0.0.1, port: 0, sockets: 2, rcvbuf: 1048576}
+  - {name: dta, format: dta, address: 127.0.0.1, port: 0, sockets: 1, rcvbuf: 1048576}
+http: {address: '127.0.0.1:0'}
+`)
+	var out, errb syncBuffer
+	done := make(chan int)
+	go func() { done <- run([]string{"serve", "--config", cfg}, &out, &errb) }()
+	var trAddr, httpAddr string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		s := errb.String()
+		if strings.Contains(s, "ready;") {
+			for _, line := range strings.Split(s, "\n") {
+				if a, ok := strings.CutPrefix(line, "intake serve: listening for report on udp "); ok {
+					trAddr, _, _ = strings.Cut(a, " ")
+				}
+				if a, ok := strings.CutPrefix(line, "intake serve: http on "); ok {
+					httpAddr, _, _ = strings.Cut(a, " ")
+				}
+			}
+			break
+		}
+	}
+	if trAddr == "" || httpAddr == "" {
+		t.Fatalf("serve did not come up:\n%s", errb.String())
+	}
+	conn, err := net.Dial("udp", trAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		conn.Write(tr)
+		conn.Write([]byte{0xff})
+	}
+	conn.Close()
+
+	// replay: 3 datagrams at 100/s (two frames skipped: not UDP and other port).
+	_, port, _ := net.SplitHostPort(trAddr)
+	pn := 0
+	fmt.Sscan(port, &pn)
+	capPath := writePcap(t,
+		capFrame{dport: uint16(pn), payload: tr},
+		capFrame{raw: arpFrame},
+		capFrame{dport: uint16(pn), payload: tr, at: time.Millisecond},
+		capFrame{dport: 1, payload: tr},
+		capFrame{dport: uint16(pn), payload: tr, at: 2 * time.Millisecond},
+	)
+	code, rout, rerr := runIntake("replay", capPath, "--to", trAddr, "--rate", "100", "--dport", port)
+	if want := fmt.Sprintf("replay: sent 3 datagrams (%d bytes) to %s in ", 3*len(tr), trAddr); code != 0 || !strings.HasPrefix(rout, want) ||
+		!strings.HasSuffix(rout, "skipped 1 frames not UDP, 1 to other ports; 0 send errors\n") {
+		t.Errorf("replay: %d %q %q, want prefix %q", code, rout, rerr, want)
+	}
+
+	// status sees 13 datagrams once the workers have published them.
+	var sout string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		code, sout, _ = runIntake("status", "--addr", httpAddr, "--json")
+		if code == 0 && strings.Contains(sout, `"packets_received": 13,`) {
+			break
+		}
+	}
+	if !strings.Contains(sout, `"reports_decoded": 8,`) || !strings.Contains(sout, `"kernel_drops": 0,`) {
+		t.Errorf("status --json:\n%s", sout)
+	}
+	code, sout, serr := runIntake("status", "--addr", httpAddr)
+	if code != 0 || !strings.Contains(sout, "intake at "+httpAddr+": running") ||
+		!strings.Contains(sout, "reports by format: (tr2.0 8)") || !strings.Contains(sout, "1MiB/") {
+		t.Errorf("status: %d\n%s%s", code, sout, serr)
+	}
+
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("serve exited %d: %s", code, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop on SIGTERM")
+	}
+	if !strings.Contains(errb.String(), "terminated: draining and stopping") ||
+		!strings.Contains(out.String(), "  packets received  13 (") ||
+		!strings.Contains(out.String(), "  reports decoded   8 (tr2.0 8)\n") ||
+		!strings.Contains(out.String(), "  decode errors     5 (") {
+		t.Errorf("summary:\n%s\nstderr:\n%s", out.String(), errb.String())
+	}
+}
+
+func TestStatusNoServer(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	code, _, errs := runIntake("status", "--addr", addr)
+	if code != 1 || !strings.Contains(errs, "is 'intake serve' running with http.address "+addr) {
+		t.Errorf("%d %q", code, errs)
+	}
+}
+
+func TestReplayUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"replay"}, "intake replay: want one capture FILE, got 0 arguments\n"},
+		{[]string{"replay", "x.pcap"}, "intake replay: --to HOST:PORT is required\n"},
+		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--rate", "5", "--speed", "2"}, "intake replay: --rate and --speed exclude each other\n"},
+		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--dport", "0"}, "intake replay: invalid value \"0\" for flag -dport: \"0\": port must be 1-65535\n"},
+	} {
+		code, _, errs := runIntake(tc.args...)
+		if code != 2 || errs != tc.want {
+			t.Errorf("%v: %d %q, want 2 %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// TestReplaySpeed: capture timing is kept, scaled: 4 datagrams 30 ms apart at speed 2 take
+// at least 45 ms.
+func TestReplaySpeed(t *testing.T) {
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	var fs []capFrame
+	for i := 0; i < 4; i++ {
+		fs = append(fs, capFrame{dport: 7, payload: []byte{byte(i)}, at: time.Duration(i) * 30 * time.Millisecond})
+	}
+	p := writePcap(t, fs...)
+	start := time.Now()
+	code, out, errs := runIntake("replay", "--speed", "2", "--to", pc.LocalAddr().String(), p)
+	if code != 0 || !strings.HasPrefix(out, "replay: sent 4 datagrams (4 bytes)") {
+		t.Fatalf("%d %q %q", code, out, errs)
+	}
+	if el := time.Since(start); el < 45*time.Millisecond {
+		t.Errorf("took %s, want >= 45ms", el)
+	}
+	buf := make([]byte, 16)
+	for i := 0; i < 4; i++ {
+		pc.SetReadDeadline(time.Now().Add(time.Second))
+		n, _, err := pc.ReadFrom(buf)
+		if err != nil || n != 1 || buf[0] != byte(i) {
+			t.Fatalf("datagram %d: %d %v %x", i, n, err, buf[:n])
+		}
+	}
+}
