@@ -396,3 +396,50 @@ func TestStartErrorLeavesNothingOpen(t *testing.T) {
 		}
 	}
 }
+
+// blocking holds the worker in its first Process call until released, so that the socket
+// overflows.
+type blocking struct {
+	entered chan struct{}
+	release chan struct{}
+	once    atomic.Bool
+}
+
+func (p *blocking) Name() string { return "blocking" }
+func (p *blocking) Process(int, *telemetry.Report) {
+	if p.once.CompareAndSwap(false, true) {
+		close(p.entered)
+		<-p.release
+	}
+}
+
+// TestKernelDrops: every datagram sent is either received or counted as a kernel drop.
+func TestKernelDrops(t *testing.T) {
+	good := goodReports(t)
+	if good == nil {
+		t.Skip("TR v2.0 encoder not ready")
+	}
+	cfg := testConfig(config.Listener{Format: "report", Address: "127.0.0.1", RcvBuf: config.MinRcvBuf, Batch: 1})
+	p := &blocking{entered: make(chan struct{}), release: make(chan struct{})}
+	c, err := New(cfg, nil, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := c.ListenerAddr(0)
+	send(t, addr, good[0])
+	<-p.entered
+	const n = 500
+	for i := 0; i < n; i++ {
+		send(t, addr, good[0])
+	}
+	close(p.release)
+	c.Stop()
+	st := c.Status().Listeners[0]
+	if st.KernelDrops == 0 || st.PacketsReceived+st.KernelDrops != n+1 {
+		t.Errorf("received %d + kernel drops %d != sent %d (granted rcvbuf %d)", st.PacketsReceived, st.KernelDrops, n+1, st.RcvBufGranted)
+	}
+	t.Logf("received %d, kernel drops %d, rcvbuf granted %d", st.PacketsReceived, st.KernelDrops, st.RcvBufGranted)
+}
