@@ -323,9 +323,9 @@ type INTHeader struct {
 	DSID      uint16 // v2.x
 	DSInstr   uint16
 	DSFlags   uint16
-	SourceDS  uint8 // v2.x: words of source-only domain-specific metadata (skipped)
-	ShimType  uint8 // 1 hop-by-hop / MD, 3 MX
-	ShimExtra uint8 // v1.0 shim: saved DSCP; v0.5 tail DSCP
+	SourceDS  uint8  // v2.x: words of source-only domain-specific metadata (skipped)
+	ShimType  uint8  // 1 hop-by-hop / MD, 3 MX
+	ShimExtra uint8  // v1.0 shim: saved DSCP; v0.5 tail DSCP
 	OrigPort  uint16 // v0.5 tail: original destination port; v2.x NPT 1: original UDP port
 	OrigProto uint8  // v0.5 tail / v2.x NPT 2: original IP protocol
 	Erratum   bool   // v1.0 shim Length one word larger than the stack (spec example erratum)

@@ -50,9 +50,13 @@ func newFlags(name, usage string, stdout io.Writer) *flag.FlagSet {
 // parseFlags parses args, turning flag errors into usage errors. It returns flag.ErrHelp
 // after printing usage for -h/--help; callers return nil on that.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	usage := fs.Usage
+	fs.Usage = func() {} // flag.Parse calls Usage on every error; print it only for --help
+	err := fs.Parse(args)
+	fs.Usage = usage
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
+			usage()
 			return flag.ErrHelp
 		}
 		return usageErr("%v", err)
