@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,18 +25,11 @@ func init() {
 }
 
 // parseArgs parses flags that may come before or after positional arguments (the flag
-// package stops at the first non-flag) and prints the usage once for --help (the flag
-// package calls Usage itself on errors, and parseFlags again for --help).
+// package stops at the first non-flag) and returns the positional arguments.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	printUsage := fs.Usage
-	fs.Usage = func() {}
-	defer func() { fs.Usage = printUsage }()
 	var pos []string
 	for rest := args; ; {
 		if err := parseFlags(fs, rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				printUsage()
-			}
 			return nil, err
 		}
 		if fs.NArg() == 0 {
