@@ -23,6 +23,11 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/intake-int/intake/detect"
+	"github.com/intake-int/intake/dta"
+	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/flowcache"
+	"github.com/intake-int/intake/label"
 	"github.com/intake-int/intake/wire"
 )
 
@@ -57,6 +62,29 @@ type Config struct {
 	HTTP HTTP `yaml:"http"`
 	// Decoder is the decoder configuration every listener uses unless it overrides it.
 	Decoder wire.Config `yaml:"decoder"`
+	// The processors and exporters, each section owned and validated by its package.
+	Detect    detect.Config    `yaml:"detect"`
+	FlowCache flowcache.Config `yaml:"flowcache"`
+	DTA       dta.Config       `yaml:"dta"`
+	Label     label.Config     `yaml:"label"`
+	Export    export.Config    `yaml:"export"`
+}
+
+// sections returns the component sections with their keys, for defaults and validation.
+func (c *Config) sections() []struct {
+	key string
+	v   interface{ Validate() error }
+} {
+	return []struct {
+		key string
+		v   interface{ Validate() error }
+	}{{"detect", &c.Detect}, {"flowcache", &c.FlowCache}, {"dta", &c.DTA}, {"label", &c.Label}, {"export", &c.Export}}
+}
+
+// withSectionDefaults sets every component section to its package's defaults.
+func (c *Config) withSectionDefaults() {
+	c.Detect, c.FlowCache, c.DTA = detect.DefaultConfig(), flowcache.DefaultConfig(), dta.DefaultConfig()
+	c.Label, c.Export = label.DefaultConfig(), export.DefaultConfig()
 }
 
 // Listener is one UDP port receiving one input format.
@@ -105,6 +133,7 @@ func Default() Config {
 		HTTP:    HTTP{Address: HTTPAddress},
 		Decoder: wire.DefaultConfig(),
 	}
+	c.withSectionDefaults()
 	c.fill()
 	return c
 }
@@ -183,6 +212,7 @@ func Parse(b []byte) (Config, error) {
 		return Config{}, err
 	}
 	c := Config{HTTP: HTTP{Address: HTTPAddress}, Decoder: wire.DefaultConfig()}
+	c.withSectionDefaults()
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil {
@@ -355,6 +385,11 @@ func kindName(t reflect.Type) string {
 
 // Validate reports the first invalid setting.
 func (c *Config) Validate() error {
+	for _, s := range c.sections() {
+		if err := s.v.Validate(); err != nil {
+			return fmt.Errorf("%s.%w", s.key, err)
+		}
+	}
 	if len(c.Listeners) == 0 {
 		return &Error{Key: "listeners", Msg: "at least one listener is required"}
 	}

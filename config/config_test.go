@@ -94,7 +94,7 @@ func TestErrors(t *testing.T) {
 		{"listeners:\n  - {format: report, prot: 1}\n",
 			"listeners[0].prot: unknown key (allowed: name, format, address, port, sockets, batch, rcvbuf, max_datagram, decoder)"},
 		{"listner: []\n",
-			"listner: unknown key (allowed: listeners, http, decoder)"},
+			"listner: unknown key (allowed: listeners, http, decoder, detect, flowcache, dta, label, export)"},
 		{"listeners:\n  - {format: report, port: x}\n",
 			"listeners[0].port: x: must be an integer"},
 		{"listeners:\n  - {format: report, sockets: 2000}\n",
@@ -134,7 +134,7 @@ func TestLoad(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "intake.yaml")
 	os.WriteFile(p, []byte("http: {address: ':0'}\nbogus: 1\n"), 0o644)
 	_, err := Load(p)
-	if want := p + ": bogus: unknown key (allowed: listeners, http, decoder)"; err == nil || err.Error() != want {
+	if want := p + ": bogus: unknown key (allowed: listeners, http, decoder, detect, flowcache, dta, label, export)"; err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {

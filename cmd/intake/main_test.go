@@ -24,6 +24,22 @@ func TestVerbHelp(t *testing.T) {
 	}
 }
 
+// TestSubcommandHelp does the same for every subcommand of every group (query, sim, bench).
+func TestSubcommandHelp(t *testing.T) {
+	for gname, g := range groups {
+		code, out, _ := runVerb(gname)
+		if code != 2 || out != "" {
+			t.Errorf("intake %s without a subcommand: exit %d, stdout %q", gname, code, out)
+		}
+		for name := range g.subs {
+			code, out, errb := runVerb(gname, name, "--help")
+			if code != 0 || errb != "" || strings.Count(out, "usage: intake "+gname+" "+name) != 1 {
+				t.Errorf("intake %s %s --help: exit %d, stderr %q, stdout %q", gname, name, code, errb, out)
+			}
+		}
+	}
+}
+
 func TestMainUsage(t *testing.T) {
 	code, out, errb := runVerb()
 	if code != 2 || out != "" || !strings.Contains(errb, "usage: intake <verb>") {

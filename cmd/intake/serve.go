@@ -30,11 +30,20 @@ func init() {
 	})
 }
 
-// ProcessorFactory builds one processor from the configuration and may register its HTTP
-// endpoints on the server. The processor packages (detect, flowcache, dta, label) append
-// theirs to serveProcessors from an init function in this package, so that serve, demo and
-// bench build the same pipeline.
-type ProcessorFactory func(cfg *config.Config, srv *api.Server) (ingest.Processor, error)
+// procEnv is what a processor is built from: the configuration, the metrics registry its
+// counters go to, and the HTTP server its endpoints go to (nil when HTTP is off or for a
+// --pcap run: a factory must check).
+type procEnv struct {
+	Cfg     *config.Config
+	Metrics *metrics.Registry
+	API     *api.Server
+}
+
+// ProcessorFactory builds one processor. The processor packages (detect, flowcache, dta,
+// label) append theirs to serveProcessors from an init function in a file of this package
+// of their own (proc_<name>.go), so that serve, demo and bench build the same pipeline. A
+// factory returns a nil Processor when its component is turned off in the configuration.
+type ProcessorFactory func(env *procEnv) (ingest.Processor, error)
 
 var serveProcessors []ProcessorFactory
 
@@ -87,11 +96,13 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	var procs []ingest.Processor
 	for _, f := range serveProcessors {
-		p, err := f(&cfg, srv)
+		p, err := f(&procEnv{Cfg: &cfg, Metrics: reg, API: srv})
 		if err != nil {
 			return err
 		}
-		procs = append(procs, p)
+		if p != nil {
+			procs = append(procs, p)
+		}
 	}
 	coll, err := ingest.New(cfg, reg, procs...)
 	if err != nil {

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+)
+
+// A group is a verb whose first argument names a subcommand: `intake query flow`, `intake
+// sim dta-bounds`, `intake bench ingest`. Each subcommand lives in its own file and registers
+// itself with registerSub from init, so that components add theirs without touching others.
+type group struct {
+	name, summary string
+	subs          map[string]verb
+}
+
+var groups = map[string]*group{}
+
+func newGroup(name, summary string) *group {
+	g := &group{name: name, summary: summary, subs: map[string]verb{}}
+	groups[name] = g
+	register(verb{name: name, summary: summary, run: g.run})
+	return g
+}
+
+func init() {
+	newGroup("query", "ask a running collector (or a DTA store directory) about flows, events, ports, keys")
+	newGroup("sim", "reproduce the papers' analyses and figures")
+	newGroup("bench", "measure intake on this machine")
+}
+
+// registerSub adds a subcommand to the group named group.
+func registerSub(group string, v verb) {
+	g, ok := groups[group]
+	if !ok {
+		panic("registerSub: no group " + group)
+	}
+	g.subs[v.name] = v
+}
+
+func (g *group) usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: intake %s <subcommand> [flags] [args]\n\n%s\n\nsubcommands:\n", g.name, g.summary)
+	names := make([]string, 0, len(g.subs))
+	for n := range g.subs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-12s %s\n", n, g.subs[n].summary)
+	}
+	if len(names) == 0 {
+		fmt.Fprintln(w, "  (none yet)")
+	}
+	fmt.Fprintf(w, "\nRun 'intake %s <subcommand> --help' for its flags.\n", g.name)
+}
+
+func (g *group) run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		g.usage(stderr)
+		return usageErr("a subcommand is required")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		g.usage(stdout)
+		return nil
+	}
+	v, ok := g.subs[args[0]]
+	if !ok {
+		return usageErr("unknown subcommand %q (run 'intake %s --help' for the list)", args[0], g.name)
+	}
+	return v.run(args[1:], stdout, stderr)
+}
