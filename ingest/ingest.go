@@ -102,6 +102,15 @@ func New(cfg config.Config, reg *metrics.Registry, procs ...Processor) (*Collect
 	return c, nil
 }
 
+// SetDrainOnly makes the workers count datagrams and bytes without decoding them or calling
+// processors: the same sockets and recvmmsg loop as the collector, so its rate is the
+// ceiling the collector is measured against (`intake bench ingest`). Call before Start.
+func (c *Collector) SetDrainOnly(drain bool) {
+	for _, w := range c.workers {
+		w.drain = drain
+	}
+}
+
 // Registry returns the registry the Collector's metrics are on.
 func (c *Collector) Registry() *metrics.Registry { return c.reg }
 

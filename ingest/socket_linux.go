@@ -242,10 +242,12 @@ func (w *worker) batch(n int) {
 		if has {
 			w.local[cKernelDrops] = w.kdBase + uint64(drops)
 		}
-		if trunc {
+		if trunc || w.drain {
 			w.local[cPackets]++
 			w.local[cBytes] += uint64(len(b))
-			w.drop(DropOversize)
+			if trunc {
+				w.drop(DropOversize)
+			}
 			continue
 		}
 		w.datagram(b, now)

@@ -79,10 +79,12 @@ type worker struct {
 
 	sock    *socket // nil when not running
 	touched bool    // RunCapture: handed a datagram since the last flush
+	drain   bool    // count datagrams only (SetDrainOnly)
 }
 
-// maxReportsPerByte bounds Next calls per datagram: every report consumes at least one byte
-// (an error at least stops), so more calls than bytes means a decoder does not advance.
+// reportSlack bounds Next calls per datagram beyond its length: every report consumes at
+// least one byte (an error at least stops), so more calls than bytes means a decoder does
+// not advance.
 const reportSlack = 2
 
 // datagram decodes one datagram and hands its reports to the processors. It is the hot path:
