@@ -1,0 +1,174 @@
+package event
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Bus fans events out to its consumers; see the package doc. The zero Bus is ready to use.
+type Bus struct {
+	mu   sync.Mutex                // serializes Subscribe/Unsubscribe
+	subs atomic.Pointer[[]*Consumer] // copy on write: Publish reads without a lock
+	pub  atomic.Uint64
+}
+
+// Consumer is one subscriber's bounded ring.
+type Consumer struct {
+	name     string
+	mask     uint64
+	slots    []slot
+	_        [56]byte
+	enq      atomic.Uint64
+	_        [56]byte
+	deq      atomic.Uint64
+	_        [56]byte
+	overflow atomic.Uint64
+	notify   chan struct{}
+}
+
+type slot struct {
+	seq atomic.Uint64
+	ev  Event
+}
+
+// Subscribe adds a consumer whose ring holds size events (rounded up to a power of two, at
+// least 2).
+func (b *Bus) Subscribe(name string, size int) *Consumer {
+	n := 2
+	for n < size {
+		n <<= 1
+	}
+	c := &Consumer{name: name, mask: uint64(n - 1), slots: make([]slot, n), notify: make(chan struct{}, 1)}
+	for i := range c.slots {
+		c.slots[i].seq.Store(uint64(i))
+	}
+	b.mu.Lock()
+	var next []*Consumer
+	if cur := b.subs.Load(); cur != nil {
+		next = slices.Clone(*cur)
+	}
+	next = append(next, c)
+	b.subs.Store(&next)
+	b.mu.Unlock()
+	return c
+}
+
+// Unsubscribe removes c; events published afterwards no longer reach it.
+func (b *Bus) Unsubscribe(c *Consumer) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur := b.subs.Load()
+	if cur == nil {
+		return
+	}
+	next := slices.DeleteFunc(slices.Clone(*cur), func(x *Consumer) bool { return x == c })
+	b.subs.Store(&next)
+}
+
+// Publish delivers a copy of e to every consumer. It never blocks and never allocates; it is
+// safe from any number of goroutines.
+func (b *Bus) Publish(e *Event) {
+	b.pub.Add(1)
+	subs := b.subs.Load()
+	if subs == nil {
+		return
+	}
+	for _, c := range *subs {
+		c.put(e)
+	}
+}
+
+// Published returns the number of Publish calls.
+func (b *Bus) Published() uint64 { return b.pub.Load() }
+
+// Consumers returns the current consumers.
+func (b *Bus) Consumers() []*Consumer {
+	if s := b.subs.Load(); s != nil {
+		return *s
+	}
+	return nil
+}
+
+// put is the enqueue of Vyukov's bounded MPMC queue: a slot's sequence number says whether
+// it is free for position pos (seq == pos) or still holds an unread event (seq < pos).
+func (c *Consumer) put(e *Event) {
+	pos := c.enq.Load()
+	var s *slot
+	for {
+		s = &c.slots[pos&c.mask]
+		seq := s.seq.Load()
+		switch d := int64(seq - pos); {
+		case d == 0:
+			if c.enq.CompareAndSwap(pos, pos+1) {
+				goto claimed
+			}
+			pos = c.enq.Load()
+		case d < 0: // full: the slot still holds an event from one lap ago
+			c.overflow.Add(1)
+			return
+		default:
+			pos = c.enq.Load()
+		}
+	}
+claimed:
+	s.ev = *e
+	s.seq.Store(pos + 1)
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Poll copies up to len(dst) events, oldest first, and returns how many. It does not block.
+func (c *Consumer) Poll(dst []Event) int {
+	n := 0
+	for n < len(dst) {
+		pos := c.deq.Load()
+		s := &c.slots[pos&c.mask]
+		seq := s.seq.Load()
+		switch d := int64(seq - (pos + 1)); {
+		case d == 0:
+			if !c.deq.CompareAndSwap(pos, pos+1) {
+				continue
+			}
+			dst[n] = s.ev
+			s.seq.Store(pos + c.mask + 1)
+			n++
+		case d < 0: // empty
+			return n
+		}
+	}
+	return n
+}
+
+// Wait blocks until an event may be waiting or ctx ends; it returns false when ctx ended.
+// A true return can be spurious: Poll may then find nothing.
+func (c *Consumer) Wait(ctx context.Context) bool {
+	if c.Len() > 0 {
+		return true
+	}
+	select {
+	case <-c.notify:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Notify returns the channel that receives a token when an event is published, for
+// consumers that select on more than one thing.
+func (c *Consumer) Notify() <-chan struct{} { return c.notify }
+
+// Len returns the number of events waiting.
+func (c *Consumer) Len() int { return int(c.enq.Load() - c.deq.Load()) }
+
+// Cap returns the ring's size.
+func (c *Consumer) Cap() int { return len(c.slots) }
+
+// Overflow returns the number of events dropped because the ring was full.
+func (c *Consumer) Overflow() uint64 { return c.overflow.Load() }
+
+// Name returns the name given to Subscribe.
+func (c *Consumer) Name() string { return c.name }

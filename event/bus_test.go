@@ -1,0 +1,137 @@
+package event
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestNames(t *testing.T) {
+	for k := KindNewKey; k < NumKinds; k++ {
+		if got, ok := ParseKind(k.String()); !ok || got != k {
+			t.Errorf("kind %d: %q does not parse back", k, k.String())
+		}
+	}
+	for m := FlowLatency; m < NumMeasurements; m++ {
+		if got, ok := ParseMeasurement(m.String()); !ok || got != m {
+			t.Errorf("measurement %d: %q does not parse back", m, m.String())
+		}
+	}
+	if s := string(AppendPath(nil, []uint32{1, 22, 3})); s != "1:22:3" {
+		t.Errorf("AppendPath = %q", s)
+	}
+}
+
+// TestBusFanOutOverflow: every consumer gets every event in order until its ring is full;
+// then exactly the excess is counted as overflow, per consumer.
+func TestBusFanOutOverflow(t *testing.T) {
+	var b Bus
+	big := b.Subscribe("big", 100) // 128
+	small := b.Subscribe("small", 8)
+	for i := 0; i < 100; i++ {
+		b.Publish(&Event{Value: uint64(i)})
+	}
+	if big.Overflow() != 0 || small.Overflow() != 92 {
+		t.Fatalf("overflow big %d small %d, want 0 and 92", big.Overflow(), small.Overflow())
+	}
+	buf := make([]Event, 200)
+	n := big.Poll(buf)
+	if n != 100 {
+		t.Fatalf("big polled %d, want 100", n)
+	}
+	for i := 0; i < n; i++ {
+		if buf[i].Value != uint64(i) {
+			t.Fatalf("big event %d has value %d", i, buf[i].Value)
+		}
+	}
+	if n := small.Poll(buf); n != 8 || buf[7].Value != 7 {
+		t.Fatalf("small polled %d (last %d), want 8 (7)", n, buf[n-1].Value)
+	}
+	b.Unsubscribe(small)
+	b.Publish(&Event{Value: 1000})
+	if small.Len() != 0 || big.Len() != 1 {
+		t.Fatalf("after unsubscribe: small %d big %d waiting", small.Len(), big.Len())
+	}
+}
+
+// TestBusConcurrent: several publishers, one blocking consumer; received + overflow equals
+// published, and no event is seen twice.
+func TestBusConcurrent(t *testing.T) {
+	var b Bus
+	c := b.Subscribe("c", 64)
+	const pubs, per = 4, 20000
+	var wg sync.WaitGroup
+	for p := 0; p < pubs; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				b.Publish(&Event{Key: Key{Switch: uint32(p)}, Value: uint64(i)})
+			}
+		}(p)
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	last := [pubs]int64{-1, -1, -1, -1}
+	var got uint64
+	buf := make([]Event, 32)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		n := c.Poll(buf)
+		for _, e := range buf[:n] {
+			p := e.Key.Switch
+			if int64(e.Value) <= last[p] {
+				t.Fatalf("publisher %d: %d after %d", p, e.Value, last[p])
+			}
+			last[p] = int64(e.Value)
+		}
+		got += uint64(n)
+		select {
+		case <-done:
+			if c.Len() == 0 {
+				if got+c.Overflow() != pubs*per {
+					t.Fatalf("received %d + overflow %d != published %d", got, c.Overflow(), pubs*per)
+				}
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("timeout")
+		default:
+		}
+		if n == 0 {
+			select {
+			case <-c.Notify():
+			case <-done:
+			}
+		}
+	}
+}
+
+func TestPublishNoAlloc(t *testing.T) {
+	var b Bus
+	c := b.Subscribe("c", 1024)
+	e := Event{Kind: KindChange}
+	buf := make([]Event, 1024)
+	if a := testing.AllocsPerRun(1000, func() {
+		b.Publish(&e)
+		c.Poll(buf)
+	}); a != 0 {
+		t.Fatalf("Publish+Poll: %v allocs", a)
+	}
+}
+
+func BenchmarkPublish(b *testing.B) {
+	var bus Bus
+	c := bus.Subscribe("c", 1<<12)
+	buf := make([]Event, 64)
+	e := Event{Kind: KindChange}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		bus.Publish(&e)
+		if i&63 == 63 {
+			c.Poll(buf)
+		}
+	}
+}
