@@ -9,7 +9,7 @@ import (
 
 // Bus fans events out to its consumers; see the package doc. The zero Bus is ready to use.
 type Bus struct {
-	mu   sync.Mutex                // serializes Subscribe/Unsubscribe
+	mu   sync.Mutex                  // serializes Subscribe/Unsubscribe
 	subs atomic.Pointer[[]*Consumer] // copy on write: Publish reads without a lock
 	pub  atomic.Uint64
 }
