@@ -1,0 +1,332 @@
+package dta
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+)
+
+// Postcarding (DTA §4, A.2, A.6): the B postcards of a flow are gathered by the translator
+// and written as one chunk of B b-bit slots to N chunks; hop i of flow x holds
+// checksum(x, i) XOR g(v), and hops without a postcard hold the encoding of a blank value.
+// A query decodes a chunk only when every slot XOR checksum(x, i) is g of a known value or
+// of blank, through a lookup table of g over V ∪ {blank}: that is what makes wrong answers
+// as rare as ((|V|+1)·2^-b)^B (eq. 8).
+//
+// V is shared through the region: a table of known values after the chunks, to which the
+// translator adds every value it writes, so that a query process builds the same lookup
+// table. Hash functions (docs/dta-layout.md), with h = Hash64(seed, key):
+//   chunk j   = fmix64((h ^ 0x5043) + (j+1)·φ) mod C
+//   checksum  = top 32 bits of fmix64(h + (i+1)·0xD6E8FEB86659FD93), cut to b bits
+//   g(v)      = low 32 bits of hashU64(seed ^ 0x67, v), cut to b bits; blank is v = 2^32
+
+// MaxHops is the largest postcard hop bound B.
+const MaxHops = 16
+
+const (
+	pcChunkXor = 0x5043
+	pcCheckMul = 0xD6E8FEB86659FD93
+	pcGXor     = 0x67
+	blankValue = 1 << 32
+)
+
+// Postcard is a Postcarding store over a region.
+type Postcard struct {
+	R      *Region
+	mask   uint64
+	stride uint64
+	hops   int
+	n      int
+	bmask  uint32
+	seed   uint64
+	vals   uint64 // offset of the known-value table
+	vmask  uint64
+	gBlank uint32
+
+	lk      atomic.Pointer[lookup]
+	rebuild sync.Mutex
+}
+
+// PostcardHeader is the region header for a Postcarding configuration.
+func PostcardHeader(c PostcardConfig, seed uint64) Header {
+	h := Header{Primitive: PrimPostcard, Seed: seed, Slots: uint64(c.Chunks), Hops: uint32(c.Hops), MaxN: uint32(c.Redundancy),
+		CheckBits: uint32(c.SlotBits), ValueBytes: 4, SlotBytes: uint32((4*c.Hops + 7) &^ 7), Capacity: uint64(c.Values)}
+	h.DataLen = h.Slots*uint64(h.SlotBytes) + h.Capacity*8
+	return h
+}
+
+// NewPostcard reads a Postcarding store's geometry from its region.
+func NewPostcard(r *Region) (*Postcard, error) {
+	h := &r.Hdr
+	if h.Primitive != PrimPostcard || !pow2(int(h.Slots)) || h.Hops < 1 || h.Hops > MaxHops || h.SlotBytes != (4*h.Hops+7)&^7 ||
+		h.MaxN < 1 || h.MaxN > 8 || h.CheckBits < 1 || h.CheckBits > 32 || !pow2(int(h.Capacity)) ||
+		h.DataLen != h.Slots*uint64(h.SlotBytes)+h.Capacity*8 {
+		return nil, fmt.Errorf("%s: not a consistent postcard region (%s)", r.Path, h)
+	}
+	p := &Postcard{R: r, mask: h.Slots - 1, stride: uint64(h.SlotBytes), hops: int(h.Hops), n: int(h.MaxN),
+		bmask: uint32(uint64(1)<<h.CheckBits - 1), seed: h.Seed, vals: h.Slots * uint64(h.SlotBytes), vmask: h.Capacity - 1}
+	p.gBlank = p.g(blankValue)
+	return p, nil
+}
+
+// Hops is B.
+func (p *Postcard) Hops() int { return p.hops }
+
+func (p *Postcard) g(v uint64) uint32 { return uint32(hashU64(p.seed^pcGXor, v)) & p.bmask }
+func (p *Postcard) check(h uint64, i int) uint32 {
+	return uint32(fmix64(h+uint64(i+1)*pcCheckMul)>>32) & p.bmask
+}
+func (p *Postcard) chunk(h uint64, j int) uint64 { return slotOf(h^pcChunkXor, j, p.mask) * p.stride }
+
+// Learn adds v to the shared set of known values V. It does not allocate; it returns false
+// when the table is full.
+func (p *Postcard) Learn(v uint32) bool {
+	e := uint64(1)<<32 | uint64(v)
+	i := hashU64(p.seed, uint64(v)) & p.vmask
+	for probes := uint64(0); probes <= p.vmask; probes++ {
+		w := p.R.atom(p.vals + i*8)
+		switch cur := w.Load(); cur {
+		case e:
+			return true
+		case 0:
+			if w.CompareAndSwap(0, e) {
+				p.R.counter(offValCount).Add(1)
+				return true
+			}
+			if w.Load() == e {
+				return true
+			}
+		}
+		i = (i + 1) & p.vmask
+	}
+	return false
+}
+
+// Known is |V|, the number of known values.
+func (p *Postcard) Known() uint64 { return p.R.counter(offValCount).Load() }
+
+// Write writes flow key's chunk: vals[i] for the hops whose bit is in present, blank for the
+// others. It does not allocate.
+func (p *Postcard) Write(key []byte, vals *[MaxHops]uint32, present uint32) {
+	p.writeHashed(Hash64(p.seed, key), vals, present)
+}
+
+func (p *Postcard) writeHashed(h uint64, vals *[MaxHops]uint32, present uint32) {
+	var img [MaxHops * 4]byte
+	for i := 0; i < p.hops; i++ {
+		gv := p.gBlank
+		if present&(1<<i) != 0 {
+			gv = p.g(uint64(vals[i]))
+		}
+		binary.LittleEndian.PutUint32(img[4*i:], p.check(h, i)^gv)
+	}
+	words := int(p.stride / 8)
+	for j := 0; j < p.n; j++ {
+		off := p.chunk(h, j)
+		for k := 0; k < words; k++ {
+			*p.R.u64(off + uint64(8*k)) = binary.LittleEndian.Uint64(img[8*k:])
+		}
+	}
+}
+
+// PCResult is a Postcarding answer: Hops[i] for the hops in Present, blank elsewhere.
+type PCResult struct {
+	Status  string
+	NHops   int // B
+	Present uint32
+	Hops    [MaxHops]uint32
+	Valid   int // chunks that decoded
+}
+
+// lookup is the table of g over V ∪ {blank}: open addressing on g.
+type lookup struct {
+	known uint64 // |V| it was built from
+	shift uint
+	gs    []uint32
+	vs    []uint64 // 0 empty; else 1<<40 | kind<<34 | v, kind 0 value, 1 blank, 2 two values share g
+}
+
+const (
+	lkValue = 0
+	lkBlank = 1
+	lkClash = 2
+)
+
+func (t *lookup) put(g uint32, v uint64, kind uint64) {
+	i := (uint64(g) * phi) >> t.shift
+	m := uint64(len(t.gs) - 1)
+	for {
+		if t.vs[i] == 0 {
+			t.gs[i], t.vs[i] = g, 1<<40|kind<<34|v
+			return
+		}
+		if t.gs[i] == g {
+			if t.vs[i] != 1<<40|kind<<34|v {
+				t.vs[i] = 1<<40 | lkClash<<34
+			}
+			return
+		}
+		i = (i + 1) & m
+	}
+}
+
+// get returns the entry for g (0 when g is nobody's encoding).
+func (t *lookup) get(g uint32) uint64 {
+	i := (uint64(g) * phi) >> t.shift
+	m := uint64(len(t.gs) - 1)
+	for {
+		v := t.vs[i]
+		if v == 0 || t.gs[i] == g {
+			return v
+		}
+		i = (i + 1) & m
+	}
+}
+
+// table returns the lookup table, rebuilt when V has grown.
+func (p *Postcard) table() *lookup {
+	known := p.Known()
+	if t := p.lk.Load(); t != nil && t.known == known {
+		return t
+	}
+	p.rebuild.Lock()
+	defer p.rebuild.Unlock()
+	if t := p.lk.Load(); t != nil && t.known == known {
+		return t
+	}
+	size := 1 << bits.Len64(2*known+4)
+	t := &lookup{known: known, shift: uint(64 - bits.TrailingZeros(uint(size))), gs: make([]uint32, size), vs: make([]uint64, size)}
+	t.put(p.gBlank, 0, lkBlank)
+	for i := uint64(0); i <= p.vmask; i++ {
+		if e := p.R.load64(p.vals + i*8); e != 0 {
+			t.put(p.g(uint64(uint32(e))), uint64(uint32(e)), lkValue)
+		}
+	}
+	p.lk.Store(t)
+	return t
+}
+
+// Query decodes flow key's chunks. It does not allocate once the lookup table is current.
+func (p *Postcard) Query(key []byte) PCResult { return p.queryHashed(Hash64(p.seed, key)) }
+
+func (p *Postcard) queryHashed(h uint64) PCResult {
+	t := p.table()
+	r := PCResult{Status: NotFound, NHops: p.hops}
+	var chk [MaxHops]uint32
+	for i := 0; i < p.hops; i++ {
+		chk[i] = p.check(h, i)
+	}
+	for j := 0; j < p.n; j++ {
+		off := p.chunk(h, j)
+		var vals [MaxHops]uint32
+		var present uint32
+		ok := true
+		for i := 0; i < p.hops && ok; i++ {
+			w := p.R.load64(off + uint64(i/2*8))
+			s := uint32(w >> (32 * (i & 1)))
+			e := t.get((s ^ chk[i]) & p.bmask)
+			switch {
+			case e == 0 || (e>>34)&3 == lkClash:
+				ok = false
+			case (e>>34)&3 == lkValue:
+				vals[i], present = uint32(e), present|1<<i
+			}
+		}
+		if !ok || present == 0 {
+			continue
+		}
+		r.Valid++
+		if r.Valid == 1 {
+			r.Status, r.Hops, r.Present = Found, vals, present
+		} else if r.Present != present || r.Hops != vals {
+			r.Status = Ambiguous
+		}
+	}
+	if r.Status != Found {
+		r.Present, r.Hops = 0, [MaxHops]uint32{}
+	}
+	return r
+}
+
+// cacheEntry is one translator cache line: a flow's postcards so far.
+type cacheEntry struct {
+	lock    atomic.Uint32
+	used    bool
+	keyLen  uint8
+	pathLen uint8
+	seen    uint32
+	h       uint64
+	key     [40]byte
+	vals    [MaxHops]uint32
+}
+
+// PostcardCache is the translator-side cache (DTA §4; the prototype's 32,768 entries indexed
+// by a key hash). An entry is written as one chunk when it holds B postcards, when it holds
+// the path length the egress switch reported, or when another flow takes its line (an early
+// emission). Entries are locked one at a time with a spin lock: workers rarely meet on one.
+type PostcardCache struct {
+	P                             *Postcard
+	mask                          uint64
+	ents                          []cacheEntry
+	Complete, Early, Flushed, Ovf atomic.Uint64
+}
+
+// NewCache makes a cache of size entries (a power of two).
+func (p *Postcard) NewCache(size int) *PostcardCache {
+	return &PostcardCache{P: p, mask: uint64(size - 1), ents: make([]cacheEntry, size)}
+}
+
+// MaxCacheKey is the longest postcard key the cache holds (an IPv6 5-tuple is 37 bytes).
+const MaxCacheKey = 40
+
+// Add records the postcard of hop (1-based, ≤ B) with value v for key; pathLen > 0 is the
+// path length when the reporter knows it. It does not allocate.
+func (c *PostcardCache) Add(key []byte, hop int, v uint32, pathLen int) {
+	p := c.P
+	p.Learn(v)
+	h := Hash64(p.seed, key)
+	e := &c.ents[(h>>24)&c.mask]
+	for !e.lock.CompareAndSwap(0, 1) {
+	}
+	if e.used && (e.h != h || !bytes.Equal(e.key[:e.keyLen], key)) {
+		p.writeHashed(e.h, &e.vals, e.seen)
+		c.Early.Add(1)
+		e.used = false
+	}
+	if !e.used {
+		e.used, e.h, e.keyLen, e.seen, e.pathLen = true, h, uint8(copy(e.key[:], key)), 0, 0
+	}
+	e.vals[hop-1] = v
+	e.seen |= 1 << (hop - 1)
+	if pathLen > 0 {
+		e.pathLen = uint8(min(pathLen, p.hops))
+	}
+	full := uint32(1)<<p.hops - 1
+	if e.pathLen > 0 {
+		full = uint32(1)<<e.pathLen - 1
+	}
+	if e.seen&full == full {
+		p.writeHashed(h, &e.vals, e.seen)
+		c.Complete.Add(1)
+		e.used = false
+	}
+	e.lock.Store(0)
+}
+
+// Flush writes every partial entry (at stop: nothing is left in the cache).
+func (c *PostcardCache) Flush() {
+	for i := range c.ents {
+		e := &c.ents[i]
+		for !e.lock.CompareAndSwap(0, 1) {
+		}
+		if e.used {
+			c.P.writeHashed(e.h, &e.vals, e.seen)
+			c.Flushed.Add(1)
+			e.used = false
+		}
+		e.lock.Store(0)
+	}
+}

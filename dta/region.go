@@ -1,0 +1,285 @@
+package dta
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// A Region is one primitive's store: a file mapped shared into memory, a 4 KiB header
+// followed by the data area (docs/dta-layout.md). The collector maps it read-write; a query
+// process maps the same file read-only and sees every write as it lands, which is intake's
+// stand-in for RDMA's direct memory access. The data area holds no pointers, so the garbage
+// collector never scans it, and a store survives a restart: kill -9 loses only the writes
+// in flight, since the kernel owns the pages.
+
+// Primitive numbers, as in the region header (and the DTA opcodes).
+const (
+	PrimKeyWrite     = 1
+	PrimAppend       = 2
+	PrimKeyIncrement = 3
+	PrimPostcard     = 4
+)
+
+// Layouts.
+const (
+	LayoutDefault = 0
+	LayoutCompat  = 1
+)
+
+// Hash functions named in the header.
+const (
+	HashIntake = 0 // Hash64 below, seeded
+	HashCRC32  = 1 // CRC-32 IEEE, the public prototype's
+)
+
+const (
+	headerSize = 4096
+	magic      = "INTKDTA\x00"
+	version    = 1
+)
+
+// Header is a region's header, little-endian at fixed offsets (docs/dta-layout.md).
+type Header struct {
+	Primitive  uint32 // PrimKeyWrite, ...
+	Layout     uint32 // LayoutDefault or LayoutCompat
+	Hash       uint32 // HashIntake or HashCRC32
+	Seed       uint64
+	Slots      uint64 // Key-Write/Key-Increment: slots M; Postcarding: chunks C; Append: lists
+	SlotBytes  uint32 // stride of a slot, chunk or list entry
+	MaxN       uint32 // maximum redundancy (Postcarding: the redundancy)
+	CheckBits  uint32 // b
+	ValueBytes uint32
+	Hops       uint32 // Postcarding: B
+	Capacity   uint64 // Append: entries per list; Postcarding: known-value table entries
+	DataLen    uint64 // bytes after the header
+	Created    int64  // Unix ns
+}
+
+// geometryEqual compares what must agree for a file to be reused.
+func (h *Header) geometryEqual(o *Header) bool {
+	a, b := *h, *o
+	a.Created, b.Created = 0, 0
+	return a == b
+}
+
+func (h *Header) String() string {
+	return fmt.Sprintf("primitive %d layout %d slots %d slot_bytes %d n %d b %d value_bytes %d hops %d capacity %d seed %#x",
+		h.Primitive, h.Layout, h.Slots, h.SlotBytes, h.MaxN, h.CheckBits, h.ValueBytes, h.Hops, h.Capacity, h.Seed)
+}
+
+// Header field offsets.
+const (
+	offMagic     = 0
+	offVersion   = 8
+	offPrim      = 12
+	offLayout    = 16
+	offHash      = 20
+	offSeed      = 24
+	offSlots     = 32
+	offSlotBytes = 40
+	offMaxN      = 44
+	offCheckBits = 48
+	offValBytes  = 52
+	offHops      = 56
+	offCapacity  = 64
+	offDataOff   = 72
+	offDataLen   = 80
+	offCreated   = 88
+	offEpoch     = 96  // counter: Key-Increment resets
+	offValCount  = 104 // counter: Postcarding known values
+)
+
+func (h *Header) put(b []byte) {
+	le := binary.LittleEndian
+	copy(b[offMagic:], magic)
+	le.PutUint32(b[offVersion:], version)
+	le.PutUint32(b[offPrim:], h.Primitive)
+	le.PutUint32(b[offLayout:], h.Layout)
+	le.PutUint32(b[offHash:], h.Hash)
+	le.PutUint64(b[offSeed:], h.Seed)
+	le.PutUint64(b[offSlots:], h.Slots)
+	le.PutUint32(b[offSlotBytes:], h.SlotBytes)
+	le.PutUint32(b[offMaxN:], h.MaxN)
+	le.PutUint32(b[offCheckBits:], h.CheckBits)
+	le.PutUint32(b[offValBytes:], h.ValueBytes)
+	le.PutUint32(b[offHops:], h.Hops)
+	le.PutUint64(b[offCapacity:], h.Capacity)
+	le.PutUint64(b[offDataOff:], headerSize)
+	le.PutUint64(b[offDataLen:], h.DataLen)
+	le.PutUint64(b[offCreated:], uint64(h.Created))
+}
+
+func parseHeader(b []byte) (Header, error) {
+	le := binary.LittleEndian
+	if len(b) < headerSize || !bytes.Equal(b[:8], []byte(magic)) {
+		return Header{}, errors.New("not a DTA region (bad magic)")
+	}
+	if v := le.Uint32(b[offVersion:]); v != version {
+		return Header{}, fmt.Errorf("region version %d (this intake reads %d)", v, version)
+	}
+	if o := le.Uint64(b[offDataOff:]); o != headerSize {
+		return Header{}, fmt.Errorf("data offset %d (expected %d)", o, headerSize)
+	}
+	return Header{
+		Primitive: le.Uint32(b[offPrim:]), Layout: le.Uint32(b[offLayout:]), Hash: le.Uint32(b[offHash:]),
+		Seed: le.Uint64(b[offSeed:]), Slots: le.Uint64(b[offSlots:]), SlotBytes: le.Uint32(b[offSlotBytes:]),
+		MaxN: le.Uint32(b[offMaxN:]), CheckBits: le.Uint32(b[offCheckBits:]), ValueBytes: le.Uint32(b[offValBytes:]),
+		Hops: le.Uint32(b[offHops:]), Capacity: le.Uint64(b[offCapacity:]), DataLen: le.Uint64(b[offDataLen:]),
+		Created: int64(le.Uint64(b[offCreated:])),
+	}, nil
+}
+
+// Region is a mapped store file (or anonymous memory for simulations).
+type Region struct {
+	Path     string
+	Hdr      Header
+	ReadOnly bool
+	Huge     bool // the kernel accepted MADV_HUGEPAGE
+	mem      []byte
+	Data     []byte // mem[headerSize:]
+}
+
+// counter returns the header's atomic counter at off.
+func (r *Region) counter(off int) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&r.mem[off]))
+}
+
+// CreateRegion opens path read-write, creating it with header h when it does not exist. An
+// existing file must have the same geometry: a store is never silently reinterpreted.
+func CreateRegion(path string, h Header, huge bool) (*Region, error) {
+	h.Created = time.Now().UnixNano()
+	size := int64(headerSize) + int64(h.DataLen)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	fresh := st.Size() == 0
+	if fresh {
+		if err := f.Truncate(size); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	} else if st.Size() != size {
+		return nil, fmt.Errorf("%s: %d bytes, the configuration needs %d: geometry changed (remove the file or restore the configuration)", path, st.Size(), size)
+	}
+	mem, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("%s: mmap: %w", path, err)
+	}
+	r := &Region{Path: path, mem: mem, Data: mem[headerSize:]}
+	if fresh {
+		h.put(mem)
+		r.Hdr = h
+	} else {
+		old, err := parseHeader(mem)
+		if err == nil && !old.geometryEqual(&h) {
+			err = fmt.Errorf("geometry in the file (%s) differs from the configuration (%s): remove the file or restore the configuration", &old, &h)
+		}
+		if err != nil {
+			syscall.Munmap(mem)
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		r.Hdr = old
+	}
+	if huge {
+		r.Huge = syscall.Madvise(mem, 14 /* MADV_HUGEPAGE */) == nil
+	}
+	return r, nil
+}
+
+// OpenRegion maps an existing region file read-only, for queries by another process.
+func OpenRegion(path string) (*Region, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() < headerSize {
+		return nil, fmt.Errorf("%s: %d bytes: not a DTA region", path, st.Size())
+	}
+	mem, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("%s: mmap: %w", path, err)
+	}
+	h, err := parseHeader(mem)
+	if err == nil && int64(headerSize)+int64(h.DataLen) != st.Size() {
+		err = fmt.Errorf("header says %d data bytes, the file has %d", h.DataLen, st.Size()-headerSize)
+	}
+	if err != nil {
+		syscall.Munmap(mem)
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &Region{Path: path, Hdr: h, ReadOnly: true, mem: mem, Data: mem[headerSize:]}, nil
+}
+
+// AnonRegion is a region in private anonymous memory: simulations and benchmarks.
+func AnonRegion(h Header) (*Region, error) {
+	size := headerSize + int(h.DataLen)
+	mem, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return nil, fmt.Errorf("anonymous region of %d bytes: %w", size, err)
+	}
+	h.put(mem)
+	r := &Region{Hdr: h, mem: mem, Data: mem[headerSize:]}
+	r.Huge = syscall.Madvise(mem, 14) == nil
+	return r, nil
+}
+
+// Sync asks the kernel to write the region back to its file (msync); tmpfs needs none.
+func (r *Region) Sync() error {
+	if r.ReadOnly || r.Path == "" {
+		return nil
+	}
+	_, _, e := syscall.Syscall(syscall.SYS_MSYNC, uintptr(unsafe.Pointer(&r.mem[0])), uintptr(len(r.mem)), syscall.MS_ASYNC)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// Snapshot copies the whole region (header and data) to path: an epoch snapshot. Writes
+// racing the copy land in it or not, as for any reader.
+func (r *Region) Snapshot(path string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, r.mem, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// Close unmaps the region.
+func (r *Region) Close() error {
+	if r.mem == nil {
+		return nil
+	}
+	err := syscall.Munmap(r.mem)
+	r.mem, r.Data = nil, nil
+	return err
+}
+
+// Size is the mapped size in bytes.
+func (r *Region) Size() int { return len(r.mem) }
+
+// Word access. Slots are 8-byte aligned (the header is 4 KiB and every stride a multiple of
+// 8), so that an 8-byte slot is written by one store and can never be seen half-written.
+
+func (r *Region) u64(off uint64) *uint64 { return (*uint64)(unsafe.Pointer(&r.Data[off])) }
+
+func (r *Region) load64(off uint64) uint64 { return atomic.LoadUint64(r.u64(off)) }
+
+func (r *Region) atom(off uint64) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&r.Data[off])) }
