@@ -1,16 +1,117 @@
-// Package detect owns intake's metric model and event detection (INTCollector §III-C to
-// III-E; SmartNIC sink §III-C): built by issue 5.
 package detect
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/intake-int/intake/event"
+)
 
 // Config is the `detect` section of the configuration file.
 type Config struct {
 	// Enabled turns the event detector on (the default).
 	Enabled bool `yaml:"enabled"`
+	// MaxFlows bounds the flow keys held (flow path, flow latency and the flow's per-hop
+	// latencies); when full, the least recently updated flow is evicted and counted.
+	MaxFlows int `yaml:"max_flows"`
+	// MaxKeys bounds the switch keys held: (switch, queue), (switch, egress port), (switch,
+	// buffer), (switch, drop reason), (node, hw_id). Least recently updated evicted, counted.
+	MaxKeys int `yaml:"max_keys"`
+	// Shards is the number of independently locked shards the keys are split into by key
+	// hash (a power of two); more shards, less contention between workers.
+	Shards int `yaml:"shards"`
+	// Expire forgets a key not updated for this long (checked at each periodic push and at
+	// least every expire/2); 0 never expires.
+	Expire time.Duration `yaml:"expire"`
+	// Ring is the size of each event consumer's ring (the SmartNIC sink's R_I rings).
+	Ring int `yaml:"ring"`
+	// EventLog is the number of recent events kept for GET /api/v1/events.
+	EventLog int `yaml:"event_log"`
+	// Change is T(m) per measurement: a change event when |V(t2) − V(t1)| > T(m), V(t1)
+	// being the value last exported. A measurement not listed raises no change events.
+	Change map[string]uint64 `yaml:"change"`
+	// Above is the threshold-crossing level per measurement: an above event when the value
+	// goes from ≤ level (or unknown) to > level, a below event on the way back. A
+	// measurement not listed raises none.
+	Above map[string]uint64 `yaml:"above"`
+}
+
+// DefaultChange is INTCollector's default threshold (50) for every numeric measurement it
+// detects on; drops and seq_gaps raise an event on every increase.
+func defaultChange() map[string]uint64 {
+	return map[string]uint64{
+		"flow_latency": 50, "flow_hop_latency": 50, "queue_occupancy": 50, "queue_congestion": 50,
+		"tx_utilization": 50, "buffer_occupancy": 50, "drops": 0, "seq_gaps": 0,
+	}
 }
 
 // DefaultConfig returns the documented defaults.
-func DefaultConfig() Config { return Config{Enabled: true} }
+func DefaultConfig() Config {
+	return Config{
+		Enabled:  true,
+		MaxFlows: 32768,
+		MaxKeys:  32768,
+		Shards:   64,
+		Expire:   time.Minute,
+		Ring:     1 << 16,
+		EventLog: 10000,
+		Change:   defaultChange(),
+		Above:    map[string]uint64{},
+	}
+}
 
 // Validate reports the first invalid setting as "key: value: what is allowed", the key
 // relative to the section.
-func (c *Config) Validate() error { return nil }
+func (c *Config) Validate() error {
+	if c.MaxFlows < 1 || c.MaxFlows > 1<<26 {
+		return fmt.Errorf("max_flows: %d: must be 1-%d", c.MaxFlows, 1<<26)
+	}
+	if c.MaxKeys < 1 || c.MaxKeys > 1<<26 {
+		return fmt.Errorf("max_keys: %d: must be 1-%d", c.MaxKeys, 1<<26)
+	}
+	if c.Shards < 1 || c.Shards > 4096 || c.Shards&(c.Shards-1) != 0 {
+		return fmt.Errorf("shards: %d: must be a power of two 1-4096", c.Shards)
+	}
+	if c.Expire < 0 {
+		return fmt.Errorf("expire: %s: must be 0 (never) or positive", c.Expire)
+	}
+	if c.Ring < 2 || c.Ring > 1<<24 {
+		return fmt.Errorf("ring: %d: must be 2-%d events", c.Ring, 1<<24)
+	}
+	if c.EventLog < 0 || c.EventLog > 1<<24 {
+		return fmt.Errorf("event_log: %d: must be 0-%d events", c.EventLog, 1<<24)
+	}
+	for _, sec := range []struct {
+		name string
+		m    map[string]uint64
+	}{{"change", c.Change}, {"above", c.Above}} {
+		for _, k := range sortedKeys(sec.m) {
+			if m, ok := event.ParseMeasurement(k); !ok || m == event.FlowPath {
+				return fmt.Errorf("%s.%s: unknown measurement (allowed: %s)", sec.name, k, strings.Join(thresholdNames(), ", "))
+			}
+		}
+	}
+	return nil
+}
+
+// thresholdNames are the measurements a threshold applies to (all numeric ones).
+func thresholdNames() []string {
+	var ns []string
+	for _, n := range event.MeasurementNames() {
+		if n != event.FlowPath.String() {
+			ns = append(ns, n)
+		}
+	}
+	return ns
+}
+
+func sortedKeys(m map[string]uint64) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

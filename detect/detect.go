@@ -1,0 +1,435 @@
+// Package detect owns intake's metric model and its event detection, the INTCollector fast
+// path (§III-C metrics, §III-D event detection, §III-E1 periodic push) extended with the
+// SmartNIC sink's threshold-crossing events (§III-C, events T and C, per switch and end to
+// end).
+//
+// The metric model (INTCollector Table I, extended to INT v2.x): per flow (5-tuple) the path
+// (node ids, source to sink) and the end-to-end latency (sum of hop latencies); per flow and
+// switch the hop latency; per (switch, queue) queue occupancy and congestion; per (switch,
+// egress port) tx utilization; per (switch, buffer) buffer occupancy; per (switch, reason)
+// drop counts; per (node, hw_id) report sequence gaps. Measurement names are event's.
+//
+// The Detector is an ingest.Processor. For every report it updates the latest value of every
+// metric key the report carries and publishes an event.Event on the Bus when:
+//   - the key is new (new_key);
+//   - a flow's path differs from the last one (path_change);
+//   - |V(t2) − V(t1)| > T(m), V(t1) the value last exported (change; T(m) from
+//     detect.change.<measurement>);
+//   - the value crosses above detect.above.<measurement> (above), or back to ≤ it (below).
+//
+// Values exactly at a threshold raise nothing: both rules are strict inequalities. State is
+// sharded by key hash (flows by FlowHash, switch keys by switch id) under one mutex per
+// shard, preallocated, bounded by max_flows and max_keys with least-recently-updated
+// eviction, counted. Process allocates nothing.
+//
+// Snapshot is the periodic push: the latest value of every live key, and expiry of keys not
+// updated for detect.expire. Counters give INTCollector §V-B2's reduction factor: metric
+// values seen (M_all) against values exported (events and periodic pushes, counted by the
+// export pipeline).
+package detect
+
+import (
+	"math"
+	"sync/atomic"
+
+	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/telemetry"
+)
+
+// Off is the threshold value that turns a rule off: no difference exceeds it and no value
+// is above it.
+const Off = math.MaxUint64
+
+// Detector is the event detector. New is inert; Start allocates per-worker counters.
+type Detector struct {
+	cfg    Config
+	bus    *event.Bus
+	shards []*shard
+	mask   uint64
+
+	change [event.NumMeasurements]atomic.Uint64
+	above  [event.NumMeasurements]atomic.Uint64
+
+	workers []workerCounts
+}
+
+// Counter slots per worker.
+const (
+	cReports = iota
+	cValues  // M_all: metric values seen
+	cEvent0  // events by kind
+	nCounts  = cEvent0 + int(event.NumKinds)
+)
+
+// workerCounts are counted in plain fields by the worker and published at Flush, as ingest
+// does (an atomic per value would cost more than detecting).
+type workerCounts struct {
+	local [nCounts]uint64
+	pub   [nCounts]atomic.Uint64
+	_     [64]byte
+}
+
+// New builds a detector publishing to bus. cfg must have passed Validate.
+func New(cfg Config, bus *event.Bus) *Detector {
+	d := &Detector{cfg: cfg, bus: bus, shards: make([]*shard, cfg.Shards), mask: uint64(cfg.Shards - 1)}
+	perFlows := max(1, (cfg.MaxFlows+cfg.Shards-1)/cfg.Shards)
+	perKeys := max(1, (cfg.MaxKeys+cfg.Shards-1)/cfg.Shards)
+	for i := range d.shards {
+		d.shards[i] = newShard(perFlows, perKeys)
+	}
+	for m := range d.change {
+		d.change[m].Store(Off)
+		d.above[m].Store(Off)
+	}
+	for k, v := range cfg.Change {
+		if m, ok := event.ParseMeasurement(k); ok {
+			d.change[m].Store(v)
+		}
+	}
+	for k, v := range cfg.Above {
+		if m, ok := event.ParseMeasurement(k); ok {
+			d.above[m].Store(v)
+		}
+	}
+	d.workers = make([]workerCounts, 1)
+	return d
+}
+
+// Name implements ingest.Processor.
+func (d *Detector) Name() string { return "detect" }
+
+// Start implements ingest.Starter.
+func (d *Detector) Start(workers int) error {
+	d.workers = make([]workerCounts, max(workers, 1))
+	return nil
+}
+
+// Flush implements ingest.Flusher: it publishes the worker's counters.
+func (d *Detector) Flush(worker int) {
+	c := &d.workers[worker]
+	for i, v := range c.local {
+		if c.pub[i].Load() != v {
+			c.pub[i].Store(v)
+		}
+	}
+}
+
+// Bus returns the bus events are published on.
+func (d *Detector) Bus() *event.Bus { return d.bus }
+
+// SetThreshold sets T(m) (change) or the above level of measurement m at run time; Off turns
+// the rule off. Workers see it at their next report.
+func (d *Detector) SetThreshold(kind event.Kind, m event.Measurement, v uint64) {
+	if m <= event.MeasNone || m >= event.NumMeasurements {
+		return
+	}
+	switch kind {
+	case event.KindChange:
+		d.change[m].Store(v)
+	case event.KindAbove:
+		d.above[m].Store(v)
+	}
+}
+
+// Threshold returns the current threshold for kind (KindChange or KindAbove) and m.
+func (d *Detector) Threshold(kind event.Kind, m event.Measurement) uint64 {
+	if kind == event.KindAbove {
+		return d.above[m].Load()
+	}
+	return d.change[m].Load()
+}
+
+// Process implements ingest.Processor: the fast path.
+func (d *Detector) Process(worker int, r *telemetry.Report) {
+	c := &d.workers[worker].local
+	c[cReports]++
+	if r.Has&telemetry.HasNodeID != 0 {
+		if r.Has&telemetry.HasSeq != 0 {
+			d.seq(c, r)
+		}
+		if r.Flags&telemetry.FlagDrop != 0 {
+			d.drop(c, r)
+		}
+	}
+	hops := r.HopList()
+	if len(hops) == 0 {
+		return
+	}
+	for i := range hops {
+		if hops[i].Fields&telemetry.FNodeID != 0 {
+			d.hop(c, r, &hops[i])
+		}
+	}
+	if r.Has&telemetry.HasFlow != 0 {
+		d.flow(c, r, hops)
+	}
+}
+
+// check applies the rules to value x of one key: e carries the key, scope, measurement and
+// times; the events raised are published.
+func (d *Detector) check(c *[nCounts]uint64, v *val, x uint64, isNew bool, e *event.Event) {
+	c[cValues]++
+	m := e.Measurement
+	prevCur := v.cur
+	if isNew {
+		*v = val{ref: x, cur: x}
+		e.Kind, e.Prev, e.Value, e.Threshold = event.KindNewKey, 0, x, 0
+		d.publish(c, e)
+	} else {
+		v.cur = x
+		t := d.change[m].Load()
+		diff := x - v.ref
+		if x < v.ref {
+			diff = v.ref - x
+		}
+		if diff > t {
+			e.Kind, e.Prev, e.Value, e.Threshold = event.KindChange, v.ref, x, t
+			v.ref = x
+			d.publish(c, e)
+		}
+	}
+	a := d.above[m].Load()
+	if x > a {
+		if !v.above {
+			v.above = true
+			e.Kind, e.Prev, e.Value, e.Threshold = event.KindAbove, prevCur, x, a
+			d.publish(c, e)
+		}
+	} else if v.above {
+		v.above = false
+		e.Kind, e.Prev, e.Value, e.Threshold = event.KindBelow, prevCur, x, a
+		d.publish(c, e)
+	}
+}
+
+func (d *Detector) publish(c *[nCounts]uint64, e *event.Event) {
+	c[cEvent0+int(e.Kind)]++
+	if d.bus != nil {
+		d.bus.Publish(e)
+	}
+}
+
+func hopDev(h *telemetry.Hop) uint64 {
+	if h.Fields&telemetry.FEgressTS != 0 {
+		return h.EgressTS
+	}
+	if h.Fields&telemetry.FIngressTS != 0 {
+		return h.IngressTS
+	}
+	return 0
+}
+
+func (d *Detector) swShard(sw uint32) *shard { return d.shards[switchHash(sw)&d.mask] }
+
+// hop updates the switch metrics one hop carries, under its switch's shard lock.
+func (d *Detector) hop(c *[nCounts]uint64, r *telemetry.Report, h *telemetry.Hop) {
+	const qf = telemetry.FQueueOccupancy | telemetry.FQueueCongestion
+	f := h.Fields
+	if f&(qf|telemetry.FTxUtil|telemetry.FBufferOccupancy) == 0 {
+		return
+	}
+	var e event.Event
+	e.Time, e.DevTime, e.Scope = r.RecvTime, hopDev(h), event.ScopeSwitch
+	e.Key.Switch = h.NodeID
+	s := d.swShard(h.NodeID)
+	s.mu.Lock()
+	if f&qf != 0 {
+		en := s.sw(swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue})
+		en.touch(r.RecvTime, e.DevTime)
+		e.Key.Queue = h.QueueID
+		if f&telemetry.FQueueOccupancy != 0 {
+			e.Measurement = event.QueueOccupancy
+			d.check(c, &en.v[0], uint64(h.QueueOccupancy), en.has&1 == 0, &e)
+			en.has |= 1
+		}
+		if f&telemetry.FQueueCongestion != 0 {
+			e.Measurement = event.QueueCongestion
+			d.check(c, &en.v[1], uint64(h.QueueCongestion), en.has&2 == 0, &e)
+			en.has |= 2
+		}
+		e.Key.Queue = 0
+	}
+	if f&telemetry.FTxUtil != 0 {
+		port := uint32(0)
+		if f&telemetry.FEgressPort != 0 {
+			port = h.EgressPort
+		}
+		en := s.sw(swKey{sw: h.NodeID, id: port, kind: kPort})
+		en.touch(r.RecvTime, e.DevTime)
+		e.Key.Port, e.Measurement = port, event.TxUtilization
+		d.check(c, &en.v[0], uint64(h.TxUtil), en.has&1 == 0, &e)
+		en.has |= 1
+		e.Key.Port = 0
+	}
+	if f&telemetry.FBufferOccupancy != 0 {
+		en := s.sw(swKey{sw: h.NodeID, id: uint32(h.BufferID), kind: kBuffer})
+		en.touch(r.RecvTime, e.DevTime)
+		e.Key.Buffer, e.Measurement = h.BufferID, event.BufferOccupancy
+		d.check(c, &en.v[0], uint64(h.BufferOccupancy), en.has&1 == 0, &e)
+		en.has |= 1
+	}
+	s.mu.Unlock()
+}
+
+func (en *swEntry) touch(now int64, dev uint64) {
+	if en.first == 0 {
+		en.first = now
+	}
+	en.last, en.dev = now, dev
+}
+
+// drop counts a dropped-packet report per (reporting node, reason).
+func (d *Detector) drop(c *[nCounts]uint64, r *telemetry.Report) {
+	reason := uint8(0)
+	if r.Has&telemetry.HasDropReason != 0 {
+		reason = r.DropReason
+	}
+	var e event.Event
+	e.Time, e.DevTime, e.Scope, e.Measurement = r.RecvTime, r.IngressTS, event.ScopeSwitch, event.Drops
+	e.Key.Switch, e.Key.Reason = r.NodeID, reason
+	s := d.swShard(r.NodeID)
+	s.mu.Lock()
+	en := s.sw(swKey{sw: r.NodeID, id: uint32(reason), kind: kDrop})
+	en.touch(r.RecvTime, r.IngressTS)
+	d.check(c, &en.v[0], en.v[0].cur+1, en.has == 0, &e)
+	en.has = 1
+	s.mu.Unlock()
+}
+
+// seq counts reports missing from the sequence of (node, hw_id): a jump forward by n > 1 adds
+// n−1. A step backwards (reordering, or a restarted reporter) only resynchronizes.
+func (d *Detector) seq(c *[nCounts]uint64, r *telemetry.Report) {
+	var e event.Event
+	e.Time, e.DevTime, e.Scope, e.Measurement = r.RecvTime, r.IngressTS, event.ScopeSwitch, event.SeqGaps
+	e.Key.Switch, e.Key.HWID = r.NodeID, r.HWID
+	s := d.swShard(r.NodeID)
+	s.mu.Lock()
+	en := s.sw(swKey{sw: r.NodeID, id: uint32(r.HWID), kind: kSeq})
+	en.touch(r.RecvTime, r.IngressTS)
+	gaps := en.v[0].cur
+	if en.seqOK {
+		if step := r.Seq - en.seq; step > 1 && step < 1<<31 {
+			gaps += uint64(step - 1)
+		}
+	}
+	en.seq, en.seqOK = r.Seq, true
+	d.check(c, &en.v[0], gaps, en.has == 0, &e)
+	en.has = 1
+	s.mu.Unlock()
+}
+
+// flow updates a flow's path, end-to-end latency and per-hop latencies.
+func (d *Detector) flow(c *[nCounts]uint64, r *telemetry.Report, hops []telemetry.Hop) {
+	var e event.Event
+	e.Time, e.Key.Flow = r.RecvTime, r.Flow
+	// The path source to sink: hops are newest (sink side) first.
+	n := len(hops)
+	e.NPath = uint8(min(n, 255))
+	var lat uint64
+	nlat := 0
+	for i := 0; i < n; i++ {
+		h := &hops[n-1-i]
+		if i < event.MaxPath {
+			e.Path[i] = h.NodeID
+		}
+		if h.Fields&telemetry.FHopLatency != 0 {
+			lat += uint64(h.HopLatency)
+			nlat++
+		}
+	}
+	if e.NPath > event.MaxPath {
+		e.NPath = event.MaxPath
+	}
+	ph := pathHash(hops)
+	dev := r.IngressTS
+	if r.Has&telemetry.HasIngressTS == 0 {
+		dev = hopDev(&hops[0])
+	}
+	e.DevTime = dev
+
+	s := d.shards[FlowHash(&r.Flow)&d.mask]
+	s.mu.Lock()
+	en, isNew := s.flow(&r.Flow)
+	if isNew {
+		en.first = r.RecvTime
+	}
+	en.last, en.dev = r.RecvTime, dev
+	en.reports++
+
+	// Path: new key, or a change of the node list.
+	e.Scope, e.Measurement = event.ScopeE2E, event.FlowPath
+	c[cValues]++
+	pathChanged := !isNew && ph != en.pathHash
+	oldN, oldOK := en.npath, en.hopOK
+	var oldPath [MaxTrackedHops]uint32
+	var oldHop [MaxTrackedHops]val
+	if pathChanged {
+		oldPath, oldHop = en.path, en.hop
+	}
+	if isNew {
+		e.Kind, e.Prev, e.Value, e.Threshold = event.KindNewKey, 0, ph, 0
+		d.publish(c, &e)
+	} else if pathChanged {
+		e.Kind, e.Prev, e.Value, e.Threshold = event.KindPathChange, en.pathHash, ph, 0
+		d.publish(c, &e)
+	}
+	en.pathHash, en.npath = ph, uint8(min(n, 255))
+	for i := 0; i < MaxTrackedHops; i++ {
+		if i < n {
+			en.path[i] = hops[n-1-i].NodeID
+		} else {
+			en.path[i] = 0
+		}
+	}
+
+	// End-to-end latency: the sum of the hop latencies present.
+	if nlat > 0 {
+		e.Measurement = event.FlowLatency
+		d.check(c, &en.lat, lat, !en.hasLat, &e)
+		en.hasLat = true
+	}
+
+	// Per-hop latency, keyed by (flow, switch): after a path change a switch on both paths
+	// keeps its state; a switch new to the path is a new key.
+	e.Scope, e.Measurement = event.ScopeSwitch, event.FlowHopLatency
+	var ok uint8
+	for i := 0; i < min(n, MaxTrackedHops); i++ {
+		h := &hops[n-1-i]
+		if h.Fields&telemetry.FHopLatency == 0 {
+			continue
+		}
+		j, known := i, !isNew && !pathChanged && oldOK&(1<<i) != 0
+		if pathChanged {
+			for k := 0; k < int(min(oldN, MaxTrackedHops)); k++ {
+				if oldPath[k] == h.NodeID && oldOK&(1<<k) != 0 {
+					j, known = k, true
+					break
+				}
+			}
+		}
+		e.Key.Switch, e.DevTime = h.NodeID, hopDev(h)
+		if pathChanged {
+			v := oldHop[j]
+			d.check(c, &v, uint64(h.HopLatency), !known, &e)
+			en.hop[i] = v
+		} else {
+			d.check(c, &en.hop[i], uint64(h.HopLatency), !known, &e)
+		}
+		ok |= 1 << i
+	}
+	en.hopOK = ok
+	s.mu.Unlock()
+}
+
+// pathHash is event.PathHash over the node ids source to sink, without building the list.
+func pathHash(hops []telemetry.Hop) uint64 {
+	h := uint64(14695981039346656037)
+	for i := len(hops) - 1; i >= 0; i-- {
+		id := hops[i].NodeID
+		for s := 0; s < 32; s += 8 {
+			h ^= uint64(byte(id >> s))
+			h *= 1099511628211
+		}
+	}
+	return h
+}

@@ -1,0 +1,279 @@
+package detect
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/telemetry"
+)
+
+// hop is a test hop: node id and hop latency, plus queue occupancy and tx utilization when
+// not zero.
+type hop struct {
+	node, lat, qocc, tx uint32
+}
+
+func report(t0 int64, sport uint16, hops ...hop) *telemetry.Report {
+	var r telemetry.Report
+	r.Format = telemetry.FormatTR20
+	r.Has = telemetry.HasFlow
+	r.Flow.SetAddrs(netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.1.2"))
+	r.Flow.SrcPort, r.Flow.DstPort, r.Flow.Proto = sport, 80, 6
+	r.RecvTime = t0
+	// hops are given source to sink; the report holds them newest first.
+	for i := len(hops) - 1; i >= 0; i-- {
+		h := hops[i]
+		th := r.AddHop()
+		th.Fields = telemetry.FNodeID | telemetry.FHopLatency
+		th.NodeID, th.HopLatency = h.node, h.lat
+		if h.qocc != 0 {
+			th.Fields |= telemetry.FQueueID | telemetry.FQueueOccupancy
+			th.QueueID, th.QueueOccupancy = 1, h.qocc
+		}
+		if h.tx != 0 {
+			th.Fields |= telemetry.FEgressPort | telemetry.FTxUtil
+			th.EgressPort, th.TxUtil = 2, h.tx
+		}
+	}
+	return &r
+}
+
+// show renders an event compactly: kind scope measurement [switch] prev->value (T).
+func show(e *event.Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s %s", e.Kind, e.Scope, e.Measurement)
+	if e.Measurement.HasSwitch() {
+		fmt.Fprintf(&b, " sw%d", e.Key.Switch)
+	}
+	if e.Measurement == event.FlowPath {
+		fmt.Fprintf(&b, " %s", event.AppendPath(nil, e.PathList()))
+	} else {
+		fmt.Fprintf(&b, " %d->%d", e.Prev, e.Value)
+	}
+	if e.Kind == event.KindChange || e.Kind == event.KindAbove || e.Kind == event.KindBelow {
+		fmt.Fprintf(&b, " T%d", e.Threshold)
+	}
+	return b.String()
+}
+
+func testConfig() Config {
+	c := DefaultConfig()
+	c.Shards = 4
+	c.MaxFlows, c.MaxKeys = 64, 64
+	c.Change = map[string]uint64{"flow_hop_latency": 50}
+	c.Above = map[string]uint64{"flow_hop_latency": 200}
+	return c
+}
+
+func drain(c *event.Consumer) []string {
+	buf := make([]event.Event, 1024)
+	var out []string
+	for _, e := range buf[:c.Poll(buf)] {
+		out = append(out, show(&e))
+	}
+	return out
+}
+
+func expect(t *testing.T, step string, got []string, want ...string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s: events\n  %s\nwant\n  %s", step, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// TestChangeAndAboveRules feeds one hop latency sequence through the two rules, with values
+// exactly at each threshold: |Δ| = T and V = T raise nothing (strict inequalities), and
+// V(t1) is the last exported value, not the last seen.
+func TestChangeAndAboveRules(t *testing.T) {
+	var bus event.Bus
+	c := bus.Subscribe("t", 1024)
+	d := New(testConfig(), &bus)
+	// Written out explicitly to keep each arithmetic visible.
+	type st struct {
+		lat  uint32
+		want []string
+	}
+	seq := []st{
+		{100, []string{"new_key e2e flow_path 7", "new_key e2e flow_latency 0->100", "new_key switch flow_hop_latency sw7 0->100"}},
+		{150, nil}, // |150−100| = 50 = T: nothing
+		{151, []string{"change switch flow_hop_latency sw7 100->151 T50"}},
+		{120, nil}, // |120−151| = 31
+		{200, nil}, // |200−151| = 49, and 200 is the above level itself: not above
+		{201, []string{"above switch flow_hop_latency sw7 200->201 T200"}}, // |201−151| = 50: no change
+		{202, []string{"change switch flow_hop_latency sw7 151->202 T50"}}, // 51 > 50; still above: no second above
+		{200, []string{"below switch flow_hop_latency sw7 202->200 T200"}}, // back to the level: below
+		{151, []string{"change switch flow_hop_latency sw7 202->151 T50"}}, // |151−202| = 51
+	}
+	for i, s := range seq {
+		d.Process(0, report(int64(i+1), 1000, hop{node: 7, lat: s.lat}))
+		expect(t, fmt.Sprintf("step %d (%d)", i, s.lat), drain(c), s.want...)
+	}
+	// Thresholds change at run time.
+	d.SetThreshold(event.KindChange, event.FlowHopLatency, 0)
+	d.Process(0, report(100, 1000, hop{node: 7, lat: 152}))
+	expect(t, "T=0", drain(c), "change switch flow_hop_latency sw7 151->152 T0")
+	d.SetThreshold(event.KindChange, event.FlowHopLatency, Off)
+	d.Process(0, report(101, 1000, hop{node: 7, lat: 1}))
+	expect(t, "off", drain(c))
+}
+
+// TestEndToEnd: flow latency is the sum of hop latencies, with change and above rules of its
+// own; switch metrics are keyed by (switch, queue) and (switch, port).
+func TestEndToEnd(t *testing.T) {
+	var bus event.Bus
+	c := bus.Subscribe("t", 1024)
+	cfg := testConfig()
+	cfg.Change = map[string]uint64{"flow_latency": 10, "queue_occupancy": 5}
+	cfg.Above = map[string]uint64{"flow_latency": 100, "tx_utilization": 90}
+	d := New(cfg, &bus)
+	d.Process(0, report(1, 1, hop{node: 1, lat: 30, qocc: 10, tx: 50}, hop{node: 2, lat: 40}))
+	expect(t, "first", drain(c),
+		"new_key switch queue_occupancy sw1 0->10",
+		"new_key switch tx_utilization sw1 0->50",
+		"new_key e2e flow_path 1:2",
+		"new_key e2e flow_latency 0->70",
+		"new_key switch flow_hop_latency sw1 0->30",
+		"new_key switch flow_hop_latency sw2 0->40",
+	)
+	d.Process(0, report(2, 1, hop{node: 1, lat: 35, qocc: 16, tx: 91}, hop{node: 2, lat: 46}))
+	expect(t, "second", drain(c),
+		"change switch queue_occupancy sw1 10->16 T5",
+		"above switch tx_utilization sw1 50->91 T90",
+		"change e2e flow_latency 70->81 T10",
+	)
+	d.Process(0, report(3, 1, hop{node: 1, lat: 60, qocc: 16, tx: 91}, hop{node: 2, lat: 41}))
+	expect(t, "third", drain(c),
+		"change e2e flow_latency 81->101 T10",
+		"above e2e flow_latency 81->101 T100",
+	)
+}
+
+// TestPathChange: a new node list raises path_change; switches on both paths keep their
+// per-hop state, a switch new to the path is a new key.
+func TestPathChange(t *testing.T) {
+	var bus event.Bus
+	c := bus.Subscribe("t", 1024)
+	d := New(testConfig(), &bus)
+	d.Process(0, report(1, 1, hop{node: 1, lat: 10}, hop{node: 2, lat: 20}, hop{node: 3, lat: 30}))
+	drain(c)
+	d.Process(0, report(2, 1, hop{node: 1, lat: 10}, hop{node: 4, lat: 20}, hop{node: 3, lat: 100}))
+	expect(t, "path change", drain(c),
+		"path_change e2e flow_path 1:4:3",
+		"new_key switch flow_hop_latency sw4 0->20",
+		"change switch flow_hop_latency sw3 30->100 T50",
+	)
+	d.Process(0, report(3, 1, hop{node: 1, lat: 10}, hop{node: 4, lat: 20}, hop{node: 3, lat: 100}))
+	expect(t, "same path", drain(c))
+}
+
+func TestSeqGapsAndDrops(t *testing.T) {
+	var bus event.Bus
+	c := bus.Subscribe("t", 1024)
+	cfg := testConfig()
+	cfg.Change = map[string]uint64{"seq_gaps": 0, "drops": 0}
+	d := New(cfg, &bus)
+	rep := func(seq uint32, drop bool) *telemetry.Report {
+		var r telemetry.Report
+		r.Has = telemetry.HasNodeID | telemetry.HasSeq
+		r.NodeID, r.Seq, r.HWID = 9, seq, 2
+		if drop {
+			r.Flags = telemetry.FlagDrop
+			r.Has |= telemetry.HasDropReason
+			r.DropReason = 71
+		}
+		return &r
+	}
+	d.Process(0, rep(10, false))
+	d.Process(0, rep(11, false))
+	d.Process(0, rep(14, true))  // 12, 13 missing
+	d.Process(0, rep(13, false)) // late: resynchronizes only
+	d.Process(0, rep(14, true))
+	got := drain(c)
+	expect(t, "seq", got,
+		"new_key switch seq_gaps sw9 0->0",
+		"change switch seq_gaps sw9 0->2 T0",
+		"new_key switch drops sw9 0->1",
+		"change switch drops sw9 1->2 T0",
+	)
+}
+
+func TestEvictionAndExpiry(t *testing.T) {
+	var bus event.Bus
+	c := bus.Subscribe("t", 1024)
+	cfg := testConfig()
+	cfg.Shards, cfg.MaxFlows, cfg.Expire = 1, 2, 10*time.Second
+	d := New(cfg, &bus)
+	sec := int64(time.Second)
+	d.Process(0, report(1*sec, 1, hop{node: 1, lat: 10}))
+	d.Process(0, report(2*sec, 2, hop{node: 1, lat: 10}))
+	d.Process(0, report(3*sec, 1, hop{node: 1, lat: 10})) // flow 1 is now the most recent
+	d.Process(0, report(4*sec, 3, hop{node: 1, lat: 10})) // evicts flow 2
+	d.Flush(0)
+	if st := d.Stats(); st.Flows != 2 || st.EvictedFlows != 1 {
+		t.Fatalf("stats %+v, want 2 flows, 1 eviction", st)
+	}
+	drain(c)
+	d.Process(0, report(5*sec, 2, hop{node: 1, lat: 10}))
+	// Flow 2 was evicted: it is a new key again, and evicts flow 1 (last updated at 3 s).
+	expect(t, "evicted flow returns", drain(c), "new_key e2e flow_path 1", "new_key e2e flow_latency 0->10", "new_key switch flow_hop_latency sw1 0->10")
+
+	var got []string
+	n := d.Snapshot(12*sec, func(e *event.Event) { got = append(got, show(e)) })
+	// cut 2 s: flows 3 (4 s) and 2 (5 s) are live, 3 values each.
+	if n != 6 || len(got) != 6 {
+		t.Fatalf("snapshot: %d values %v, want 6", n, got)
+	}
+	got = nil
+	n = d.Snapshot(14500*int64(time.Millisecond), func(e *event.Event) { got = append(got, show(e)) })
+	// cut 4.5 s: flow 3 (4 s) expires, flow 2 (5 s) stays.
+	expect(t, "expiry", got,
+		"expire e2e flow_path 1", "expire e2e flow_latency 0->10", "expire switch flow_hop_latency sw1 0->10",
+		"periodic e2e flow_path 1", "periodic e2e flow_latency 0->10", "periodic switch flow_hop_latency sw1 0->10",
+	)
+	if st := d.Stats(); n != 3 || st.Expired != 1 || st.Flows != 1 || st.EvictedFlows != 2 {
+		t.Fatalf("after expiry: %d periodic, stats %+v", n, d.Stats())
+	}
+}
+
+func TestProcessNoAlloc(t *testing.T) {
+	var bus event.Bus
+	bus.Subscribe("t", 1<<10)
+	d := New(DefaultConfig(), &bus)
+	r := report(1, 1, hop{1, 10, 5, 5}, hop{2, 20, 5, 5}, hop{3, 30, 5, 5}, hop{4, 40, 5, 5}, hop{5, 50, 5, 5})
+	if a := testing.AllocsPerRun(1000, func() { r.RecvTime++; r.Hops[0].HopLatency ^= 0xff; d.Process(0, r) }); a != 0 {
+		t.Fatalf("Process: %v allocs per report", a)
+	}
+}
+
+// BenchmarkProcess is detection plus metric update for a 5-hop report (flow path, flow
+// latency, 5 hop latencies, 5 queue occupancies, 5 tx utilizations: 17 values) over 1024
+// flows, with an event every 16th report. ns/hop is the per hop-report figure.
+func BenchmarkProcess(b *testing.B) {
+	var bus event.Bus
+	c := bus.Subscribe("t", 1<<16)
+	d := New(DefaultConfig(), &bus)
+	rs := make([]*telemetry.Report, 1024)
+	for i := range rs {
+		rs[i] = report(1, uint16(i), hop{1, 10, 5, 5}, hop{2, 20, 5, 5}, hop{3, 30, 5, 5}, hop{4, 40, 5, 5}, hop{5, 50, 5, 5})
+	}
+	buf := make([]event.Event, 1024)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		r := rs[i&1023]
+		r.RecvTime++
+		if i&15 == 0 {
+			r.Hops[2].HopLatency ^= 0x100
+		}
+		d.Process(0, r)
+		if c.Len() > 1<<15 {
+			c.Poll(buf)
+		}
+		i++
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/5, "ns/hop")
+}

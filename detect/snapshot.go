@@ -1,0 +1,302 @@
+package detect
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/telemetry"
+)
+
+// Snapshot is the periodic push (INTCollector §III-E1): it calls fn with a KindPeriodic
+// event for the latest value of every live key, so that a silent key is known to be alive,
+// and with a KindExpire event for every value of a key not updated since now−expire, which
+// it forgets. It runs on the normal path: each shard is locked while it is walked, never
+// more than one at a time; fn must not block. It returns the number of periodic values.
+func (d *Detector) Snapshot(now int64, fn func(*event.Event)) int {
+	cut := int64(-1 << 63)
+	if d.cfg.Expire > 0 {
+		cut = now - int64(d.cfg.Expire)
+	}
+	n := 0
+	for _, s := range d.shards {
+		s.mu.Lock()
+		// Oldest first, so that expired entries are a prefix of the walk.
+		for i := s.fl.tail; i >= 0; {
+			prev := s.fl.prev[i]
+			en := &s.fe[i]
+			kind := event.KindPeriodic
+			if en.last < cut {
+				kind = event.KindExpire
+			}
+			if k := flowValues(en, kind, now, fn); kind == event.KindPeriodic {
+				n += k
+			} else {
+				delete(s.flows, en.key)
+				s.fl.remove(i)
+				s.expired++
+			}
+			i = prev
+		}
+		for i := s.sl.tail; i >= 0; {
+			prev := s.sl.prev[i]
+			en := &s.se[i]
+			kind := event.KindPeriodic
+			if en.last < cut {
+				kind = event.KindExpire
+			}
+			if k := swValues(en, kind, now, fn); kind == event.KindPeriodic {
+				n += k
+			} else {
+				delete(s.sws, en.key)
+				s.sl.remove(i)
+				s.expired++
+			}
+			i = prev
+		}
+		s.mu.Unlock()
+	}
+	return n
+}
+
+func flowValues(en *flowEntry, kind event.Kind, now int64, fn func(*event.Event)) int {
+	var e event.Event
+	e.Time, e.DevTime, e.Kind, e.Key.Flow = now, en.dev, kind, en.key
+	e.Scope, e.Measurement, e.Value = event.ScopeE2E, event.FlowPath, en.pathHash
+	e.NPath = uint8(min(int(en.npath), MaxTrackedHops))
+	copy(e.Path[:], en.path[:e.NPath])
+	fn(&e)
+	n := 1
+	e.NPath = 0
+	if en.hasLat {
+		e.Measurement, e.Value = event.FlowLatency, en.lat.cur
+		fn(&e)
+		n++
+	}
+	e.Scope, e.Measurement = event.ScopeSwitch, event.FlowHopLatency
+	for i := 0; i < MaxTrackedHops; i++ {
+		if en.hopOK&(1<<i) != 0 {
+			e.Key.Switch, e.Value = en.path[i], en.hop[i].cur
+			fn(&e)
+			n++
+		}
+	}
+	return n
+}
+
+func swValues(en *swEntry, kind event.Kind, now int64, fn func(*event.Event)) int {
+	var e event.Event
+	e.Time, e.DevTime, e.Kind, e.Scope = now, en.dev, kind, event.ScopeSwitch
+	e.Key.Switch = en.key.sw
+	var ms [2]event.Measurement
+	switch en.key.kind {
+	case kQueue:
+		e.Key.Queue = uint8(en.key.id)
+		ms = [2]event.Measurement{event.QueueOccupancy, event.QueueCongestion}
+	case kPort:
+		e.Key.Port = en.key.id
+		ms[0] = event.TxUtilization
+	case kBuffer:
+		e.Key.Buffer = uint8(en.key.id)
+		ms[0] = event.BufferOccupancy
+	case kDrop:
+		e.Key.Reason = uint8(en.key.id)
+		ms[0] = event.Drops
+	case kSeq:
+		e.Key.HWID = uint8(en.key.id)
+		ms[0] = event.SeqGaps
+	}
+	n := 0
+	for i, m := range ms {
+		if m != event.MeasNone && en.has&(1<<i) != 0 {
+			e.Measurement, e.Value = m, en.v[i].cur
+			fn(&e)
+			n++
+		}
+	}
+	return n
+}
+
+// HopState is one hop of a flow as GET /api/v1/flow shows it.
+type HopState struct {
+	SwitchID   uint32 `json:"switch_id"`
+	HopLatency uint64 `json:"hop_latency"`
+}
+
+// FlowState is a flow's latest values as GET /api/v1/flow shows them. Switch metrics of the
+// switches on its path are in Queues, Ports and Buffers.
+type FlowState struct {
+	Src         string        `json:"src"`
+	Dst         string        `json:"dst"`
+	Sport       uint16        `json:"sport"`
+	Dport       uint16        `json:"dport"`
+	Proto       uint8         `json:"proto"`
+	Path        []uint32      `json:"path"`
+	PathLen     int           `json:"path_len"`
+	FlowLatency *uint64       `json:"flow_latency"`
+	Hops        []HopState    `json:"hops"`
+	Reports     uint64        `json:"reports"`
+	FirstSeen   time.Time     `json:"first_seen"`
+	LastSeen    time.Time     `json:"last_seen"`
+	Queues      []SwitchValue `json:"queues"`
+	Ports       []SwitchValue `json:"ports"`
+	Buffers     []SwitchValue `json:"buffers"`
+}
+
+// SwitchValue is one switch key's latest values.
+type SwitchValue struct {
+	SwitchID        uint32    `json:"switch_id"`
+	QueueID         *uint8    `json:"queue_id,omitempty"`
+	Port            *uint32   `json:"port,omitempty"`
+	BufferID        *uint8    `json:"buffer_id,omitempty"`
+	QueueOccupancy  *uint64   `json:"queue_occupancy,omitempty"`
+	QueueCongestion *uint64   `json:"queue_congestion,omitempty"`
+	TxUtilization   *uint64   `json:"tx_utilization,omitempty"`
+	BufferOccupancy *uint64   `json:"buffer_occupancy,omitempty"`
+	LastSeen        time.Time `json:"last_seen"`
+}
+
+// Flow returns the latest state of flow k, and the switch keys of the switches on its path.
+func (d *Detector) Flow(k telemetry.FlowKey) (FlowState, bool) {
+	s := d.shards[FlowHash(&k)&d.mask]
+	s.mu.Lock()
+	i, ok := s.flows[k]
+	if !ok {
+		s.mu.Unlock()
+		return FlowState{}, false
+	}
+	en := s.fe[i]
+	s.mu.Unlock()
+	fs := FlowState{
+		Src: k.SrcAddr().String(), Dst: k.DstAddr().String(), Sport: k.SrcPort, Dport: k.DstPort, Proto: k.Proto,
+		PathLen: int(en.npath), Reports: en.reports,
+		FirstSeen: time.Unix(0, en.first).UTC(), LastSeen: time.Unix(0, en.last).UTC(),
+		Path: make([]uint32, min(int(en.npath), MaxTrackedHops)), Hops: []HopState{},
+		Queues: []SwitchValue{}, Ports: []SwitchValue{}, Buffers: []SwitchValue{},
+	}
+	copy(fs.Path, en.path[:])
+	if en.hasLat {
+		v := en.lat.cur
+		fs.FlowLatency = &v
+	}
+	for i, id := range fs.Path {
+		if en.hopOK&(1<<i) != 0 {
+			fs.Hops = append(fs.Hops, HopState{SwitchID: id, HopLatency: en.hop[i].cur})
+		}
+	}
+	seen := map[uint32]bool{}
+	for _, id := range fs.Path {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		d.switchValues(id, &fs)
+	}
+	return fs, true
+}
+
+func (d *Detector) switchValues(sw uint32, fs *FlowState) {
+	s := d.swShard(sw)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, i := range s.sws {
+		if k.sw != sw {
+			continue
+		}
+		en := &s.se[i]
+		sv := SwitchValue{SwitchID: sw, LastSeen: time.Unix(0, en.last).UTC()}
+		get := func(j int) *uint64 {
+			if en.has&(1<<j) == 0 {
+				return nil
+			}
+			v := en.v[j].cur
+			return &v
+		}
+		switch k.kind {
+		case kQueue:
+			q := uint8(k.id)
+			sv.QueueID, sv.QueueOccupancy, sv.QueueCongestion = &q, get(0), get(1)
+			fs.Queues = append(fs.Queues, sv)
+		case kPort:
+			p := k.id
+			sv.Port, sv.TxUtilization = &p, get(0)
+			fs.Ports = append(fs.Ports, sv)
+		case kBuffer:
+			b := uint8(k.id)
+			sv.BufferID, sv.BufferOccupancy = &b, get(0)
+			fs.Buffers = append(fs.Buffers, sv)
+		}
+	}
+}
+
+// ParseFlow builds a flow key from the API's src, dst, sport, dport and proto values.
+func ParseFlow(src, dst string, sport, dport uint16, proto uint8) (telemetry.FlowKey, bool) {
+	var k telemetry.FlowKey
+	s, err1 := netip.ParseAddr(src)
+	t, err2 := netip.ParseAddr(dst)
+	if err1 != nil || err2 != nil || s.Unmap().Is4() != t.Unmap().Is4() {
+		return k, false
+	}
+	k.SetAddrs(s.Unmap(), t.Unmap())
+	k.SrcPort, k.DstPort, k.Proto = sport, dport, proto
+	return k, true
+}
+
+// Stats are the detector's counters.
+type Stats struct {
+	Reports      uint64            `json:"reports"`
+	Values       uint64            `json:"values"` // M_all
+	Events       map[string]uint64 `json:"events"`
+	Flows        int               `json:"flows"`
+	Keys         int               `json:"keys"`
+	EvictedFlows uint64            `json:"evicted_flows"`
+	EvictedKeys  uint64            `json:"evicted_keys"`
+	Expired      uint64            `json:"expired"`
+}
+
+func (d *Detector) sum(i int) uint64 {
+	var n uint64
+	for w := range d.workers {
+		n += d.workers[w].pub[i].Load()
+	}
+	return n
+}
+
+// Stats returns the counters as published at the workers' last Flush.
+func (d *Detector) Stats() Stats {
+	st := Stats{Reports: d.sum(cReports), Values: d.sum(cValues), Events: map[string]uint64{}}
+	for k := event.KindNewKey; k <= event.KindBelow; k++ {
+		st.Events[k.String()] = d.sum(cEvent0 + int(k))
+	}
+	for _, s := range d.shards {
+		s.mu.Lock()
+		st.Flows += s.fl.n
+		st.Keys += s.sl.n
+		st.EvictedFlows += s.evictedFlows
+		st.EvictedKeys += s.evictedKeys
+		st.Expired += s.expired
+		s.mu.Unlock()
+	}
+	return st
+}
+
+// RegisterMetrics adds the detector's series to reg.
+func (d *Detector) RegisterMetrics(reg *metrics.Registry) {
+	reg.Counter("intake_detect_reports_total", "Reports the event detector processed.").
+		Func(func() float64 { return float64(d.sum(cReports)) })
+	reg.Counter("intake_detect_values_total", "Metric values seen by the event detector (INTCollector M_all).").
+		Func(func() float64 { return float64(d.sum(cValues)) })
+	ev := reg.Counter("intake_detect_events_total", "Events raised, by kind.", "kind")
+	for k := event.KindNewKey; k <= event.KindBelow; k++ {
+		i := cEvent0 + int(k)
+		ev.Func(func() float64 { return float64(d.sum(i)) }, k.String())
+	}
+	reg.Gauge("intake_detect_keys", "Metric keys held, by table.", "table").Func(func() float64 { return float64(d.Stats().Flows) }, "flows")
+	reg.Gauge("intake_detect_keys", "Metric keys held, by table.", "table").Func(func() float64 { return float64(d.Stats().Keys) }, "switch")
+	evc := reg.Counter("intake_detect_evictions_total", "Keys evicted because the table was full, by table.", "table")
+	evc.Func(func() float64 { return float64(d.Stats().EvictedFlows) }, "flows")
+	evc.Func(func() float64 { return float64(d.Stats().EvictedKeys) }, "switch")
+	reg.Counter("intake_detect_expired_total", "Keys forgotten after detect.expire without an update.").
+		Func(func() float64 { return float64(d.Stats().Expired) })
+}
