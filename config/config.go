@@ -301,6 +301,17 @@ func check(n *yaml.Node, t reflect.Type, path string) error {
 				return err
 			}
 		}
+	case reflect.Map:
+		// Keyed by name, e.g. detect.change.<measurement>: the section's Validate knows the
+		// names; here each value must fit the element type.
+		if n.Kind != yaml.MappingNode {
+			return &Error{Key: key, Value: show(n), Msg: "must be a mapping of names to " + kindName(t.Elem())}
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := check(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value)); err != nil {
+				return err
+			}
+		}
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			return &Error{Key: key, Value: show(n), Msg: "must be a list"}

@@ -49,6 +49,20 @@ func TestParseEmptyAndRoundTrip(t *testing.T) {
 	}
 }
 
+// A map-valued key (detect.change.<measurement>) merges over its defaults name by name.
+func TestParseThresholdMaps(t *testing.T) {
+	c, err := Parse([]byte("detect:\n  change: {flow_latency: 100}\n  above: {queue_occupancy: 7}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Detect.Change["flow_latency"] != 100 || c.Detect.Change["flow_hop_latency"] != 50 || c.Detect.Above["queue_occupancy"] != 7 {
+		t.Errorf("change %v above %v", c.Detect.Change, c.Detect.Above)
+	}
+	if d := Default(); d.Detect.Change["flow_latency"] != 50 {
+		t.Errorf("defaults changed by a parse: %v", d.Detect.Change)
+	}
+}
+
 func TestParseOverrides(t *testing.T) {
 	c, err := Parse([]byte(`
 listeners:
@@ -120,6 +134,10 @@ func TestErrors(t *testing.T) {
 		{"decoder: {gpe_port: 70000}\n", "decoder.gpe_port: 70000: must be an integer 0-65535"},
 		{"listeners:\n  - {format: dta, decoder: {dta: {header_len: 4}}}\n",
 			"listeners[0].decoder.dta.header_len: 4: allowed are 2 (default translator) and 3 (NACK tracking)"},
+		{"detect: {change: {flow_latency: -1}}\n", "detect.change.flow_latency: -1: must be a non-negative integer"},
+		{"detect: {above: [1]}\n", "detect.above: a list: must be a mapping of names to a non-negative integer"},
+		{"detect: {change: {latency: 5}}\n",
+			"detect.change.latency: unknown measurement (allowed: flow_latency, flow_hop_latency, queue_occupancy, queue_congestion, tx_utilization, buffer_occupancy, drops, seq_gaps)"},
 		{"listeners:\n  - {format: dta, decoder: {dta: {hdr: 4}}}\n",
 			"listeners[0].decoder.dta.hdr: unknown key (allowed: header_len, key_len, data_len)"},
 	} {
