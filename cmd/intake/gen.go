@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/gen"
+)
+
+// gen blasts a collector with a reproducible telemetry stream (package gen): the load for
+// throughput benchmarks and end-to-end tests without a switch.
+
+func init() {
+	register(verb{
+		name:    "gen",
+		summary: "send a reproducible stream of telemetry datagrams (a packet blaster)",
+		run:     runGen,
+	})
+}
+
+const genUsage = "[--to HOST:PORT] [--format tr0.5|tr1.0|tr2.0|dta|int-label] [--mode md|xd] [--int-version V]\n" +
+	"       [--hops N] [--fields N | --bitmap 0x...] [--flows N] [--switches N]\n" +
+	"       [--latency DIST] [--queue DIST] [--util DIST] [--batch N] [--rate PPS]\n" +
+	"       [--duration D | --count N] [--seed S] [--json]\n\n" +
+	"DIST is const:V, uniform:LO:HI or exp:MEAN. Without --duration or --count, gen sends until\n" +
+	"interrupted. The default target is 127.0.0.1:32766 for reports, :40040 for dta and :40050\n" +
+	"for int-label."
+
+// genSummary is the --json object.
+type genSummary struct {
+	To                 string  `json:"to"`
+	Format             string  `json:"format"`
+	Mode               string  `json:"mode,omitempty"`
+	Seed               uint64  `json:"seed"`
+	Flows              int     `json:"flows"`
+	Switches           int     `json:"switches"`
+	Hops               int     `json:"hops"`
+	ReportsPerDatagram int     `json:"reports_per_datagram"`
+	Datagrams          uint64  `json:"datagrams"`
+	Reports            uint64  `json:"reports"`
+	Bytes              uint64  `json:"bytes"`
+	SendErrors         uint64  `json:"send_errors"`
+	ElapsedS           float64 `json:"elapsed_s"`
+	DatagramsPerS      float64 `json:"datagrams_per_s"`
+	ReportsPerS        float64 `json:"reports_per_s"`
+}
+
+func runGen(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("gen", genUsage, stdout)
+	gf := gen.AddFlags(fs, gen.DefaultConfig())
+	to := fs.String("to", "", "collector `address` HOST:PORT (default by format: 127.0.0.1:32766, :40040 for dta, :40050 for int-label)")
+	rate := fs.Float64("rate", 0, "`PPS` datagrams per second in total (0: as fast as possible)")
+	duration := fs.Duration("duration", 0, "stop after `D` (e.g. 10s)")
+	count := fs.Uint64("count", 0, "stop after `N` datagrams")
+	sockets := fs.Int("sockets", 1, "`N` sending sockets, each with its own source port and goroutine")
+	vector := fs.Int("vector", 64, "`N` datagrams per sendmmsg call")
+	asJSON := fs.Bool("json", false, "print the final summary as one JSON object")
+	quiet := fs.Bool("quiet", false, "no start and progress lines on stderr")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("unexpected argument %q", fs.Arg(0))
+	}
+	cfg, err := gf.Config()
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	switch {
+	case *duration > 0 && *count > 0:
+		return usageErr("--duration and --count exclude each other")
+	case *duration < 0:
+		return usageErr("--duration: %v: must be positive", *duration)
+	case *rate < 0:
+		return usageErr("--rate: %g: must be 0 (as fast as possible) or positive", *rate)
+	case *sockets < 1 || *sockets > 256:
+		return usageErr("--sockets: %d: allowed is 1 to 256", *sockets)
+	case *vector < 1 || *vector > 1024:
+		return usageErr("--vector: %d: allowed is 1 to 1024", *vector)
+	}
+	if *to == "" {
+		port := config.PortReport
+		switch cfg.Format {
+		case "dta":
+			port = config.PortDTA
+		case "int-label":
+			port = config.PortLabel
+		}
+		*to = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	}
+	if _, _, err := net.SplitHostPort(*to); err != nil {
+		return usageErr("--to %q: want HOST:PORT", *to)
+	}
+
+	start := time.Now()
+	g, err := gen.New(cfg)
+	if err != nil {
+		return err
+	}
+	var progress io.Writer
+	if !*quiet {
+		built := fmt.Sprintf("%d datagrams prebuilt in %v", g.Len(), time.Since(start).Round(time.Millisecond))
+		if cfg.Fresh {
+			built = "fresh datagrams built as sent"
+		}
+		fmt.Fprintf(stderr, "gen: %s; %s; sending to %s\n", g, built, *to)
+		progress = stderr
+	}
+	s, err := gen.NewSender(g, gen.SendConfig{To: *to, Sockets: *sockets, Rate: *rate, Count: *count,
+		Duration: *duration, Vector: *vector, Progress: progress})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	st, err := s.Run(ctx)
+	if err != nil {
+		return err
+	}
+
+	if *asJSON {
+		sum := genSummary{To: *to, Format: cfg.Format, Seed: cfg.Seed, Flows: cfg.Flows, Switches: cfg.Switches,
+			Hops: cfg.Hops, ReportsPerDatagram: g.Batch(), Datagrams: st.Datagrams, Reports: st.Reports,
+			Bytes: st.Bytes, SendErrors: st.SendErrors, ElapsedS: st.Elapsed.Seconds(),
+			DatagramsPerS: st.DatagramsPerSec(), ReportsPerS: st.ReportsPerSec()}
+		if cfg.Format != "dta" && cfg.Format != "int-label" {
+			sum.Mode = cfg.Mode
+		}
+		b, err := json.Marshal(sum)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "gen: sent %d datagrams (%d reports, %d bytes) to %s in %s: %.0f datagrams/s, %.0f reports/s; %d send errors\n",
+		st.Datagrams, st.Reports, st.Bytes, *to, st.Elapsed.Round(time.Millisecond), st.DatagramsPerSec(), st.ReportsPerSec(), st.SendErrors)
+	return err
+}

@@ -1,0 +1,70 @@
+package gen
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Flags binds the generator's options to a flag set, so that every verb that generates load
+// (gen, demo, bench ingest) spells them alike. Call Config after parsing.
+type Flags struct {
+	c      Config
+	set    map[string]bool
+	bitmap string
+	fs     *flag.FlagSet
+}
+
+// AddFlags registers the options on fs with def's values as defaults.
+func AddFlags(fs *flag.FlagSet, def Config) *Flags {
+	f := &Flags{c: def, fs: fs}
+	c := &f.c
+	fs.StringVar(&c.Format, "format", c.Format, "datagram `format`: "+strings.Join(Formats, ", "))
+	fs.StringVar(&c.Mode, "mode", c.Mode, "report `mode`: md (the sink reports the INT-MD stack) or xd (every hop reports its own metadata)")
+	fs.StringVar(&c.INTVersion, "int-version", c.INTVersion, "embedded INT `version` in md mode: 0.5, 1.0 or 2.x (default: the report format's)")
+	fs.IntVar(&c.Hops, "hops", c.Hops, "`N` hops per path")
+	fs.IntVar(&c.Fields, "fields", c.Fields, "`N` per-hop fields: the first N instruction bits")
+	fs.StringVar(&f.bitmap, "bitmap", "", "per-hop fields as an instruction `bitmap` (e.g. 0xfc00), instead of --fields")
+	fs.IntVar(&c.Flows, "flows", c.Flows, "`N` flows")
+	fs.IntVar(&c.Switches, "switches", c.Switches, "`N` switches the paths are drawn from")
+	fs.Var(&c.Latency, "latency", "hop latency in ns: `DIST` const:V, uniform:LO:HI or exp:MEAN")
+	fs.Var(&c.Queue, "queue", "queue occupancy: `DIST`")
+	fs.Var(&c.Util, "util", "egress tx utilization: `DIST`")
+	fs.IntVar(&c.Batch, "batch", c.Batch, "`N` reports per datagram (tr2.0 coalescing within --mtu, dta batches)")
+	fs.IntVar(&c.MTU, "mtu", c.MTU, "largest coalesced UDP payload, `bytes`")
+	fs.IntVar(&c.Payload, "payload", c.Payload, "`bytes` of payload in each report's inner packet")
+	fs.StringVar(&c.DTA.Op, "dta-op", c.DTA.Op, "DTA `primitive`: "+strings.Join(DTAOps, ", "))
+	fs.IntVar(&c.DTA.HeaderLen, "dta-header", c.DTA.HeaderLen, "DTA base header `bytes`: 2, or 3 with a sequence number")
+	fs.IntVar(&c.DTA.Redundancy, "redundancy", c.DTA.Redundancy, "DTA Key-Write/Key-Increment redundancy `N`")
+	fs.IntVar(&c.DTA.KeyLen, "key-len", c.DTA.KeyLen, "DTA key width, `bytes`")
+	fs.IntVar(&c.DTA.DataLen, "data-len", c.DTA.DataLen, "DTA data width, `bytes`")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "`seed` of the stream: the same seed and options give the same bytes")
+	fs.IntVar(&c.Ring, "ring", c.Ring, "`N` distinct datagrams prebuilt and cycled through")
+	fs.BoolVar(&c.Fresh, "fresh", c.Fresh, "build every datagram as it is sent, with new values (slower)")
+	return f
+}
+
+// Config returns the parsed, validated options.
+func (f *Flags) Config() (Config, error) {
+	c := f.c
+	f.set = map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	if f.bitmap != "" {
+		if f.set["fields"] {
+			return c, fmt.Errorf("--fields and --bitmap exclude each other")
+		}
+		v, err := strconv.ParseUint(f.bitmap, 0, 16)
+		if err != nil || v == 0 {
+			return c, fmt.Errorf("bitmap: %q: want a non-zero 16-bit instruction bitmap such as 0xff00", f.bitmap)
+		}
+		c.Bitmap = uint16(v)
+	}
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Set reports whether the named flag was given on the command line (valid after Config).
+func (f *Flags) Set(name string) bool { return f.set[name] }
