@@ -64,7 +64,8 @@ func per(n uint64, d time.Duration) float64 {
 }
 
 // Sender sends a Generator's stream over UDP with sendmmsg. Successive runs continue the
-// stream where the previous one stopped, so sequence numbers keep increasing.
+// stream where the previous one stopped, so sequence numbers keep increasing; runs must
+// not overlap.
 type Sender struct {
 	g       *Generator
 	cfg     SendConfig
@@ -142,7 +143,7 @@ func (s *Sender) newWorker(raddr *net.UDPAddr) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &worker{s: s, conn: conn, size: s.g.MaxLen(), k: 0}
+	w := &worker{s: s, conn: conn, size: s.g.MaxLen()}
 	if w.rc, err = conn.SyscallConn(); err != nil {
 		conn.Close()
 		return nil, err
@@ -291,7 +292,8 @@ func (w *worker) pace(k int) int {
 	el := time.Since(w.s.start).Seconds()
 	allowed := el*rate + burst - float64(w.claimed)
 	if allowed < 1 {
-		wait := (float64(w.claimed)+1-burst)/rate - el
+		// Sleep in slices of at most 50 ms, so that a stop is noticed soon at low rates.
+		wait := min((float64(w.claimed)+1-burst)/rate-el, 0.05)
 		time.Sleep(time.Duration(wait * float64(time.Second)))
 		return 0
 	}
