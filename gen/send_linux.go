@@ -319,6 +319,10 @@ func (w *worker) step(k int) (bool, error) {
 		}
 		for j := 0; j < k; j++ {
 			b, n, err := g.buildFresh(w.bufs[j*w.size : j*w.size : (j+1)*w.size])
+			if err == nil && len(b) > w.size {
+				// append moved it out of the vector: the size bound (cutBatch) is wrong
+				err = fmt.Errorf("gen: datagram of %d bytes exceeds the %d-byte bound", len(b), w.size)
+			}
 			if err != nil {
 				g.mu.Unlock()
 				return false, err
