@@ -83,11 +83,12 @@ func TestSendExact(t *testing.T) {
 		network string
 		n       int
 	}{
-		"tr2.0-batch8":      {func(c *Config) { c.Batch, c.Ring = 8, 500 }, 1, "udp4", 1500},
-		"tr0.5-fresh":       {func(c *Config) { c.Format, c.Fresh = "tr0.5", true }, 1, "udp4", 800},
-		"tr1.0-xd-2sockets": {func(c *Config) { c.Format, c.Mode, c.Ring = "tr1.0", "xd", 300 }, 2, "udp4", 1000},
-		"dta-postcard-ipv6": {func(c *Config) { c.Format, c.DTA.Op, c.DTA.HeaderLen, c.Batch, c.Ring = "dta", "postcard", 3, 16, 200 }, 1, "udp6", 700},
-		"int-label":         {func(c *Config) { c.Format, c.Ring = "int-label", 100 }, 1, "udp4", 300},
+		"tr2.0-batch8":                 {func(c *Config) { c.Batch, c.Ring = 8, 500 }, 1, "udp4", 1500},
+		"tr0.5-fresh":                  {func(c *Config) { c.Format, c.Fresh = "tr0.5", true }, 1, "udp4", 800},
+		"tr2.0-fresh-batch16-2sockets": {func(c *Config) { c.Fresh, c.Batch, c.Fields = true, 16, 9 }, 2, "udp4", 600},
+		"tr1.0-xd-2sockets":            {func(c *Config) { c.Format, c.Mode, c.Ring = "tr1.0", "xd", 300 }, 2, "udp4", 1000},
+		"dta-postcard-ipv6":            {func(c *Config) { c.Format, c.DTA.Op, c.DTA.HeaderLen, c.Batch, c.Ring = "dta", "postcard", 3, 16, 200 }, 1, "udp6", 700},
+		"int-label":                    {func(c *Config) { c.Format, c.Ring = "int-label", 100 }, 1, "udp4", 300},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := DefaultConfig()
