@@ -59,9 +59,11 @@ type KWConfig struct {
 
 // KIConfig is the geometry of the Key-Increment store (DTA §4, A.4).
 type KIConfig struct {
-	Layout        string `yaml:"layout"`
-	Slots         int    `yaml:"slots"`
-	MaxRedundancy int    `yaml:"max_redundancy"`
+	Layout string `yaml:"layout"`
+	Slots  int    `yaml:"slots"`
+	// MaxRedundancy is N, the counters every key adds to (a report's redundancy must be 1
+	// to N; a count-min sketch needs the same N for all keys, so N is what is written).
+	MaxRedundancy int `yaml:"max_redundancy"`
 	// ResetPeriod zeroes every counter this often (0: never).
 	ResetPeriod time.Duration `yaml:"reset_period"`
 }
@@ -133,7 +135,7 @@ func DefaultConfig() Config {
 		Seed:         DefaultSeed,
 		KeyWrite:     KWConfig{Layout: "default", Slots: 1 << 20, MaxRedundancy: 4, ChecksumBits: 32, ValueBytes: 4, Threshold: 1},
 		Paths:        KWConfig{Layout: "default", Slots: 1 << 18, MaxRedundancy: 2, ChecksumBits: 32, ValueBytes: 20, Threshold: 1},
-		KeyIncrement: KIConfig{Layout: "default", Slots: 1 << 18, MaxRedundancy: 4},
+		KeyIncrement: KIConfig{Layout: "default", Slots: 1 << 18, MaxRedundancy: 2},
 		Postcard:     PostcardConfig{Chunks: 1 << 18, Hops: 5, Redundancy: 2, SlotBits: 32, Cache: 32768, Values: 1 << 16},
 		Append:       AppendConfig{Lists: 16, Entries: 1 << 16, ValueBytes: 4, Batch: 4},
 		Epochs:       EpochConfig{Period: 0, Retain: 4},

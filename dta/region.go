@@ -282,4 +282,6 @@ func (r *Region) u64(off uint64) *uint64 { return (*uint64)(unsafe.Pointer(&r.Da
 
 func (r *Region) load64(off uint64) uint64 { return atomic.LoadUint64(r.u64(off)) }
 
-func (r *Region) atom(off uint64) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&r.Data[off])) }
+func (r *Region) atom(off uint64) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&r.Data[off]))
+}

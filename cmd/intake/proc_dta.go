@@ -1,0 +1,158 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/intake-int/intake/api"
+	"github.com/intake-int/intake/dta"
+	"github.com/intake-int/intake/ingest"
+)
+
+// The DTA translator as a processor, its counters and its HTTP endpoints (issue 7):
+// /api/v1/dta/kw/{key}, /ki/{key}, /postcard/{key}, /list/{id}, /stats.
+
+func init() {
+	serveProcessors = append(serveProcessors, newDTAProcessor)
+}
+
+func newDTAProcessor(env *procEnv) (ingest.Processor, error) {
+	if !env.Cfg.DTA.Enabled {
+		return nil, nil
+	}
+	t, err := dta.NewTranslator(env.Cfg.DTA)
+	if err != nil {
+		return nil, err
+	}
+	if m := env.Metrics; m != nil {
+		w := m.Counter("intake_dta_writes_total", "DTA reports and INT reports written to the DTA stores, by primitive", "primitive")
+		for i, n := range dta.WrittenNames {
+			w.Func(func() float64 { return float64(t.Written(i)) }, n)
+		}
+		b := m.Counter("intake_dta_bad_total", "DTA reports not written, by reason", "reason")
+		for i, n := range dta.BadReasons {
+			b.Func(func() float64 { return float64(t.Bad(i)) }, n)
+		}
+		e := m.Counter("intake_dta_postcard_emissions_total", "postcard chunks written, by cause (complete, early: cache collision, flushed: at stop)", "cause")
+		e.Func(func() float64 { return float64(t.Cache.Complete.Load()) }, "complete")
+		e.Func(func() float64 { return float64(t.Cache.Early.Load()) }, "early")
+		e.Func(func() float64 { return float64(t.Cache.Flushed.Load()) }, "flushed")
+	}
+	if env.API != nil {
+		registerDTAAPI(env.API, t.St, t.Stats, env.Cfg.Decoder.DTA.KeyLen)
+	}
+	return t, nil
+}
+
+// registerDTAAPI serves the stores' queries; stats is nil for a read-only store.
+func registerDTAAPI(srv *api.Server, st *dta.Stores, stats func() dta.Stats, keyLen int) {
+	key := func(w http.ResponseWriter, r *http.Request) ([]byte, string, bool) {
+		s := r.PathValue("key")
+		k, err := dta.ParseKey(s, keyLen)
+		if err != nil {
+			api.BadParam(w, "key", s, "decimal, 0x-hex or src,dst,sport,dport,proto ("+err.Error()+")")
+			return nil, s, false
+		}
+		return k, s, true
+	}
+	srv.Handle("GET /api/v1/dta/kw/{key}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !api.CheckParams(w, r, "t", "store") {
+			return
+		}
+		k, ks, ok := key(w, r)
+		if !ok {
+			return
+		}
+		store := r.URL.Query().Get("store")
+		if store == "" {
+			store = "kw"
+		}
+		if store != "kw" && store != "paths" {
+			api.BadParam(w, "store", store, "kw or paths")
+			return
+		}
+		t := 0
+		if s := r.URL.Query().Get("t"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 || n > 8 {
+				api.BadParam(w, "t", s, "1 to 8")
+				return
+			}
+			t = n
+		}
+		a, err := st.QueryKW(store, k, ks, t)
+		if err != nil {
+			api.BadParam(w, "key", ks, err.Error())
+			return
+		}
+		api.JSON(w, http.StatusOK, a)
+	}))
+	srv.Handle("GET /api/v1/dta/ki/{key}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !api.CheckParams(w, r) {
+			return
+		}
+		k, ks, ok := key(w, r)
+		if !ok {
+			return
+		}
+		a, err := st.QueryKI(k, ks)
+		if err != nil {
+			api.BadParam(w, "key", ks, err.Error())
+			return
+		}
+		api.JSON(w, http.StatusOK, a)
+	}))
+	srv.Handle("GET /api/v1/dta/postcard/{key}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !api.CheckParams(w, r) {
+			return
+		}
+		k, ks, ok := key(w, r)
+		if !ok {
+			return
+		}
+		a, _ := st.QueryPostcard(k, ks)
+		api.JSON(w, http.StatusOK, a)
+	}))
+	srv.Handle("GET /api/v1/dta/list/{id}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !api.CheckParams(w, r, "cursor", "limit") {
+			return
+		}
+		ids := r.PathValue("id")
+		id, err := strconv.Atoi(ids)
+		if err != nil || id < 0 || id >= st.AP.Lists() {
+			api.BadParam(w, "id", ids, "a list id from 0 to "+strconv.Itoa(st.AP.Lists()-1))
+			return
+		}
+		var cursor uint64
+		if s := r.URL.Query().Get("cursor"); s != "" {
+			if cursor, err = strconv.ParseUint(s, 10, 64); err != nil {
+				api.BadParam(w, "cursor", s, "a non-negative integer (next_cursor of the previous poll)")
+				return
+			}
+		}
+		limit := 1000
+		if s := r.URL.Query().Get("limit"); s != "" {
+			if limit, err = strconv.Atoi(s); err != nil || limit < 1 || limit > 100000 {
+				api.BadParam(w, "limit", s, "1 to 100000")
+				return
+			}
+		}
+		a, err := st.PollList(id, cursor, limit)
+		if errors.Is(err, dta.ErrCursor) {
+			api.BadParam(w, "cursor", strconv.FormatUint(cursor, 10), "at most the list's head ("+strconv.FormatUint(st.AP.Head(id), 10)+")")
+			return
+		}
+		api.JSON(w, http.StatusOK, a)
+	}))
+	srv.Handle("GET /api/v1/dta/stats", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !api.CheckParams(w, r) {
+			return
+		}
+		if stats != nil {
+			api.JSON(w, http.StatusOK, stats())
+			return
+		}
+		api.JSON(w, http.StatusOK, st.Stats())
+	}))
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/dta"
+)
+
+// intake query kw|ki|postcard|list: ask a running collector's /api/v1/dta endpoints, or
+// open a store directory read-only (--store DIR) and answer from its regions: the second
+// process of DTA's architecture, reading what the collector writes without asking it.
+
+func init() {
+	for _, s := range []struct{ name, summary string }{
+		{"kw", "look a key up in the DTA Key-Write store (or --name paths: INT path traces)"},
+		{"ki", "read a key's DTA Key-Increment count"},
+		{"postcard", "decode a flow's DTA Postcarding chunk"},
+		{"list", "poll a DTA Append list from a cursor"},
+	} {
+		name := s.name
+		registerSub("query", verb{name: name, summary: s.summary, run: func(args []string, stdout, stderr io.Writer) error {
+			return runQueryDTA(name, args, stdout)
+		}})
+	}
+}
+
+func runQueryDTA(prim string, args []string, stdout io.Writer) error {
+	arg := "KEY"
+	if prim == "list" {
+		arg = "LIST_ID"
+	}
+	fs := newFlags("query "+prim, "[--addr HOST:PORT | --store DIR] [flags] "+arg, stdout)
+	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address`")
+	store := fs.String("store", "", "open the DTA store `directory` read-only instead of asking a collector (dta.data_dir, or an epochs/<time> snapshot)")
+	keyLen := fs.Int("key-len", 4, "`bytes` a numeric key is widened to (the decoder's dta.key_len)")
+	var t *int
+	var name *string
+	var cursor *uint64
+	var limit *int
+	switch prim {
+	case "kw":
+		t = fs.Int("t", 0, "require at least `T` matching slots (0: the store's threshold)")
+		name = fs.String("name", "kw", "the Key-Write `store`: kw (DTA reports) or paths (INT path traces)")
+	case "list":
+		cursor = fs.Uint64("cursor", 0, "the `position` to poll from (next_cursor of the previous poll)")
+		limit = fs.Int("limit", 1000, "at most `n` entries")
+	}
+	fs.Bool("json", true, "print JSON (the only output)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErr("one %s is required", arg)
+	}
+	if *store == "" {
+		u := "/api/v1/dta/" + prim + "/" + url.PathEscape(pos[0])
+		q := url.Values{}
+		if t != nil && *t > 0 {
+			q.Set("t", strconv.Itoa(*t))
+		}
+		if name != nil && *name != "kw" {
+			q.Set("store", *name)
+		}
+		if cursor != nil {
+			q.Set("cursor", strconv.FormatUint(*cursor, 10))
+			q.Set("limit", strconv.Itoa(*limit))
+		}
+		if len(q) > 0 {
+			u += "?" + q.Encode()
+		}
+		return apiGet(*addr, u, stdout)
+	}
+	st, err := dta.OpenStoresReadOnly(*store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var ans any
+	if prim == "list" {
+		id, err := strconv.Atoi(pos[0])
+		if err != nil {
+			return usageErr("list id %q: not a number", pos[0])
+		}
+		ans, err = st.PollList(id, *cursor, *limit)
+		if err != nil {
+			return err
+		}
+	} else {
+		k, err := dta.ParseKey(pos[0], *keyLen)
+		if err != nil {
+			return usageErr("key %q: %v", pos[0], err)
+		}
+		switch prim {
+		case "kw":
+			ans, err = st.QueryKW(*name, k, pos[0], *t)
+		case "ki":
+			ans, err = st.QueryKI(k, pos[0])
+		case "postcard":
+			ans, err = st.QueryPostcard(k, pos[0])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	b, _ := json.MarshalIndent(ans, "", "  ")
+	_, err = fmt.Fprintf(stdout, "%s\n", b)
+	return err
+}
+
+// apiGet prints the JSON body of GET addr+path, or returns the API's error.
+func apiGet(addr, path string, stdout io.Writer) error {
+	u := addr
+	if !strings.Contains(u, "://") {
+		u = "http://" + u
+	}
+	u = strings.TrimSuffix(u, "/") + path
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(u)
+	if err != nil {
+		return fmt.Errorf("%w (is 'intake serve' running with http.address %s? --store DIR reads a store without it)", err, addr)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Error string }
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			return errors.New(e.Error)
+		}
+		return fmt.Errorf("%s: %s: %s", u, resp.Status, bytes.TrimSpace(body))
+	}
+	_, err = stdout.Write(body)
+	return err
+}

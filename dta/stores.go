@@ -1,0 +1,173 @@
+package dta
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// Region file names in a data directory.
+const (
+	FileKW       = "kw.dta"
+	FilePaths    = "paths.dta"
+	FileKI       = "ki.dta"
+	FilePostcard = "postcard.dta"
+	FileAppend   = "append.dta"
+	EpochDir     = "epochs"
+)
+
+// Stores are the five regions of a data directory. A store missing from a directory opened
+// read-only is nil.
+type Stores struct {
+	Dir                       string
+	KW                        *KeyWrite
+	Paths                     *KeyWrite
+	KI                        *KeyIncrement
+	PC                        *Postcard
+	AP                        *Append
+	Threshold, PathsThreshold int
+	regions                   []*Region
+}
+
+// OpenStores creates or reopens the regions of cfg.DataDir for writing.
+func OpenStores(cfg *Config) (_ *Stores, err error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("dta.data_dir: %w", err)
+	}
+	s := &Stores{Dir: cfg.DataDir, Threshold: cfg.KeyWrite.Threshold, PathsThreshold: cfg.Paths.Threshold}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	open := func(name string, h Header) (*Region, error) {
+		r, err := CreateRegion(filepath.Join(cfg.DataDir, name), h, cfg.HugePages)
+		if err == nil {
+			s.regions = append(s.regions, r)
+		}
+		return r, err
+	}
+	r, err := open(FileKW, KWHeader(cfg.KeyWrite, cfg.Seed))
+	if err != nil {
+		return nil, err
+	}
+	if s.KW, err = NewKeyWrite(r); err != nil {
+		return nil, err
+	}
+	if r, err = open(FilePaths, KWHeader(cfg.Paths, cfg.Seed)); err != nil {
+		return nil, err
+	}
+	if s.Paths, err = NewKeyWrite(r); err != nil {
+		return nil, err
+	}
+	if r, err = open(FileKI, KIHeader(cfg.KeyIncrement, cfg.Seed)); err != nil {
+		return nil, err
+	}
+	if s.KI, err = NewKeyIncrement(r); err != nil {
+		return nil, err
+	}
+	if r, err = open(FilePostcard, PostcardHeader(cfg.Postcard, cfg.Seed)); err != nil {
+		return nil, err
+	}
+	if s.PC, err = NewPostcard(r); err != nil {
+		return nil, err
+	}
+	for _, v := range cfg.Postcard.KnownValues {
+		s.PC.Learn(v)
+	}
+	if r, err = open(FileAppend, AppendHeader(cfg.Append)); err != nil {
+		return nil, err
+	}
+	if s.AP, err = NewAppend(r); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenStoresReadOnly maps the regions present in dir read-only: no collector needed.
+func OpenStoresReadOnly(dir string) (_ *Stores, err error) {
+	s := &Stores{Dir: dir, Threshold: 1, PathsThreshold: 1}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	found := 0
+	for _, name := range []string{FileKW, FilePaths, FileKI, FilePostcard, FileAppend} {
+		r, err := OpenRegion(filepath.Join(dir, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.regions = append(s.regions, r)
+		found++
+		switch name {
+		case FileKW:
+			s.KW, err = NewKeyWrite(r)
+		case FilePaths:
+			s.Paths, err = NewKeyWrite(r)
+		case FileKI:
+			s.KI, err = NewKeyIncrement(r)
+		case FilePostcard:
+			s.PC, err = NewPostcard(r)
+		case FileAppend:
+			s.AP, err = NewAppend(r)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if found == 0 {
+		return nil, fmt.Errorf("%s: no DTA region files (%s, %s, %s, %s, %s)", dir, FileKW, FilePaths, FileKI, FilePostcard, FileAppend)
+	}
+	return s, nil
+}
+
+// Regions returns the mapped regions.
+func (s *Stores) Regions() []*Region { return s.regions }
+
+// Close unmaps every region.
+func (s *Stores) Close() error {
+	var errs []error
+	for _, r := range s.regions {
+		errs = append(errs, r.Sync(), r.Close())
+	}
+	s.regions = nil
+	return errors.Join(errs...)
+}
+
+// Snapshot copies every region into dir/epochs/<unix seconds>/ and keeps the newest retain
+// snapshots (DART §5.2.1): `intake query --store` opens a snapshot directory like any other.
+func (s *Stores) Snapshot(now time.Time, retain int) (string, error) {
+	base := filepath.Join(s.Dir, EpochDir)
+	dir := filepath.Join(base, strconv.FormatInt(now.Unix(), 10))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for _, r := range s.regions {
+		if err := r.Snapshot(filepath.Join(dir, filepath.Base(r.Path))); err != nil {
+			return "", err
+		}
+	}
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return dir, err
+	}
+	var names []int64
+	for _, e := range ents {
+		if n, err := strconv.ParseInt(e.Name(), 10, 64); err == nil && e.IsDir() {
+			names = append(names, n)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] > names[j] })
+	for _, n := range names[min(retain, len(names)):] {
+		os.RemoveAll(filepath.Join(base, strconv.FormatInt(n, 10)))
+	}
+	return dir, nil
+}
