@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net"
 	"time"
 
 	"github.com/intake-int/intake/label"
@@ -231,6 +232,11 @@ type Fabric struct {
 	mdHops  [][maxItems]telemetry.Hop
 	seq     uint32
 	stopGen bool
+
+	// real time
+	udp  *UDPSink
+	cmds chan func()
+	ctl  net.Listener
 }
 
 type specState struct{ every, n int }

@@ -1,0 +1,308 @@
+package fabric
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/intake-int/intake/label"
+	"github.com/intake-int/intake/telemetry"
+	"github.com/intake-int/intake/wire"
+)
+
+// Endpoints are where a real-time fabric sends and listens.
+type Endpoints struct {
+	// Label is the collector's INT-label listener (host:port, UDP; intake's default 40050).
+	Label string
+	// Report is the collector's telemetry report listener for INT-MD sink reports and
+	// postcards (default 32766); empty with INT-MD and postcards off.
+	Report string
+	// Control is the HTTP control endpoint's listen address (e.g. 127.0.0.1:8050; port 0
+	// picks one); empty: none.
+	Control string
+}
+
+// UDPSink encodes exports and reports with intake's encoder and sends each as one UDP
+// datagram.
+type UDPSink struct {
+	enc          *wire.Encoder
+	label, rep   *net.UDPConn
+	buf          []byte
+	Sent, Errors atomic.Uint64
+}
+
+// NewUDPSink dials the collector's listeners (either address may be empty).
+func NewUDPSink(labelAddr, reportAddr string) (*UDPSink, error) {
+	enc, err := wire.NewEncoder(wire.DefaultConfig())
+	if err != nil {
+		return nil, err
+	}
+	s := &UDPSink{enc: enc, buf: make([]byte, 0, 2048)}
+	dial := func(a string) (*net.UDPConn, error) {
+		if a == "" {
+			return nil, nil
+		}
+		ua, err := net.ResolveUDPAddr("udp", a)
+		if err != nil {
+			return nil, err
+		}
+		return net.DialUDP("udp", nil, ua)
+	}
+	if s.label, err = dial(labelAddr); err != nil {
+		return nil, fmt.Errorf("label collector %s: %w", labelAddr, err)
+	}
+	if s.rep, err = dial(reportAddr); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("report collector %s: %w", reportAddr, err)
+	}
+	return s, nil
+}
+
+func (s *UDPSink) send(c *net.UDPConn, r *telemetry.Report) {
+	if c == nil {
+		return
+	}
+	b, err := s.enc.Append(s.buf[:0], r)
+	if err == nil {
+		s.buf = b[:0]
+		_, err = c.Write(b)
+	}
+	if err != nil {
+		s.Errors.Add(1)
+		return
+	}
+	s.Sent.Add(1)
+}
+
+// Label implements Sink.
+func (s *UDPSink) Label(_ int64, r *telemetry.Report) { s.send(s.label, r) }
+
+// Report implements Sink.
+func (s *UDPSink) Report(_ int64, r *telemetry.Report) { s.send(s.rep, r) }
+
+// Close closes the sockets.
+func (s *UDPSink) Close() {
+	if s.label != nil {
+		s.label.Close()
+	}
+	if s.rep != nil {
+		s.rep.Close()
+	}
+}
+
+// Listen opens the UDP sockets and the control endpoint; Run calls it when it was not
+// called. After Listen, ControlAddr says where the control endpoint is.
+func (f *Fabric) Listen(ep Endpoints) error {
+	if f.udp != nil {
+		return nil
+	}
+	s, err := NewUDPSink(ep.Label, ep.Report)
+	if err != nil {
+		return err
+	}
+	f.udp = s
+	if ch, ok := f.sink.(interface{ SetNext(Sink) }); ok {
+		ch.SetNext(s)
+	} else {
+		f.sink = s
+	}
+	f.cmds = make(chan func(), 64)
+	if ep.Control != "" {
+		ln, err := net.Listen("tcp", ep.Control)
+		if err != nil {
+			s.Close()
+			return fmt.Errorf("control %s: %w", ep.Control, err)
+		}
+		f.ctl = ln
+	}
+	return nil
+}
+
+// ControlAddr returns the control endpoint's address once listening, else "".
+func (f *Fabric) ControlAddr() string {
+	if f.ctl == nil {
+		return ""
+	}
+	return f.ctl.Addr().String()
+}
+
+// UDPSent returns the datagrams sent and send errors in real time.
+func (f *Fabric) UDPSent() (sent, errs uint64) {
+	if f.udp == nil {
+		return 0, 0
+	}
+	return f.udp.Sent.Load(), f.udp.Errors.Load()
+}
+
+// Run drives the fabric by the wall clock until ctx ends: the event loop sleeps until each
+// event is due, every export and report is a UDP datagram, and the control endpoint
+// applies shift updates between events. Fabric time (the switches' timestamps) is ns since
+// Run started.
+func (f *Fabric) Run(ctx context.Context, ep Endpoints) error {
+	if err := f.Listen(ep); err != nil {
+		return err
+	}
+	defer f.udp.Close()
+	if f.ctl != nil {
+		srv := &http.Server{Handler: f.controlHandler(), ReadHeaderTimeout: 5 * time.Second}
+		go srv.Serve(f.ctl)
+		defer srv.Close()
+	}
+	f.start()
+	t0 := time.Now()
+	base := f.now
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		// Run everything due; look at the clock once per batch.
+		el := base + int64(time.Since(t0))
+		for n := 0; len(f.heap) > 0 && f.heap[0].t <= el && n < 4096; n++ {
+			f.step(f.pop())
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case c := <-f.cmds:
+			c()
+			continue
+		default:
+		}
+		wait := time.Hour
+		if len(f.heap) > 0 {
+			wait = time.Duration(f.heap[0].t - (base + int64(time.Since(t0))))
+		}
+		if wait <= 0 {
+			continue
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case c := <-f.cmds:
+			c()
+		case <-timer.C:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// do runs fn in the event loop's goroutine and waits for it.
+func (f *Fabric) do(fn func()) {
+	done := make(chan struct{})
+	f.cmds <- func() { fn(); close(done) }
+	<-done
+}
+
+// TopologyView is GET /v1/topology.
+type TopologyView struct {
+	Name     string       `json:"name"`
+	Switches []SwitchView `json:"switches"`
+	Hosts    []string     `json:"hosts"`
+}
+
+// SwitchView is one switch and its ports.
+type SwitchView struct {
+	Name     string     `json:"name"`
+	SwitchID uint8      `json:"switch_id"`
+	Ports    []PortView `json:"ports"`
+}
+
+// PortView is one egress port.
+type PortView struct {
+	Port  uint8  `json:"port"`
+	Peer  string `json:"peer"`
+	Shift uint8  `json:"shift"`
+	PortStats
+}
+
+// View returns the topology with per-port counters and shifts. Call it from the loop (or
+// when the fabric is not running).
+func (f *Fabric) View() TopologyView {
+	v := TopologyView{Name: f.topo.Name}
+	for i, n := range f.topo.Nodes {
+		if n.Kind == Host {
+			v.Hosts = append(v.Hosts, n.Name)
+			continue
+		}
+		sv := SwitchView{Name: n.Name, SwitchID: n.ID}
+		for p := range n.Links {
+			e := &f.ports[f.base[i]+int32(p)]
+			sv.Ports = append(sv.Ports, PortView{Port: e.port, Peer: f.topo.Nodes[e.peer].Name, Shift: e.shift, PortStats: e.Stats})
+		}
+		v.Switches = append(v.Switches, sv)
+	}
+	return v
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	e.Encode(v)
+}
+
+// controlHandler serves the control endpoint (docs/fabric.md): the shift channel of
+// label.ControlPath, plus GET /v1/topology and GET /v1/stats for people and the demo.
+func (f *Fabric) controlHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+label.ControlPath, func(w http.ResponseWriter, r *http.Request) {
+		var s label.Shift
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&s); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "body: " + err.Error()})
+			return
+		}
+		if s.Shift > 16 {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("shift %d: must be at most 16", s.Shift)})
+			return
+		}
+		ok := false
+		f.do(func() {
+			if e := f.egressOf(s.SwitchID, s.Port); e != nil {
+				e.shift, ok = s.Shift, true
+			}
+		})
+		if !ok {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no switch %d port %d", s.SwitchID, s.Port)})
+			return
+		}
+		writeJSON(w, http.StatusOK, s)
+	})
+	mux.HandleFunc("GET "+label.ControlPath, func(w http.ResponseWriter, r *http.Request) {
+		out := label.Shifts{Shifts: []label.Shift{}}
+		f.do(func() {
+			for i := range f.ports {
+				e := &f.ports[i]
+				if e.shift > 0 {
+					out.Shifts = append(out.Shifts, label.Shift{SwitchID: f.topo.Nodes[e.node].ID, Port: e.port, Shift: e.shift})
+				}
+			}
+		})
+		writeJSON(w, http.StatusOK, out)
+	})
+	mux.HandleFunc("GET /v1/topology", func(w http.ResponseWriter, r *http.Request) {
+		var v TopologyView
+		f.do(func() { v = f.View() })
+		writeJSON(w, http.StatusOK, v)
+	})
+	mux.HandleFunc("GET /v1/stats", func(w http.ResponseWriter, r *http.Request) {
+		var s Stats
+		f.do(func() { s = f.Stats() })
+		writeJSON(w, http.StatusOK, s)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such endpoint: " + r.Method + " " + r.URL.Path})
+	})
+	return mux
+}

@@ -1,0 +1,164 @@
+package label
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/intake-int/intake/telemetry"
+)
+
+type shifts struct {
+	mu  sync.Mutex
+	log []Shift
+}
+
+func (s *shifts) SetShift(sw, port, shift uint8) {
+	s.mu.Lock()
+	s.log = append(s.log, Shift{sw, port, shift})
+	s.mu.Unlock()
+}
+
+func export(recv int64, items ...telemetry.LabelItem) *telemetry.Report {
+	r := &telemetry.Report{Format: telemetry.FormatLabel, RecvTime: recv, NLabels: uint8(len(items))}
+	copy(r.Labels[:], items)
+	return r
+}
+
+const ms = int64(time.Millisecond)
+
+// Algorithm 4: the newest label time wins whatever the arrival order.
+func TestNewestLabelTimeWins(t *testing.T) {
+	c := New(DefaultConfig(), nil, func() int64 { return 1000 * ms })
+	c.Process(0, export(10*ms, telemetry.LabelItem{SwitchID: 3, EgressPort: 2, EgressTS: 500, DeqTimedelta: 7}))
+	c.Process(0, export(11*ms, telemetry.LabelItem{SwitchID: 3, EgressPort: 2, EgressTS: 400, DeqTimedelta: 9}))
+	c.Process(0, export(12*ms, telemetry.LabelItem{SwitchID: 3, EgressPort: 2, EgressTS: 600, DeqTimedelta: 5},
+		telemetry.LabelItem{SwitchID: 1, EgressPort: 1, EgressTS: 550}))
+	ps := c.Ports(1000*ms, -1)
+	if len(ps) != 2 || ps[0].SwitchID != 1 || ps[1].LabelTime != 600 || ps[1].LatencyNs != 5 || ps[1].Stale != 1 || ps[1].Updates != 2 {
+		t.Fatalf("ports %+v", ps)
+	}
+	if k := c.Counters(); k.Items != 4 || k.Updates != 3 || k.Stale != 1 || k.Reports != 3 {
+		t.Fatalf("counters %+v", k)
+	}
+	if a := testing.AllocsPerRun(100, func() { c.Process(0, export(13*ms, telemetry.LabelItem{SwitchID: 3, EgressPort: 2, EgressTS: 700})) }); a > 1 {
+		// export itself allocates the Report
+		t.Fatalf("%v allocs per report", a)
+	}
+}
+
+// Coverage: ports updated per window over ports active (known, updated within
+// active_windows).
+func TestCoverageWindows(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ActiveWindows = 2
+	c := New(cfg, nil, nil)
+	it := func(sw uint8) telemetry.LabelItem { return telemetry.LabelItem{SwitchID: sw, EgressPort: 1, EgressTS: 1} }
+	// window 0: ports 1, 2; window 1: port 1 (twice); window 2: none; window 3: port 2.
+	c.Process(0, export(10*ms, it(1), it(2)))
+	c.Process(0, export(150*ms, it(1)))
+	c.Process(0, export(160*ms, it(1)))
+	c.Process(0, export(350*ms, it(2)))
+	rep := c.Coverage(450*ms, 10)
+	want := []Window{{0, 0, 2, 2, 1}, {1, 100 * ms, 1, 2, 0.5}, {2, 200 * ms, 0, 2, 0}, {3, 300 * ms, 1, 2, 0.5}}
+	if len(rep.Windows) != len(want) {
+		t.Fatalf("%+v", rep)
+	}
+	for i := range want {
+		if rep.Windows[i] != want[i] {
+			t.Fatalf("window %d: %+v, want %+v", i, rep.Windows[i], want[i])
+		}
+	}
+	// port 1 idle since window 1: at window 4 it is out (1 + 2 < 4)
+	if rep := c.Coverage(550*ms, 1); rep.Windows[0].Active != 1 {
+		t.Fatalf("%+v", rep)
+	}
+}
+
+// Algorithm 3: S rises by one every k·T while the port is not updated, up to max_shift, and
+// falls by one every k·T once it is.
+func TestProRaisesAndLowersShift(t *testing.T) {
+	cfg := DefaultConfig() // T = 50 ms, k = 2: k·T = 100 ms
+	cfg.MaxShift = 3
+	cfg.ActiveWindows = 60
+	s := &shifts{}
+	c := New(cfg, s, nil)
+	item := telemetry.LabelItem{SwitchID: 4, EgressPort: 3}
+	update := func(now int64) {
+		item.EgressTS = uint64(now)
+		c.Process(0, export(now, item))
+	}
+	shift := func() uint8 { return c.Ports(0, 4)[0].Shift }
+	update(0)
+	var trace []uint8
+	for now := int64(0); now <= 2000*ms; now += 10 * ms {
+		if now >= 1000*ms {
+			update(now) // updates resume
+		}
+		c.Tick(now)
+		if now%(100*ms) == 0 {
+			trace = append(trace, shift())
+		}
+	}
+	// Not updated from 0: the first raise comes when now − LRT > 100 ms and age > 100 ms
+	// (at 110 ms), then every 110 ms (strictly greater), capped at 3 (LRT still moves at the
+	// cap: 990 ms); from 1 s down by one at 1100, 1210, 1320 ms
+	// per k·T.
+	want := []uint8{0, 0, 1, 2, 3, 3, 3, 3, 3, 3, 3, 2, 2, 1, 0, 0, 0, 0, 0, 0, 0}
+	if len(trace) != len(want) {
+		t.Fatalf("trace %v", trace)
+	}
+	for i := range want {
+		if trace[i] != want[i] {
+			t.Fatalf("S at %d ms: %d; trace %v, want %v", i*100, trace[i], trace, want)
+		}
+	}
+	// Every change was sent, in order, to the setter.
+	var sent []uint8
+	for _, u := range s.log {
+		if u.SwitchID != 4 || u.Port != 3 {
+			t.Fatalf("update for %+v", u)
+		}
+		sent = append(sent, u.Shift)
+	}
+	if len(sent) != 6 || sent[2] != 3 || sent[5] != 0 {
+		t.Fatalf("sent %v", sent)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	c := DefaultConfig()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c.Clock = "wall"
+	if err := c.Validate(); err == nil || err.Error() != `clock: "wall": must be one of receive, label` {
+		t.Fatal(err)
+	}
+	c = DefaultConfig()
+	c.Control = "127.0.0.1:8050"
+	if err := c.Validate(); err == nil {
+		t.Fatal("control without scheme accepted")
+	}
+}
+
+// Z_A with r = 1: every switch labels, Z_A = H. Z_B with F1 and r = 1 equals Z_A.
+func TestAnalysis(t *testing.T) {
+	hd := HopDist(4)
+	if s := hd[1] + hd[3] + hd[5]; s < 0.999999 || s > 1.000001 {
+		t.Fatalf("P(H) sums to %v", s)
+	}
+	a := DistA(4, 1)
+	b := DistB(4, 1, F1, GLinear, 5)
+	for s := range a.P {
+		if d := a.P[s] - hd[s]; d > 1e-12 || d < -1e-12 || b.P[s]-a.P[s] > 1e-12 || a.P[s]-b.P[s] > 1e-12 {
+			t.Fatalf("s=%d: A %v B %v H %v", s, a.P[s], b.P[s], hd[s])
+		}
+	}
+	// Base B labels more than Base A (§6.2, Figs. 15-16).
+	for _, f := range []F{F1, F2, F3} {
+		if a, b := DistA(20, 0.01), DistB(20, 0.01, f, GLinear, 6); b.Expectation <= a.Expectation {
+			t.Fatalf("%s: E[Z_B] %v <= E[Z_A] %v", f, b.Expectation, a.Expectation)
+		}
+	}
+}
