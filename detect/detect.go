@@ -433,3 +433,6 @@ func pathHash(hops []telemetry.Hop) uint64 {
 	}
 	return h
 }
+
+// Config returns the configuration the detector was built with.
+func (d *Detector) Config() Config { return d.cfg }

@@ -1,13 +1,135 @@
-// Package export owns the sinks intake pushes events and periodic snapshots to (InfluxDB,
-// Prometheus remote write, Redis, Kafka): built by issues 5 and 6.
 package export
 
-// Config is the `export` section of the configuration file.
-type Config struct{}
+import (
+	"fmt"
+	"net/url"
+	"time"
+)
 
-// DefaultConfig returns the documented defaults: no sink configured.
-func DefaultConfig() Config { return Config{} }
+// Config is the `export` section of the configuration file.
+type Config struct {
+	// Period is the periodic push (INTCollector §III-E1): every Period the latest value of
+	// every live key goes to the sinks, so that a silent key is known to be alive. 0 turns
+	// it off (events only).
+	Period time.Duration `yaml:"period"`
+	// Queue is the number of events (and periodic values) each sink buffers; when a sink is
+	// slower than that, new ones are dropped and counted, ingest never waits.
+	Queue int `yaml:"queue"`
+	// Flush is the longest a point waits in a sink's queue for a fuller batch.
+	Flush time.Duration `yaml:"flush"`
+	// BackoffMin and BackoffMax bound the exponential backoff between retries of a failed
+	// batch.
+	BackoffMin time.Duration `yaml:"backoff_min"`
+	BackoffMax time.Duration `yaml:"backoff_max"`
+	// InfluxDB is the InfluxDB line-protocol sink (1.x /write or 2.x /api/v2/write).
+	InfluxDB InfluxDB `yaml:"influxdb"`
+	// Prometheus is the /metrics gauges and the remote-write sink.
+	Prometheus Prometheus `yaml:"prometheus"`
+}
+
+// InfluxDB configures the line-protocol sink.
+type InfluxDB struct {
+	// URL is the server's base URL, e.g. http://127.0.0.1:8086; empty turns the sink off.
+	URL string `yaml:"url"`
+	// Database is the 1.x database (created when missing) or the 2.x bucket.
+	Database string `yaml:"database"`
+	// API is "v1" (POST /write?db=) or "v2" (POST /api/v2/write?bucket=&org=).
+	API string `yaml:"api"`
+	// Org and Token are for the 2.x API (Token also works as a 1.x password-less token).
+	Org   string `yaml:"org"`
+	Token string `yaml:"token"`
+	// Schema is "intake" (the measurements of docs/export.md) or "intcollector"
+	// (INTCollector's flow_stat, flow_hop_latency, port_tx_utilize, queue_occupancy).
+	Schema string `yaml:"schema"`
+	// Timestamp is "receive" (the collector's receive time) or "int" (the INT data's own
+	// timestamp: hop egress time, report ingress time; receive time where there is none).
+	Timestamp string `yaml:"timestamp"`
+	// Batch is the most lines per request (at most 5000).
+	Batch int `yaml:"batch"`
+	// Gzip compresses request bodies.
+	Gzip bool `yaml:"gzip"`
+}
+
+// Prometheus configures the Prometheus outputs.
+type Prometheus struct {
+	// Gauges exposes the latest value of every live key as a gauge on /metrics.
+	Gauges bool `yaml:"gauges"`
+	// SeriesLimit bounds the gauge series; values of further keys are dropped and counted.
+	SeriesLimit int `yaml:"series_limit"`
+	// RemoteWrite is the remote-write receiver's URL (e.g.
+	// http://127.0.0.1:9090/api/v1/write); empty turns remote write off.
+	RemoteWrite string `yaml:"remote_write"`
+	// Batch is the most samples per remote-write request.
+	Batch int `yaml:"batch"`
+}
+
+// MaxInfluxBatch is the largest line batch (the InfluxDB documentation's recommended 5000).
+const MaxInfluxBatch = 5000
+
+// DefaultConfig returns the documented defaults: no network sink configured, gauges on.
+func DefaultConfig() Config {
+	return Config{
+		Period:     10 * time.Second,
+		Queue:      20000,
+		Flush:      time.Second,
+		BackoffMin: 100 * time.Millisecond,
+		BackoffMax: 10 * time.Second,
+		InfluxDB: InfluxDB{Database: "intake", API: "v1", Schema: "intake", Timestamp: "receive",
+			Batch: MaxInfluxBatch, Gzip: true},
+		Prometheus: Prometheus{Gauges: true, SeriesLimit: 10000, Batch: 2000},
+	}
+}
 
 // Validate reports the first invalid setting as "key: value: what is allowed", the key
 // relative to the section.
-func (c *Config) Validate() error { return nil }
+func (c *Config) Validate() error {
+	if c.Period < 0 {
+		return fmt.Errorf("period: %s: must be 0 (off) or positive", c.Period)
+	}
+	if c.Period > 0 && c.Period < 10*time.Millisecond {
+		return fmt.Errorf("period: %s: must be at least 10ms (or 0: off)", c.Period)
+	}
+	if c.Queue < 1 || c.Queue > 1<<22 {
+		return fmt.Errorf("queue: %d: must be 1-%d", c.Queue, 1<<22)
+	}
+	if c.Flush < time.Millisecond {
+		return fmt.Errorf("flush: %s: must be at least 1ms", c.Flush)
+	}
+	if c.BackoffMin <= 0 || c.BackoffMax < c.BackoffMin {
+		return fmt.Errorf("backoff_max: %s: must be positive and at least backoff_min (%s)", c.BackoffMax, c.BackoffMin)
+	}
+	in := &c.InfluxDB
+	if in.URL != "" {
+		if u, err := url.Parse(in.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("influxdb.url: %q: must be an http:// or https:// URL", in.URL)
+		}
+	}
+	if in.Database == "" {
+		return fmt.Errorf("influxdb.database: \"\": must not be empty")
+	}
+	if in.API != "v1" && in.API != "v2" {
+		return fmt.Errorf("influxdb.api: %q: must be v1 (/write) or v2 (/api/v2/write)", in.API)
+	}
+	if in.Schema != "intake" && in.Schema != "intcollector" {
+		return fmt.Errorf("influxdb.schema: %q: must be intake or intcollector", in.Schema)
+	}
+	if in.Timestamp != "receive" && in.Timestamp != "int" {
+		return fmt.Errorf("influxdb.timestamp: %q: must be receive or int", in.Timestamp)
+	}
+	if in.Batch < 1 || in.Batch > MaxInfluxBatch {
+		return fmt.Errorf("influxdb.batch: %d: must be 1-%d lines", in.Batch, MaxInfluxBatch)
+	}
+	p := &c.Prometheus
+	if p.SeriesLimit < 0 {
+		return fmt.Errorf("prometheus.series_limit: %d: must be 0 or more", p.SeriesLimit)
+	}
+	if p.RemoteWrite != "" {
+		if u, err := url.Parse(p.RemoteWrite); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("prometheus.remote_write: %q: must be an http:// or https:// URL", p.RemoteWrite)
+		}
+	}
+	if p.Batch < 1 || p.Batch > 100000 {
+		return fmt.Errorf("prometheus.batch: %d: must be 1-100000 samples", p.Batch)
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/intake-int/intake/detect"
+	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/metrics"
+)
+
+// The event detector (detect) with its event bus, event log, export pipeline (export) and
+// HTTP endpoints: /api/v1/events, /api/v1/events/stream, /api/v1/flow, /api/v1/thresholds.
+
+func init() {
+	serveProcessors = append(serveProcessors, func(env *procEnv) (ingest.Processor, error) {
+		if !env.Cfg.Detect.Enabled {
+			return nil, nil
+		}
+		return newDetectProc(env)
+	})
+}
+
+// detectProc is the detector as ingest sees it, starting and stopping what runs beside it.
+type detectProc struct {
+	*detect.Detector
+	bus  *event.Bus
+	log  *detect.Log
+	pipe *export.Pipeline
+}
+
+func newDetectProc(env *procEnv) (*detectProc, error) {
+	cfg := env.Cfg.Detect
+	bus := &event.Bus{}
+	d := detect.New(cfg, bus)
+	p := &detectProc{Detector: d, bus: bus}
+	reg := env.Metrics
+	if reg == nil {
+		reg = metrics.NewRegistry()
+	}
+	d.RegisterMetrics(reg)
+	var gauges *metrics.Registry
+	if env.API != nil { // the gauges are for /metrics: without HTTP nobody scrapes them
+		gauges = reg
+	}
+	expireTick := time.Duration(0)
+	if cfg.Expire > 0 {
+		expireTick = max(cfg.Expire/2, 10*time.Millisecond)
+	}
+	pipe, err := export.New(env.Cfg.Export, bus, d, reg, gauges, func() uint64 { return d.Stats().Values }, expireTick)
+	if err != nil {
+		return nil, err
+	}
+	p.pipe = pipe
+	if env.API != nil {
+		p.log = detect.NewLog(bus, cfg.EventLog, cfg.Ring)
+		d.Register(env.API, p.log)
+	}
+	ov := reg.Counter("intake_event_ring_overflow_total", "Events dropped because a bus consumer's ring was full, by consumer.", "consumer")
+	ov.Func(func() float64 {
+		if c := pipe.Consumer(); c != nil {
+			return float64(c.Overflow())
+		}
+		return 0
+	}, "export")
+	if p.log != nil {
+		ov.Func(func() float64 { return float64(p.log.Consumer().Overflow()) }, "log")
+	}
+	return p, nil
+}
+
+func (p *detectProc) Start(workers int) error {
+	if err := p.Detector.Start(workers); err != nil {
+		return err
+	}
+	if p.log != nil {
+		p.log.Start()
+	}
+	return p.pipe.Start(p.Detector.Config().Ring)
+}
+
+func (p *detectProc) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := p.pipe.Stop(ctx)
+	if p.log != nil {
+		p.log.Stop()
+	}
+	return err
+}

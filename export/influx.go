@@ -1,0 +1,303 @@
+package export
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/metrics"
+)
+
+// InfluxSink writes InfluxDB line protocol over HTTP, to 1.x /write or 2.x /api/v2/write,
+// gzip-compressed, in batches of at most influxdb.batch (≤ 5000) lines. With the 1.x API the
+// database is created at start and again whenever a write finds it missing.
+type InfluxSink struct {
+	*queued
+	ic      InfluxDB
+	client  *http.Client
+	created atomic.Bool
+}
+
+// NewInfluxDB builds the sink for cfg.InfluxDB.
+func NewInfluxDB(cfg Config, reg *metrics.Registry) *InfluxSink {
+	ic := cfg.InfluxDB
+	s := &InfluxSink{ic: ic, client: &http.Client{Timeout: 15 * time.Second}}
+	base := strings.TrimSuffix(ic.URL, "/")
+	q := url.Values{"precision": {"ns"}}
+	var target string
+	if ic.API == "v2" {
+		q.Set("bucket", ic.Database)
+		q.Set("org", ic.Org)
+		target = base + "/api/v2/write?" + q.Encode()
+	} else {
+		q.Set("db", ic.Database)
+		target = base + "/write?" + q.Encode()
+	}
+	h := http.Header{"Content-Type": {"text/plain; charset=utf-8"}}
+	if ic.Token != "" {
+		h.Set("Authorization", "Token "+ic.Token)
+	}
+	post := httpPost(s.client, target, h, ic.Gzip, func(code int, body []byte) error {
+		// 1.x answers 404 {"error":"database not found: ..."}: create it, then retry.
+		if ic.API == "v1" && code == http.StatusNotFound && strings.Contains(string(body), "database not found") {
+			s.created.Store(false)
+			s.createDatabase()
+		}
+		return nil
+	})
+	enc := &lineEncoder{schema: ic.Schema, intTime: ic.Timestamp == "int"}
+	s.queued = newQueued("influxdb", cfg, ic.Batch, enc, func(ctx context.Context, body []byte) error {
+		if ic.API == "v1" && !s.created.Load() {
+			s.createDatabase()
+		}
+		return post(ctx, body)
+	}, reg)
+	return s
+}
+
+// createDatabase runs CREATE DATABASE (idempotent in InfluxDB 1.x). A server that does not
+// know the statement (VictoriaMetrics, which needs no database) is left alone: the write
+// then tells whether the target works.
+func (s *InfluxSink) createDatabase() {
+	base := strings.TrimSuffix(s.ic.URL, "/")
+	form := url.Values{"q": {fmt.Sprintf("CREATE DATABASE %s", quoteIdent(s.ic.Database))}}
+	req, err := http.NewRequest(http.MethodPost, base+"/query", strings.NewReader(form.Encode()))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if s.ic.Token != "" {
+		req.Header.Set("Authorization", "Token "+s.ic.Token)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return
+	}
+	resp.Body.Close()
+	s.created.Store(true) // attempted; a 404 on write brings us back here
+}
+
+func quoteIdent(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// lineEncoder writes one event as line protocol.
+type lineEncoder struct {
+	schema  string // "intake" or "intcollector"
+	intTime bool
+}
+
+// tag is one tag; tags are written in the order given, which appendTags keeps sorted by key
+// (InfluxDB's recommendation for write speed).
+type tag struct{ k, v string }
+
+func (l *lineEncoder) points(e *event.Event) int {
+	if e.Kind == event.KindExpire || e.Kind == event.KindNone {
+		return 0
+	}
+	if l.schema == "intcollector" {
+		switch e.Measurement {
+		case event.FlowLatency, event.FlowPath, event.FlowHopLatency, event.TxUtilization,
+			event.QueueOccupancy, event.QueueCongestion:
+			return 1
+		}
+		return 0
+	}
+	if e.Kind == event.KindPeriodic {
+		return 1
+	}
+	return 2 // the value, and the event in `events`
+}
+
+func (l *lineEncoder) encode(dst []byte, batch []event.Event) []byte {
+	for i := range batch {
+		dst = l.append(dst, &batch[i])
+	}
+	return dst
+}
+
+func (l *lineEncoder) ts(e *event.Event) int64 {
+	if l.intTime && e.DevTime != 0 && e.DevTime < 1<<63 {
+		return int64(e.DevTime)
+	}
+	return e.Time
+}
+
+func (l *lineEncoder) append(b []byte, e *event.Event) []byte {
+	if l.points(e) == 0 {
+		return b
+	}
+	if l.schema == "intcollector" {
+		return l.appendINTCollector(b, e)
+	}
+	ts := l.ts(e)
+	var tb [8]tag
+	tags := keyTags(tb[:0], e)
+	// The value, in its measurement.
+	b = append(b, e.Measurement.String()...)
+	b = appendTags(b, tags)
+	if e.Measurement == event.FlowPath {
+		b = append(b, ` value="`...)
+		b = event.AppendPath(b, e.PathList())
+		b = append(b, '"')
+	} else {
+		b = append(b, " value="...)
+		b = strconv.AppendUint(b, e.Value, 10)
+		b = append(b, 'i')
+	}
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, ts, 10)
+	b = append(b, '\n')
+	if e.Kind == event.KindPeriodic {
+		return b
+	}
+	// The event: kind, scope and measurement as tags with the key's; the values as fields.
+	var eb [11]tag
+	et := append(eb[:0], tags...)
+	et = append(et, tag{"kind", e.Kind.String()}, tag{"measurement", e.Measurement.String()}, tag{"scope", e.Scope.String()})
+	sortTags(et)
+	b = append(b, "events"...)
+	b = appendTags(b, et)
+	if e.Measurement == event.FlowPath {
+		b = append(b, ` path="`...)
+		b = event.AppendPath(b, e.PathList())
+		b = append(b, '"')
+	} else {
+		b = append(b, " value="...)
+		b = strconv.AppendUint(b, e.Value, 10)
+		b = append(b, "i,prev="...)
+		b = strconv.AppendUint(b, e.Prev, 10)
+		b = append(b, 'i')
+		if e.Kind == event.KindChange || e.Kind == event.KindAbove || e.Kind == event.KindBelow {
+			b = append(b, ",threshold="...)
+			b = strconv.AppendUint(b, e.Threshold, 10)
+			b = append(b, 'i')
+		}
+	}
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, ts, 10)
+	b = append(b, '\n')
+	return b
+}
+
+// appendINTCollector writes INTCollector's own measurements: the ids are part of the
+// measurement name ("flow_stat,10.0.0.1:5000->10.0.0.2:5000,proto=17",
+// "queue_occupancy,sw_id=4,queue_id=5"), with the commas escaped, as its Python client
+// wrote them, so that its dashboards and queries keep working.
+func (l *lineEncoder) appendINTCollector(b []byte, e *event.Event) []byte {
+	k := &e.Key
+	flow := func(b []byte) []byte {
+		b = append(b, k.Flow.SrcAddr().String()...)
+		b = append(b, ':')
+		b = strconv.AppendUint(b, uint64(k.Flow.SrcPort), 10)
+		b = append(b, "->"...)
+		b = append(b, k.Flow.DstAddr().String()...)
+		b = append(b, ':')
+		b = strconv.AppendUint(b, uint64(k.Flow.DstPort), 10)
+		b = append(b, `\,proto=`...)
+		return strconv.AppendUint(b, uint64(k.Flow.Proto), 10)
+	}
+	field := "value"
+	switch e.Measurement {
+	case event.FlowLatency, event.FlowPath:
+		b = append(b, `flow_stat\,`...)
+		b = flow(b)
+		field = "flow_latency"
+	case event.FlowHopLatency:
+		b = append(b, `flow_hop_latency\,`...)
+		b = flow(b)
+		b = append(b, `\,sw_id=`...)
+		b = strconv.AppendUint(b, uint64(k.Switch), 10)
+	case event.TxUtilization:
+		b = append(b, `port_tx_utilize\,sw_id=`...)
+		b = strconv.AppendUint(b, uint64(k.Switch), 10)
+		b = append(b, `\,port_id=`...)
+		b = strconv.AppendUint(b, uint64(k.Port), 10)
+	case event.QueueOccupancy, event.QueueCongestion:
+		b = append(b, e.Measurement.String()...)
+		b = append(b, `\,sw_id=`...)
+		b = strconv.AppendUint(b, uint64(k.Switch), 10)
+		b = append(b, `\,queue_id=`...)
+		b = strconv.AppendUint(b, uint64(k.Queue), 10)
+	}
+	if e.Measurement == event.FlowPath {
+		b = append(b, ` path="`...)
+		b = event.AppendPath(b, e.PathList())
+		b = append(b, '"')
+	} else {
+		b = append(b, ' ')
+		b = append(b, field...)
+		b = append(b, '=')
+		b = strconv.AppendUint(b, e.Value, 10)
+		b = append(b, 'i')
+	}
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, l.ts(e), 10)
+	return append(b, '\n')
+}
+
+// keyTags returns the tags of e's metric key, sorted by tag key: src, dst, sport, dport,
+// proto for flow keys; switch_id; queue_id, port, buffer_id, reason or hw_id.
+func keyTags(dst []tag, e *event.Event) []tag {
+	k := &e.Key
+	m := e.Measurement
+	if m == event.BufferOccupancy {
+		dst = append(dst, tag{"buffer_id", strconv.Itoa(int(k.Buffer))})
+	}
+	if m.HasFlow() {
+		dst = append(dst, tag{"dport", strconv.Itoa(int(k.Flow.DstPort))}, tag{"dst", k.Flow.DstAddr().String()})
+	}
+	if m == event.SeqGaps {
+		dst = append(dst, tag{"hw_id", strconv.Itoa(int(k.HWID))})
+	}
+	if m == event.TxUtilization {
+		dst = append(dst, tag{"port", strconv.FormatUint(uint64(k.Port), 10)})
+	}
+	if m.HasFlow() {
+		dst = append(dst, tag{"proto", strconv.Itoa(int(k.Flow.Proto))})
+	}
+	if m == event.QueueOccupancy || m == event.QueueCongestion {
+		dst = append(dst, tag{"queue_id", strconv.Itoa(int(k.Queue))})
+	}
+	if m == event.Drops {
+		dst = append(dst, tag{"reason", strconv.Itoa(int(k.Reason))})
+	}
+	if m.HasFlow() {
+		dst = append(dst, tag{"sport", strconv.Itoa(int(k.Flow.SrcPort))}, tag{"src", k.Flow.SrcAddr().String()})
+	}
+	if m.HasSwitch() {
+		dst = append(dst, tag{"switch_id", strconv.FormatUint(uint64(k.Switch), 10)})
+	}
+	return dst
+}
+
+func sortTags(ts []tag) {
+	for i := 1; i < len(ts); i++ {
+		for j := i; j > 0 && ts[j].k < ts[j-1].k; j-- {
+			ts[j], ts[j-1] = ts[j-1], ts[j]
+		}
+	}
+}
+
+func appendTags(b []byte, ts []tag) []byte {
+	for _, t := range ts {
+		b = append(b, ',')
+		b = append(b, t.k...)
+		b = append(b, '=')
+		for i := 0; i < len(t.v); i++ {
+			switch c := t.v[i]; c {
+			case ',', ' ', '=':
+				b = append(b, '\\', c)
+			default:
+				b = append(b, c)
+			}
+		}
+	}
+	return b
+}

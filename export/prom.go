@@ -1,0 +1,176 @@
+package export
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"net/http"
+
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/golang/snappy"
+
+	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/metrics"
+)
+
+// promName is the Prometheus metric name of a measurement: intake_<measurement>. flow_path
+// has no numeric value and is not exported to Prometheus.
+func promName(m event.Measurement) string { return "intake_" + m.String() }
+
+// Gauges keeps the latest value of every live key as a gauge in a metrics registry (the
+// one /metrics serves), at most limit series; values of keys beyond the limit are dropped
+// and counted. Expired keys' series are deleted.
+type Gauges struct {
+	reg     *metrics.Registry
+	limit   int
+	fams    [event.NumMeasurements]*metrics.Family
+	series  map[string]*metrics.Value
+	Dropped atomic.Uint64
+	Set     atomic.Uint64
+	n       atomic.Int64
+}
+
+// NewGauges builds the gauge sink over reg; its own counters go to counters.
+func NewGauges(reg *metrics.Registry, limit int, counters *metrics.Registry) *Gauges {
+	g := &Gauges{reg: reg, limit: limit, series: map[string]*metrics.Value{}}
+	for m := event.FlowLatency; m < event.NumMeasurements; m++ {
+		if m == event.FlowPath {
+			continue
+		}
+		var e event.Event
+		e.Measurement = m
+		var tb [8]tag
+		ts := keyTags(tb[:0], &e)
+		labels := make([]string, len(ts))
+		for i, t := range ts {
+			labels[i] = t.k
+		}
+		g.fams[m] = reg.Gauge(promName(m), "Latest "+m.String()+" per key (intake event detector, export.prometheus.gauges).", labels...)
+	}
+	if counters != nil {
+		counters.Gauge("intake_export_gauge_series", "Gauge series of the latest values (export.prometheus.gauges).").
+			Func(func() float64 { return float64(g.n.Load()) })
+		counters.Counter("intake_export_sent_points_total", "Points a sink delivered.", "sink").
+			Func(func() float64 { return float64(g.Set.Load()) }, "prometheus")
+		counters.Counter("intake_export_dropped_points_total", "Points a sink dropped, by reason.", "sink", "reason").
+			Func(func() float64 { return float64(g.Dropped.Load()) }, "prometheus", "series_limit")
+	}
+	return g
+}
+
+func (g *Gauges) Name() string               { return "prometheus" }
+func (g *Gauges) Start() error               { return nil }
+func (g *Gauges) Stop(context.Context) error { return nil }
+func (g *Gauges) Series() int                { return int(g.n.Load()) }
+
+// Offer sets, creates or (for KindExpire) deletes the key's gauge.
+func (g *Gauges) Offer(e *event.Event) {
+	f := g.fams[e.Measurement]
+	if f == nil || e.Kind == event.KindNone {
+		return
+	}
+	var tb [8]tag
+	ts := keyTags(tb[:0], e)
+	values := make([]string, len(ts))
+	for i, t := range ts {
+		values[i] = t.v
+	}
+	id := e.Measurement.String() + "\xff" + strings.Join(values, "\xff")
+	v, ok := g.series[id]
+	if e.Kind == event.KindExpire {
+		if ok {
+			f.Delete(values...)
+			delete(g.series, id)
+			g.n.Add(-1)
+		}
+		return
+	}
+	if !ok {
+		if len(g.series) >= g.limit {
+			g.Dropped.Add(1)
+			return
+		}
+		v = f.With(values...)
+		g.series[id] = v
+		g.n.Add(1)
+	}
+	v.Set(float64(e.Value))
+	g.Set.Add(1)
+}
+
+// RemoteWrite is the Prometheus remote-write sink (protobuf WriteRequest, snappy block
+// compression, remote-write 0.1.0): one sample per value, named intake_<measurement>,
+// labelled as the gauges are.
+type RemoteWrite struct {
+	*queued
+}
+
+// NewRemoteWrite builds the sink for cfg.Prometheus.RemoteWrite.
+func NewRemoteWrite(cfg Config, reg *metrics.Registry) *RemoteWrite {
+	h := http.Header{
+		"Content-Type":                      {"application/x-protobuf"},
+		"Content-Encoding":                  {"snappy"},
+		"X-Prometheus-Remote-Write-Version": {"0.1.0"},
+		"User-Agent":                        {"intake"},
+	}
+	client := &http.Client{Timeout: 15 * time.Second}
+	plain := httpPost(client, cfg.Prometheus.RemoteWrite, h, false, nil)
+	var zbuf []byte
+	post := func(ctx context.Context, body []byte) error {
+		zbuf = snappy.Encode(zbuf[:cap(zbuf)], body)
+		return plain(ctx, zbuf)
+	}
+	return &RemoteWrite{queued: newQueued("remote_write", cfg, cfg.Prometheus.Batch, rwEncoder{}, post, reg)}
+}
+
+// rwEncoder writes a prometheus.WriteRequest by hand (remote.proto):
+//
+//	WriteRequest { repeated TimeSeries timeseries = 1; }
+//	TimeSeries   { repeated Label labels = 1; repeated Sample samples = 2; }
+//	Label        { string name = 1; string value = 2; }
+//	Sample       { double value = 1; int64 timestamp = 2; }  // ms
+type rwEncoder struct{}
+
+func (rwEncoder) points(e *event.Event) int {
+	if e.Kind == event.KindExpire || e.Kind == event.KindNone || e.Measurement == event.FlowPath {
+		return 0
+	}
+	return 1
+}
+
+func (r rwEncoder) encode(dst []byte, batch []event.Event) []byte {
+	var ts, lb []byte
+	for i := range batch {
+		e := &batch[i]
+		if r.points(e) == 0 {
+			continue
+		}
+		ts = ts[:0]
+		var tb [8]tag
+		tags := append([]tag{{"__name__", promName(e.Measurement)}}, keyTags(tb[:0], e)...)
+		for _, t := range tags { // sorted: "__name__" sorts before lower-case names
+			lb = lb[:0]
+			lb = pbBytes(lb, 1, t.k)
+			lb = pbBytes(lb, 2, t.v)
+			ts = pbBytes(ts, 1, string(lb))
+		}
+		lb = lb[:0]
+		lb = append(lb, 1<<3|1) // field 1, fixed64
+		lb = binary.LittleEndian.AppendUint64(lb, math.Float64bits(float64(e.Value)))
+		lb = append(lb, 2<<3|0) // field 2, varint
+		lb = binary.AppendUvarint(lb, uint64(e.Time/1e6))
+		ts = pbBytes(ts, 2, string(lb))
+		dst = pbBytes(dst, 1, string(ts))
+	}
+	return dst
+}
+
+// pbBytes appends a length-delimited field.
+func pbBytes(b []byte, field int, v string) []byte {
+	b = binary.AppendUvarint(b, uint64(field)<<3|2)
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}

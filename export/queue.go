@@ -1,0 +1,277 @@
+package export
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/metrics"
+)
+
+// encoder turns events into a request body for one kind of sink.
+type encoder interface {
+	// points is the number of points e becomes (0: the sink skips it).
+	points(e *event.Event) int
+	// encode appends the batch's body to dst.
+	encode(dst []byte, batch []event.Event) []byte
+}
+
+// poster sends one body. A *permanentError is not retried (the server refused the data).
+type poster func(ctx context.Context, body []byte) error
+
+type permanentError struct{ msg string }
+
+func (e *permanentError) Error() string { return e.msg }
+
+// Drop reasons of the dropped-points counter.
+const (
+	dropQueueFull = "queue_full"
+	dropRejected  = "rejected"
+	dropShutdown  = "shutdown"
+)
+
+// queued is the sink framework: a bounded queue filled by Offer, a goroutine that batches up
+// to batch points or flush time, posts, and retries with backoff.
+type queued struct {
+	name  string
+	cfg   Config
+	batch int
+	enc   encoder
+	post  poster
+	q     chan event.Event
+
+	Sent, Retried, Failures          atomic.Uint64
+	DropQueue, DropRejected, DropEnd atomic.Uint64
+	Batches                          atomic.Uint64
+
+	stop     chan struct{}
+	stopCtx  context.Context
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+func newQueued(name string, cfg Config, batch int, enc encoder, post poster, reg *metrics.Registry) *queued {
+	s := &queued{name: name, cfg: cfg, batch: batch, enc: enc, post: post, q: make(chan event.Event, cfg.Queue),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if reg != nil {
+		reg.Counter("intake_export_sent_points_total", "Points a sink delivered.", "sink").
+			Func(func() float64 { return float64(s.Sent.Load()) }, name)
+		reg.Counter("intake_export_retried_points_total", "Points sent again after a failed attempt.", "sink").
+			Func(func() float64 { return float64(s.Retried.Load()) }, name)
+		d := reg.Counter("intake_export_dropped_points_total", "Points a sink dropped, by reason.", "sink", "reason")
+		d.Func(func() float64 { return float64(s.DropQueue.Load()) }, name, dropQueueFull)
+		d.Func(func() float64 { return float64(s.DropRejected.Load()) }, name, dropRejected)
+		d.Func(func() float64 { return float64(s.DropEnd.Load()) }, name, dropShutdown)
+		reg.Gauge("intake_export_queued_events", "Events waiting in a sink's queue.", "sink").
+			Func(func() float64 { return float64(len(s.q)) }, name)
+	}
+	return s
+}
+
+func (s *queued) Name() string { return s.name }
+
+// Offer queues e, or counts its points as dropped when the queue is full.
+func (s *queued) Offer(e *event.Event) {
+	n := s.enc.points(e)
+	if n == 0 {
+		return
+	}
+	select {
+	case s.q <- *e:
+	default:
+		s.DropQueue.Add(uint64(n))
+	}
+}
+
+// Dropped returns all points dropped.
+func (s *queued) Dropped() uint64 {
+	return s.DropQueue.Load() + s.DropRejected.Load() + s.DropEnd.Load()
+}
+
+func (s *queued) Start() error {
+	go s.run()
+	return nil
+}
+
+func (s *queued) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		s.stopCtx = ctx
+		close(s.stop)
+	})
+	<-s.done
+	return nil
+}
+
+func (s *queued) stopping() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *queued) run() {
+	defer close(s.done)
+	batch := make([]event.Event, 0, s.batch)
+	var body []byte
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		// Gather: the first event waits for anything; the rest until full or flush time.
+		batch, points := batch[:0], 0
+		select {
+		case e := <-s.q:
+			batch = append(batch, e)
+			points += s.enc.points(&e)
+		case <-s.stop:
+			if len(s.q) == 0 {
+				return
+			}
+			continue
+		}
+		timer.Reset(s.cfg.Flush)
+	gather:
+		for points < s.batch {
+			select {
+			case e := <-s.q:
+				n := s.enc.points(&e)
+				batch = append(batch, e)
+				points += n
+			case <-timer.C:
+				break gather
+			case <-s.stop:
+				// Take what is queued now without waiting for the flush time.
+				for points < s.batch {
+					select {
+					case e := <-s.q:
+						batch = append(batch, e)
+						points += s.enc.points(&e)
+						continue
+					default:
+					}
+					break
+				}
+				break gather
+			}
+		}
+		timer.Stop()
+		body = s.enc.encode(body[:0], batch)
+		s.send(body, uint64(points))
+	}
+}
+
+// send posts one batch until it is accepted, refused, or the sink stops and its context
+// ends; every point is counted exactly once as sent or dropped.
+func (s *queued) send(body []byte, points uint64) {
+	backoff := s.cfg.BackoffMin
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if s.stopping() && s.stopCtx != nil {
+			ctx, cancel = context.WithCancel(s.stopCtx)
+		}
+		err := s.post(ctx, body)
+		cancel()
+		if err == nil {
+			s.Sent.Add(points)
+			s.Batches.Add(1)
+			return
+		}
+		s.Failures.Add(1)
+		var perm *permanentError
+		if errors.As(err, &perm) {
+			s.DropRejected.Add(points)
+			return
+		}
+		if s.stopping() && (s.stopCtx == nil || s.stopCtx.Err() != nil) {
+			s.DropEnd.Add(points)
+			s.dropQueued(dropShutdown)
+			return
+		}
+		s.Retried.Add(points)
+		wait := time.NewTimer(backoff)
+		var end <-chan struct{}
+		if s.stopping() && s.stopCtx != nil {
+			end = s.stopCtx.Done()
+		}
+		select {
+		case <-wait.C:
+		case <-end:
+			wait.Stop()
+		}
+		backoff = min(backoff*2, s.cfg.BackoffMax)
+	}
+}
+
+// dropQueued empties the queue into the dropped counter (at shutdown past the deadline).
+func (s *queued) dropQueued(reason string) {
+	for {
+		select {
+		case e := <-s.q:
+			s.DropEnd.Add(uint64(s.enc.points(&e)))
+		default:
+			return
+		}
+	}
+}
+
+// httpPost is a poster for POST url with headers; 2xx is success, 4xx except 404/408/429 is
+// permanent, anything else (5xx, network) is retried. onStatus may turn a response into a
+// different error (InfluxDB's "database not found").
+func httpPost(client *http.Client, url string, header http.Header, gz bool, onStatus func(code int, body []byte) error) poster {
+	var zbuf bytes.Buffer
+	var zw *gzip.Writer
+	return func(ctx context.Context, body []byte) error {
+		payload := body
+		if gz {
+			zbuf.Reset()
+			if zw == nil {
+				zw = gzip.NewWriter(&zbuf)
+			} else {
+				zw.Reset(&zbuf)
+			}
+			zw.Write(body)
+			zw.Close()
+			payload = zbuf.Bytes()
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
+		if err != nil {
+			return &permanentError{err.Error()}
+		}
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		if gz {
+			req.Header.Set("Content-Encoding", "gzip")
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		if resp.StatusCode/100 == 2 {
+			return nil
+		}
+		if onStatus != nil {
+			if err := onStatus(resp.StatusCode, msg); err != nil {
+				return err
+			}
+		}
+		err = fmt.Errorf("%s: %s: %s", url, resp.Status, bytes.TrimSpace(msg))
+		switch c := resp.StatusCode; {
+		case c == 404 || c == 408 || c == 429 || c >= 500:
+			return err
+		default:
+			return &permanentError{err.Error()}
+		}
+	}
+}
