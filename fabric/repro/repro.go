@@ -1,0 +1,217 @@
+// Package repro reproduces INT-label's evaluation (INT-label §6.2, Figs. 6-9, 11-13, 15-19)
+// on the emulated testbed of package fabric, in virtual time, with the collector's
+// controller (package label) in the loop where the figure needs it (Pro). Each experiment
+// returns a Figure: series of (x, y) points with the conditions they were measured under,
+// which cmd/intake prints as tables, JSON and SVG.
+package repro
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/intake-int/intake/fabric"
+	"github.com/intake-int/intake/label"
+	"github.com/intake-int/intake/telemetry"
+)
+
+// Series is one curve.
+type Series struct {
+	Name string    `json:"name"`
+	X    []float64 `json:"x"`
+	Y    []float64 `json:"y"`
+}
+
+// Figure is one reproduced figure.
+type Figure struct {
+	ID         string   `json:"id"`
+	Title      string   `json:"title"`
+	XLabel     string   `json:"x_label"`
+	YLabel     string   `json:"y_label"`
+	Series     []Series `json:"series"`
+	Conditions string   `json:"conditions"`
+	Paper      string   `json:"paper"` // what the paper reports
+	Intake     string   `json:"intake"`
+}
+
+// Setup is one run of the testbed (§6.1 defaults: server1 and server8 send 1 kB packets to
+// random other servers at 5 Mb/s each, fixed routes, T = 50 ms, telemetry interval 100 ms).
+type Setup struct {
+	Algo     fabric.Algo
+	Pro      bool
+	T, T1    time.Duration
+	Ti       time.Duration
+	F        label.F
+	Rate     float64 // per sender, b/s
+	Loss     float64 // per switch-to-switch link
+	Packets  int     // stop after this many packets (0: Duration)
+	Duration time.Duration
+	Seed     uint64
+	K        float64 // Pro's k
+}
+
+// Result is what one run measured.
+type Result struct {
+	Coverage    float64   // mean over windows, ground truth with the receive clock
+	Windows     []float64 // per window
+	Labeled     uint64    // labeled (exported) packets
+	Labels      uint64    // labeling operations in the data plane
+	Hist        []uint64  // exported packets by item count
+	BWOccupancy float64   // INT bytes / traffic bytes, per hop
+	E2ELoss     float64
+	Stats       fabric.Stats
+}
+
+func (s *Setup) defaults() {
+	if s.Algo == "" {
+		s.Algo = fabric.AlgoA
+	}
+	if s.T == 0 {
+		s.T = 50 * time.Millisecond
+	}
+	if s.Ti == 0 {
+		s.Ti = 100 * time.Millisecond
+	}
+	if s.F == "" {
+		s.F = label.F1
+	}
+	if s.Rate == 0 {
+		s.Rate = 5e6
+	}
+	if s.Packets == 0 && s.Duration == 0 {
+		s.Packets = 10000
+	}
+	if s.Seed == 0 {
+		s.Seed = 1
+	}
+	if s.K == 0 {
+		s.K = 1
+	}
+}
+
+type procSink struct{ c *label.Controller }
+
+func (p procSink) Label(now int64, r *telemetry.Report) { r.RecvTime = now; p.c.Process(0, r) }
+func (p procSink) Report(int64, *telemetry.Report)      {}
+
+// Run runs one setup.
+func Run(s Setup) (Result, error) {
+	s.defaults()
+	lp := fabric.DefaultLink
+	lp.Bandwidth = 20e6
+	lp.Queue = 100
+	topo := fabric.Testbed(lp)
+	for i := range topo.Links {
+		l := &topo.Links[i]
+		if topo.Nodes[l.A].Kind == fabric.Switch && topo.Nodes[l.B].Kind == fabric.Switch {
+			l.Loss = s.Loss
+		}
+	}
+	f, err := fabric.New(fabric.Config{
+		Topology:    topo,
+		Routing:     "fixed",
+		Traffic:     fabric.Traffic{Senders: []int{0, 7}, Rate: s.Rate, PacketSize: 1000, Poisson: true, Packets: s.Packets},
+		Label:       fabric.LabelConfig{Algo: s.Algo, T: s.T, T1: s.T1, F: s.F},
+		ExportDelay: 200 * time.Microsecond,
+		Seed:        s.Seed,
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	truth := fabric.NewTruth(int64(s.Ti), false)
+	f.SetTracer(truth)
+	f.SetSink(truth)
+	if s.Pro {
+		lc := label.DefaultConfig()
+		lc.TelemetryInterval, lc.LabelingInterval, lc.K = s.Ti, s.T, s.K
+		lc.ActiveWindows = 60
+		ctl := label.New(lc, f, f.Now)
+		truth.Next = procSink{ctl}
+		f.SetTick(5*time.Millisecond, ctl.Tick)
+	}
+	end := int64(s.Duration)
+	if s.Packets > 0 {
+		end = int64(float64(s.Packets)/2*8000/s.Rate*1e9) + int64(time.Second)
+	}
+	f.RunVirtual(end)
+	st := f.Stats()
+	res := Result{Labeled: st.Exports, Labels: st.Labels, Stats: st}
+	for n := 0; n <= 6; n++ {
+		res.Hist = append(res.Hist, st.ItemsHist[n])
+	}
+	if st.TrafficBytes > 0 {
+		res.BWOccupancy = float64(st.INTBytes) / float64(st.TrafficBytes)
+	}
+	if st.Sent > 0 {
+		res.E2ELoss = 1 - float64(st.Delivered)/float64(st.Sent)
+	}
+	from, to := truth.Span()
+	// Skip the first window (labels start) and the last two (traffic ends, exports pending).
+	ws := truth.Windows(from+1, to-2)
+	sum := 0.0
+	for _, w := range ws {
+		res.Windows = append(res.Windows, w.Coverage)
+		sum += w.Coverage
+	}
+	if len(ws) > 0 {
+		res.Coverage = sum / float64(len(ws))
+	}
+	return res, nil
+}
+
+// Options scale the suite.
+type Options struct {
+	Long     bool // more points and longer runs
+	Seed     uint64
+	Progress func(id string)
+}
+
+type exp struct {
+	id string
+	fn func(o Options) (Figure, error)
+}
+
+var suite = []exp{
+	{"fig6", fig6}, {"fig7-8", fig78}, {"fig9", fig9}, {"fig11", fig11}, {"fig12", fig12},
+	{"fig13", fig13}, {"fig15-16", fig1516}, {"fig17", fig17}, {"fig18", fig18}, {"fig19", fig19},
+}
+
+// IDs lists the figures.
+func IDs() []string {
+	var ids []string
+	for _, e := range suite {
+		ids = append(ids, e.id)
+	}
+	return ids
+}
+
+// Reproduce runs the figures named in only (all when empty).
+func Reproduce(o Options, only ...string) ([]Figure, error) {
+	var out []Figure
+	for _, e := range suite {
+		if len(only) > 0 && !contains(only, e.id) {
+			continue
+		}
+		if o.Progress != nil {
+			o.Progress(e.id)
+		}
+		f, err := e.fn(o)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", e.id, err)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func seed(o Options) uint64 { return max(o.Seed, 1) }
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
