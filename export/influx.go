@@ -157,10 +157,10 @@ func (l *lineEncoder) append(b []byte, e *event.Event) []byte {
 	if e.Kind == event.KindPeriodic {
 		return b
 	}
-	// The event: kind, scope and measurement as tags with the key's; the values as fields.
+	// The event: kind, scope and metric (the measurement; "measurement" is an InfluxQL keyword) as tags with the key's; the values as fields.
 	var eb [11]tag
 	et := append(eb[:0], tags...)
-	et = append(et, tag{"kind", e.Kind.String()}, tag{"measurement", e.Measurement.String()}, tag{"scope", e.Scope.String()})
+	et = append(et, tag{"kind", e.Kind.String()}, tag{"metric", e.Measurement.String()}, tag{"scope", e.Scope.String()})
 	sortTags(et)
 	b = append(b, "events"...)
 	b = appendTags(b, et)
