@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/intake-int/intake/fabric"
+	"github.com/intake-int/intake/label"
+)
+
+// intake fabric: run the emulated INT fabric in real time against a collector.
+
+func init() {
+	register(verb{name: "fabric", summary: "run an emulated INT fabric in real time, sending INT-label exports and reports over UDP", run: runFabric})
+}
+
+func runFabric(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("fabric", "[flags]", stdout)
+	topo := fs.String("topology", "testbed", "testbed (INT-label §6.1), fattree:K, or a topology `file` (docs/fabric.md)")
+	labelAddr := fs.String("label", "127.0.0.1:40050", "collector's INT-label UDP `address`")
+	reportAddr := fs.String("report", "127.0.0.1:32766", "collector's telemetry report UDP `address` (INT-MD, postcards)")
+	control := fs.String("control", "127.0.0.1:8050", "control endpoint listen `address` (empty: none)")
+	algo := fs.String("algo", "a", "INT-label algorithm: a, b or none")
+	t := fs.Duration("t", 50*time.Millisecond, "labeling interval T")
+	t1 := fs.Duration("t1", 0, "Base B rest time T1")
+	fn := fs.String("f", "F1", "Base B probability function F1, F2 or F3")
+	maxHop := fs.Int("max-hop", 5, "MAX_hop")
+	rate := fs.Float64("rate", 5e6, "bits per second per sender")
+	size := fs.Int("size", 1000, "packet size in bytes")
+	pattern := fs.String("pattern", "random", "destinations: random, permutation or all")
+	senders := fs.String("senders", "", "comma-separated sending host indices, 0-based (default all)")
+	routing := fs.String("routing", "ecmp", "ecmp or fixed")
+	loss := fs.Float64("loss", 0, "loss probability on every switch-to-switch link")
+	intmd := fs.Int("int-md", 0, "every `n`-th packet carries INT-MD; the sink sends a TR v2.0 report (0: off)")
+	postcard := fs.Int("postcard", 0, "every `n`-th packet makes each switch send an INT-XD postcard (0: off)")
+	duration := fs.Duration("duration", 0, "stop after this long (0: until Ctrl-C)")
+	seed := fs.Uint64("seed", 1, "PCG seed")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	cfg := fabric.Config{
+		Routing:       *routing,
+		Traffic:       fabric.Traffic{Rate: *rate, PacketSize: *size, Pattern: *pattern, Poisson: true},
+		Label:         fabric.LabelConfig{Algo: fabric.Algo(*algo), T: *t, T1: *t1, F: label.F(*fn), MaxHop: *maxHop},
+		INTMDEvery:    *intmd,
+		PostcardEvery: *postcard,
+		Seed:          *seed,
+	}
+	if cfg.Topology, err = loadTopology(*topo); err != nil {
+		return usageErr("--topology: %v", err)
+	}
+	if *senders != "" {
+		for _, s := range strings.Split(*senders, ",") {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				return usageErr("--senders %q: want comma-separated integers", *senders)
+			}
+			cfg.Traffic.Senders = append(cfg.Traffic.Senders, n)
+		}
+	}
+	if *loss < 0 || *loss > 1 {
+		return usageErr("--loss %g: must be in [0, 1]", *loss)
+	}
+	for i := range cfg.Topology.Links {
+		l := &cfg.Topology.Links[i]
+		if cfg.Topology.Nodes[l.A].Kind == fabric.Switch && cfg.Topology.Nodes[l.B].Kind == fabric.Switch {
+			l.Loss = *loss
+		}
+	}
+	f, err := fabric.New(cfg)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	rep := *reportAddr
+	if *intmd == 0 && *postcard == 0 {
+		rep = ""
+	}
+	ep := fabric.Endpoints{Label: *labelAddr, Report: rep, Control: *control}
+	if err := f.Listen(ep); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	tp := f.Topology()
+	fmt.Fprintf(stderr, "intake fabric: %s, %d switches, %d hosts, algo %s, T %s; exports to udp %s", tp.Name, tp.Switches(), len(tp.Hosts), *algo, *t, *labelAddr)
+	if rep != "" {
+		fmt.Fprintf(stderr, ", reports to udp %s", rep)
+	}
+	if a := f.ControlAddr(); a != "" {
+		fmt.Fprintf(stderr, "; control on http://%s (%s, /v1/topology, /v1/stats)", a, label.ControlPath)
+	}
+	fmt.Fprintln(stderr)
+	if err := f.Run(ctx, ep); err != nil {
+		return err
+	}
+	sent, errs := f.UDPSent()
+	st := f.Stats()
+	fmt.Fprintf(stderr, "intake fabric: stopped after %s: %d datagrams sent (%d errors)\n", time.Duration(st.Now).Round(time.Millisecond), sent, errs)
+	e := json.NewEncoder(stdout)
+	e.SetIndent("", "  ")
+	return e.Encode(st)
+}
+
+func loadTopology(s string) (*fabric.Topology, error) {
+	switch {
+	case s == "testbed":
+		return fabric.Testbed(fabric.DefaultLink), nil
+	case strings.HasPrefix(s, "fattree:"):
+		k, err := strconv.Atoi(strings.TrimPrefix(s, "fattree:"))
+		if err != nil {
+			return nil, fmt.Errorf("%q: want fattree:K", s)
+		}
+		return fabric.FatTree(k, fabric.DefaultLink)
+	}
+	fh, err := os.Open(s)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return fabric.ParseTopology(fh, fabric.DefaultLink)
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/label"
+)
+
+// intake query ports | coverage: the INT-label database of a running collector.
+
+func init() {
+	registerSub("query", verb{name: "ports", summary: "INT-label ports: newest state per (switch, port), age, shift", run: runQueryPorts})
+	registerSub("query", verb{name: "coverage", summary: "INT-label coverage per telemetry interval", run: runQueryCoverage})
+}
+
+func labelGet(addr, path string) ([]byte, error) {
+	url := addr
+	if !strings.Contains(url, "://") {
+		url = "http://" + url
+	}
+	url = strings.TrimSuffix(url, "/") + path
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+	if err != nil {
+		return nil, fmt.Errorf("%w (is 'intake serve' running with http.address %s?)", err, addr)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return body, nil
+}
+
+func runQueryPorts(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("query ports", "[--addr HOST:PORT] [--switch N] [--json]", stdout)
+	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address`")
+	sw := fs.Int("switch", -1, "only this switch `id`")
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	if *sw > 255 || *sw < -1 {
+		return usageErr("--switch %d: must be in [0, 255]", *sw)
+	}
+	path := "/api/v1/label/ports"
+	if *sw >= 0 {
+		path += fmt.Sprintf("?switch_id=%d", *sw)
+	}
+	body, err := labelGet(*addr, path)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err := stdout.Write(body)
+		return err
+	}
+	var pr label.PortsResponse
+	if err := json.Unmarshal(body, &pr); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "switch\tport\tin\tlabel time\tlatency ns\tqdepth\tage ms\tupdates\tstale\tshift\tactive\t\n")
+	for _, p := range pr.Ports {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%d\t%d\t%d\t%v\t\n", p.SwitchID, p.Port, p.IngressPort, p.LabelTime,
+			p.LatencyNs, p.DeqQDepth, p.AgeMs, p.Updates, p.Stale, p.Shift, p.Active)
+	}
+	tw.Flush()
+	fmt.Fprintf(stdout, "%d ports\n", pr.Count)
+	return nil
+}
+
+func runQueryCoverage(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("query coverage", "[--addr HOST:PORT] [--windows N] [--json]", stdout)
+	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address`")
+	n := fs.Int("windows", 10, "complete telemetry intervals to show")
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	if *n < 1 || *n > 1000 {
+		return usageErr("--windows %d: must be in [1, 1000]", *n)
+	}
+	body, err := labelGet(*addr, fmt.Sprintf("/api/v1/label/coverage?windows=%d", *n))
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err := stdout.Write(body)
+		return err
+	}
+	var cr label.CoverageReport
+	if err := json.Unmarshal(body, &cr); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "telemetry interval %.0f ms, clock %s, %d ports known\n", cr.TelemetryIntervalMs, cr.Clock, cr.PortsKnown)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "window\tupdated\tactive\tcoverage\t\n")
+	for _, w := range cr.Windows {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.4f\t\n", w.Index, w.Updated, w.Active, w.Coverage)
+	}
+	tw.Flush()
+	fmt.Fprintf(stdout, "mean %.4f over %d windows\n", cr.Mean, len(cr.Windows))
+	return nil
+}

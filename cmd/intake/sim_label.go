@@ -1,0 +1,170 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/intake-int/intake/fabric/repro"
+	"github.com/intake-int/intake/label"
+)
+
+// intake sim label-dist: the labeling-times analysis of INT-label §4.3.
+// intake sim label: the §6.2 evaluation on the emulated testbed.
+
+func init() {
+	registerSub("sim", verb{name: "label-dist", summary: "INT-label §4.3: distribution and expectation of labeling times Z_A, Z_B", run: runSimLabelDist})
+	registerSub("sim", verb{name: "label", summary: "INT-label §6.2: reproduce the evaluation figures on the emulated testbed", run: runSimLabel})
+}
+
+func runSimLabelDist(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("sim label-dist", "[--k K] [--ratio TS_OVER_T] [--algo a|b] [--f F1|F2|F3] [--g linear|flat] [--max-hop N] [--json]", stdout)
+	k := fs.Int("k", 4, "fat tree arity `K` (even, ≥ 4)")
+	ratio := fs.Float64("ratio", 0.01, "T_s/T: the per-switch interval-based labeling probability")
+	algo := fs.String("algo", "b", "a (Base A) or b (Base B)")
+	fname := fs.String("f", "F1", "Base B probability function: F1 (f(0)=0, f(i)=1), F2 (i/(MAX_hop-1)), F3 (F2·interval/T, at interval/T = 1/2)")
+	gname := fs.String("g", "linear", "g, the interval-based probability given f: linear (g(x) = ratio·(1-x), the default) or flat (ratio until f = 1)")
+	maxHop := fs.Int("max-hop", 5, "MAX_hop (Figs. 15-16 use f(i) = i/5: --f F2 --max-hop 6)")
+	asJSON := fs.Bool("json", false, `print {"dist": [P(Z=0..5)], "expectation": E[Z], ...}`)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	switch {
+	case *k < 4 || *k%2 != 0:
+		return usageErr("--k %d: must be even and at least 4", *k)
+	case !(*ratio > 0 && *ratio <= 1):
+		return usageErr("--ratio %g: must be in (0, 1]", *ratio)
+	case *algo != "a" && *algo != "b":
+		return usageErr("--algo %q: must be a or b", *algo)
+	case *maxHop < 2 || *maxHop > 127:
+		return usageErr("--max-hop %d: must be in [2, 127]", *maxHop)
+	}
+	f, err := label.ParseF(*fname)
+	if err != nil {
+		return usageErr("--f %v", err)
+	}
+	g, err := label.ParseG(*gname)
+	if err != nil {
+		return usageErr("--g %v", err)
+	}
+	var d label.Dist
+	if *algo == "a" {
+		d = label.DistA(*k, *ratio)
+	} else {
+		d = label.DistB(*k, *ratio, f, g, *maxHop)
+	}
+	if *asJSON {
+		out := struct {
+			Algo        string     `json:"algo"`
+			K           int        `json:"k"`
+			Ratio       float64    `json:"ratio"`
+			F           string     `json:"f,omitempty"`
+			G           string     `json:"g,omitempty"`
+			MaxHop      int        `json:"max_hop"`
+			Hops        [6]float64 `json:"hops"`
+			Dist        [6]float64 `json:"dist"`
+			Expectation float64    `json:"expectation"`
+		}{*algo, *k, *ratio, "", "", *maxHop, label.HopDist(*k), d.P, d.Expectation}
+		if *algo == "b" {
+			out.F, out.G = string(f), string(g)
+		}
+		e := json.NewEncoder(stdout)
+		e.SetIndent("", "  ")
+		return e.Encode(out)
+	}
+	name := "Z_A (Base A)"
+	if *algo == "b" {
+		name = fmt.Sprintf("Z_B (Base B, %s, g %s, MAX_hop %d)", f, g, *maxHop)
+	}
+	fmt.Fprintf(stdout, "%s, k = %d, T_s/T = %g\n", name, *k, *ratio)
+	hd := label.HopDist(*k)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "s\tP(Z = s)\tP(H = s)\t\n")
+	for s := range d.P {
+		fmt.Fprintf(tw, "%d\t%.6g\t%.6g\t\n", s, d.P[s], hd[s])
+	}
+	tw.Flush()
+	fmt.Fprintf(stdout, "E[Z] = %.6g\n", d.Expectation)
+	return nil
+}
+
+func runSimLabel(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("sim label", "[--fig ID,...] [--out DIR] [--json] [--seed N] [--long]", stdout)
+	figs := fs.String("fig", "", "comma-separated figures (default all): "+strings.Join(repro.IDs(), ", "))
+	out := fs.String("out", "", "write one SVG plot per figure into `dir`")
+	asJSON := fs.Bool("json", false, "print the figures as JSON")
+	seed := fs.Uint64("seed", 1, "PCG seed")
+	long := fs.Bool("long", false, "longer variants (reserved: the default suite already runs in seconds)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	var only []string
+	if *figs != "" {
+		for _, id := range strings.Split(*figs, ",") {
+			ok := false
+			for _, k := range repro.IDs() {
+				ok = ok || k == id
+			}
+			if !ok {
+				return usageErr("--fig %q: must be among %s", id, strings.Join(repro.IDs(), ", "))
+			}
+			only = append(only, id)
+		}
+	}
+	start := time.Now()
+	res, err := repro.Reproduce(repro.Options{Long: *long, Seed: *seed, Progress: func(id string) {
+		fmt.Fprintf(stderr, "intake sim label: %s (%s)\n", id, time.Since(start).Round(time.Millisecond))
+	}}, only...)
+	if err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return err
+		}
+		for i := range res {
+			fh, err := os.Create(filepath.Join(*out, "label-"+res[i].ID+".svg"))
+			if err != nil {
+				return err
+			}
+			repro.WriteSVG(fh, &res[i])
+			if err := fh.Close(); err != nil {
+				return err
+			}
+		}
+	}
+	if *asJSON {
+		e := json.NewEncoder(stdout)
+		e.SetIndent("", "  ")
+		return e.Encode(struct {
+			Figures []repro.Figure `json:"figures"`
+		}{res})
+	}
+	for _, f := range res {
+		fmt.Fprintf(stdout, "== %s: %s\nconditions: %s\npaper:  %s\nintake: %s\n", f.ID, f.Title, f.Conditions, f.Paper, f.Intake)
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "series\t%s\t%s\t\n", f.XLabel, f.YLabel)
+		for _, s := range f.Series {
+			for i := range s.X {
+				fmt.Fprintf(tw, "%s\t%.4g\t%.4g\t\n", s.Name, s.X[i], s.Y[i])
+			}
+		}
+		tw.Flush()
+		fmt.Fprintln(stdout)
+	}
+	fmt.Fprintf(stderr, "intake sim label: done in %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
