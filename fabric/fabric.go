@@ -234,9 +234,10 @@ type Fabric struct {
 	stopGen bool
 
 	// real time
-	udp  *UDPSink
-	cmds chan func()
-	ctl  net.Listener
+	udp     *UDPSink
+	cmds    chan func()
+	ctl     net.Listener
+	running chan struct{} // closed when Run returns
 }
 
 type specState struct{ every, n int }

@@ -147,6 +147,8 @@ func (f *Fabric) Run(ctx context.Context, ep Endpoints) error {
 		return err
 	}
 	defer f.udp.Close()
+	f.running = make(chan struct{})
+	defer close(f.running)
 	if f.ctl != nil {
 		srv := &http.Server{Handler: f.controlHandler(), ReadHeaderTimeout: 5 * time.Second}
 		go srv.Serve(f.ctl)
@@ -196,10 +198,18 @@ func (f *Fabric) Run(ctx context.Context, ep Endpoints) error {
 }
 
 // do runs fn in the event loop's goroutine and waits for it.
+// Once Run has returned, fn is not run.
 func (f *Fabric) do(fn func()) {
 	done := make(chan struct{})
-	f.cmds <- func() { fn(); close(done) }
-	<-done
+	select {
+	case f.cmds <- func() { fn(); close(done) }:
+	case <-f.running:
+		return
+	}
+	select {
+	case <-done:
+	case <-f.running:
+	}
 }
 
 // TopologyView is GET /v1/topology.
