@@ -30,7 +30,7 @@ func WriteSVG(w io.Writer, f *Figure) error {
 	py := func(y float64) float64 { return H - B - (y-y0)/(y1-y0)*(H-T-B) }
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", W, H)
-	p(`<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	p(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
 	p(`<text x="%.0f" y="22" text-anchor="middle" font-size="14">%s</text>`+"\n", W/2, html.EscapeString(f.Title))
 	p(`<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", L, H-B, W-R, H-B)
 	p(`<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", L, T, L, H-B)
