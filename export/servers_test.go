@@ -150,7 +150,7 @@ func startVM(t *testing.T) *server {
 	bin := need(t, "victoria-metrics", "victoria-metrics")
 	port := freePort(t)
 	s := newServer(t, bin, []string{"-httpListenAddr", fmt.Sprintf("127.0.0.1:%d", port),
-		"-storageDataPath", t.TempDir(), "-loggerLevel", "ERROR", "-search.latencyOffset", "0s"}, port)
+		"-storageDataPath", t.TempDir(), "-loggerLevel", "ERROR", "-search.latencyOffset", "0s", "-search.disableCache"}, port)
 	s.start(t, "/health")
 	return s
 }
@@ -329,4 +329,190 @@ func TestInfluxDB1(t *testing.T) {
 			}
 		}
 	}
+}
+
+// vmExport returns name's samples in VictoriaMetrics as "labels: value@ms ..." lines.
+func vmExport(t *testing.T, s *server, match string) string {
+	http.Get(s.url + "/internal/force_flush")
+	resp, err := http.Get(s.url + "/api/v1/export?" + url.Values{"match[]": {match}}.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if line == "" {
+			continue
+		}
+		var r struct {
+			Values     []float64 `json:"values"`
+			Timestamps []int64   `json:"timestamps"`
+		}
+		json.Unmarshal([]byte(line), &r)
+		var vs []string
+		for i := range r.Values {
+			vs = append(vs, fmt.Sprintf("%g@%d", r.Values[i], r.Timestamps[i]))
+		}
+		out = append(out, strings.Join(vs, " "))
+	}
+	return strings.Join(out, "\n")
+}
+
+func ms(i int) int64 { return (base + int64(i)*int64(time.Second)) / 1e6 }
+
+// TestVictoriaMetrics: the InfluxDB 2.x API (/api/v2/write) and remote write, both into
+// VictoriaMetrics, read back through its export API.
+func TestVictoriaMetrics(t *testing.T) {
+	s := startVM(t)
+	cfg := exportConfig()
+	cfg.InfluxDB.URL, cfg.InfluxDB.API, cfg.InfluxDB.Database = s.url, "v2", "intake"
+	cfg.Prometheus.RemoteWrite = s.url + "/api/v1/write"
+	p := run(t, cfg, metrics.NewRegistry(), nil)
+	for _, sk := range p.Sinks() {
+		if d := sk.(interface{ Dropped() uint64 }).Dropped(); d != 0 {
+			t.Errorf("%s dropped %d", sk.Name(), d)
+		}
+	}
+	want := fmt.Sprintf("100@%d 200@%d 200@%d", ms(0), ms(2), ms(3))
+	for _, match := range []string{`flow_hop_latency_value{switch_id="1"}`, `intake_flow_hop_latency{switch_id="1"}`} {
+		var got string
+		waitFor(t, 20*time.Second, match+" in VictoriaMetrics", func() bool { got = vmExport(t, s, match); return got == want })
+	}
+}
+
+// TestPrometheus: remote write into Prometheus's receiver, and Prometheus scraping the
+// gauges of the latest values from a /metrics endpoint.
+func TestPrometheus(t *testing.T) {
+	reg := metrics.NewRegistry()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", metrics.ContentType)
+		reg.WriteText(w)
+	})}
+	go hs.Serve(ln)
+	defer hs.Close()
+	s := startPrometheus(t, ln.Addr().String())
+	cfg := exportConfig()
+	cfg.Prometheus.Gauges = true
+	cfg.Prometheus.RemoteWrite = s.url + "/api/v1/write"
+	p := run(t, cfg, reg, reg)
+	for _, sk := range p.Sinks() {
+		if d, ok := sk.(interface{ Dropped() uint64 }); ok && d.Dropped() != 0 {
+			t.Errorf("%s dropped %d", sk.Name(), d.Dropped())
+		}
+	}
+	query := func(q string) string {
+		var r struct {
+			Data struct {
+				Result []struct {
+					Metric map[string]string `json:"metric"`
+					Value  []any             `json:"value"`
+					Values [][]any           `json:"values"`
+				} `json:"result"`
+			} `json:"data"`
+		}
+		getJSON(t, s.url+"/api/v1/query?"+url.Values{"query": {q}}.Encode(), &r)
+		var out []string
+		for _, res := range r.Data.Result {
+			if res.Value != nil {
+				out = append(out, fmt.Sprint(res.Value[1]))
+			}
+			for _, v := range res.Values {
+				ts, _ := v[0].(json.Number).Float64()
+				out = append(out, fmt.Sprintf("%v@%d", v[1], int64(ts*1000+0.5)))
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	want := fmt.Sprintf("100@%d 200@%d 200@%d", ms(0), ms(2), ms(3))
+	var got string
+	waitFor(t, 20*time.Second, "remote-written samples in Prometheus", func() bool {
+		got = query(`intake_flow_hop_latency{switch_id="1",job=""}[10m]`)
+		return got == want
+	})
+	waitFor(t, 30*time.Second, "scraped gauge in Prometheus", func() bool {
+		got = query(`intake_flow_hop_latency{switch_id="1",job="intake",src="10.0.0.1",dport="80"}`)
+		return got == "200"
+	})
+	if got := query(`intake_flow_latency{job="intake"}`); got != "230" {
+		t.Errorf("flow latency gauge %q, want 230", got)
+	}
+}
+
+// TestSinkRestart: VictoriaMetrics is killed while the detector keeps processing and the
+// pipeline keeps offering; a small queue overflows. After a restart on the same port and
+// data, every point is sent or counted as dropped, and the server holds exactly the sent.
+func TestSinkRestart(t *testing.T) {
+	s := startVM(t)
+	cfg := exportConfig()
+	cfg.Queue = 20
+	cfg.InfluxDB.URL, cfg.InfluxDB.Database, cfg.InfluxDB.Batch = s.url, "intake", 10
+	d, bus := detector()
+	d.SetThreshold(event.KindChange, event.FlowHopLatency, 0) // every change of switch 1's latency is an event
+	p, err := export.New(cfg, bus, d, metrics.NewRegistry(), nil, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Start(1 << 12)
+	in := p.Sinks()[0].(*export.InfluxSink)
+	i := 0
+	feed := func(n int) {
+		for end := i + n; i < end; i++ {
+			d.Process(0, report(i, uint32(1000+i)))
+		}
+		d.Flush(0)
+	}
+	offered := func() uint64 { // points: 2 per event (value and event)
+		ev, per := p.Exported()
+		return 2*ev + per
+	}
+	feed(10)
+	waitFor(t, 10*time.Second, "first points sent", func() bool { return in.Sent.Load() == offered() })
+	// VictoriaMetrics acknowledges before it persists: flush, so that SIGKILL loses nothing
+	// it acknowledged.
+	if resp, err := http.Get(s.url + "/internal/force_flush"); err == nil {
+		resp.Body.Close()
+	}
+	s.kill()
+	start := time.Now()
+	feed(200) // 200 events, far more than the queue holds while the sink is down
+	if el := time.Since(start); el > time.Second {
+		t.Errorf("processing 200 reports with the sink down took %s", el)
+	}
+	if d.Stats().Reports != 210 {
+		t.Fatalf("detector processed %d reports, want 210", d.Stats().Reports)
+	}
+	waitFor(t, 10*time.Second, "retries and queue drops", func() bool { return in.Retried.Load() > 0 && in.DropQueue.Load() > 0 })
+	s.start(t, "/health")
+	waitFor(t, 30*time.Second, "sent+dropped = offered", func() bool { return in.Sent.Load()+in.Dropped() == offered() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p.Stop(ctx)
+	// The server holds exactly the sent points: value points plus event points (an event
+	// point is events_value, or events_path for a path event; VictoriaMetrics keeps string
+	// fields as series of their own).
+	count := func(match string) int {
+		got := vmExport(t, s, match)
+		if got == "" {
+			return 0
+		}
+		return len(strings.Fields(got))
+	}
+	var n int
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		n = count(`{__name__=~"flow_.*_value|queue_.*_value"}`) + count(`events_value`) + count(`events_path`)
+		if uint64(n) == in.Sent.Load() {
+			break
+		}
+	}
+	if uint64(n) != in.Sent.Load() || in.Sent.Load() == 0 {
+		resp, _ := http.Get(s.url + "/api/v1/label/__name__/values")
+		b, _ := io.ReadAll(resp.Body)
+		t.Errorf("stored %d points, sent %d; names %s", n, in.Sent.Load(), b)
+	}
+	t.Logf("offered %d, sent %d, retried %d, dropped %d (queue full %d)", offered(), in.Sent.Load(), in.Retried.Load(), in.Dropped(), in.DropQueue.Load())
 }
