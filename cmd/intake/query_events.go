@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/detect"
+)
+
+// query events: GET /api/v1/events of a running collector.
+
+func init() {
+	registerSub("query", verb{
+		name:    "events",
+		summary: "recent detector events (reads /api/v1/events)",
+		run:     runQueryEvents,
+	})
+}
+
+// detectAPIGet reads path?q from the collector at addr into its body, or an error naming the
+// status and the collector's JSON error.
+func detectAPIGet(addr, path string, q url.Values) ([]byte, error) {
+	u := addr
+	if !strings.Contains(u, "://") {
+		u = "http://" + u
+	}
+	u = strings.TrimSuffix(u, "/") + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(u)
+	if err != nil {
+		return nil, fmt.Errorf("%w (is 'intake serve' running with http.address %s?)", err, addr)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			return nil, fmt.Errorf("%s: %s", resp.Status, e.Error)
+		}
+		return nil, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(body))
+	}
+	return body, nil
+}
+
+func runQueryEvents(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("query events", "[--addr HOST:PORT] [--since T] [--kind K[,K]] [--limit N] [--json]", stdout)
+	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address`")
+	since := fs.String("since", "", "only events at or after `T`: RFC 3339, Unix ns, or a duration ago (5m)")
+	kind := fs.String("kind", "", "only these `kinds`: new_key, path_change, change, above, below, expire")
+	limit := fs.Int("limit", 0, "at most `N` events, the newest (default: the server's 1000)")
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	q := url.Values{}
+	if *since != "" {
+		q.Set("since", *since)
+	}
+	if *kind != "" {
+		q.Set("kind", *kind)
+	}
+	if *limit > 0 {
+		q.Set("limit", fmt.Sprint(*limit))
+	}
+	body, err := detectAPIGet(*addr, "/api/v1/events", q)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err := stdout.Write(body)
+		return err
+	}
+	var r struct {
+		Events []detect.EventJSON `json:"events"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tKIND\tSCOPE\tMEASUREMENT\tKEY\tPREV\tVALUE\tTHRESHOLD")
+	for _, e := range r.Events {
+		th := "-"
+		if e.Threshold != nil {
+			th = fmt.Sprint(*e.Threshold)
+		}
+		prev, val := fmt.Sprint(e.Prev), fmt.Sprint(e.Value)
+		if e.Measurement == "flow_path" {
+			prev, val = "-", joinPath(e.Path)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Time, e.Kind, e.Scope, e.Measurement, keyString(e.Key), prev, val, th)
+	}
+	tw.Flush()
+	fmt.Fprintf(stdout, "%d events\n", len(r.Events))
+	return nil
+}
+
+func joinPath(p []uint32) string {
+	s := make([]string, len(p))
+	for i, id := range p {
+		s[i] = fmt.Sprint(id)
+	}
+	return strings.Join(s, ":")
+}
+
+func keyString(k detect.KeyJSON) string {
+	var parts []string
+	if k.Src != "" {
+		parts = append(parts, fmt.Sprintf("%s:%d->%s:%d/%d", k.Src, deref(k.Sport), k.Dst, deref(k.Dport), deref(k.Proto)))
+	}
+	add := func(name string, v any) { parts = append(parts, name+"="+fmt.Sprint(v)) }
+	if k.SwitchID != nil {
+		add("switch_id", *k.SwitchID)
+	}
+	if k.QueueID != nil {
+		add("queue_id", *k.QueueID)
+	}
+	if k.Port != nil {
+		add("port", *k.Port)
+	}
+	if k.BufferID != nil {
+		add("buffer_id", *k.BufferID)
+	}
+	if k.Reason != nil {
+		add("reason", *k.Reason)
+	}
+	if k.HWID != nil {
+		add("hw_id", *k.HWID)
+	}
+	return strings.Join(parts, " ")
+}
+
+func deref[T any](p *T) T {
+	var z T
+	if p == nil {
+		return z
+	}
+	return *p
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+
+	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/detect"
+)
+
+// query flow: GET /api/v1/flow of a running collector.
+
+func init() {
+	registerSub("query", verb{
+		name:    "flow",
+		summary: "a flow's latest values and path (reads /api/v1/flow)",
+		run:     runQueryFlow,
+	})
+}
+
+func runQueryFlow(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("query flow", "--src IP --dst IP --sport N --dport N --proto N [--addr HOST:PORT] [--json]", stdout)
+	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address`")
+	src := fs.String("src", "", "source `address`")
+	dst := fs.String("dst", "", "destination `address`")
+	sport := fs.Uint("sport", 0, "source `port`")
+	dport := fs.Uint("dport", 0, "destination `port`")
+	proto := fs.Uint("proto", 0, "IP `protocol` number (6 TCP, 17 UDP)")
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	if *src == "" || *dst == "" {
+		return usageErr("--src and --dst are required")
+	}
+	q := url.Values{"src": {*src}, "dst": {*dst}, "sport": {fmt.Sprint(*sport)}, "dport": {fmt.Sprint(*dport)}, "proto": {fmt.Sprint(*proto)}}
+	body, err := detectAPIGet(*addr, "/api/v1/flow", q)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err := stdout.Write(body)
+		return err
+	}
+	var f detect.FlowState
+	if err := json.Unmarshal(body, &f); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "flow %s:%d -> %s:%d proto %d\n", f.Src, f.Sport, f.Dst, f.Dport, f.Proto)
+	fmt.Fprintf(stdout, "  path          %s (%d hops)\n", joinPath(f.Path), f.PathLen)
+	if f.FlowLatency != nil {
+		fmt.Fprintf(stdout, "  flow latency  %d\n", *f.FlowLatency)
+	}
+	for _, h := range f.Hops {
+		fmt.Fprintf(stdout, "  hop switch %-6d latency %d\n", h.SwitchID, h.HopLatency)
+	}
+	for _, q := range f.Queues {
+		fmt.Fprintf(stdout, "  queue switch %d queue %d: occupancy %v congestion %v\n", q.SwitchID, deref(q.QueueID), opt(q.QueueOccupancy), opt(q.QueueCongestion))
+	}
+	for _, p := range f.Ports {
+		fmt.Fprintf(stdout, "  port switch %d port %d: tx utilization %v\n", p.SwitchID, deref(p.Port), opt(p.TxUtilization))
+	}
+	for _, b := range f.Buffers {
+		fmt.Fprintf(stdout, "  buffer switch %d buffer %d: occupancy %v\n", b.SwitchID, deref(b.BufferID), opt(b.BufferOccupancy))
+	}
+	fmt.Fprintf(stdout, "  reports %d, first seen %s, last seen %s\n", f.Reports, f.FirstSeen.Format("2006-01-02T15:04:05.000Z07:00"), f.LastSeen.Format("2006-01-02T15:04:05.000Z07:00"))
+	return nil
+}
+
+func opt(p *uint64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprint(*p)
+}
