@@ -1,0 +1,104 @@
+package dta
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+// Benchmarks of the store paths, each beside a baseline of plain random 8-byte writes into
+// a region of the same size (same run, same memory): the ratio says what the primitive costs
+// beyond touching memory. Run one core: go test ./dta -run XXX -bench . -cpu 1.
+
+const benchSlots = 1 << 22 // 32 MiB of 8-byte slots: well beyond the caches
+
+func baseline(b *testing.B, r *Region) {
+	b.ReportAllocs()
+	x := uint64(1)
+	mask := uint64(len(r.Data)/8 - 1)
+	for i := 0; i < b.N; i++ {
+		x = x*6364136223846793005 + 1442695040888963407
+		*r.u64((x >> 20 & mask) * 8) = x
+	}
+}
+
+func benchKW(b *testing.B) *KeyWrite {
+	s := anonKW(b, KWConfig{Layout: "default", Slots: benchSlots, MaxRedundancy: 2, ChecksumBits: 32, ValueBytes: 4, Threshold: 1})
+	return s
+}
+
+func BenchmarkKWInsertN2(b *testing.B) {
+	s := benchKW(b)
+	b.Run("baseline", func(b *testing.B) { baseline(b, s.R) })
+	b.Run("insert", func(b *testing.B) {
+		b.ReportAllocs()
+		var k, v [4]byte
+		for i := 0; i < b.N; i++ {
+			binary.LittleEndian.PutUint32(k[:], uint32(i))
+			binary.LittleEndian.PutUint32(v[:], uint32(i))
+			s.Insert(k[:], v[:], 2)
+		}
+	})
+}
+
+func BenchmarkKWQueryN2(b *testing.B) {
+	s := benchKW(b)
+	var k, v [4]byte
+	for i := 0; i < benchSlots/2; i++ {
+		binary.LittleEndian.PutUint32(k[:], uint32(i))
+		s.Insert(k[:], v[:], 2)
+	}
+	b.Run("baseline", func(b *testing.B) { baseline(b, s.R) })
+	b.Run("query", func(b *testing.B) {
+		b.ReportAllocs()
+		found := 0
+		for i := 0; i < b.N; i++ {
+			binary.LittleEndian.PutUint32(k[:], uint32(i)&(benchSlots/2-1))
+			if r, _ := s.Query(k[:], 2, 1); r.Status == Found {
+				found++
+			}
+		}
+	})
+}
+
+func BenchmarkAppend(b *testing.B) {
+	a := anonAppend(b, AppendConfig{Lists: 16, Entries: benchSlots * 2 / 16, ValueBytes: 4, Batch: 16})
+	b.Run("baseline", func(b *testing.B) { baseline(b, a.R) })
+	b.Run("append-batch16", func(b *testing.B) {
+		b.ReportAllocs()
+		bt := a.NewBatcher(16)
+		var v [4]byte
+		for i := 0; i < b.N; i++ {
+			binary.BigEndian.PutUint32(v[:], uint32(i))
+			bt.Add(i>>10&15, v[:])
+		}
+		bt.Flush()
+	})
+}
+
+func BenchmarkPostcardQuery(b *testing.B) {
+	c := PostcardConfig{Chunks: benchSlots / 4, Hops: 5, Redundancy: 2, SlotBits: 32, Cache: 32768, Values: 1 << 12}
+	r, _ := AnonRegion(PostcardHeader(c, DefaultSeed))
+	defer r.Close()
+	p, _ := NewPostcard(r)
+	for v := uint32(1); v <= 1000; v++ {
+		p.Learn(v)
+	}
+	var k [4]byte
+	var vals [MaxHops]uint32
+	const flows = 1 << 19
+	for i := 0; i < flows; i++ {
+		binary.LittleEndian.PutUint32(k[:], uint32(i))
+		for h := range 5 {
+			vals[h] = uint32(1 + (i+h)%1000)
+		}
+		p.Write(k[:], &vals, 31)
+	}
+	b.Run("baseline", func(b *testing.B) { baseline(b, r) })
+	b.Run("query", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			binary.LittleEndian.PutUint32(k[:], uint32(i)&(flows-1))
+			p.Query(k[:])
+		}
+	})
+}
