@@ -114,7 +114,7 @@ func TestDTAEndToEnd(t *testing.T) {
 	}
 	query := func(args ...string) map[string]any {
 		t.Helper()
-		code, out, errs := runIntake(append([]string{"query"}, args...)...)
+		code, out, errs := runVerb(append([]string{"query"}, args...)...)
 		if code != 0 {
 			t.Fatalf("query %v: %d %s", args, code, errs)
 		}
@@ -146,7 +146,7 @@ func TestDTAEndToEnd(t *testing.T) {
 			t.Errorf("%v postcard: %v", src, m)
 		}
 	}
-	if code, _, errs := runIntake("query", "list", "--addr", addr, "--cursor", "7", "3"); code != 1 || !strings.Contains(errs, "cursor") {
+	if code, _, errs := runVerb("query", "list", "--addr", addr, "--cursor", "7", "3"); code != 1 || !strings.Contains(errs, "cursor") {
 		t.Errorf("cursor past head: %d %s", code, errs)
 	}
 	st := tr.Stats()

@@ -19,12 +19,6 @@ import (
 	"github.com/intake-int/intake/wire"
 )
 
-func runIntake(args ...string) (int, string, string) {
-	var out, errb bytes.Buffer
-	code := run(args, &out, &errb)
-	return code, out.String(), errb.String()
-}
-
 func writeFile(t *testing.T, name, text string) string {
 	p := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
@@ -35,25 +29,25 @@ func writeFile(t *testing.T, name, text string) string {
 
 func TestServeCheck(t *testing.T) {
 	good := writeFile(t, "good.yaml", "listeners:\n  - {format: report, port: 9999}\nhttp: {address: '127.0.0.1:0'}\n")
-	code, out, errs := runIntake("serve", "--config", good, "--check")
+	code, out, errs := runVerb("serve", "--config", good, "--check")
 	if want := good + ": ok: 1 listeners (report on udp *:9999), http 127.0.0.1:0\n"; code != 0 || out != want {
 		t.Errorf("--check good: %d %q %q, want %q", code, out, errs, want)
 	}
 	bad := writeFile(t, "bad.yaml", "listeners:\n  - {format: report, port: 1}\n  - {format: report, port: 70000}\n")
-	code, out, errs = runIntake("serve", "--config", bad, "--check")
+	code, out, errs = runVerb("serve", "--config", bad, "--check")
 	if want := "intake serve: " + bad + ": listeners[1].port: 70000: must be 0-65535 (0: a free port the kernel picks)\n"; code != 1 || errs != want {
 		t.Errorf("--check bad: %d %q %q, want %q", code, out, errs, want)
 	}
-	if code, _, errs := runIntake("serve", "extra"); code != 2 || !strings.Contains(errs, `unexpected argument "extra"`) {
+	if code, _, errs := runVerb("serve", "extra"); code != 2 || !strings.Contains(errs, `unexpected argument "extra"`) {
 		t.Errorf("extra argument: %d %q", code, errs)
 	}
-	if code, out, _ := runIntake("serve", "--help"); code != 0 || strings.Count(out, "usage: intake serve") != 1 {
+	if code, out, _ := runVerb("serve", "--help"); code != 0 || strings.Count(out, "usage: intake serve") != 1 {
 		t.Errorf("--help: %d %q", code, out)
 	}
 }
 
 func TestServeDump(t *testing.T) {
-	code, out, errs := runIntake("serve", "--dump")
+	code, out, errs := runVerb("serve", "--dump")
 	if code != 0 {
 		t.Fatalf("%d %s", code, errs)
 	}
@@ -63,7 +57,7 @@ func TestServeDump(t *testing.T) {
 	}
 	// The dump is a valid config that dumps to itself.
 	p := writeFile(t, "dump.yaml", out)
-	if _, out2, _ := runIntake("serve", "--config", p, "--dump"); out2 != out {
+	if _, out2, _ := runVerb("serve", "--config", p, "--dump"); out2 != out {
 		t.Errorf("dump does not round-trip:\n%s", out2)
 	}
 	for _, want := range []string{"port: 32766", "port: 54321", "port: 40040", "port: 40050", "address: 127.0.0.1:8040", "batch: 64", "rcvbuf: 8388608"} {
@@ -157,7 +151,7 @@ func TestServeCapture(t *testing.T) {
 	if len(errs) != 1 {
 		t.Fatalf("0xff decodes with %d errors", len(errs))
 	}
-	code, out, errb := runIntake("serve", "--pcap", p)
+	code, out, errb := runVerb("serve", "--pcap", p)
 	if code != 0 {
 		t.Fatalf("%d %s", code, errb)
 	}
@@ -244,7 +238,7 @@ http: {address: '127.0.0.1:0'}
 		capFrame{dport: 1, payload: tr},
 		capFrame{dport: uint16(pn), payload: tr, at: 2 * time.Millisecond},
 	)
-	code, rout, rerr := runIntake("replay", capPath, "--to", trAddr, "--rate", "100", "--dport", port)
+	code, rout, rerr := runVerb("replay", capPath, "--to", trAddr, "--rate", "100", "--dport", port)
 	if want := fmt.Sprintf("replay: sent 3 datagrams (%d bytes) to %s in ", 3*len(tr), trAddr); code != 0 || !strings.HasPrefix(rout, want) ||
 		!strings.HasSuffix(rout, "skipped 1 frames not UDP, 1 to other ports; 0 send errors\n") {
 		t.Errorf("replay: %d %q %q, want prefix %q", code, rout, rerr, want)
@@ -253,7 +247,7 @@ http: {address: '127.0.0.1:0'}
 	// status sees 13 datagrams once the workers have published them.
 	var sout string
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		code, sout, _ = runIntake("status", "--addr", httpAddr, "--json")
+		code, sout, _ = runVerb("status", "--addr", httpAddr, "--json")
 		if code == 0 && strings.Contains(sout, `"packets_received": 13,`) {
 			break
 		}
@@ -261,7 +255,7 @@ http: {address: '127.0.0.1:0'}
 	if !strings.Contains(sout, `"reports_decoded": 8,`) || !strings.Contains(sout, `"kernel_drops": 0,`) {
 		t.Errorf("status --json:\n%s", sout)
 	}
-	code, sout, serr := runIntake("status", "--addr", httpAddr)
+	code, sout, serr := runVerb("status", "--addr", httpAddr)
 	if code != 0 || !strings.Contains(sout, "intake at "+httpAddr+": running") ||
 		!strings.Contains(sout, "reports by format: (tr2.0 8)") || !strings.Contains(sout, "1MiB/") {
 		t.Errorf("status: %d\n%s%s", code, sout, serr)
@@ -288,7 +282,7 @@ func TestStatusNoServer(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := ln.Addr().String()
 	ln.Close()
-	code, _, errs := runIntake("status", "--addr", addr)
+	code, _, errs := runVerb("status", "--addr", addr)
 	if code != 1 || !strings.Contains(errs, "is 'intake serve' running with http.address "+addr) {
 		t.Errorf("%d %q", code, errs)
 	}
@@ -304,7 +298,7 @@ func TestReplayUsage(t *testing.T) {
 		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--rate", "5", "--speed", "2"}, "intake replay: --rate and --speed exclude each other\n"},
 		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--dport", "0"}, "intake replay: invalid value \"0\" for flag -dport: \"0\": port must be 1-65535\n"},
 	} {
-		code, _, errs := runIntake(tc.args...)
+		code, _, errs := runVerb(tc.args...)
 		if code != 2 || errs != tc.want {
 			t.Errorf("%v: %d %q, want 2 %q", tc.args, code, errs, tc.want)
 		}
@@ -325,7 +319,7 @@ func TestReplaySpeed(t *testing.T) {
 	}
 	p := writePcap(t, fs...)
 	start := time.Now()
-	code, out, errs := runIntake("replay", "--speed", "2", "--to", pc.LocalAddr().String(), p)
+	code, out, errs := runVerb("replay", "--speed", "2", "--to", pc.LocalAddr().String(), p)
 	if code != 0 || !strings.HasPrefix(out, "replay: sent 4 datagrams (4 bytes)") {
 		t.Fatalf("%d %q %q", code, out, errs)
 	}
