@@ -53,7 +53,9 @@ func TestCoverageWindows(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.ActiveWindows = 2
 	c := New(cfg, nil, nil)
-	it := func(sw uint8) telemetry.LabelItem { return telemetry.LabelItem{SwitchID: sw, EgressPort: 1, EgressTS: 1} }
+	it := func(sw uint8) telemetry.LabelItem {
+		return telemetry.LabelItem{SwitchID: sw, EgressPort: 1, EgressTS: 1}
+	}
 	// window 0: ports 1, 2; window 1: port 1 (twice); window 2: none; window 3: port 2.
 	c.Process(0, export(10*ms, it(1), it(2)))
 	c.Process(0, export(150*ms, it(1)))
