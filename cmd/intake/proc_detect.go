@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/detect"
-	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/export"
 	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/metrics"
@@ -26,16 +25,14 @@ func init() {
 // detectProc is the detector as ingest sees it, starting and stopping what runs beside it.
 type detectProc struct {
 	*detect.Detector
-	bus  *event.Bus
 	log  *detect.Log
 	pipe *export.Pipeline
 }
 
 func newDetectProc(env *procEnv) (*detectProc, error) {
 	cfg := env.Cfg.Detect
-	bus := &event.Bus{}
-	d := detect.New(cfg, bus)
-	p := &detectProc{Detector: d, bus: bus}
+	d := detect.New(cfg, env.Bus)
+	p := &detectProc{Detector: d}
 	reg := env.Metrics
 	if reg == nil {
 		reg = metrics.NewRegistry()
@@ -49,13 +46,13 @@ func newDetectProc(env *procEnv) (*detectProc, error) {
 	if cfg.Expire > 0 {
 		expireTick = max(cfg.Expire/2, 10*time.Millisecond)
 	}
-	pipe, err := export.New(env.Cfg.Export, bus, d, reg, gauges, func() uint64 { return d.Stats().Values }, expireTick)
+	pipe, err := export.New(env.Cfg.Export, env.Bus, d, reg, gauges, func() uint64 { return d.Stats().Values }, expireTick)
 	if err != nil {
 		return nil, err
 	}
 	p.pipe = pipe
 	if env.API != nil {
-		p.log = detect.NewLog(bus, cfg.EventLog, cfg.Ring)
+		p.log = detect.NewLog(env.Bus, cfg.EventLog, cfg.Ring)
 		d.Register(env.API, p.log)
 	}
 	ov := reg.Counter("intake_event_ring_overflow_total", "Events dropped because a bus consumer's ring was full, by consumer.", "consumer")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/pcap"
@@ -31,12 +32,14 @@ func init() {
 }
 
 // procEnv is what a processor is built from: the configuration, the metrics registry its
-// counters go to, and the HTTP server its endpoints go to (nil when HTTP is off or for a
-// --pcap run: a factory must check).
+// counters go to, the HTTP server its endpoints go to (nil when HTTP is off or for a --pcap
+// run: a factory must check), and the event bus the detector publishes to and the event
+// consumers (exporters, the event log, Redis) subscribe to.
 type procEnv struct {
 	Cfg     *config.Config
 	Metrics *metrics.Registry
 	API     *api.Server
+	Bus     *event.Bus
 }
 
 // ProcessorFactory builds one processor. The processor packages (detect, flowcache, dta,
@@ -89,32 +92,13 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 
-	reg := metrics.NewRegistry()
-	var srv *api.Server
-	if cfg.HTTP.Address != "" && *capture == "" {
-		srv = api.New(cfg.HTTP.Address, reg, nil)
-	}
-	var procs []ingest.Processor
-	for _, f := range serveProcessors {
-		p, err := f(&procEnv{Cfg: &cfg, Metrics: reg, API: srv})
-		if err != nil {
-			return err
-		}
-		if p != nil {
-			procs = append(procs, p)
-		}
-	}
-	coll, err := ingest.New(cfg, reg, procs...)
+	coll, srv, err := newCollector(&cfg, *capture == "")
 	if err != nil {
 		return err
 	}
 	if *capture != "" {
 		return serveCapture(coll, *capture, stdout)
 	}
-	if srv != nil {
-		srv.SetCollector(coll)
-	}
-
 	// Register for the signals before anything listens, so that a signal sent as soon as
 	// the listening line appears is ours to handle.
 	sig := make(chan os.Signal, 1)
@@ -149,6 +133,37 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "intake serve: stopped after %s\n", time.Since(start).Round(time.Millisecond))
 	writeSummary(stdout, coll.Status())
 	return errors.Join(errs...)
+}
+
+// newCollector builds the collector serve runs: every processor of serveProcessors over one
+// metrics registry and event bus, and the HTTP server when withHTTP and the configuration has
+// one (else nil). demo and bench ingest build theirs here too, so that they measure and show
+// what serve runs.
+func newCollector(cfg *config.Config, withHTTP bool) (*ingest.Collector, *api.Server, error) {
+	reg := metrics.NewRegistry()
+	var srv *api.Server
+	if cfg.HTTP.Address != "" && withHTTP {
+		srv = api.New(cfg.HTTP.Address, reg, nil)
+	}
+	env := &procEnv{Cfg: cfg, Metrics: reg, API: srv, Bus: &event.Bus{}}
+	var procs []ingest.Processor
+	for _, f := range serveProcessors {
+		p, err := f(env)
+		if err != nil {
+			return nil, nil, err
+		}
+		if p != nil {
+			procs = append(procs, p)
+		}
+	}
+	coll, err := ingest.New(*cfg, reg, procs...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if srv != nil {
+		srv.SetCollector(coll)
+	}
+	return coll, srv, nil
 }
 
 func serveCapture(coll *ingest.Collector, path string, stdout io.Writer) error {
