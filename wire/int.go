@@ -25,115 +25,143 @@ func (rd *Reader) itemSize(v telemetry.INTVersion, bit int) int {
 	return 4
 }
 
-// hopPlan is a bitmap compiled once per stack: where each item sits in a hop block.
+// hopPlan is a bitmap compiled once per stack: where each item sits in a hop block and how
+// wide it is, so that decoding a hop is straight-line code with branches that every hop of
+// the stack takes the same way.
 type hopPlan struct {
-	n    int
-	size int // bytes of the baseline items (checksum complement included)
-	bit  [16]uint8
-	off  [16]uint16
-	wide [16]bool // an 8-byte item (timestamps in v2.x; level-2 ports from v1.0)
+	size int     // bytes of the baseline items (checksum complement and reserved bits included)
+	at   [9]int  // offset of the item of bit b (0 = MSB) in a hop block; -1 when absent
+	l2   l2Shape // what bit 6 holds
+	// wideTS: 8-byte timestamps (v2.x); queue16: the INTCollector 16|16 queue word; buffer:
+	// bit 8 is buffer id|occupancy (v2.x; reserved before).
+	wideTS, queue16, buffer bool
 }
 
+// l2Shape is the layout of instruction bit 6.
+type l2Shape uint8
+
+const (
+	l2Wide       l2Shape = iota // level-2 ingress and egress port ids, 32+32 (v1.0, v2.x)
+	l2Word                      // one word, 16|16 (INTCollector)
+	l2Congestion                // queue id 8 | queue congestion 24 (v0.5)
+)
+
 func (rd *Reader) plan(v telemetry.INTVersion, bitmap uint16) hopPlan {
-	var p hopPlan
+	p := hopPlan{at: [9]int{-1, -1, -1, -1, -1, -1, -1, -1, -1}}
+	quirk := rd.d.cfg.Quirks.INTCollector && v == telemetry.INT10
+	p.wideTS, p.queue16, p.buffer = v == telemetry.INT2x, quirk, v == telemetry.INT2x
+	switch {
+	case v == telemetry.INT05:
+		p.l2 = l2Congestion
+	case quirk:
+		p.l2 = l2Word
+	}
 	for m := bitmap; m != 0; m &^= 0x8000 >> bits.LeadingZeros16(m) {
 		bit := bits.LeadingZeros16(m)
-		size := rd.itemSize(v, bit)
-		p.bit[p.n], p.off[p.n], p.wide[p.n] = uint8(bit), uint16(p.size), size == 8
-		p.n++
-		p.size += size
+		if bit < len(p.at) {
+			p.at[bit] = p.size
+		}
+		p.size += rd.itemSize(v, bit)
 	}
 	return p
 }
 
 // decodeHop fills h from one hop's block p (which holds at least pl.size bytes). Fields are
-// gathered in a local mask and stored once: this loop is most of a report's decoding time.
-func (rd *Reader) decodeHop(h *telemetry.Hop, v telemetry.INTVersion, pl *hopPlan, p []byte) {
+// gathered in a local mask and stored once: this is most of a report's decoding time.
+func decodeHop(h *telemetry.Hop, pl *hopPlan, p []byte) {
 	p = p[:pl.size]
-	quirk := rd.d.cfg.Quirks.INTCollector && v == telemetry.INT10
 	var f telemetry.Field
-	for i := 0; i < pl.n; i++ {
-		o := int(pl.off[i])
+	if o := pl.at[0]; o >= 0 {
+		if x := be.Uint32(p[o:]); x != ones32 {
+			h.NodeID, f = x, f|telemetry.FNodeID
+		}
+	}
+	if o := pl.at[1]; o >= 0 {
 		x := be.Uint32(p[o:])
-		switch pl.bit[i] {
-		case 0:
-			if x != ones32 {
-				h.NodeID, f = x, f|telemetry.FNodeID
+		if x>>16 != ones16 {
+			h.IngressPort, f = x>>16, f|telemetry.FIngressPort
+		}
+		if x&ones16 != ones16 {
+			h.EgressPort, f = x&ones16, f|telemetry.FEgressPort
+		}
+	}
+	if o := pl.at[2]; o >= 0 {
+		if x := be.Uint32(p[o:]); x != ones32 {
+			h.HopLatency, f = x, f|telemetry.FHopLatency
+		}
+	}
+	if o := pl.at[3]; o >= 0 {
+		x := be.Uint32(p[o:])
+		qid, occ, qa, oa := x>>24, x&ones24, uint32(ones8), uint32(ones24)
+		if pl.queue16 {
+			qid, occ, qa, oa = x>>16, x&ones16, ones16, ones16
+		}
+		if qid != qa {
+			h.QueueID, f = uint8(qid), f|telemetry.FQueueID
+		}
+		if occ != oa {
+			h.QueueOccupancy, f = occ, f|telemetry.FQueueOccupancy
+		}
+	}
+	if o := pl.at[4]; o >= 0 {
+		if pl.wideTS {
+			if ts := be.Uint64(p[o:]); ts != ones64 {
+				h.IngressTS, f = ts, f|telemetry.FIngressTS
 			}
-		case 1:
+		} else if x := be.Uint32(p[o:]); x != ones32 {
+			h.IngressTS, f = uint64(x), f|telemetry.FIngressTS
+		}
+	}
+	if o := pl.at[5]; o >= 0 {
+		if pl.wideTS {
+			if ts := be.Uint64(p[o:]); ts != ones64 {
+				h.EgressTS, f = ts, f|telemetry.FEgressTS
+			}
+		} else if x := be.Uint32(p[o:]); x != ones32 {
+			h.EgressTS, f = uint64(x), f|telemetry.FEgressTS
+		}
+	}
+	if o := pl.at[6]; o >= 0 {
+		x := be.Uint32(p[o:])
+		switch pl.l2 {
+		case l2Congestion:
+			if x>>24 != ones8 {
+				h.QueueID, f = uint8(x>>24), f|telemetry.FQueueID
+			}
+			if x&ones24 != ones24 {
+				h.QueueCongestion, f = x&ones24, f|telemetry.FQueueCongestion
+			}
+		case l2Word:
 			if x>>16 != ones16 {
-				h.IngressPort, f = x>>16, f|telemetry.FIngressPort
+				h.L2IngressPort, f = x>>16, f|telemetry.FL2IngressPort
 			}
 			if x&ones16 != ones16 {
-				h.EgressPort, f = x&ones16, f|telemetry.FEgressPort
+				h.L2EgressPort, f = x&ones16, f|telemetry.FL2EgressPort
 			}
-		case 2:
+		default:
 			if x != ones32 {
-				h.HopLatency, f = x, f|telemetry.FHopLatency
+				h.L2IngressPort, f = x, f|telemetry.FL2IngressPort
 			}
-		case 3:
-			qid, occ, qa, oa := x>>24, x&ones24, uint32(ones8), uint32(ones24)
-			if quirk { // INTCollector: queue id 16 | occupancy 16
-				qid, occ, qa, oa = x>>16, x&ones16, ones16, ones16
-			}
-			if qid != qa {
-				h.QueueID, f = uint8(qid), f|telemetry.FQueueID
-			}
-			if occ != oa {
-				h.QueueOccupancy, f = occ, f|telemetry.FQueueOccupancy
-			}
-		case 4, 5:
-			ts, absent := uint64(x), uint64(ones32)
-			if pl.wide[i] {
-				ts, absent = be.Uint64(p[o:]), ones64
-			}
-			if ts != absent {
-				if pl.bit[i] == 4 {
-					h.IngressTS, f = ts, f|telemetry.FIngressTS
-				} else {
-					h.EgressTS, f = ts, f|telemetry.FEgressTS
-				}
-			}
-		case 6:
-			switch {
-			case v == telemetry.INT05: // queue id 8 | queue congestion 24
-				if x>>24 != ones8 {
-					h.QueueID, f = uint8(x>>24), f|telemetry.FQueueID
-				}
-				if x&ones24 != ones24 {
-					h.QueueCongestion, f = x&ones24, f|telemetry.FQueueCongestion
-				}
-			case !pl.wide[i]: // INTCollector: one word, 16 | 16
-				if x>>16 != ones16 {
-					h.L2IngressPort, f = x>>16, f|telemetry.FL2IngressPort
-				}
-				if x&ones16 != ones16 {
-					h.L2EgressPort, f = x&ones16, f|telemetry.FL2EgressPort
-				}
-			default:
-				if x != ones32 {
-					h.L2IngressPort, f = x, f|telemetry.FL2IngressPort
-				}
-				if y := be.Uint32(p[o+4:]); y != ones32 {
-					h.L2EgressPort, f = y, f|telemetry.FL2EgressPort
-				}
-			}
-		case 7:
-			if x != ones32 {
-				h.TxUtil, f = x, f|telemetry.FTxUtil
-			}
-		case 8:
-			if v == telemetry.INT2x {
-				if x>>24 != ones8 {
-					h.BufferID, f = uint8(x>>24), f|telemetry.FBufferID
-				}
-				if x&ones24 != ones24 {
-					h.BufferOccupancy, f = x&ones24, f|telemetry.FBufferOccupancy
-				}
+			if y := be.Uint32(p[o+4:]); y != ones32 {
+				h.L2EgressPort, f = y, f|telemetry.FL2EgressPort
 			}
 		}
-		// bits 9-14 reserved and 15 (checksum complement): skipped by their size.
 	}
+	if o := pl.at[7]; o >= 0 {
+		if x := be.Uint32(p[o:]); x != ones32 {
+			h.TxUtil, f = x, f|telemetry.FTxUtil
+		}
+	}
+	if o := pl.at[8]; o >= 0 && pl.buffer {
+		x := be.Uint32(p[o:])
+		if x>>24 != ones8 {
+			h.BufferID, f = uint8(x>>24), f|telemetry.FBufferID
+		}
+		if x&ones24 != ones24 {
+			h.BufferOccupancy, f = x&ones24, f|telemetry.FBufferOccupancy
+		}
+	}
+	// Bits 9-14 (reserved) and 15 (checksum complement) are skipped by their size.
 	h.Fields |= f
 }
 
@@ -184,7 +212,7 @@ func setBuffer(h *telemetry.Hop, x uint32) {
 }
 
 // decodeStack splits a stack of n hops of hs bytes each (newest first) into r's hop list.
-func (rd *Reader) decodeStack(r *telemetry.Report, v telemetry.INTVersion, pl *hopPlan, stack []byte, hs, base int) error {
+func (rd *Reader) decodeStack(r *telemetry.Report, pl *hopPlan, stack []byte, hs, base int) error {
 	if hs == 0 {
 		return nil
 	}
@@ -194,7 +222,7 @@ func (rd *Reader) decodeStack(r *telemetry.Report, v telemetry.INTVersion, pl *h
 	}
 	for i := 0; i < n; i++ {
 		h := r.AddHop()
-		rd.decodeHop(h, v, pl, stack[i*hs:])
+		decodeHop(h, pl, stack[i*hs:])
 	}
 	return nil
 }
@@ -243,7 +271,7 @@ func (rd *Reader) parseMD(r *telemetry.Report, md []byte, base int, want telemet
 		// A remainder that is not a whole hop is the source's domain-specific metadata, at
 		// the bottom of the stack (INT v2.1 source-only metadata).
 		in.SourceDS = uint8(len(stack) % hs / 4)
-		return rd.decodeStack(r, telemetry.INT2x, &pl, stack, hs, base+12)
+		return rd.decodeStack(r, &pl, stack, hs, base+12)
 	case want == telemetry.INT05 && ver == 1:
 		in.Version = telemetry.INT10
 		in.Flags = (md[0]&0x0f)<<1 | md[1]>>7
@@ -264,7 +292,7 @@ func (rd *Reader) parseMD(r *telemetry.Report, md []byte, base int, want telemet
 			in.Erratum = true
 			stack = stack[:len(stack)-4]
 		}
-		return rd.decodeStack(r, telemetry.INT10, &pl, stack, hs, base+8)
+		return rd.decodeStack(r, &pl, stack, hs, base+8)
 	case want == telemetry.INT05 && ver == 0:
 		in.Version = telemetry.INT05
 		in.Flags = md[0] & 0x0f
@@ -280,7 +308,7 @@ func (rd *Reader) parseMD(r *telemetry.Report, md []byte, base int, want telemet
 			return rd.fail(BadLength, "int md header", "total_hop_cnt", base+3, uint64(total))
 		}
 		pl := rd.plan(telemetry.INT05, in.Bitmap)
-		return rd.decodeStack(r, telemetry.INT05, &pl, stack, ins*4, base+8)
+		return rd.decodeStack(r, &pl, stack, ins*4, base+8)
 	}
 	return rd.fail(UnknownVersion, "int md header", "ver", base, uint64(ver))
 }
