@@ -33,6 +33,10 @@ type port struct {
 	shift    uint8
 	item     telemetry.LabelItem // the newest item; item.EgressTS is RT
 	lastRecv int64               // collector clock of the last item for this port, ns
+	// stateRecv is the collector clock when the newest state (item) was received: the
+	// port's age counts from it, so that a stale item (Algorithm 4 line 16: not installed)
+	// does not make the port look fresh to Algorithm 3.
+	stateRecv int64
 	updates  uint64              // items accepted (newer label time)
 	stale    uint64              // items discarded (not newer: Algorithm 4 line 16)
 	firstWin int64
@@ -128,10 +132,12 @@ func (c *Controller) install(it *telemetry.LabelItem, recv int64) {
 		c.knownMu.Unlock()
 		p.item = *it
 		p.updates++
+		p.stateRecv = recv
 		c.updates.Add(1)
 	} else if it.EgressTS > p.item.EgressTS {
 		p.item = *it
 		p.updates++
+		p.stateRecv = max(p.stateRecv, recv)
 		c.updates.Add(1)
 	} else {
 		p.stale++
@@ -239,7 +245,7 @@ func (c *Controller) Ports(now int64, sw int) []PortState {
 		out = append(out, PortState{
 			SwitchID: s, Port: pt, IngressPort: p.item.IngressPort, LabelTime: p.item.EgressTS,
 			IngressTS: p.item.IngressTS, LatencyNs: p.item.DeqTimedelta, EnqQDepth: p.item.EnqQDepth,
-			DeqQDepth: p.item.DeqQDepth, AgeMs: float64(now-p.lastRecv) / 1e6, Updates: p.updates,
+			DeqQDepth: p.item.DeqQDepth, AgeMs: float64(now-p.stateRecv) / 1e6, Updates: p.updates,
 			Stale: p.stale, Shift: p.shift, Active: cur <= p.lastWin+c.active, LastReceived: p.lastRecv,
 		})
 		st.mu.Unlock()
@@ -346,9 +352,12 @@ func (c *Controller) Counters() Counters {
 // has not been updated for k·T, else lower it if above 0. A port idle for active_windows
 // telemetry intervals is out of the loop and its shift returns to 0.
 //
-// The paper compares the controller's time with RT, the label time, assuming synchronized
-// clocks; intake compares with the receive time of the port's newest item, which is RT plus
-// the export delay and needs no clock agreement with the switches.
+// The paper compares the controller's time with RT, the label time of the port's newest
+// item, assuming synchronized clocks; intake compares with the time that newest item was
+// received, which is RT plus the path and export delay and needs no clock agreement with
+// the switches. An item not newer than the state (stale) does not refresh the age, as it
+// does not move RT in the paper. (On the emulated testbed, using RT itself changes Fig. 12's
+// Pro coverage by less than 0.003: docs/label-results.md.)
 func (c *Controller) Tick(now int64) {
 	if c.setter == nil {
 		return
@@ -362,7 +371,7 @@ func (c *Controller) Tick(now int64) {
 		st.mu.Lock()
 		p := &st.ports[uint8(k)]
 		old := p.shift
-		age := now - p.lastRecv
+		age := now - p.stateRecv
 		switch {
 		case age > idle:
 			p.shift = 0

@@ -164,3 +164,25 @@ func TestAnalysis(t *testing.T) {
 		}
 	}
 }
+
+// Algorithm 3 reads RT, which only a newer item moves (Algorithm 4): stale items keep
+// arriving but the port's age still grows, so S rises as if they were not there.
+func TestStaleItemsDoNotRefreshAge(t *testing.T) {
+	cfg := DefaultConfig() // k·T = 100 ms
+	cfg.ActiveWindows = 60
+	s := &shifts{}
+	c := New(cfg, s, nil)
+	c.Process(0, export(0, telemetry.LabelItem{SwitchID: 2, EgressPort: 1, EgressTS: 1000}))
+	for now := int64(10 * ms); now <= 300*ms; now += 10 * ms {
+		c.Process(0, export(now, telemetry.LabelItem{SwitchID: 2, EgressPort: 1, EgressTS: 999}))
+		c.Tick(now)
+	}
+	ps := c.Ports(300*ms, 2)
+	// raises at 110 ms and 220 ms (now − LRT > 100 ms and age > 100 ms)
+	if len(ps) != 1 || ps[0].Shift != 2 || ps[0].Stale != 30 || ps[0].AgeMs != 300 || ps[0].LastReceived != 300*ms {
+		t.Fatalf("ports %+v", ps)
+	}
+	if len(s.log) != 2 || s.log[0] != (Shift{2, 1, 1}) || s.log[1] != (Shift{2, 1, 2}) {
+		t.Fatalf("sent %+v", s.log)
+	}
+}
