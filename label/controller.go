@@ -37,13 +37,13 @@ type port struct {
 	// port's age counts from it, so that a stale item (Algorithm 4 line 16: not installed)
 	// does not make the port look fresh to Algorithm 3.
 	stateRecv int64
-	updates  uint64              // items accepted (newer label time)
-	stale    uint64              // items discarded (not newer: Algorithm 4 line 16)
-	firstWin int64
-	lastWin  int64
-	maskBase int64  // window of bit 0 of mask
-	mask     uint64 // windows in [maskBase, maskBase+64) already counted for this port
-	lrt      int64  // Algorithm 3's LRT, per port
+	updates   uint64 // items accepted (newer label time)
+	stale     uint64 // items discarded (not newer: Algorithm 4 line 16)
+	firstWin  int64
+	lastWin   int64
+	maskBase  int64  // window of bit 0 of mask
+	mask      uint64 // windows in [maskBase, maskBase+64) already counted for this port
+	lrt       int64  // Algorithm 3's LRT, per port
 }
 
 type stripe struct {
