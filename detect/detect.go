@@ -219,7 +219,7 @@ func hopDev(h *telemetry.Hop) uint64 {
 	return 0
 }
 
-func (d *Detector) swShard(sw uint32) *shard { return d.shards[switchHash(sw)&d.mask] }
+func (d *Detector) swShard(sw uint32) *shard { return d.shards[shardOf(switchHash(sw), d.mask)] }
 
 // hop updates the switch metrics one hop carries, under its switch's shard lock.
 func (d *Detector) hop(c *[nCounts]uint64, r *telemetry.Report, h *telemetry.Hop) {
@@ -347,9 +347,10 @@ func (d *Detector) flow(c *[nCounts]uint64, r *telemetry.Report, hops []telemetr
 	}
 	e.DevTime = dev
 
-	s := d.shards[FlowHash(&r.Flow)&d.mask]
+	fh := FlowHash(&r.Flow)
+	s := d.shards[shardOf(fh, d.mask)]
 	s.mu.Lock()
-	en, isNew := s.flow(&r.Flow)
+	en, isNew := s.flow(fh, &r.Flow)
 	if isNew {
 		en.first = r.RecvTime
 	}
@@ -423,13 +424,9 @@ func (d *Detector) flow(c *[nCounts]uint64, r *telemetry.Report, hops []telemetr
 
 // pathHash is event.PathHash over the node ids source to sink, without building the list.
 func pathHash(hops []telemetry.Hop) uint64 {
-	h := uint64(14695981039346656037)
+	h := uint64(event.PathHashBasis)
 	for i := len(hops) - 1; i >= 0; i-- {
-		id := hops[i].NodeID
-		for s := 0; s < 32; s += 8 {
-			h ^= uint64(byte(id >> s))
-			h *= 1099511628211
-		}
+		h = event.PathHashStep(h, hops[i].NodeID)
 	}
 	return h
 }

@@ -1,7 +1,9 @@
 package detect
 
 import (
+	"cmp"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/intake-int/intake/event"
@@ -24,7 +26,7 @@ func (d *Detector) Snapshot(now int64, fn func(*event.Event)) int {
 		s.mu.Lock()
 		// Oldest first, so that expired entries are a prefix of the walk.
 		for i := s.fl.tail; i >= 0; {
-			prev := s.fl.prev[i]
+			prev := s.fl.l[i].prev
 			en := &s.fe[i]
 			kind := event.KindPeriodic
 			if en.last < cut {
@@ -33,14 +35,13 @@ func (d *Detector) Snapshot(now int64, fn func(*event.Event)) int {
 			if k := flowValues(en, kind, now, fn); kind == event.KindPeriodic {
 				n += k
 			} else {
-				delete(s.flows, en.key)
-				s.fl.remove(i)
+				s.removeFlow(i)
 				s.expired++
 			}
 			i = prev
 		}
 		for i := s.sl.tail; i >= 0; {
-			prev := s.sl.prev[i]
+			prev := s.sl.l[i].prev
 			en := &s.se[i]
 			kind := event.KindPeriodic
 			if en.last < cut {
@@ -49,8 +50,7 @@ func (d *Detector) Snapshot(now int64, fn func(*event.Event)) int {
 			if k := swValues(en, kind, now, fn); kind == event.KindPeriodic {
 				n += k
 			} else {
-				delete(s.sws, en.key)
-				s.sl.remove(i)
+				s.removeSw(i)
 				s.expired++
 			}
 			i = prev
@@ -159,10 +159,11 @@ type SwitchValue struct {
 
 // Flow returns the latest state of flow k, and the switch keys of the switches on its path.
 func (d *Detector) Flow(k telemetry.FlowKey) (FlowState, bool) {
-	s := d.shards[FlowHash(&k)&d.mask]
+	h := FlowHash(&k)
+	s := d.shards[shardOf(h, d.mask)]
 	s.mu.Lock()
-	i, ok := s.flows[k]
-	if !ok {
+	i := s.lookupFlow(h, &k)
+	if i < 0 {
 		s.mu.Unlock()
 		return FlowState{}, false
 	}
@@ -196,15 +197,22 @@ func (d *Detector) Flow(k telemetry.FlowKey) (FlowState, bool) {
 	return fs, true
 }
 
+// switchValues appends the queue, port and buffer keys of switch sw to fs, each kind in
+// ascending id order.
 func (d *Detector) switchValues(sw uint32, fs *FlowState) {
 	s := d.swShard(sw)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, i := range s.sws {
-		if k.sw != sw {
-			continue
+	var ids []int32
+	for i := s.sl.head; i >= 0; i = s.sl.l[i].next {
+		if s.se[i].key.sw == sw {
+			ids = append(ids, i)
 		}
+	}
+	slices.SortFunc(ids, func(a, b int32) int { return cmp.Compare(s.se[a].key.id, s.se[b].key.id) })
+	defer s.mu.Unlock()
+	for _, i := range ids {
 		en := &s.se[i]
+		k := en.key
 		sv := SwitchValue{SwitchID: sw, LastSeen: time.Unix(0, en.last).UTC()}
 		get := func(j int) *uint64 {
 			if en.has&(1<<j) == 0 {

@@ -23,6 +23,7 @@ type val struct {
 
 type flowEntry struct {
 	key         telemetry.FlowKey
+	h           uint64 // FlowHash(key)
 	first, last int64
 	dev         uint64
 	reports     uint64
@@ -62,20 +63,23 @@ type swEntry struct {
 
 // lru is an intrusive doubly linked list over a preallocated table's indexes, most recently
 // updated first, with the unused indexes on a free list: the table never allocates after
-// New, and eviction picks the least recently updated entry in O(1).
+// New, and eviction picks the least recently updated entry in O(1). A link's prev and next
+// share a word, so a touch dirties one cache line per neighbour.
 type lru struct {
-	prev, next []int32
+	l          []link
 	head, tail int32
 	free       int32
 	n          int
 }
 
+type link struct{ prev, next int32 }
+
 func newLRU(n int) lru {
-	l := lru{prev: make([]int32, n), next: make([]int32, n), head: -1, tail: -1}
-	for i := range l.next {
-		l.next[i] = int32(i + 1)
+	l := lru{l: make([]link, n), head: -1, tail: -1}
+	for i := range l.l {
+		l.l[i].next = int32(i + 1)
 	}
-	l.next[n-1] = -1
+	l.l[n-1].next = -1
 	return l
 }
 
@@ -84,16 +88,16 @@ func (l *lru) alloc() int32 {
 	if i < 0 {
 		return -1
 	}
-	l.free = l.next[i]
+	l.free = l.l[i].next
 	l.pushFront(i)
 	l.n++
 	return i
 }
 
 func (l *lru) pushFront(i int32) {
-	l.prev[i], l.next[i] = -1, l.head
+	l.l[i] = link{prev: -1, next: l.head}
 	if l.head >= 0 {
-		l.prev[l.head] = i
+		l.l[l.head].prev = i
 	}
 	l.head = i
 	if l.tail < 0 {
@@ -102,16 +106,16 @@ func (l *lru) pushFront(i int32) {
 }
 
 func (l *lru) unlink(i int32) {
-	p, n := l.prev[i], l.next[i]
-	if p >= 0 {
-		l.next[p] = n
+	k := l.l[i]
+	if k.prev >= 0 {
+		l.l[k.prev].next = k.next
 	} else {
-		l.head = n
+		l.head = k.next
 	}
-	if n >= 0 {
-		l.prev[n] = p
+	if k.next >= 0 {
+		l.l[k.next].prev = k.prev
 	} else {
-		l.tail = p
+		l.tail = k.prev
 	}
 }
 
@@ -124,22 +128,74 @@ func (l *lru) touch(i int32) {
 
 func (l *lru) remove(i int32) {
 	l.unlink(i)
-	l.next[i] = l.free
+	l.l[i].next = l.free
 	l.free = i
 	l.n--
+}
+
+// index is an open-addressing hash index (linear probing) from a key's hash to its entry in
+// a shard's table: a slot holds the hash's low 32 bits (the home position and a tag that
+// spares most key comparisons) and the entry index + 1; 0 is empty. It has at least twice as
+// many slots as entries, so probes stay short, and a removal shifts the following slots back
+// (no tombstones), so lookups never slow down with churn. It replaces a Go map: the hash is
+// computed once per key (it also picks the shard) and nothing is rehashed or allocated.
+type index struct {
+	slots []uint64
+	mask  uint64
+}
+
+func newIndex(n int) index {
+	size := 8
+	for size < 2*n {
+		size <<= 1
+	}
+	return index{slots: make([]uint64, size), mask: uint64(size - 1)}
+}
+
+func slotOf(h uint64, i int32) uint64 { return uint64(uint32(h))<<32 | uint64(uint32(i)+1) }
+
+// insert adds entry i under hash h; the caller knows it is absent.
+func (x *index) insert(h uint64, i int32) {
+	p := h & x.mask
+	for x.slots[p] != 0 {
+		p = (p + 1) & x.mask
+	}
+	x.slots[p] = slotOf(h, i)
+}
+
+// remove deletes entry i, which is present under hash h, and closes the gap: a later slot
+// of the same probe run moves into the hole when its home is not after the hole.
+func (x *index) remove(h uint64, i int32) {
+	want := slotOf(h, i)
+	p := h & x.mask
+	for x.slots[p] != want {
+		p = (p + 1) & x.mask
+	}
+	for q := p; ; {
+		q = (q + 1) & x.mask
+		s := x.slots[q]
+		if s == 0 {
+			x.slots[p] = 0
+			return
+		}
+		if home := (s >> 32) & x.mask; (q-home)&x.mask >= (q-p)&x.mask {
+			x.slots[p] = s
+			p = q
+		}
+	}
 }
 
 // shard is one lock's worth of state. Flow keys go to the shard of their flow hash, switch
 // keys to the shard of their switch id, so that one hop's queue, port and buffer keys are
 // updated under one lock.
 type shard struct {
-	mu    sync.Mutex
-	flows map[telemetry.FlowKey]int32
-	fe    []flowEntry
-	fl    lru
-	sws   map[swKey]int32
-	se    []swEntry
-	sl    lru
+	mu   sync.Mutex
+	fidx index
+	fe   []flowEntry
+	fl   lru
+	sidx index
+	se   []swEntry
+	sl   lru
 
 	evictedFlows, evictedKeys, expired uint64 // under mu
 	_                                  [64]byte
@@ -147,51 +203,93 @@ type shard struct {
 
 func newShard(flows, keys int) *shard {
 	return &shard{
-		flows: make(map[telemetry.FlowKey]int32, flows),
-		fe:    make([]flowEntry, flows),
-		fl:    newLRU(flows),
-		sws:   make(map[swKey]int32, keys),
-		se:    make([]swEntry, keys),
-		sl:    newLRU(keys),
+		fidx: newIndex(flows),
+		fe:   make([]flowEntry, flows),
+		fl:   newLRU(flows),
+		sidx: newIndex(keys),
+		se:   make([]swEntry, keys),
+		sl:   newLRU(keys),
 	}
 }
 
-// flow returns the entry for k, creating it (evicting the least recently updated flow when
-// the shard is full); isNew says it was created.
-func (s *shard) flow(k *telemetry.FlowKey) (e *flowEntry, isNew bool) {
-	if i, ok := s.flows[*k]; ok {
+// lookupFlow returns the index of flow k (hash h), or -1.
+func (s *shard) lookupFlow(h uint64, k *telemetry.FlowKey) int32 {
+	x := &s.fidx
+	tag := uint32(h)
+	for p := h & x.mask; ; p = (p + 1) & x.mask {
+		sl := x.slots[p]
+		if sl == 0 {
+			return -1
+		}
+		if uint32(sl>>32) == tag {
+			if i := int32(uint32(sl)) - 1; s.fe[i].key == *k {
+				return i
+			}
+		}
+	}
+}
+
+// flow returns the entry for k (hash h), creating it (evicting the least recently updated
+// flow when the shard is full); isNew says it was created.
+func (s *shard) flow(h uint64, k *telemetry.FlowKey) (e *flowEntry, isNew bool) {
+	if i := s.lookupFlow(h, k); i >= 0 {
 		s.fl.touch(i)
 		return &s.fe[i], false
 	}
 	i := s.fl.alloc()
 	if i < 0 {
 		i = s.fl.tail
-		delete(s.flows, s.fe[i].key)
+		s.fidx.remove(s.fe[i].h, i)
 		s.fl.touch(i)
 		s.evictedFlows++
 	}
-	s.flows[*k] = i
+	s.fidx.insert(h, i)
 	e = &s.fe[i]
-	*e = flowEntry{key: *k}
+	*e = flowEntry{key: *k, h: h}
 	return e, true
 }
 
+// removeFlow forgets entry i.
+func (s *shard) removeFlow(i int32) {
+	s.fidx.remove(s.fe[i].h, i)
+	s.fl.remove(i)
+}
+
+// sw returns the entry for switch key k, creating it (evicting the least recently updated
+// switch key when the shard is full).
 func (s *shard) sw(k swKey) *swEntry {
-	if i, ok := s.sws[k]; ok {
-		s.sl.touch(i)
-		return &s.se[i]
+	h := k.hash()
+	x := &s.sidx
+	tag := uint32(h)
+	for p := h & x.mask; ; p = (p + 1) & x.mask {
+		sl := x.slots[p]
+		if sl == 0 {
+			break
+		}
+		if uint32(sl>>32) == tag {
+			if i := int32(uint32(sl)) - 1; s.se[i].key == k {
+				s.sl.touch(i)
+				return &s.se[i]
+			}
+		}
 	}
 	i := s.sl.alloc()
 	if i < 0 {
 		i = s.sl.tail
-		delete(s.sws, s.se[i].key)
+		s.sidx.remove(s.se[i].key.hash(), i)
 		s.sl.touch(i)
 		s.evictedKeys++
 	}
-	s.sws[k] = i
+	s.sidx.insert(h, i)
 	e := &s.se[i]
 	*e = swEntry{key: k}
 	return e
+}
+
+// removeSw forgets entry i.
+func (s *shard) removeSw(i int32) {
+	s.sidx.remove(s.se[i].key.hash(), i)
+	s.sl.remove(i)
 }
 
 // Hashes are fixed (DESIGN.md: no per-process seed), so that shard placement is reproducible.
@@ -223,3 +321,12 @@ func FlowHash(k *telemetry.FlowKey) uint64 {
 }
 
 func switchHash(sw uint32) uint64 { return mix(uint64(sw) * k1) }
+
+// hash is a switch key's hash within its shard (the shard is picked by switchHash).
+func (k swKey) hash() uint64 {
+	return mix((uint64(k.sw)<<32|uint64(k.id))*k2 ^ uint64(k.kind)*k3)
+}
+
+// shardOf picks a shard from a hash's bits 40 and up, leaving the low 32 bits (the index
+// position within the shard) independent of the shard.
+func shardOf(h, mask uint64) uint64 { return (h >> 40) & mask }

@@ -209,14 +209,19 @@ func AppendPath(b []byte, path []uint32) []byte {
 	return b
 }
 
-// PathHash is the fixed FNV-1a hash of a path's node ids, the value of flow_path events.
+// PathHash is the fixed hash of a path's node ids, the value of flow_path events: FNV-1a
+// taken a 32-bit node id at a time (one multiply per hop on the hot path, not four),
+// PathHashStep over the ids source to sink from PathHashBasis.
 func PathHash(path []uint32) uint64 {
-	h := uint64(14695981039346656037)
+	h := uint64(PathHashBasis)
 	for _, id := range path {
-		for s := 0; s < 32; s += 8 {
-			h ^= uint64(byte(id >> s))
-			h *= 1099511628211
-		}
+		h = PathHashStep(h, id)
 	}
 	return h
 }
+
+// PathHashBasis is PathHash of the empty path (the FNV-64 offset basis).
+const PathHashBasis = 14695981039346656037
+
+// PathHashStep adds node id to path hash h (the FNV-64 prime).
+func PathHashStep(h uint64, id uint32) uint64 { return (h ^ uint64(id)) * 1099511628211 }

@@ -1,0 +1,92 @@
+package detect
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+
+	"github.com/intake-int/intake/telemetry"
+)
+
+// TestIndexChurn drives one shard's flow table with random inserts, lookups, LRU evictions
+// and removals, checked step by step against a map and a model LRU list. Hashes are forced
+// into a few home positions now and then, so that long probe runs, wrap-around at the end
+// of the slot array and backward-shift deletion inside a run are all exercised.
+func TestIndexChurn(t *testing.T) {
+	const capacity = 37
+	s := newShard(capacity, 1)
+	rng := rand.New(rand.NewPCG(1, 2))
+	model := map[telemetry.FlowKey]bool{}
+	var order []telemetry.FlowKey // most recently updated first
+	touch := func(k telemetry.FlowKey) {
+		for i, o := range order {
+			if o == k {
+				order = append(order[:i], order[i+1:]...)
+				break
+			}
+		}
+		order = append([]telemetry.FlowKey{k}, order...)
+	}
+	key := func(n int) (telemetry.FlowKey, uint64) {
+		var k telemetry.FlowKey
+		k.SetAddrs(netip.AddrFrom4([4]byte{10, 0, byte(n >> 8), byte(n)}), netip.MustParseAddr("10.9.9.9"))
+		k.SrcPort, k.Proto = uint16(n), 17
+		h := FlowHash(&k)
+		if n%3 == 0 { // collide: one of three home positions near the end of the array
+			h = h&^0xffffffff | uint64(s.fidx.mask-uint64(n%9/3))
+		}
+		return k, h
+	}
+	for step := 0; step < 20000; step++ {
+		n := rng.IntN(120)
+		k, h := key(n)
+		switch op := rng.IntN(10); {
+		case op < 7: // update: lookup or create (evicting the oldest when full)
+			_, isNew := s.flow(h, &k)
+			if isNew == model[k] {
+				t.Fatalf("step %d: key %d: isNew %v, model has it %v", step, n, isNew, model[k])
+			}
+			if isNew && len(model) == capacity {
+				old := order[len(order)-1]
+				delete(model, old)
+				order = order[:len(order)-1]
+			}
+			model[k] = true
+			touch(k)
+		default: // remove (as expiry does)
+			i := s.lookupFlow(h, &k)
+			if (i >= 0) != model[k] {
+				t.Fatalf("step %d: key %d: found %v, model %v", step, n, i >= 0, model[k])
+			}
+			if i >= 0 {
+				s.removeFlow(i)
+				delete(model, k)
+				for j, o := range order {
+					if o == k {
+						order = append(order[:j], order[j+1:]...)
+						break
+					}
+				}
+			}
+		}
+		if s.fl.n != len(model) {
+			t.Fatalf("step %d: %d entries, model %d", step, s.fl.n, len(model))
+		}
+		j := 0
+		for i := s.fl.head; i >= 0; i = s.fl.l[i].next {
+			if s.fe[i].key != order[j] {
+				t.Fatalf("step %d: LRU position %d differs from the model", step, j)
+			}
+			j++
+		}
+	}
+	for n := 0; n < 120; n++ {
+		k, h := key(n)
+		if (s.lookupFlow(h, &k) >= 0) != model[k] {
+			t.Fatalf("final: key %d: found %v, model %v", n, !model[k], model[k])
+		}
+	}
+	if s.evictedFlows == 0 {
+		t.Fatal("no eviction happened: the test does not cover it")
+	}
+}
