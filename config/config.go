@@ -134,12 +134,13 @@ func Default() Config {
 		Decoder: wire.DefaultConfig(),
 	}
 	c.withSectionDefaults()
-	c.fill()
+	c.FillDefaults()
 	return c
 }
 
-// fill replaces zero listener settings with their defaults.
-func (c *Config) fill() {
+// FillDefaults replaces zero listener settings with their defaults: Load and Default do it,
+// code that builds listeners itself (demo, bench ingest) calls it.
+func (c *Config) FillDefaults() {
 	for i := range c.Listeners {
 		l := &c.Listeners[i]
 		if l.Sockets == 0 {
@@ -235,7 +236,7 @@ func Parse(b []byte) (Config, error) {
 			c.Listeners[i].Decoder = &eff
 		}
 	}
-	c.fill()
+	c.FillDefaults()
 	return c, c.Validate()
 }
 

@@ -14,19 +14,22 @@ type group struct {
 	subs          map[string]verb
 }
 
-var groups = map[string]*group{}
+// groups is built at package initialization, before any init function runs, so that a
+// subcommand's file may register itself whatever its name sorts as.
+var groups = map[string]*group{
+	"query": newGroup("query", "ask a running collector (or a DTA store directory) about flows, events, ports, keys"),
+	"sim":   newGroup("sim", "reproduce the papers' analyses and figures"),
+	"bench": newGroup("bench", "measure intake on this machine"),
+}
 
 func newGroup(name, summary string) *group {
-	g := &group{name: name, summary: summary, subs: map[string]verb{}}
-	groups[name] = g
-	register(verb{name: name, summary: summary, run: g.run})
-	return g
+	return &group{name: name, summary: summary, subs: map[string]verb{}}
 }
 
 func init() {
-	newGroup("query", "ask a running collector (or a DTA store directory) about flows, events, ports, keys")
-	newGroup("sim", "reproduce the papers' analyses and figures")
-	newGroup("bench", "measure intake on this machine")
+	for _, g := range groups {
+		register(verb{name: g.name, summary: g.summary, run: g.run})
+	}
 }
 
 // registerSub adds a subcommand to the group named group.

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestBenchIngest runs both phases below capacity: nothing is lost, every report decodes, so
+// both rates are the generator's and the ratio is 1 within the pacing's jitter.
+func TestBenchIngest(t *testing.T) {
+	code, out, errs := runVerb("bench", "ingest", "--duration", "400ms", "--rate", "2500", "--sockets", "1",
+		"--format", "tr2.0", "--batch", "4", "--flows", "50", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var res struct {
+		Drain      float64  `json:"drain_reports_per_s"`
+		Collector  float64  `json:"collector_reports_per_s"`
+		CPU        float64  `json:"cpu_ns_per_report"`
+		Loss       *float64 `json:"loss"`
+		Ratio      float64  `json:"ratio"`
+		PerDgram   float64  `json:"reports_per_datagram"`
+		Sent       uint64   `json:"datagrams_sent"`
+		Errors     uint64   `json:"decode_errors"`
+		Processors []string `json:"processors"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	if res.Loss == nil || *res.Loss != 0 || res.Errors != 0 {
+		t.Errorf("loss %v, decode errors %d at 2500 datagrams/s: want none", res.Loss, res.Errors)
+	}
+	if res.PerDgram != 4 {
+		t.Errorf("reports_per_datagram %g, want 4", res.PerDgram)
+	}
+	// 2500 datagrams/s of 4 reports for 0.4 s: 1000 datagrams, 10000 reports/s.
+	if res.Sent < 900 || res.Sent > 1100 {
+		t.Errorf("datagrams_sent %d, want about 1000", res.Sent)
+	}
+	for name, v := range map[string]float64{"drain": res.Drain, "collector": res.Collector} {
+		if math.Abs(v-10000) > 1500 {
+			t.Errorf("%s_reports_per_s %.0f, want about 10000", name, v)
+		}
+	}
+	if math.Abs(res.Ratio-1) > 0.1 || res.CPU <= 0 {
+		t.Errorf("ratio %.3f, cpu_ns_per_report %.0f: want about 1 and positive", res.Ratio, res.CPU)
+	}
+	if !slices.Contains(res.Processors, "detect") {
+		t.Errorf("processors %v: the default configuration's detector is missing", res.Processors)
+	}
+}
+
+func TestBenchIngestMisuse(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--duration", "0s"}, "--duration: 0s: must be positive"},
+		{[]string{"--senders", "0"}, "--senders: 0: allowed is 1 to 256"},
+		{[]string{"--format", "tr9"}, "format"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	} {
+		code, _, errs := runVerb(append([]string{"bench", "ingest"}, tc.args...)...)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
