@@ -341,9 +341,9 @@ func (d *Detector) Register(srv Handler, log *Log) {
 				return
 			}
 			for name, v := range vals {
-				m, ok := event.ParseMeasurement(name)
-				if !ok || m == event.FlowPath {
-					writeError(w, http.StatusBadRequest, fmt.Sprintf("body: %s.%s: unknown measurement (allowed: %s)", sec, name, strings.Join(thresholdNames(), ", ")))
+				m, err := ThresholdMeasurement(name)
+				if err != nil {
+					writeError(w, http.StatusBadRequest, fmt.Sprintf("body: %s.%s: %v", sec, name, err))
 					return
 				}
 				x := uint64(Off)

@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -88,12 +89,26 @@ func (c *Config) Validate() error {
 		m    map[string]uint64
 	}{{"change", c.Change}, {"above", c.Above}} {
 		for _, k := range sortedKeys(sec.m) {
-			if m, ok := event.ParseMeasurement(k); !ok || m == event.FlowPath {
-				return fmt.Errorf("%s.%s: unknown measurement (allowed: %s)", sec.name, k, strings.Join(thresholdNames(), ", "))
+			if _, err := ThresholdMeasurement(k); err != nil {
+				return fmt.Errorf("%s.%s: %w", sec.name, k, err)
 			}
 		}
 	}
 	return nil
+}
+
+// ThresholdMeasurement returns the measurement a detect.change.<name> or
+// detect.above.<name> threshold applies to, or why it cannot have one.
+func ThresholdMeasurement(name string) (event.Measurement, error) {
+	m, ok := event.ParseMeasurement(name)
+	allowed := " (allowed: " + strings.Join(thresholdNames(), ", ") + ")"
+	switch {
+	case !ok:
+		return m, errors.New("unknown measurement" + allowed)
+	case m == event.FlowPath:
+		return m, errors.New("a path has no numeric value to compare" + allowed)
+	}
+	return m, nil
 }
 
 // thresholdNames are the measurements a threshold applies to (all numeric ones).

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,6 +78,24 @@ func (s *server) kill() {
 		s.cmd.Process.Kill()
 		s.cmd.Wait()
 		s.cmd = nil
+	}
+}
+
+// terminate stops the server with SIGTERM and waits until it has exited (it persists what
+// it acknowledged on the way out).
+func (s *server) terminate(t *testing.T) {
+	t.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case <-done:
+		s.cmd = nil
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		<-done
+		s.cmd = nil
+		t.Fatalf("%s did not exit within 30s of SIGTERM", s.bin)
 	}
 }
 
@@ -472,12 +491,11 @@ func TestSinkRestart(t *testing.T) {
 	}
 	feed(10)
 	waitFor(t, 10*time.Second, "first points sent", func() bool { return in.Sent.Load() == offered() })
-	// VictoriaMetrics acknowledges before it persists: flush, so that SIGKILL loses nothing
-	// it acknowledged.
-	if resp, err := http.Get(s.url + "/internal/force_flush"); err == nil {
-		resp.Body.Close()
-	}
-	s.kill()
+	// The sink goes away with SIGTERM, not SIGKILL: VictoriaMetrics acknowledges a write
+	// before its index and data reach the disk (about a second later), so SIGKILL loses
+	// points it acknowledged, which no client can count (here, every point sent before the
+	// kill, in 4 runs out of 5). What is tested is intake's side: the server absent mid-run.
+	s.terminate(t)
 	start := time.Now()
 	feed(200) // 200 events, far more than the queue holds while the sink is down
 	if el := time.Since(start); el > time.Second {
