@@ -43,21 +43,29 @@ func Hash64(seed uint64, key []byte) uint64 {
 		key = key[8:]
 	}
 	if len(key) > 0 {
-		var w uint64
-		for i, c := range key {
-			w |= uint64(c) << (8 * i)
-		}
-		h = bits.RotateLeft64(h^w*mulK, 31) * mulK2
+		h = bits.RotateLeft64(h^loadTail(key)*mulK, 31) * mulK2
 	}
 	return fmix64(h)
 }
 
-// hashU64 is Hash64 of an 8-byte little-endian word, without the loop (sim and postcard values).
-func hashU64(seed, w uint64) uint64 {
-	h := seed ^ uint64((8*phi)%(1<<64))
-	h = bits.RotateLeft64(h^w*mulK, 31) * mulK2
-	return fmix64(h)
+// hashTail is Hash64 of a key of n bytes (1 to 8) whose little-endian word is w: the hot
+// paths hash 4-byte keys and values this way without a loop or a copy.
+func hashTail(seed, w uint64, n int) uint64 {
+	return fmix64(bits.RotateLeft64((seed^uint64(n)*phi)^w*mulK, 31) * mulK2)
 }
+
+// loadTail reads 1 to 7 bytes as a little-endian word, zero-padded, with at most three loads
+// instead of a loop over the bytes (the loads overlap; overlapping bytes are equal).
+func loadTail(b []byte) uint64 {
+	n := len(b)
+	if n >= 4 {
+		return uint64(binary.LittleEndian.Uint32(b)) | uint64(binary.LittleEndian.Uint32(b[n-4:]))<<(8*(n-4))
+	}
+	return uint64(b[0]) | uint64(b[n/2])<<(8*(n/2)) | uint64(b[n-1])<<(8*(n-1))
+}
+
+// hashU64 is Hash64 of an 8-byte little-endian word (sim and postcard values).
+func hashU64(seed, w uint64) uint64 { return hashTail(seed, w, 8) }
 
 // slotOf is copy n's slot for key hash h in a table of mask+1 slots.
 func slotOf(h uint64, n int, mask uint64) uint64 { return fmix64(h+uint64(n+1)*phi) & mask }
@@ -73,9 +81,23 @@ func CompatChecksum(key uint32) uint32 {
 }
 
 // CompatSlotHash is the prototype's slot hash of copy n of a 32-bit key (before masking).
-func CompatSlotHash(key uint32, n int) uint32 {
-	var b [5]byte
-	binary.LittleEndian.PutUint32(b[:], key)
-	b[4] = byte(n)
-	return crc32.ChecksumIEEE(b[:])
+func CompatSlotHash(key uint32, n int) uint32 { return compatSlot(CompatChecksum(key), n) }
+
+// compatKey is CompatChecksum of a key given as 4 big-endian bytes (as on the DTA wire): CRC-32
+// IEEE over the bytes in little-endian order, reversed here, four table steps without a copy
+// (crc32.ChecksumIEEE would make the bytes escape to the heap).
+func compatKey(key []byte) uint32 {
+	_ = key[3]
+	c := ^uint32(0)
+	for i := 3; i >= 0; i-- {
+		c = crc32.IEEETable[byte(c)^key[i]] ^ c>>8
+	}
+	return ^c
+}
+
+// compatSlot is CompatSlotHash from the key's checksum: CRC-32 of (key ‖ n) continues the
+// CRC of the key by one byte, one table step instead of a CRC over five bytes per copy.
+func compatSlot(csum uint32, n int) uint32 {
+	c := ^csum
+	return ^(crc32.IEEETable[byte(c)^byte(n)] ^ c>>8)
 }

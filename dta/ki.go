@@ -1,7 +1,6 @@
 package dta
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync/atomic"
 )
@@ -43,9 +42,18 @@ func NewKeyIncrement(r *Region) (*KeyIncrement, error) {
 // MaxN is the store's maximum redundancy.
 func (s *KeyIncrement) MaxN() int { return s.maxN }
 
-func (s *KeyIncrement) slot(key []byte, h uint64, i int) uint64 {
+// slotHash is what slot needs of the key: the compat checksum, or the key hash.
+func (s *KeyIncrement) slotHash(key []byte) uint64 {
 	if s.compat {
-		return uint64(CompatSlotHash(binary.BigEndian.Uint32(key), i)) & s.mask
+		return uint64(compatKey(key))
+	}
+	return Hash64(s.seed, key)
+}
+
+// slot is counter i's slot for the slotHash h.
+func (s *KeyIncrement) slot(h uint64, i int) uint64 {
+	if s.compat {
+		return uint64(compatSlot(uint32(h), i)) & s.mask
 	}
 	return slotOf(h, i, s.mask)
 }
@@ -55,9 +63,9 @@ func (s *KeyIncrement) Add(key []byte, c uint64, n int) error {
 	if s.compat && len(key) != 4 {
 		return errKeyLen
 	}
-	h := Hash64(s.seed, key)
+	h := s.slotHash(key)
 	for i := 0; i < n; i++ {
-		atomic.AddUint64(s.R.u64(s.slot(key, h, i)*8), c)
+		atomic.AddUint64(s.R.u64(s.slot(h, i)*8), c)
 	}
 	return nil
 }
@@ -70,10 +78,10 @@ func (s *KeyIncrement) Count(key []byte, n int) (uint64, error) {
 	if n <= 0 || n > s.maxN {
 		n = s.maxN
 	}
-	h := Hash64(s.seed, key)
+	h := s.slotHash(key)
 	m := ^uint64(0)
 	for i := 0; i < n; i++ {
-		m = min(m, s.R.load64(s.slot(key, h, i)*8))
+		m = min(m, s.R.load64(s.slot(h, i)*8))
 	}
 	return m, nil
 }

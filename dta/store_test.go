@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // The public prototype's CRC test vectors (dta-int-label-intcollector.md §2).
@@ -268,5 +270,177 @@ func TestRegionPersistAndReader(t *testing.T) {
 	c.Slots = 1 << 11
 	if _, err := CreateRegion(path, KWHeader(c, DefaultSeed), false); err == nil {
 		t.Fatal("geometry change accepted")
+	}
+}
+
+// Hash64 as docs/dta-layout.md defines it, one byte at a time: the reference the fast
+// paths (loadTail, hashTail) must agree with on every length.
+func refHash64(seed uint64, key []byte) uint64 {
+	h := seed ^ uint64(len(key))*phi
+	for i := 0; i < len(key); i += 8 {
+		var w uint64
+		for j := i; j < min(i+8, len(key)); j++ {
+			w |= uint64(key[j]) << (8 * (j - i))
+		}
+		h = bits.RotateLeft64(h^w*mulK, 31) * mulK2
+	}
+	return fmix64(h)
+}
+
+func TestHash64(t *testing.T) {
+	// Pinned: a change here changes every default-layout region on disk.
+	for _, v := range []struct {
+		key  string
+		want uint64
+	}{
+		{"", 0xe3466e179c45194d},
+		{"a", 0x5c2daa764544d612},
+		{"abcd", 0xd349616235a54b7e},
+		{"10.0.0.1", 0xb4192b9b3a4e3337},
+		{"0123456789abc", 0x3039b964fcfdd9be},
+		{"a 5-tuple key of 37 bytes, more or less", 0xe3dd5582efef862a},
+	} {
+		if h := Hash64(DefaultSeed, []byte(v.key)); h != v.want {
+			t.Errorf("Hash64(%q) = %#x, want %#x", v.key, h, v.want)
+		}
+	}
+	if h := hashU64(DefaultSeed^pcGXor, 12345); h != 0xdef6da5c4b82df21 {
+		t.Errorf("hashU64 = %#x", h)
+	}
+	key := make([]byte, 41)
+	for i := range key {
+		key[i] = byte(0xa5 ^ i*37)
+	}
+	for n := 0; n <= len(key); n++ {
+		if h, want := Hash64(7, key[:n]), refHash64(7, key[:n]); h != want {
+			t.Errorf("length %d: %#x, reference %#x", n, h, want)
+		}
+		if n >= 1 && n <= 8 {
+			var w uint64
+			for j := 0; j < n; j++ {
+				w |= uint64(key[j]) << (8 * j)
+			}
+			if h := hashTail(7, w, n); h != refHash64(7, key[:n]) {
+				t.Errorf("hashTail, length %d: %#x", n, h)
+			}
+		}
+	}
+}
+
+// The one-word insert path stores exactly the image the generic path builds, for every
+// value width up to 4 bytes and every shorter value.
+func TestKeyWriteWordPath(t *testing.T) {
+	for vb := 1; vb <= 4; vb++ {
+		s := anonKW(t, KWConfig{Layout: "default", Slots: 1 << 10, MaxRedundancy: 2, ChecksumBits: 32, ValueBytes: vb, Threshold: 1})
+		for vl := 0; vl <= 6; vl++ {
+			key := fmt.Appendf(nil, "key-%d-%d", vb, vl)
+			val := []byte{0x11, 0x22, 0x33, 0x44, 0x55, 0x66}[:vl]
+			s.Insert(key, val, 2)
+			var img [40]byte
+			v := val[max(0, vl-vb):]
+			copy(img[4+vb-len(v):4+vb], v)
+			h := Hash64(s.seed, key)
+			binary.LittleEndian.PutUint32(img[:4], checkOf(h)^s.valueMix(img[4:4+vb]))
+			for n := 0; n < 2; n++ {
+				off := slotOf(h, n, s.mask) * 8
+				if got := s.R.Data[off : off+8]; !bytes.Equal(got, img[:8]) {
+					t.Errorf("value bytes %d, value % x, copy %d: % x, want % x", vb, val, n, got, img[:8])
+				}
+			}
+			r, _ := s.Query(key, 0, 0)
+			if r.Status != Found || r.Votes != 2 || !bytes.Equal(r.Bytes(), img[4:4+vb]) {
+				t.Errorf("value bytes %d, value % x: query %+v", vb, val, r)
+			}
+		}
+	}
+}
+
+// QueryMany answers exactly as Query, key by key, in every layout and over a group boundary.
+func TestQueryMany(t *testing.T) {
+	for _, c := range []KWConfig{
+		{Layout: "compat", Slots: 1 << 8, MaxRedundancy: 4, ChecksumBits: 32, ValueBytes: 4, Threshold: 1},
+		{Layout: "default", Slots: 1 << 8, MaxRedundancy: 2, ChecksumBits: 32, ValueBytes: 4, Threshold: 1},
+		{Layout: "default", Slots: 1 << 8, MaxRedundancy: 3, ChecksumBits: 8, ValueBytes: 20, Threshold: 1},
+	} {
+		s := anonKW(t, c)
+		var keys [][]byte
+		for i := range 300 { // beyond the store's size: found, not_found and ambiguous answers
+			k := be32(uint32(i * 7919))
+			keys = append(keys, k)
+			if i < 250 {
+				s.Insert(k, be32(uint32(i)), 1+i%c.MaxRedundancy)
+			}
+		}
+		out := make([]KWResult, len(keys))
+		if err := s.QueryMany(keys, 0, 1, out); err != nil {
+			t.Fatal(err)
+		}
+		status := map[string]int{}
+		for i, k := range keys {
+			want, _ := s.Query(k, 0, 1)
+			if out[i] != want {
+				t.Errorf("%s key %d: QueryMany %+v, Query %+v", c.Layout, i, out[i], want)
+			}
+			status[want.Status]++
+		}
+		if status[Found] == 0 || status[NotFound] == 0 {
+			t.Errorf("%s: answers %v: the test needs found and not_found keys", c.Layout, status)
+		}
+	}
+	pc := PostcardConfig{Chunks: 1 << 6, Hops: 5, Redundancy: 2, SlotBits: 32, Cache: 64, Values: 1 << 8}
+	r, _ := AnonRegion(PostcardHeader(pc, DefaultSeed))
+	defer r.Close()
+	p, _ := NewPostcard(r)
+	var keys [][]byte
+	for i := range 100 {
+		k := be32(uint32(i))
+		keys = append(keys, k)
+		var vals [MaxHops]uint32
+		for h := range 5 {
+			vals[h] = uint32(i + h)
+			p.Learn(vals[h])
+		}
+		if i < 80 {
+			p.Write(k, &vals, uint32(1)<<(1+i%5)-1)
+		}
+	}
+	out := make([]PCResult, len(keys))
+	p.QueryMany(keys, out)
+	found := 0
+	for i, k := range keys {
+		if want := p.Query(k); out[i] != want {
+			t.Errorf("postcard key %d: QueryMany %+v, Query %+v", i, out[i], want)
+		} else if want.Status == Found {
+			found++
+		}
+	}
+	if found == 0 || found == len(keys) {
+		t.Errorf("postcard: %d of %d found: the test needs both", found, len(keys))
+	}
+}
+
+// A value table that disagrees with its counter (a crashed or foreign writer) makes a query
+// slower, never endless: the lookup table is sized from the entries present.
+func TestPostcardFullValueTable(t *testing.T) {
+	c := PostcardConfig{Chunks: 1 << 6, Hops: 5, Redundancy: 2, SlotBits: 32, Cache: 64, Values: 1 << 10}
+	r, _ := AnonRegion(PostcardHeader(c, DefaultSeed))
+	defer r.Close()
+	p, _ := NewPostcard(r)
+	p.Learn(5)
+	var vals [MaxHops]uint32
+	vals[0] = 5
+	p.Write([]byte("k"), &vals, 1)
+	for i := uint64(0); i <= p.vmask; i++ { // every entry used, the counter still says 1
+		binary.LittleEndian.PutUint64(r.Data[p.vals+i*8:], 1<<32|uint64(1000+i))
+	}
+	done := make(chan PCResult)
+	go func() { done <- p.Query([]byte("k")) }()
+	select {
+	case q := <-done:
+		if q.Status != NotFound { // 5 is no longer in the table
+			t.Errorf("query %+v", q)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("query did not return")
 	}
 }
