@@ -10,11 +10,14 @@ import (
 // switch (the source), every switch pushes its hop (transit), and the last switch (the sink)
 // strips the stack and sends a Telemetry Report v2.0 carrying the inner packet's headers and
 // the stack, newest first. A postcard packet makes every switch it crosses send a TR v2.0
-// report whose stack holds that switch's hop only (INT-XD: no metadata in the packet).
-// Reports use the instruction bitmap 0xff00 (node id, level-1 ports, hop latency, queue id
-// and occupancy, ingress and egress timestamps, level-2 ports, tx utilization).
+// individual report (INT-XD: no metadata in the packet) whose RepMdBits carry the reporting
+// hop's own metadata, the inner packet following without INT headers. Both use the same
+// metadata: node id (the group header's node id in a postcard), level-1 ports, hop latency,
+// queue id and occupancy, ingress and egress timestamps, level-2 ports, tx utilization —
+// the INT instruction bitmap 0xff00, and RepMdBits 0x7f00 (bit 0 is reserved in TR v2.0:
+// the node id is the group header's).
 
-const mdBitmap, mdHopML = 0xff00, 11
+const mdBitmap, mdHopML, xdMdBits = 0xff00, 11, 0x7f00
 
 func (f *Fabric) hostAddr(h int32) netip.Addr {
 	return netip.AddrFrom4([4]byte{10, byte(h >> 8), byte(h), 2})
@@ -71,11 +74,15 @@ func (f *Fabric) mdSink(i int32, sw uint8, _ int64) {
 	}
 }
 
-// postcard sends switch sw's postcard for packet i.
+// postcard sends switch sw's postcard for packet i: its hop as the report's RepMdBits
+// metadata (the reporter hop), the packet's headers as the inner packet.
 func (f *Fabric) postcard(i int32, e *egress, sw uint8, ct int64, depth uint32) {
 	p := &f.pkts[i]
 	r := f.report(p, sw)
-	r.INT.RemHops = uint8(f.maxHop + 3)
+	r.INT = telemetry.INTHeader{}
+	r.Inner.Encap = telemetry.EncapNone
+	r.TR.MDBits = xdMdBits
+	r.ReporterHop = true
 	*r.AddHop() = f.hop(p, e, sw, ct, depth)
 	if !e.toHost {
 		r.Flags |= telemetry.FlagIntermediate
