@@ -36,8 +36,12 @@ type Figure struct {
 // Setup is one run of the testbed (§6.1 defaults: server1 and server8 send 1 kB packets to
 // random other servers at 5 Mb/s each, fixed routes, T = 50 ms, telemetry interval 100 ms).
 type Setup struct {
-	Algo     fabric.Algo
-	Pro      bool
+	Algo fabric.Algo
+	// Pro runs Algorithm 3 in the collector (label.Controller.Tick) feeding shifts back.
+	Pro bool
+	// ProFlag runs the prototype's flag controller instead (flagPro: label every packet for
+	// 10 T_i after a port misses one T_i).
+	ProFlag  bool
 	T, T1    time.Duration
 	Ti       time.Duration
 	F        label.F
@@ -120,13 +124,17 @@ func Run(s Setup) (Result, error) {
 	truth := fabric.NewTruth(int64(s.Ti), false)
 	f.SetTracer(truth)
 	f.SetSink(truth)
-	if s.Pro {
+	if s.Pro || s.ProFlag {
 		lc := label.DefaultConfig()
 		lc.TelemetryInterval, lc.LabelingInterval, lc.K = s.Ti, s.T, s.K
 		lc.ActiveWindows = 60
 		ctl := label.New(lc, f, f.Now)
 		truth.Next = procSink{ctl}
-		f.SetTick(5*time.Millisecond, ctl.Tick)
+		if s.ProFlag {
+			f.SetTick(5*time.Millisecond, newFlagPro(ctl, f, int64(s.Ti)).tick)
+		} else {
+			f.SetTick(5*time.Millisecond, ctl.Tick)
+		}
 	}
 	end := int64(s.Duration)
 	if s.Packets > 0 {
@@ -213,5 +221,13 @@ func contains(xs []string, s string) bool {
 }
 
 func seed(o Options) uint64 { return max(o.Seed, 1) }
+
+// dur is a run's length: d, or five times d in the long variant.
+func (o Options) dur(d time.Duration) time.Duration {
+	if o.Long {
+		return 5 * d
+	}
+	return d
+}
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
