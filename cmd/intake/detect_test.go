@@ -1,0 +1,236 @@
+package main
+
+import (
+	"net"
+	"os"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/intake-int/intake/telemetry"
+	"github.com/intake-int/intake/wire"
+)
+
+// serveDetect runs `intake serve` in-process with config text, returns its report listener
+// and HTTP addresses, and stops it with SIGTERM at the test's end.
+func serveDetect(t *testing.T, config string) (trAddr, httpAddr string) {
+	t.Helper()
+	cfg := writeFile(t, "serve.yaml", config)
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run([]string{"serve", "--config", cfg}, &out, &errb) }()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if s := errb.String(); strings.Contains(s, "ready;") {
+			for _, line := range strings.Split(s, "\n") {
+				if a, ok := strings.CutPrefix(line, "intake serve: listening for report on udp "); ok {
+					trAddr, _, _ = strings.Cut(a, " ")
+				}
+				if a, ok := strings.CutPrefix(line, "intake serve: http on "); ok {
+					httpAddr, _, _ = strings.Cut(a, " ")
+				}
+			}
+			break
+		}
+	}
+	if trAddr == "" || httpAddr == "" {
+		t.Fatalf("serve did not come up:\n%s", errb.String())
+	}
+	t.Cleanup(func() {
+		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("serve exited %d: %s", code, errb.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("serve did not stop on SIGTERM")
+		}
+	})
+	return trAddr, httpAddr
+}
+
+// receive-time stamps differ from run to run: the tests compare everything else exactly.
+var (
+	rfcTime = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+	nsTime  = regexp.MustCompile(`"(time_ns)": \d+`)
+)
+
+func untime(s string) string {
+	return nsTime.ReplaceAllString(rfcTime.ReplaceAllString(s, "TIME"), `"$1": NS`)
+}
+
+// TestQueryEventsAndFlow: two TR v2.0 reports over loopback into `intake serve` with the
+// detector's defaults (T(m) = 50, drops and seq_gaps 0), then `intake query events` and
+// `intake query flow`, in text and --json, and their errors.
+func TestQueryEventsAndFlow(t *testing.T) {
+	trAddr, httpAddr := serveDetect(t, `
+listeners:
+  - {name: tr, format: report, address: 127.0.0.1, port: 0, sockets: 1}
+http: {address: '127.0.0.1:0'}
+export: {period: 0s}
+`)
+	enc, err := wire.NewEncoder(wire.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("udp", trAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	send := func(r telemetry.Report) {
+		b, err := enc.Append(nil, &r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Write(b)
+	}
+	// waitEvents polls until the log holds n events, so each report is in before the next.
+	waitEvents := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, out, _ := runVerb("query", "events", "--addr", httpAddr, "--json"); strings.Count(out, `"seq":`) == n {
+				return
+			}
+		}
+		_, out, errs := runVerb("query", "events", "--addr", httpAddr, "--json")
+		t.Fatalf("waiting for %d events:\n%s%s", n, out, errs)
+	}
+	// Report 1: path 1:2:3, every hop latency 1000, queue occupancy 40, tx utilization 55
+	// (serve_test.go's trReport), sequence 1 of (node 5, hw_id 1).
+	send(trReport())
+	waitEvents(12) // seq_gaps; (queue, port) of 3 switches; path, flow latency, 3 hop latencies
+	// Report 2: switch 2's hop latency 1100 (|Δ| 100 > 50), sequence 3 (one report missing).
+	r := trReport()
+	r.Seq = 3
+	r.Hops[1].HopLatency = 1100
+	send(r)
+	waitEvents(15) // + seq_gaps 0→1, flow latency 3000→3100, switch 2's hop latency
+
+	code, out, errs := runVerb("query", "events", "--addr", httpAddr)
+	want := `TIME                            KIND     SCOPE   MEASUREMENT       KEY                                          PREV  VALUE  THRESHOLD
+TIME  new_key  switch  seq_gaps          switch_id=5 hw_id=1                          0     0      -
+TIME  new_key  switch  queue_occupancy   switch_id=3 queue_id=3                       0     40     -
+TIME  new_key  switch  tx_utilization    switch_id=3 port=2                           0     55     -
+TIME  new_key  switch  queue_occupancy   switch_id=2 queue_id=3                       0     40     -
+TIME  new_key  switch  tx_utilization    switch_id=2 port=2                           0     55     -
+TIME  new_key  switch  queue_occupancy   switch_id=1 queue_id=3                       0     40     -
+TIME  new_key  switch  tx_utilization    switch_id=1 port=2                           0     55     -
+TIME  new_key  e2e     flow_path         10.0.0.1:40000->10.0.1.2:443/17              -     1:2:3  -
+TIME  new_key  e2e     flow_latency      10.0.0.1:40000->10.0.1.2:443/17              0     3000   -
+TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_id=1  0     1000   -
+TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_id=2  0     1000   -
+TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_id=3  0     1000   -
+TIME  change   switch  seq_gaps          switch_id=5 hw_id=1                          0     1      0
+TIME  change   e2e     flow_latency      10.0.0.1:40000->10.0.1.2:443/17              3000  3100   50
+TIME  change   switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_id=2  1000  1100   50
+15 events
+`
+	if code != 0 || untime(out) != want {
+		t.Errorf("query events: %d %s\n%s\nwant\n%s", code, errs, untime(out), want)
+	}
+
+	code, out, errs = runVerb("query", "events", "--addr", httpAddr, "--kind", "change", "--limit", "1", "--json")
+	want = `{
+  "events": [
+    {
+      "seq": 15,
+      "time": "TIME",
+      "time_ns": NS,
+      "dev_time": 1000001000,
+      "kind": "change",
+      "scope": "switch",
+      "measurement": "flow_hop_latency",
+      "key": {
+        "src": "10.0.0.1",
+        "dst": "10.0.1.2",
+        "sport": 40000,
+        "dport": 443,
+        "proto": 17,
+        "switch_id": 2
+      },
+      "prev": 1000,
+      "value": 1100,
+      "threshold": 50
+    }
+  ]
+}
+`
+	if code != 0 || untime(out) != want {
+		t.Errorf("query events --kind change --limit 1 --json: %d %s\n%s", code, errs, untime(out))
+	}
+
+	flow := []string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1", "--dst", "10.0.1.2", "--sport", "40000", "--dport", "443", "--proto", "17"}
+	code, out, errs = runVerb(flow...)
+	want = `flow 10.0.0.1:40000 -> 10.0.1.2:443 proto 17
+  path          1:2:3 (3 hops)
+  flow latency  3100
+  hop switch 1      latency 1000
+  hop switch 2      latency 1100
+  hop switch 3      latency 1000
+  queue switch 1 queue 3: occupancy 40 congestion -
+  queue switch 2 queue 3: occupancy 40 congestion -
+  queue switch 3 queue 3: occupancy 40 congestion -
+  port switch 1 port 2: tx utilization 55
+  port switch 2 port 2: tx utilization 55
+  port switch 3 port 2: tx utilization 55
+  reports 2, first seen TIME, last seen TIME
+`
+	if code != 0 || untime(out) != want {
+		t.Errorf("query flow: %d %s\n%s\nwant\n%s", code, errs, untime(out), want)
+	}
+	code, out, _ = runVerb(append(flow, "--json")...)
+	if code != 0 || !strings.Contains(out, "\n  \"path\": [\n    1,\n    2,\n    3\n  ],\n  \"path_len\": 3,\n  \"flow_latency\": 3100,\n") {
+		t.Errorf("query flow --json: %d\n%s", code, out)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1", "--dst", "10.0.1.2", "--sport", "40001", "--dport", "443", "--proto", "17"},
+			1, "intake query: 404 Not Found: no such flow (unknown, expired or evicted)\n"},
+		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1", "--dst", "::1"},
+			1, "intake query: 400 Bad Request: parameter src: \"10.0.0.1,::1\": must be IPv4 or IPv6 addresses of one family for src and dst\n"},
+		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1"}, 2, "intake query: --src and --dst are required\n"},
+		{[]string{"query", "events", "--addr", httpAddr, "--kind", "bogus"},
+			1, "intake query: 400 Bad Request: parameter kind: \"bogus\": must be a comma-separated list of new_key, path_change, change, above, below, expire\n"},
+		{[]string{"query", "events", "--addr", httpAddr, "--since", "soon"},
+			1, "intake query: 400 Bad Request: parameter since: \"soon\": must be an RFC 3339 time, Unix nanoseconds, or a duration such as 5m\n"},
+	} {
+		code, _, errs := runVerb(tc.args...)
+		if code != tc.code || errs != tc.want {
+			t.Errorf("%v: %d %q, want %d %q", tc.args[1:], code, errs, tc.code, tc.want)
+		}
+	}
+}
+
+// TestDetectConfigErrors: detect.change.<measurement> and detect.above.<measurement> with
+// an unknown measurement, a measurement without a numeric value, or a bad value stop
+// `serve --check` with the key, the value and what is allowed.
+func TestDetectConfigErrors(t *testing.T) {
+	const allowed = "(allowed: flow_latency, flow_hop_latency, queue_occupancy, queue_congestion, tx_utilization, buffer_occupancy, drops, seq_gaps)"
+	for _, tc := range []struct{ yaml, want string }{
+		{"detect:\n  change: {hop_latency: 5}\n", "detect.change.hop_latency: unknown measurement " + allowed},
+		{"detect:\n  above: {queue_depth: 5}\n", "detect.above.queue_depth: unknown measurement " + allowed},
+		{"detect:\n  above: {flow_path: 1}\n", "detect.above.flow_path: a path has no numeric value to compare " + allowed},
+		{"detect:\n  change: {flow_latency: -1}\n", "detect.change.flow_latency: -1: must be a non-negative integer"},
+		{"detect:\n  above: {tx_utilization: high}\n", "detect.above.tx_utilization: high: must be a non-negative integer"},
+		{"detect:\n  change: 50\n", "detect.change: 50: must be a mapping of names to a non-negative integer"},
+	} {
+		p := writeFile(t, "detect.yaml", tc.yaml)
+		code, _, errs := runVerb("serve", "--config", p, "--check")
+		if want := "intake serve: " + p + ": " + tc.want + "\n"; code != 1 || errs != want {
+			t.Errorf("%q: %d %q\nwant %q", tc.yaml, code, errs, want)
+		}
+	}
+	// The good ones pass and show in --dump.
+	p := writeFile(t, "detect.yaml", "detect:\n  change: {flow_latency: 0}\n  above: {queue_occupancy: 1000}\n")
+	code, out, errs := runVerb("serve", "--config", p, "--dump")
+	if code != 0 || !strings.Contains(out, "        flow_latency: 0\n") || !strings.Contains(out, "    above:\n        queue_occupancy: 1000\n") {
+		t.Errorf("--dump: %d %s\n%s", code, errs, out)
+	}
+}
