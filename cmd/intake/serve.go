@@ -92,10 +92,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 
-	coll, srv, err := newCollector(&cfg, *capture == "")
+	coll, env, err := newCollector(&cfg, *capture == "")
 	if err != nil {
 		return err
 	}
+	srv := env.API
 	if *capture != "" {
 		return serveCapture(coll, *capture, stdout)
 	}
@@ -137,9 +138,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 
 // newCollector builds the collector serve runs: every processor of serveProcessors over one
 // metrics registry and event bus, and the HTTP server when withHTTP and the configuration has
-// one (else nil). demo and bench ingest build theirs here too, so that they measure and show
-// what serve runs.
-func newCollector(cfg *config.Config, withHTTP bool) (*ingest.Collector, *api.Server, error) {
+// one (env.API, else nil). demo and bench ingest build theirs here too, so that they measure
+// and show what serve runs; extra processors (the demo's) run after serve's.
+func newCollector(cfg *config.Config, withHTTP bool, extra ...ingest.Processor) (*ingest.Collector, *procEnv, error) {
 	reg := metrics.NewRegistry()
 	var srv *api.Server
 	if cfg.HTTP.Address != "" && withHTTP {
@@ -156,14 +157,14 @@ func newCollector(cfg *config.Config, withHTTP bool) (*ingest.Collector, *api.Se
 			procs = append(procs, p)
 		}
 	}
-	coll, err := ingest.New(*cfg, reg, procs...)
+	coll, err := ingest.New(*cfg, reg, append(procs, extra...)...)
 	if err != nil {
 		return nil, nil, err
 	}
 	if srv != nil {
 		srv.SetCollector(coll)
 	}
-	return coll, srv, nil
+	return coll, env, nil
 }
 
 func serveCapture(coll *ingest.Collector, path string, stdout io.Writer) error {

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestDemo runs the demo for a few seconds: every stream arrives and decodes, the screen
+// shows every flow of the generator and lists the slowest flows slowest first, and the final
+// summary has no drops.
+func TestDemo(t *testing.T) {
+	code, out, errs := runVerb("demo", "--duration", "2500ms", "--http", "127.0.0.1:0", "--rate", "400",
+		"--flows", "20", "--top", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, "intake demo: tr2.0 md: 20 flows over 16 switches") {
+		t.Errorf("start line: %q", errs)
+	}
+	screens := strings.Split(out, "intake demo   up ")
+	if len(screens) < 3 {
+		t.Fatalf("%d screens in 2.5 s, want at least 2:\n%s", len(screens)-1, out)
+	}
+	last := screens[len(screens)-1]
+	for _, want := range []string{
+		"flows       20 active in the last 5 s",
+		"drops: kernel 0, decode errors 0, ingest 0, queues 0",
+		"slowest flows (end-to-end latency of the last report)",
+		"slowest hops (hop latency by switch, last second)",
+		"intake demo: stopped after",
+		"  decode errors     0\n",
+		"  kernel drops      0\n",
+	} {
+		if !strings.Contains(last, want) {
+			t.Errorf("last screen lacks %q:\n%s", want, last)
+		}
+	}
+	// Every stream is received: report, DTA and INT-label.
+	if !regexp.MustCompile(`reports decoded   \d+ \(dta \d+, int-label \d+, tr2\.0 \d+\)`).MatchString(last) {
+		t.Errorf("final summary lacks a stream:\n%s", last)
+	}
+	// Three flows, slowest first, each with a five-switch path.
+	re := regexp.MustCompile(`(?m)^  10\.0\.0\.\d+:\d+ > 172\.16\.0\.\d+:\d+ (?:tcp|udp) +([0-9.]+) µs   path \d+( > \d+){4}$`)
+	rows := re.FindAllStringSubmatch(last, -1)
+	if len(rows) != 3 {
+		t.Fatalf("%d slowest-flow rows, want 3:\n%s", len(rows), last)
+	}
+	prev := 1e18
+	for _, r := range rows {
+		v, _ := strconv.ParseFloat(r[1], 64)
+		if v > prev {
+			t.Errorf("slowest flows not in descending order:\n%s", last)
+		}
+		prev = v
+	}
+}
+
+func TestDemoMisuse(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rate", "0"}, "--rate: 0: must be positive"},
+		{[]string{"--top", "0"}, "--top: 0: allowed is 1 to 100"},
+		{[]string{"--format", "dta"}, "--format: dta: the demo's main stream is telemetry reports"},
+	} {
+		code, _, errs := runVerb(append([]string{"demo"}, tc.args...)...)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
