@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/gen"
+)
+
+// TestEndToEnd is issue 4's end-to-end test: intake gen's stream into the collector serve
+// builds (every default processor, the HTTP API) over loopback, below capacity, with
+// malformed datagrams interleaved. Every count is exact: datagrams, reports, decode errors by
+// reason, each flow's reports and path as the detector's flow API gives them; and stopping
+// leaves no goroutine behind.
+func TestEndToEnd(t *testing.T) {
+	before := runtime.NumGoroutine()
+	cfg := config.Default()
+	cfg.Listeners = []config.Listener{{Format: "report", Address: "127.0.0.1", Sockets: 2}}
+	cfg.HTTP.Address = "127.0.0.1:0"
+	cfg.DTA.DataDir = t.TempDir()
+	cfg.FillDefaults()
+	coll, env, err := newCollector(&cfg, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := coll.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.API.Start(); err != nil {
+		coll.Stop()
+		t.Fatal(err)
+	}
+	base := "http://" + env.API.Addr()
+
+	gcfg := gen.DefaultConfig()
+	gcfg.Flows, gcfg.Seed = 30, 7
+	g, err := gen.New(gcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	snd, err := gen.NewSender(g, gen.SendConfig{To: coll.ListenerAddr(0), Sockets: 2, Rate: 30000, Count: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snd.Close()
+	done := make(chan error, 1)
+	go func() {
+		st, err := snd.Run(context.Background())
+		if err == nil && (st.Datagrams != n || st.SendErrors != 0) {
+			err = fmt.Errorf("sent %d datagrams, %d send errors", st.Datagrams, st.SendErrors)
+		}
+		done <- err
+	}()
+
+	// Malformed datagrams while the stream runs: 10 cut inside the TR v2.0 group header, 5
+	// with report version 7.
+	bad, err := net.Dial("udp", coll.ListenerAddr(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	for i := 0; i < 15; i++ {
+		d := []byte{0x20, 0x00, 0x00, 0x00, 0x00, 0x01} // version 2, 6 of the 12 header bytes
+		if i >= 10 {
+			d = []byte{0x70, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+		}
+		if _, err := bad.Write(d); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	settle(coll)
+	truth := g.Truth(n)
+
+	var st struct {
+		Packets uint64 `json:"packets_received"`
+		Reports uint64 `json:"reports_decoded"`
+		Errors  struct {
+			Total    uint64            `json:"total"`
+			ByReason map[string]uint64 `json:"by_reason"`
+		} `json:"decode_errors"`
+		Kernel uint64 `json:"kernel_drops"`
+	}
+	getJSON(t, base+"/api/v1/status", &st)
+	if st.Packets != n+15 || st.Reports != truth.Reports || st.Kernel != 0 {
+		t.Errorf("status: %d packets, %d reports, %d kernel drops; want %d, %d, 0", st.Packets, st.Reports, st.Kernel, n+15, truth.Reports)
+	}
+	if st.Errors.Total != 15 || st.Errors.ByReason["truncated"] != 10 || st.Errors.ByReason["unknown_version"] != 5 {
+		t.Errorf("decode errors %+v: want 10 truncated and 5 unknown_version", st.Errors)
+	}
+	for i := 0; i < gcfg.Flows; i++ {
+		k, path := g.Flow(i)
+		q := url.Values{"src": {k.SrcAddr().String()}, "dst": {k.DstAddr().String()},
+			"sport": {fmt.Sprint(k.SrcPort)}, "dport": {fmt.Sprint(k.DstPort)}, "proto": {fmt.Sprint(k.Proto)}}
+		var fs struct {
+			Path    []uint32 `json:"path"`
+			Reports uint64   `json:"reports"`
+		}
+		getJSON(t, base+"/api/v1/flow?"+q.Encode(), &fs)
+		if fs.Reports != truth.ByFlow[i] || !slices.Equal(fs.Path, path) {
+			t.Errorf("flow %d: %d reports over path %v; want %d over %v", i, fs.Reports, fs.Path, truth.ByFlow[i], path)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := env.API.Stop(ctx); err != nil {
+		t.Error(err)
+	}
+	if err := coll.Stop(); err != nil {
+		t.Error(err)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	deadline := time.Now().Add(3 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		buf := make([]byte, 1<<16)
+		t.Errorf("%d goroutines before, %d after stopping:\n%s", before, after, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+func getJSON(t *testing.T, u string, v any) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", u, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+}
