@@ -96,6 +96,17 @@ func (t *Truth) Windows(from, to int64) []TruthWindow {
 	return out
 }
 
+// Prune forgets the windows before window w, so that a long run keeps bounded state.
+func (t *Truth) Prune(w int64) {
+	for _, m := range []map[int64]map[uint16]struct{}{t.traffic, t.covered} {
+		for k := range m {
+			if k < w {
+				delete(m, k)
+			}
+		}
+	}
+}
+
 // Span returns the first and one past the last window with traffic.
 func (t *Truth) Span() (from, to int64) {
 	ws := make([]int64, 0, len(t.traffic))
