@@ -107,6 +107,56 @@ func (p *Pipeline) ReductionFactor() float64 {
 	return float64(p.values()) / float64(ex)
 }
 
+// Status is the export side of the reduction accounting and every sink's counters, as
+// GET /api/v1/detect/status shows them.
+type Status struct {
+	// Values is M_all, the metric values the detector saw (absent when unknown).
+	Values *uint64 `json:"values,omitempty"`
+	// ExportedEvents (M_event) and ExportedPeriodic are the values exported by source.
+	ExportedEvents   uint64 `json:"exported_events"`
+	ExportedPeriodic uint64 `json:"exported_periodic"`
+	// ReductionFactor is Values / (ExportedEvents + ExportedPeriodic), absent before
+	// anything was exported.
+	ReductionFactor *float64 `json:"reduction_factor,omitempty"`
+	// RingOverflow counts events the pipeline's bus ring dropped (never exported).
+	RingOverflow uint64       `json:"ring_overflow"`
+	Sinks        []SinkStatus `json:"sinks"`
+}
+
+// SinkStatus is one sink's counters: points sent, sent again after a failure, dropped by
+// reason, and events waiting in its queue.
+type SinkStatus struct {
+	Name    string            `json:"name"`
+	Sent    uint64            `json:"sent"`
+	Retried uint64            `json:"retried"`
+	Dropped map[string]uint64 `json:"dropped"`
+	Queued  int               `json:"queued"`
+}
+
+// Status returns the pipeline's counters now. A sink that does not count (an extra sink
+// without a SinkStatus method) is listed by name.
+func (p *Pipeline) Status() Status {
+	st := Status{ExportedEvents: p.fromEvents.Load(), ExportedPeriodic: p.fromPeriod.Load(), Sinks: []SinkStatus{}}
+	if p.values != nil {
+		v := p.values()
+		st.Values = &v
+		if f := p.ReductionFactor(); !math.IsNaN(f) {
+			st.ReductionFactor = &f
+		}
+	}
+	if p.cons != nil {
+		st.RingOverflow = p.cons.Overflow()
+	}
+	for _, s := range p.sinks {
+		if c, ok := s.(interface{ SinkStatus() SinkStatus }); ok {
+			st.Sinks = append(st.Sinks, c.SinkStatus())
+		} else {
+			st.Sinks = append(st.Sinks, SinkStatus{Name: s.Name(), Dropped: map[string]uint64{}})
+		}
+	}
+	return st
+}
+
 // Consumer returns the pipeline's bus consumer (nil before Start).
 func (p *Pipeline) Consumer() *event.Consumer { return p.cons }
 

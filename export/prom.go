@@ -61,6 +61,12 @@ func NewGauges(reg *metrics.Registry, limit int, counters *metrics.Registry) *Ga
 	return g
 }
 
+// SinkStatus returns the gauges' counters: values set, and values of keys beyond the
+// series limit dropped.
+func (g *Gauges) SinkStatus() SinkStatus {
+	return SinkStatus{Name: g.Name(), Sent: g.Set.Load(), Dropped: map[string]uint64{"series_limit": g.Dropped.Load()}}
+}
+
 func (g *Gauges) Name() string               { return "prometheus" }
 func (g *Gauges) Start() error               { return nil }
 func (g *Gauges) Stop(context.Context) error { return nil }

@@ -96,6 +96,12 @@ func (s *queued) Dropped() uint64 {
 	return s.DropQueue.Load() + s.DropRejected.Load() + s.DropEnd.Load()
 }
 
+// SinkStatus returns the sink's counters.
+func (s *queued) SinkStatus() SinkStatus {
+	return SinkStatus{Name: s.name, Sent: s.Sent.Load(), Retried: s.Retried.Load(), Queued: len(s.q),
+		Dropped: map[string]uint64{dropQueueFull: s.DropQueue.Load(), dropRejected: s.DropRejected.Load(), dropShutdown: s.DropEnd.Load()}}
+}
+
 func (s *queued) Start() error {
 	go s.run()
 	return nil

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -186,6 +188,68 @@ TIME  change   switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_
 		t.Errorf("query flow --json: %d\n%s", code, out)
 	}
 
+	// Reduction accounting: 24 values seen (12 a report: seq_gaps, 3 queues, 3 ports, path,
+	// flow latency, 3 hop latencies), 15 exported as events, none periodic (period 0).
+	// The event log reads the bus on its own: wait until the pipeline has all 15 too.
+	var body string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if body = httpGet(t, "http://"+httpAddr+"/api/v1/detect/status"); strings.Contains(body, `"exported_events": 15,`) {
+			break
+		}
+	}
+	if want := `{
+  "detect": {
+    "reports": 2,
+    "values": 24,
+    "events": {
+      "above": 0,
+      "below": 0,
+      "change": 3,
+      "new_key": 12,
+      "path_change": 0
+    },
+    "flows": 1,
+    "keys": 7,
+    "evicted_flows": 0,
+    "evicted_keys": 0,
+    "expired": 0
+  },
+  "export": {
+    "values": 24,
+    "exported_events": 15,
+    "exported_periodic": 0,
+    "reduction_factor": 1.6,
+    "ring_overflow": 0,
+    "sinks": [
+      {
+        "name": "prometheus",
+        "sent": 14,
+        "retried": 0,
+        "dropped": {
+          "series_limit": 0
+        },
+        "queued": 0
+      }
+    ]
+  }
+}
+`; body != want {
+		t.Errorf("/api/v1/detect/status:\n%s\nwant\n%s", body, want)
+	}
+	metricsText := httpGet(t, "http://"+httpAddr+"/metrics")
+	for _, line := range []string{
+		"intake_detect_values_total 24\n",
+		"intake_export_values_total{source=\"event\"} 15\n",
+		"intake_export_values_total{source=\"periodic\"} 0\n",
+		"intake_export_reduction_factor 1.6\n",
+		// The gauges of the latest values: switch 2's hop latency is 1100.
+		"intake_flow_hop_latency{dport=\"443\",dst=\"10.0.1.2\",proto=\"17\",sport=\"40000\",src=\"10.0.0.1\",switch_id=\"2\"} 1100\n",
+	} {
+		if !strings.Contains(metricsText, line) {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -233,4 +297,18 @@ func TestDetectConfigErrors(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "        flow_latency: 0\n") || !strings.Contains(out, "    above:\n        queue_occupancy: 1000\n") {
 		t.Errorf("--dump: %d %s\n%s", code, errs, out)
 	}
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %v %s %s", url, err, resp.Status, b)
+	}
+	return string(b)
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"time"
 
+	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/detect"
 	"github.com/intake-int/intake/export"
 	"github.com/intake-int/intake/ingest"
@@ -11,7 +13,8 @@ import (
 )
 
 // The event detector (detect) with its event bus, event log, export pipeline (export) and
-// HTTP endpoints: /api/v1/events, /api/v1/events/stream, /api/v1/flow, /api/v1/thresholds.
+// HTTP endpoints: /api/v1/events, /api/v1/events/stream, /api/v1/flow, /api/v1/thresholds,
+// /api/v1/detect/status.
 
 func init() {
 	serveProcessors = append(serveProcessors, func(env *procEnv) (ingest.Processor, error) {
@@ -54,6 +57,11 @@ func newDetectProc(env *procEnv) (*detectProc, error) {
 	if env.API != nil {
 		p.log = detect.NewLog(env.Bus, cfg.EventLog, cfg.Ring)
 		d.Register(env.API, p.log)
+		env.API.Handle("GET /api/v1/detect/status", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if api.CheckParams(w, r) {
+				api.JSON(w, http.StatusOK, p.Status())
+			}
+		}))
 	}
 	ov := reg.Counter("intake_event_ring_overflow_total", "Events dropped because a bus consumer's ring was full, by consumer.", "consumer")
 	ov.Func(func() float64 {
@@ -66,6 +74,19 @@ func newDetectProc(env *procEnv) (*detectProc, error) {
 		ov.Func(func() float64 { return float64(p.log.Consumer().Overflow()) }, "log")
 	}
 	return p, nil
+}
+
+// DetectStatus is GET /api/v1/detect/status: the detector's counters (values seen: M_all)
+// and the export pipeline's (values exported by source, the reduction factor, every sink's
+// sent, retried and dropped points).
+type DetectStatus struct {
+	Detect detect.Stats  `json:"detect"`
+	Export export.Status `json:"export"`
+}
+
+// Status returns the counters now.
+func (p *detectProc) Status() DetectStatus {
+	return DetectStatus{Detect: p.Detector.Stats(), Export: p.pipe.Status()}
 }
 
 func (p *detectProc) Start(workers int) error {

@@ -107,7 +107,9 @@ func runQueryEvents(args []string, stdout, stderr io.Writer) error {
 		if e.Measurement == "flow_path" {
 			prev, val = "-", joinPath(e.Path)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Time, e.Kind, e.Scope, e.Measurement, keyString(e.Key), prev, val, th)
+		// Fixed-width nanoseconds (RFC 3339 would trim trailing zeros), so columns align.
+		at := time.Unix(0, e.TimeNS).UTC().Format("2006-01-02T15:04:05.000000000Z07:00")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", at, e.Kind, e.Scope, e.Measurement, keyString(e.Key), prev, val, th)
 	}
 	tw.Flush()
 	fmt.Fprintf(stdout, "%d events\n", len(r.Events))
