@@ -237,3 +237,23 @@ type discard struct{}
 
 func (discard) Label(int64, *telemetry.Report)  {}
 func (discard) Report(int64, *telemetry.Report) {}
+
+// BenchmarkEventHeapBaseline is the floor under BenchmarkVirtualFatTree: the same event
+// heap with as many events in flight, one push, one pop and one PCG draw per event and no
+// switch logic. The fabric's packet-hops/s over these events/s says what the emulation
+// costs beyond its event queue.
+func BenchmarkEventHeapBaseline(b *testing.B) {
+	f := &Fabric{}
+	f.rng = testbed(b, AlgoA, nil).rng
+	for i := range 4096 {
+		f.push(event{t: int64(i) * 1000})
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e := f.pop()
+		e.t += 1000 + int64(f.rng.IntN(4096000))
+		f.push(e)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
