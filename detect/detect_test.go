@@ -277,32 +277,3 @@ func BenchmarkProcess(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/5, "ns/hop")
 }
-
-// TestReductionSynthetic is INTCollector §V-B2's accounting on a synthetic run: 1000 flows
-// over 5 switches, 100 reports each (10 per second for 10 s), hop latencies jittering by
-// ±20 around 500 with a jump of 200 on one switch halfway; one periodic push per 10 s.
-func TestReductionSynthetic(t *testing.T) {
-	var bus event.Bus
-	c := bus.Subscribe("t", 1<<20)
-	cfg := DefaultConfig()
-	d := New(cfg, &bus)
-	for round := 0; round < 100; round++ {
-		for f := 0; f < 1000; f++ {
-			jit := uint32((f*7+round*13)%41) - 20
-			lat3 := uint32(500)
-			if round >= 50 {
-				lat3 = 700
-			}
-			d.Process(0, report(int64(round)*1e8, uint16(f), hop{1, 500 + jit, 100, 10}, hop{2, 500 - jit, 100, 10}, hop{3, lat3 + jit, 100, 10}, hop{4, 500, 100, 10}, hop{5, 500, 100, 10}))
-		}
-	}
-	d.Flush(0)
-	events := uint64(c.Len())
-	periodic := uint64(d.Snapshot(10e9, func(*event.Event) {}))
-	st := d.Stats()
-	factor := float64(st.Values) / float64(events+periodic)
-	t.Logf("M_all %d values, %d events + %d periodic exported: reduction factor %.1f", st.Values, events, periodic, factor)
-	if factor < 10 {
-		t.Errorf("reduction factor %.1f", factor)
-	}
-}
