@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -47,7 +48,8 @@ type benchRun struct {
 	Received  uint64 // datagrams
 	Reports   uint64 // decoded (drain: received × reports per datagram)
 	Errors    uint64
-	Kernel    uint64
+	Kernel    uint64 // the collector's sockets' drops (receive buffer full)
+	Backlog   uint64 // the whole host's input backlog drops over the phase (softnet_stat)
 	CPU       time.Duration
 	ReportsPS float64
 	Loss      float64
@@ -67,6 +69,7 @@ type benchIngestResult struct {
 	ReportsPerDatagram   float64  `json:"reports_per_datagram"`
 	DatagramsSent        uint64   `json:"datagrams_sent"`
 	KernelDrops          uint64   `json:"kernel_drops"`
+	BacklogDrops         uint64   `json:"backlog_drops"`
 	DecodeErrors         uint64   `json:"decode_errors"`
 	Processors           []string `json:"processors"`
 	Sockets              int      `json:"sockets"`
@@ -154,16 +157,21 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 			}
 			defer pprof.StopCPUProfile()
 		}
-		cpu0 := processCPU()
+		cpu0, backlog0 := processCPU(), softnetDrops()
 		sent, err := runGenChild(append([]string{"--to", coll.ListenerAddr(0)}, genArgs...))
 		if err != nil {
 			return benchRun{}, nil, err
 		}
 		settle(coll)
 		cpu := processCPU() - cpu0
+		// Stop reads the sockets' final drop counts (SO_MEMINFO): drops after the last
+		// datagram read carry no SO_RXQ_OVFL message.
+		if err := coll.Stop(); err != nil {
+			return benchRun{}, nil, err
+		}
 		st := coll.Status()
 		r := benchRun{Sent: sent, Received: st.PacketsReceived, Reports: st.ReportsDecoded,
-			Errors: st.DecodeErrors.Total, Kernel: st.KernelDrops, CPU: cpu}
+			Errors: st.DecodeErrors.Total, Kernel: st.KernelDrops, Backlog: softnetDrops() - backlog0, CPU: cpu}
 		if drain && sent.Datagrams > 0 {
 			r.Reports = uint64(float64(r.Received) * float64(sent.Reports) / float64(sent.Datagrams))
 		}
@@ -173,7 +181,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		if sent.Datagrams > 0 && r.Received < sent.Datagrams {
 			r.Loss = float64(sent.Datagrams-r.Received) / float64(sent.Datagrams)
 		}
-		return r, names, coll.Stop()
+		return r, names, nil
 	}
 
 	fmt.Fprintf(stderr, "bench ingest: %s to 127.0.0.1, %s per phase; (a) drain-only receiver...\n", input, *duration)
@@ -188,7 +196,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	}
 	res := benchIngestResult{DrainReportsPerS: a.ReportsPS, CollectorReportsPerS: b.ReportsPS, Loss: b.Loss,
 		DrainLoss: a.Loss, DurationS: duration.Seconds(), Format: gcfg.Format, DatagramsSent: b.Sent.Datagrams,
-		KernelDrops: b.Kernel, DecodeErrors: b.Errors, Processors: procs, Sockets: cfg.Listeners[0].Sockets}
+		KernelDrops: b.Kernel, BacklogDrops: b.Backlog, DecodeErrors: b.Errors, Processors: procs, Sockets: cfg.Listeners[0].Sockets}
 	if procs == nil {
 		res.Processors = []string{}
 	}
@@ -213,8 +221,8 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	w := func(name string, r benchRun, cpuNs float64) {
-		fmt.Fprintf(stdout, "  %-10s %12.0f reports/s  %8.1f CPU ns/report  loss %.4f  (%d of %d datagrams, %d kernel drops, %d decode errors)\n",
-			name, r.ReportsPS, cpuNs, r.Loss, r.Received, r.Sent.Datagrams, r.Kernel, r.Errors)
+		fmt.Fprintf(stdout, "  %-10s %12.0f reports/s  %8.1f CPU ns/report  loss %.4f  (%d of %d datagrams; drops: %d socket, %d host backlog; %d decode errors)\n",
+			name, r.ReportsPS, cpuNs, r.Loss, r.Received, r.Sent.Datagrams, r.Kernel, r.Backlog, r.Errors)
 	}
 	fmt.Fprintf(stdout, "bench ingest: %s, %.3g reports/datagram, %s per phase, %d collector sockets, processors: %s\n",
 		gcfg.Format, res.ReportsPerDatagram, *duration, res.Sockets, orNone(strings.Join(procs, ", ")))
@@ -274,6 +282,25 @@ func settle(c *ingest.Collector) {
 			still++
 		}
 	}
+}
+
+// softnetDrops is the host's count of packets dropped because a CPU's input backlog was full
+// (/proc/net/softnet_stat, second column, summed over CPUs): where loopback datagrams are
+// lost before any socket sees them. 0 where the file is unreadable.
+func softnetDrops() uint64 {
+	b, err := os.ReadFile("/proc/net/softnet_stat")
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 {
+			if v, err := strconv.ParseUint(f[1], 16, 32); err == nil {
+				n += v
+			}
+		}
+	}
+	return n
 }
 
 // processCPU is this process's user plus system CPU time.
