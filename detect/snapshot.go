@@ -24,38 +24,30 @@ func (d *Detector) Snapshot(now int64, fn func(*event.Event)) int {
 	n := 0
 	for _, s := range d.shards {
 		s.mu.Lock()
-		// Oldest first, so that expired entries are a prefix of the walk.
-		for i := s.fl.tail; i >= 0; {
-			prev := s.fl.l[i].prev
-			en := &s.fe[i]
-			kind := event.KindPeriodic
-			if en.last < cut {
-				kind = event.KindExpire
-			}
-			if k := flowValues(en, kind, now, fn); kind == event.KindPeriodic {
-				n += k
-			} else {
-				s.removeFlow(i)
-				s.expired++
-			}
-			i = prev
-		}
-		for i := s.sl.tail; i >= 0; {
-			prev := s.sl.l[i].prev
-			en := &s.se[i]
-			kind := event.KindPeriodic
-			if en.last < cut {
-				kind = event.KindExpire
-			}
-			if k := swValues(en, kind, now, fn); kind == event.KindPeriodic {
-				n += k
-			} else {
-				s.removeSw(i)
-				s.expired++
-			}
-			i = prev
-		}
+		n += s.walk(&s.fl, cut, func(i int32, kind event.Kind) int { return flowValues(&s.fe[i], kind, now, fn) },
+			func(i int32) int64 { return s.fe[i].last }, s.removeFlow)
+		n += s.walk(&s.sl, cut, func(i int32, kind event.Kind) int { return swValues(&s.se[i], kind, now, fn) },
+			func(i int32) int64 { return s.se[i].last }, s.removeSw)
 		s.mu.Unlock()
+	}
+	return n
+}
+
+// walk visits the entries of one of s's tables, oldest first: values reports an entry's
+// values as periodic, or as expiring when it was last updated before cut, and then remove
+// forgets it. It returns the number of periodic values.
+func (s *shard) walk(l *lru, cut int64, values func(int32, event.Kind) int, last func(int32) int64, remove func(int32)) int {
+	n := 0
+	for i := l.tail; i >= 0; {
+		prev := l.l[i].prev
+		if last(i) < cut {
+			values(i, event.KindExpire)
+			remove(i)
+			s.expired++
+		} else {
+			n += values(i, event.KindPeriodic)
+		}
+		i = prev
 	}
 	return n
 }

@@ -143,17 +143,11 @@ func (l *lineEncoder) append(b []byte, e *event.Event) []byte {
 	b = append(b, e.Measurement.String()...)
 	b = appendTags(b, tags)
 	if e.Measurement == event.FlowPath {
-		b = append(b, ` value="`...)
-		b = event.AppendPath(b, e.PathList())
-		b = append(b, '"')
+		b = appendPathField(b, "value", e)
 	} else {
-		b = append(b, " value="...)
-		b = strconv.AppendUint(b, e.Value, 10)
-		b = append(b, 'i')
+		b = appendIntField(b, ' ', "value", e.Value)
 	}
-	b = append(b, ' ')
-	b = strconv.AppendInt(b, ts, 10)
-	b = append(b, '\n')
+	b = appendTime(b, ts)
 	if e.Kind == event.KindPeriodic {
 		return b
 	}
@@ -165,25 +159,40 @@ func (l *lineEncoder) append(b []byte, e *event.Event) []byte {
 	b = append(b, "events"...)
 	b = appendTags(b, et)
 	if e.Measurement == event.FlowPath {
-		b = append(b, ` path="`...)
-		b = event.AppendPath(b, e.PathList())
-		b = append(b, '"')
+		b = appendPathField(b, "path", e)
 	} else {
-		b = append(b, " value="...)
-		b = strconv.AppendUint(b, e.Value, 10)
-		b = append(b, "i,prev="...)
-		b = strconv.AppendUint(b, e.Prev, 10)
-		b = append(b, 'i')
+		b = appendIntField(b, ' ', "value", e.Value)
+		b = appendIntField(b, ',', "prev", e.Prev)
 		if e.Kind == event.KindChange || e.Kind == event.KindAbove || e.Kind == event.KindBelow {
-			b = append(b, ",threshold="...)
-			b = strconv.AppendUint(b, e.Threshold, 10)
-			b = append(b, 'i')
+			b = appendIntField(b, ',', "threshold", e.Threshold)
 		}
 	}
+	return appendTime(b, ts)
+}
+
+// appendIntField appends sep and the integer field name=v.
+func appendIntField(b []byte, sep byte, name string, v uint64) []byte {
+	b = append(b, sep)
+	b = append(b, name...)
+	b = append(b, '=')
+	b = strconv.AppendUint(b, v, 10)
+	return append(b, 'i')
+}
+
+// appendPathField appends the string field name="1:2:3", e's path.
+func appendPathField(b []byte, name string, e *event.Event) []byte {
+	b = append(b, ' ')
+	b = append(b, name...)
+	b = append(b, `="`...)
+	b = event.AppendPath(b, e.PathList())
+	return append(b, '"')
+}
+
+// appendTime ends a line with its timestamp.
+func appendTime(b []byte, ts int64) []byte {
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, ts, 10)
-	b = append(b, '\n')
-	return b
+	return append(b, '\n')
 }
 
 // appendINTCollector writes INTCollector's own measurements: the ids are part of the
@@ -227,19 +236,11 @@ func (l *lineEncoder) appendINTCollector(b []byte, e *event.Event) []byte {
 		b = strconv.AppendUint(b, uint64(k.Queue), 10)
 	}
 	if e.Measurement == event.FlowPath {
-		b = append(b, ` path="`...)
-		b = event.AppendPath(b, e.PathList())
-		b = append(b, '"')
+		b = appendPathField(b, "path", e)
 	} else {
-		b = append(b, ' ')
-		b = append(b, field...)
-		b = append(b, '=')
-		b = strconv.AppendUint(b, e.Value, 10)
-		b = append(b, 'i')
+		b = appendIntField(b, ' ', field, e.Value)
 	}
-	b = append(b, ' ')
-	b = strconv.AppendInt(b, l.ts(e), 10)
-	return append(b, '\n')
+	return appendTime(b, l.ts(e))
 }
 
 // keyTags returns the tags of e's metric key, sorted by tag key: src, dst, sport, dport,
