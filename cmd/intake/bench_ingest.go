@@ -85,15 +85,9 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	cfgPath := fs.String("config", "", "collector configuration `file` (its processor sections apply; listeners and http are replaced)")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the collector phase to `file` (go tool pprof)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected argument %q", fs.Arg(0))
-	}
-	gcfg, err := gf.Config()
+	gcfg, err := parseGenArgs(fs, gf, args)
 	if err != nil {
-		return usageErr("%v", err)
+		return err
 	}
 	switch {
 	case *duration <= 0:
@@ -113,13 +107,12 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	cfg.Listeners = []config.Listener{{Format: input, Address: "127.0.0.1", Sockets: *sockets}}
 	cfg.HTTP.Address = ""
 	cfg.FillDefaults()
-	if cfg.DTA.Enabled && *cfgPath == "" {
-		dir, err := os.MkdirTemp("", "intake-bench-dta-")
+	if *cfgPath == "" {
+		cleanup, err := scratchDTA(&cfg)
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
-		cfg.DTA.DataDir = dir
+		defer cleanup()
 	}
 	genArgs := append(passGenFlags(fs), "--rate", fmt.Sprint(*rate), "--sockets", fmt.Sprint(*senders),
 		"--duration", duration.String(), "--json", "--quiet")

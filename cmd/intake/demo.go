@@ -50,15 +50,9 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	httpAddr := fs.String("http", config.HTTPAddress, "HTTP API `address` (127.0.0.1:0 picks a free port; empty: off)")
 	top := fs.Int("top", 5, "`N` slowest flows and switches shown")
 	cfgPath := fs.String("config", "", "collector configuration `file` (its processor sections apply; listeners are replaced)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected argument %q", fs.Arg(0))
-	}
-	gcfg, err := gf.Config()
+	gcfg, err := parseGenArgs(fs, gf, args)
 	if err != nil {
-		return usageErr("%v", err)
+		return err
 	}
 	switch {
 	case *rate <= 0:
@@ -83,13 +77,12 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg.HTTP.Address = *httpAddr
 	cfg.FillDefaults()
-	if cfg.DTA.Enabled && *cfgPath == "" { // the demo's stores are scratch
-		dir, err := os.MkdirTemp("", "intake-demo-dta-")
+	if *cfgPath == "" {
+		cleanup, err := scratchDTA(&cfg)
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
-		cfg.DTA.DataDir = dir
+		defer cleanup()
 	}
 
 	watch := &demoWatch{}
@@ -195,6 +188,20 @@ loop:
 	fmt.Fprintf(stdout, "intake demo: stopped after %s\n", time.Since(start).Round(time.Millisecond))
 	writeSummary(stdout, coll.Status())
 	return errors.Join(runErr, err)
+}
+
+// scratchDTA points the DTA stores of a run on the defaults (demo, bench) at a temporary
+// directory, so that they neither need nor overwrite the collector's; cleanup removes it.
+func scratchDTA(cfg *config.Config) (cleanup func(), err error) {
+	if !cfg.DTA.Enabled {
+		return func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "intake-dta-")
+	if err != nil {
+		return nil, err
+	}
+	cfg.DTA.DataDir = dir
+	return func() { os.RemoveAll(dir) }, nil
 }
 
 // demoWatch is the demo's own processor: per worker, the latest end-to-end latency and path

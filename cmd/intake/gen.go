@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -53,6 +54,22 @@ type genSummary struct {
 	ReportsPerS        float64 `json:"reports_per_s"`
 }
 
+// parseGenArgs parses the arguments of a verb that takes the generator's options and no
+// positional argument, and returns the generator configuration.
+func parseGenArgs(fs *flag.FlagSet, gf *gen.Flags, args []string) (gen.Config, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return gen.Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return gen.Config{}, usageErr("unexpected argument %q", fs.Arg(0))
+	}
+	cfg, err := gf.Config()
+	if err != nil {
+		return cfg, usageErr("%v", err)
+	}
+	return cfg, nil
+}
+
 func runGen(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("gen", genUsage, stdout)
 	gf := gen.AddFlags(fs, gen.DefaultConfig())
@@ -64,15 +81,9 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	vector := fs.Int("vector", 64, "`N` datagrams per sendmmsg call")
 	asJSON := fs.Bool("json", false, "print the final summary as one JSON object")
 	quiet := fs.Bool("quiet", false, "no start and progress lines on stderr")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected argument %q", fs.Arg(0))
-	}
-	cfg, err := gf.Config()
+	cfg, err := parseGenArgs(fs, gf, args)
 	if err != nil {
-		return usageErr("%v", err)
+		return err
 	}
 	switch {
 	case *duration > 0 && *count > 0:
