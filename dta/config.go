@@ -121,16 +121,24 @@ type INTConfig struct {
 	QueueList int `yaml:"queue_list"`
 	// Counters counts reports per flow 5-tuple in Key-Increment.
 	Counters bool `yaml:"counters"`
+	// EventList is the Append list detected events go to (-1: none, the default). An event
+	// entry is EventBytes (32) wide, so append.value_bytes must be 32; the list must be none
+	// of drop_list and queue_list, whose entries are node ids.
+	EventList int `yaml:"event_list"`
 }
 
 // DefaultSeed is the documented default hash seed.
 const DefaultSeed = 0x696e74616b65 // "intake"
 
+// DefaultDataDir is data_dir's default: tmpfs, memory as in the papers. A variable only so
+// that a test binary can point the default somewhere of its own (cmd/intake's tests do).
+var DefaultDataDir = "/dev/shm/intake-dta"
+
 // DefaultConfig returns the documented defaults: modest sizes (about 30 MiB in all).
 func DefaultConfig() Config {
 	return Config{
 		Enabled:      true,
-		DataDir:      "/dev/shm/intake-dta",
+		DataDir:      DefaultDataDir,
 		HugePages:    true,
 		Seed:         DefaultSeed,
 		KeyWrite:     KWConfig{Layout: "default", Slots: 1 << 20, MaxRedundancy: 4, ChecksumBits: 32, ValueBytes: 4, Threshold: 1},
@@ -139,7 +147,7 @@ func DefaultConfig() Config {
 		Postcard:     PostcardConfig{Chunks: 1 << 18, Hops: 5, Redundancy: 2, SlotBits: 32, Cache: 32768, Values: 1 << 16},
 		Append:       AppendConfig{Lists: 16, Entries: 1 << 16, ValueBytes: 4, Batch: 4},
 		Epochs:       EpochConfig{Period: 0, Retain: 4},
-		INT:          INTConfig{PathTrace: true, Postcards: true, HopLimit: 8, DropList: 0, QueueList: 1, Counters: true},
+		INT:          INTConfig{PathTrace: true, Postcards: true, HopLimit: 8, DropList: 0, QueueList: 1, Counters: true, EventList: -1},
 	}
 }
 
@@ -254,6 +262,17 @@ func (c *Config) Validate() error {
 	}
 	if in.QueueList < -1 || in.QueueList >= a.Lists {
 		return fmt.Errorf("int.queue_list: %d: allowed is -1 (none) or a list id below append.lists (%d)", in.QueueList, a.Lists)
+	}
+	if in.EventList < -1 || in.EventList >= a.Lists {
+		return fmt.Errorf("int.event_list: %d: allowed is -1 (none) or a list id below append.lists (%d)", in.EventList, a.Lists)
+	}
+	if in.EventList >= 0 {
+		if in.EventList == in.DropList || in.EventList == in.QueueList {
+			return fmt.Errorf("int.event_list: %d: the list of drop or queue reports (int.drop_list %d, int.queue_list %d): events need a list of their own", in.EventList, in.DropList, in.QueueList)
+		}
+		if a.ValueBytes < EventBytes {
+			return fmt.Errorf("int.event_list: %d: an event entry is %d bytes: needs append.value_bytes %d (it is %d)", in.EventList, EventBytes, EventBytes, a.ValueBytes)
+		}
 	}
 	return nil
 }

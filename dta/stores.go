@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -33,8 +35,25 @@ type Stores struct {
 	regions                   []*Region
 }
 
+// writerDirs are the data directories this process opened for writing.
+var writerDirs struct {
+	sync.Mutex
+	dirs []string
+}
+
+// WriterDirs returns the data directories this process has opened for writing, in order: the
+// cmd/intake tests check that none of them is the shared default on /dev/shm.
+func WriterDirs() []string {
+	writerDirs.Lock()
+	defer writerDirs.Unlock()
+	return slices.Clone(writerDirs.dirs)
+}
+
 // OpenStores creates or reopens the regions of cfg.DataDir for writing.
 func OpenStores(cfg *Config) (_ *Stores, err error) {
+	writerDirs.Lock()
+	writerDirs.dirs = append(writerDirs.dirs, cfg.DataDir)
+	writerDirs.Unlock()
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("dta.data_dir: %w", err)
 	}

@@ -14,7 +14,8 @@ import (
 // 5-tuple → node ids), per-hop metadata → Postcarding, drop and queue reports → Append
 // lists, a report count per flow → Key-Increment. It runs in the ingest workers: no lock on
 // the Key-Write and Key-Increment paths, one spin lock per postcard cache line, one mutex
-// per Append batch. Bad input is counted by reason and never written.
+// per Append batch. Bad input is counted by reason and never written. Detected events reach
+// an Append list through the event bus and an EventWriter (events.go).
 
 // Bad-input reasons.
 const (
@@ -40,11 +41,12 @@ const (
 	WINTPostcard
 	WINTAppend
 	WINTCounter
+	WINTEvent // detected events, written by the bus consumer (EventWriter), not a worker
 	numWritten
 )
 
 // WrittenNames label the write counters.
-var WrittenNames = [numWritten]string{"key-write", "key-increment", "append", "postcard", "int-path", "int-postcard", "int-append", "int-counter"}
+var WrittenNames = [numWritten]string{"key-write", "key-increment", "append", "postcard", "int-path", "int-postcard", "int-append", "int-counter", "int-event"}
 
 // workerStats are one worker's counters, a cache line apart from the next worker's.
 type workerStats struct {
@@ -65,6 +67,7 @@ type Translator struct {
 	wg   sync.WaitGroup
 	// Snapshots counts epoch snapshots taken; Resets, Key-Increment resets.
 	Snapshots, Resets atomic.Uint64
+	events            atomic.Uint64 // entries the EventWriter queued
 }
 
 // NewTranslator opens (or creates) the stores of cfg.
@@ -296,6 +299,9 @@ func (t *Translator) Bad(i int) uint64 {
 
 // Written returns the write count i.
 func (t *Translator) Written(i int) uint64 {
+	if i == WINTEvent {
+		return t.events.Load()
+	}
 	var n uint64
 	for w := range t.stats {
 		n += t.stats[w].written[i].Load()

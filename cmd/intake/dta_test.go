@@ -104,7 +104,7 @@ func TestDTAEndToEnd(t *testing.T) {
 	send(pcs...)
 
 	addr := srv.Addr()
-	tr := p.(*dta.Translator)
+	tr := p.(*dtaProc).Translator
 	deadline := time.Now().Add(5 * time.Second)
 	for tr.Written(dta.WPostcard) < 5 || tr.Bad(dta.BadListID) < 1 {
 		if time.Now().After(deadline) {

@@ -12,7 +12,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	os.Exit(withTestDataDir(m.Run)) // dta_shm_test.go: no test's DTA stores on /dev/shm
 }
 
 // TestVerbHelp checks that every registered verb answers --help and -h with its usage on

@@ -1,17 +1,21 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
 
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/dta"
+	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/ingest"
 )
 
 // The DTA translator as a processor, its counters and its HTTP endpoints (issue 7):
-// /api/v1/dta/kw/{key}, /ki/{key}, /postcard/{key}, /list/{id}, /stats.
+// /api/v1/dta/kw/{key}, /ki/{key}, /postcard/{key}, /list/{id}, /stats; with
+// dta.int.event_list set, a consumer of the event bus appends the detector's events to that
+// list.
 
 func init() {
 	serveProcessors = append(serveProcessors, newDTAProcessor)
@@ -24,6 +28,11 @@ func newDTAProcessor(env *procEnv) (ingest.Processor, error) {
 	t, err := dta.NewTranslator(env.Cfg.DTA)
 	if err != nil {
 		return nil, err
+	}
+	p := &dtaProc{Translator: t}
+	if w := t.EventWriter(); w != nil && env.Bus != nil {
+		p.events, p.consumer = w, env.Bus.Subscribe("dta", dtaEventRing)
+		p.bus = env.Bus
 	}
 	if m := env.Metrics; m != nil {
 		w := m.Counter("intake_dta_writes_total", "DTA reports and INT reports written to the DTA stores, by primitive", "primitive")
@@ -38,11 +47,71 @@ func newDTAProcessor(env *procEnv) (ingest.Processor, error) {
 		e.Func(func() float64 { return float64(t.Cache.Complete.Load()) }, "complete")
 		e.Func(func() float64 { return float64(t.Cache.Early.Load()) }, "early")
 		e.Func(func() float64 { return float64(t.Cache.Flushed.Load()) }, "flushed")
+		if p.consumer != nil {
+			c := p.consumer
+			m.Counter("intake_event_ring_overflow_total", "Events dropped because a bus consumer's ring was full, by consumer.", "consumer").
+				Func(func() float64 { return float64(c.Overflow()) }, "dta")
+		}
 	}
 	if env.API != nil {
 		registerDTAAPI(env.API, t.St, t.Stats, env.Cfg.Decoder.DTA.KeyLen)
 	}
-	return t, nil
+	return p, nil
+}
+
+// dtaEventRing is the bus ring of the event list's consumer, events.
+const dtaEventRing = 1 << 14
+
+// dtaProc is the translator as ingest sees it, with the event bus consumer that appends
+// detected events to dta.int.event_list (DTA Table 2) when that is set.
+type dtaProc struct {
+	*dta.Translator
+	bus      *event.Bus
+	consumer *event.Consumer
+	events   *dta.EventWriter
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+func (p *dtaProc) Start(workers int) error {
+	if err := p.Translator.Start(workers); err != nil {
+		return err
+	}
+	if p.consumer != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		p.cancel, p.done = cancel, make(chan struct{})
+		go p.appendEvents(ctx)
+	}
+	return nil
+}
+
+// appendEvents writes the bus's events to the event list until ctx ends, then what is left.
+func (p *dtaProc) appendEvents(ctx context.Context) {
+	defer close(p.done)
+	buf := make([]event.Event, 256)
+	drain := func() {
+		for n := p.consumer.Poll(buf); n > 0; n = p.consumer.Poll(buf) {
+			for i := range buf[:n] {
+				p.events.Add(&buf[i])
+			}
+			p.events.Flush()
+		}
+	}
+	for p.consumer.Wait(ctx) {
+		drain()
+	}
+	drain()
+}
+
+// Stop ends the event consumer before the translator closes the stores.
+func (p *dtaProc) Stop() error {
+	if p.cancel != nil {
+		p.bus.Unsubscribe(p.consumer)
+		p.cancel()
+		<-p.done
+		p.cancel = nil
+	}
+	return p.Translator.Stop()
 }
 
 // registerDTAAPI serves the stores' queries; stats is nil for a read-only store.

@@ -1,0 +1,93 @@
+package dta
+
+import (
+	"encoding/binary"
+
+	"github.com/intake-int/intake/event"
+)
+
+// Detected events → an Append list (DTA Table 2: "events → Append"). The event detector
+// (package detect) publishes on the event bus; cmd/intake subscribes an EventWriter when
+// `dta.int.event_list` names a list, and every event (periodic pushes aside: they are not
+// events) becomes one entry of EventBytes, big-endian (docs/dta-layout.md):
+//
+//	offset 0  kind (event.Kind: 1 new_key, 2 path_change, 3 change, 4 above, 5 below, 7 expire)
+//	       1  scope (0 switch, 1 e2e, 2 flow)
+//	       2  measurement (event.Measurement, 1 flow_latency ... 9 seq_gaps)
+//	       3  the 8-bit id of the measurement's key: queue, buffer, reason or hw id; else 0
+//	       4  switch id (32 bits; 0 when the key has none)
+//	       8  egress port (32 bits; tx_utilization), else 0
+//	      12  flow id: the low 32 bits of Hash64(seed, flow key) (the key of the paths and
+//	          Key-Increment stores, FlowKeyBytes), 0 for keys without a flow
+//	      16  value (64 bits; a path's is its PathHash)
+//	      24  time, Unix ns (the collector's receive time of the report that raised it)
+
+// EventBytes is the width of an event entry: append.value_bytes must be at least this.
+const EventBytes = 32
+
+// EncodeEvent writes e's entry into b.
+func EncodeEvent(b *[EventBytes]byte, e *event.Event, seed uint64) {
+	b[0], b[1], b[2] = byte(e.Kind), byte(e.Scope), byte(e.Measurement)
+	var sub uint8
+	switch e.Measurement {
+	case event.QueueOccupancy, event.QueueCongestion:
+		sub = e.Key.Queue
+	case event.BufferOccupancy:
+		sub = e.Key.Buffer
+	case event.Drops:
+		sub = e.Key.Reason
+	case event.SeqGaps:
+		sub = e.Key.HWID
+	}
+	b[3] = sub
+	var sw, port, flow uint32
+	if e.Measurement.HasSwitch() {
+		sw = e.Key.Switch
+	}
+	if e.Measurement == event.TxUtilization {
+		port = e.Key.Port
+	}
+	if e.Measurement.HasFlow() {
+		var kb [40]byte
+		flow = uint32(Hash64(seed, FlowKeyBytes(&kb, &e.Key.Flow)))
+	}
+	binary.BigEndian.PutUint32(b[4:], sw)
+	binary.BigEndian.PutUint32(b[8:], port)
+	binary.BigEndian.PutUint32(b[12:], flow)
+	binary.BigEndian.PutUint64(b[16:], e.Value)
+	binary.BigEndian.PutUint64(b[24:], uint64(e.Time))
+}
+
+// EventWriter appends events to one list with a batcher of its own: it runs in the bus
+// consumer's goroutine, beside the ingest workers, which never write that list.
+type EventWriter struct {
+	t    *Translator
+	b    *Batcher
+	list int
+	rec  [EventBytes]byte
+}
+
+// EventWriter returns the writer of the configured event list, or nil when
+// `int.event_list` is -1.
+func (t *Translator) EventWriter() *EventWriter {
+	l := t.Cfg.INT.EventList
+	if l < 0 {
+		return nil
+	}
+	return &EventWriter{t: t, b: t.St.AP.NewBatcher(t.Cfg.Append.Batch), list: l}
+}
+
+// Add queues e's entry and reports whether it is one (periodic pushes are not). It does not
+// allocate.
+func (w *EventWriter) Add(e *event.Event) bool {
+	if e.Kind == event.KindPeriodic || e.Kind == event.KindNone {
+		return false
+	}
+	EncodeEvent(&w.rec, e, w.t.Cfg.Seed)
+	w.b.Add(w.list, w.rec[:])
+	w.t.events.Add(1)
+	return true
+}
+
+// Flush writes the partial batch, after each poll of the bus: an event waits for no other.
+func (w *EventWriter) Flush() { w.b.Flush() }
