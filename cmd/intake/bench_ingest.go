@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,6 +67,7 @@ type benchIngestResult struct {
 	DrainLoss            float64  `json:"drain_loss"`
 	DrainCPUNsPerReport  float64  `json:"drain_cpu_ns_per_report"`
 	DurationS            float64  `json:"duration_s"`
+	Rounds               int      `json:"rounds"`
 	Format               string   `json:"format"`
 	ReportsPerDatagram   float64  `json:"reports_per_datagram"`
 	DatagramsSent        uint64   `json:"datagrams_sent"`
@@ -83,6 +86,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	senders := fs.Int("senders", 1, "`N` generator sockets")
 	sockets := fs.Int("sockets", 0, "`N` collector sockets (SO_REUSEPORT workers); 0: one per core")
 	cfgPath := fs.String("config", "", "collector configuration `file` (its processor sections apply; listeners and http are replaced)")
+	rounds := fs.Int("rounds", 1, "`N` rounds of both phases, alternating; the median round of each phase counts")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the collector phase to `file` (go tool pprof)")
 	gcfg, err := parseGenArgs(fs, gf, args)
@@ -94,6 +98,8 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--duration: %v: must be positive", *duration)
 	case *rate < 0:
 		return usageErr("--rate: %g: must be 0 (as fast as possible) or positive", *rate)
+	case *rounds < 1 || *rounds > 100:
+		return usageErr("--rounds: %d: allowed is 1 to 100", *rounds)
 	case *senders < 1 || *senders > 256:
 		return usageErr("--senders: %d: allowed is 1 to 256", *senders)
 	case *sockets < 0 || *sockets > config.MaxSockets:
@@ -177,18 +183,26 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		return r, names, nil
 	}
 
-	fmt.Fprintf(stderr, "bench ingest: %s to 127.0.0.1, %s per phase; (a) drain-only receiver...\n", input, *duration)
-	a, _, err := phase(true)
-	if err != nil {
-		return fmt.Errorf("drain phase: %w", err)
+	// Rounds alternate the phases, so that a machine whose load drifts weighs on both alike;
+	// each phase's median round (by reports/s) is the result.
+	var as, bs []benchRun
+	var procs []string
+	for round := 1; round <= *rounds; round++ {
+		fmt.Fprintf(stderr, "bench ingest: round %d/%d: %s to 127.0.0.1, %s per phase; (a) drain-only receiver...\n", round, *rounds, input, *duration)
+		a, _, err := phase(true)
+		if err != nil {
+			return fmt.Errorf("drain phase: %w", err)
+		}
+		fmt.Fprintf(stderr, "bench ingest: round %d/%d: (b) full collector...\n", round, *rounds)
+		b, names, err := phase(false)
+		if err != nil {
+			return fmt.Errorf("collector phase: %w", err)
+		}
+		as, bs, procs = append(as, a), append(bs, b), names
 	}
-	fmt.Fprintf(stderr, "bench ingest: (b) full collector...\n")
-	b, procs, err := phase(false)
-	if err != nil {
-		return fmt.Errorf("collector phase: %w", err)
-	}
+	a, b := median(as), median(bs)
 	res := benchIngestResult{DrainReportsPerS: a.ReportsPS, CollectorReportsPerS: b.ReportsPS, Loss: b.Loss,
-		DrainLoss: a.Loss, DurationS: duration.Seconds(), Format: gcfg.Format, DatagramsSent: b.Sent.Datagrams,
+		DrainLoss: a.Loss, DurationS: duration.Seconds(), Rounds: *rounds, Format: gcfg.Format, DatagramsSent: b.Sent.Datagrams,
 		KernelDrops: b.Kernel, BacklogDrops: b.Backlog, DecodeErrors: b.Errors, Processors: procs, Sockets: cfg.Listeners[0].Sockets}
 	if procs == nil {
 		res.Processors = []string{}
@@ -223,6 +237,13 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	w("collector", b, res.CPUNsPerReport)
 	_, err = fmt.Fprintf(stdout, "  ratio      %.3f (collector / drain)\n", res.Ratio)
 	return err
+}
+
+// median returns the run with the median report rate.
+func median(rs []benchRun) benchRun {
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(x, y benchRun) int { return cmp.Compare(x.ReportsPS, y.ReportsPS) })
+	return rs[len(rs)/2]
 }
 
 // passGenFlags returns the generator options given on the command line, for `intake gen`.
