@@ -155,13 +155,16 @@ func (d *Detector) Process(worker int, r *telemetry.Report) {
 	if len(hops) == 0 {
 		return
 	}
+	// One event value serves every hop and the flow (zeroing one per hop cost more than the
+	// lookups): hop sets the key fields it uses and clears them again; flow runs last.
+	var e event.Event
 	for i := range hops {
 		if hops[i].Fields&telemetry.FNodeID != 0 {
-			d.hop(c, r, &hops[i])
+			d.hop(c, r, &hops[i], &e)
 		}
 	}
 	if r.Has&telemetry.HasFlow != 0 {
-		d.flow(c, r, hops)
+		d.flow(c, r, hops, &e)
 	}
 }
 
@@ -222,13 +225,12 @@ func hopDev(h *telemetry.Hop) uint64 {
 func (d *Detector) swShard(sw uint32) *shard { return d.shards[shardOf(switchHash(sw), d.mask)] }
 
 // hop updates the switch metrics one hop carries, under its switch's shard lock.
-func (d *Detector) hop(c *[nCounts]uint64, r *telemetry.Report, h *telemetry.Hop) {
+func (d *Detector) hop(c *[nCounts]uint64, r *telemetry.Report, h *telemetry.Hop, e *event.Event) {
 	const qf = telemetry.FQueueOccupancy | telemetry.FQueueCongestion
 	f := h.Fields
 	if f&(qf|telemetry.FTxUtil|telemetry.FBufferOccupancy) == 0 {
 		return
 	}
-	var e event.Event
 	e.Time, e.DevTime, e.Scope = r.RecvTime, hopDev(h), event.ScopeSwitch
 	e.Key.Switch = h.NodeID
 	s := d.swShard(h.NodeID)
@@ -239,12 +241,12 @@ func (d *Detector) hop(c *[nCounts]uint64, r *telemetry.Report, h *telemetry.Hop
 		e.Key.Queue = h.QueueID
 		if f&telemetry.FQueueOccupancy != 0 {
 			e.Measurement = event.QueueOccupancy
-			d.check(c, &en.v[0], uint64(h.QueueOccupancy), en.has&1 == 0, &e)
+			d.check(c, &en.v[0], uint64(h.QueueOccupancy), en.has&1 == 0, e)
 			en.has |= 1
 		}
 		if f&telemetry.FQueueCongestion != 0 {
 			e.Measurement = event.QueueCongestion
-			d.check(c, &en.v[1], uint64(h.QueueCongestion), en.has&2 == 0, &e)
+			d.check(c, &en.v[1], uint64(h.QueueCongestion), en.has&2 == 0, e)
 			en.has |= 2
 		}
 		e.Key.Queue = 0
@@ -257,7 +259,7 @@ func (d *Detector) hop(c *[nCounts]uint64, r *telemetry.Report, h *telemetry.Hop
 		en := s.sw(swKey{sw: h.NodeID, id: port, kind: kPort})
 		en.touch(r.RecvTime, e.DevTime)
 		e.Key.Port, e.Measurement = port, event.TxUtilization
-		d.check(c, &en.v[0], uint64(h.TxUtil), en.has&1 == 0, &e)
+		d.check(c, &en.v[0], uint64(h.TxUtil), en.has&1 == 0, e)
 		en.has |= 1
 		e.Key.Port = 0
 	}
@@ -265,10 +267,12 @@ func (d *Detector) hop(c *[nCounts]uint64, r *telemetry.Report, h *telemetry.Hop
 		en := s.sw(swKey{sw: h.NodeID, id: uint32(h.BufferID), kind: kBuffer})
 		en.touch(r.RecvTime, e.DevTime)
 		e.Key.Buffer, e.Measurement = h.BufferID, event.BufferOccupancy
-		d.check(c, &en.v[0], uint64(h.BufferOccupancy), en.has&1 == 0, &e)
+		d.check(c, &en.v[0], uint64(h.BufferOccupancy), en.has&1 == 0, e)
 		en.has |= 1
+		e.Key.Buffer = 0
 	}
 	s.mu.Unlock()
+	e.Key.Switch = 0
 }
 
 func (en *swEntry) touch(now int64, dev uint64) {
@@ -319,8 +323,7 @@ func (d *Detector) seq(c *[nCounts]uint64, r *telemetry.Report) {
 }
 
 // flow updates a flow's path, end-to-end latency and per-hop latencies.
-func (d *Detector) flow(c *[nCounts]uint64, r *telemetry.Report, hops []telemetry.Hop) {
-	var e event.Event
+func (d *Detector) flow(c *[nCounts]uint64, r *telemetry.Report, hops []telemetry.Hop, e *event.Event) {
 	e.Time, e.Key.Flow = r.RecvTime, r.Flow
 	// The path source to sink: hops are newest (sink side) first.
 	n := len(hops)
@@ -361,65 +364,61 @@ func (d *Detector) flow(c *[nCounts]uint64, r *telemetry.Report, hops []telemetr
 	e.Scope, e.Measurement = event.ScopeE2E, event.FlowPath
 	c[cValues]++
 	pathChanged := !isNew && ph != en.pathHash
-	oldN, oldOK := en.npath, en.hopOK
-	var oldPath [MaxTrackedHops]uint32
-	var oldHop [MaxTrackedHops]val
-	if pathChanged {
-		oldPath, oldHop = en.path, en.hop
-	}
 	if isNew {
 		e.Kind, e.Prev, e.Value, e.Threshold = event.KindNewKey, 0, ph, 0
-		d.publish(c, &e)
+		d.publish(c, e)
 	} else if pathChanged {
 		e.Kind, e.Prev, e.Value, e.Threshold = event.KindPathChange, en.pathHash, ph, 0
-		d.publish(c, &e)
+		d.publish(c, e)
+		// Per-hop state is keyed by (flow, switch): a switch on both paths keeps its state
+		// at its new position, a switch new to the path will be a new key.
+		d.rehop(en, hops)
 	}
 	en.pathHash, en.npath = ph, uint8(min(n, 255))
-	for i := 0; i < MaxTrackedHops; i++ {
-		if i < n {
-			en.path[i] = hops[n-1-i].NodeID
-		} else {
-			en.path[i] = 0
-		}
-	}
 
 	// End-to-end latency: the sum of the hop latencies present.
 	if nlat > 0 {
 		e.Measurement = event.FlowLatency
-		d.check(c, &en.lat, lat, !en.hasLat, &e)
+		d.check(c, &en.lat, lat, !en.hasLat, e)
 		en.hasLat = true
 	}
 
-	// Per-hop latency, keyed by (flow, switch): after a path change a switch on both paths
-	// keeps its state; a switch new to the path is a new key.
 	e.Scope, e.Measurement = event.ScopeSwitch, event.FlowHopLatency
 	var ok uint8
 	for i := 0; i < min(n, MaxTrackedHops); i++ {
 		h := &hops[n-1-i]
+		en.path[i] = h.NodeID
 		if h.Fields&telemetry.FHopLatency == 0 {
 			continue
 		}
-		j, known := i, !isNew && !pathChanged && oldOK&(1<<i) != 0
-		if pathChanged {
-			for k := 0; k < int(min(oldN, MaxTrackedHops)); k++ {
-				if oldPath[k] == h.NodeID && oldOK&(1<<k) != 0 {
-					j, known = k, true
-					break
-				}
-			}
-		}
 		e.Key.Switch, e.DevTime = h.NodeID, hopDev(h)
-		if pathChanged {
-			v := oldHop[j]
-			d.check(c, &v, uint64(h.HopLatency), !known, &e)
-			en.hop[i] = v
-		} else {
-			d.check(c, &en.hop[i], uint64(h.HopLatency), !known, &e)
-		}
+		d.check(c, &en.hop[i], uint64(h.HopLatency), en.hopOK&(1<<i) == 0, e)
 		ok |= 1 << i
+	}
+	for i := n; i < MaxTrackedHops; i++ {
+		en.path[i] = 0
 	}
 	en.hopOK = ok
 	s.mu.Unlock()
+}
+
+// rehop moves a flow's per-hop state from its old path to the new one (hops, newest first)
+// after a path change: a switch on both paths takes its state along, any other position is
+// marked unknown, so that its next value is a new key.
+func (d *Detector) rehop(en *flowEntry, hops []telemetry.Hop) {
+	oldPath, oldHop, oldOK, oldN := en.path, en.hop, en.hopOK, int(min(en.npath, MaxTrackedHops))
+	n := len(hops)
+	en.hopOK = 0
+	for i := 0; i < min(n, MaxTrackedHops); i++ {
+		id := hops[n-1-i].NodeID
+		for k := 0; k < oldN; k++ {
+			if oldPath[k] == id && oldOK&(1<<k) != 0 {
+				en.hop[i] = oldHop[k]
+				en.hopOK |= 1 << i
+				break
+			}
+		}
+	}
 }
 
 // pathHash is event.PathHash over the node ids source to sink, without building the list.

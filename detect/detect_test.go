@@ -168,6 +168,15 @@ func TestPathChange(t *testing.T) {
 	)
 	d.Process(0, report(3, 1, hop{node: 1, lat: 10}, hop{node: 4, lat: 20}, hop{node: 3, lat: 100}))
 	expect(t, "same path", drain(c))
+	// Reordered and shorter: switch 3 moves from the last position to the first and keeps
+	// its state (100, no change); switch 1 moves to the second (10 → 80: a change).
+	d.Process(0, report(4, 1, hop{node: 3, lat: 100}, hop{node: 1, lat: 80}))
+	expect(t, "reordered path", drain(c),
+		"path_change e2e flow_path 3:1",
+		"change switch flow_hop_latency sw1 10->80 T50",
+	)
+	d.Process(0, report(5, 1, hop{node: 3, lat: 151}, hop{node: 1, lat: 80}))
+	expect(t, "after reorder", drain(c), "change switch flow_hop_latency sw3 100->151 T50")
 }
 
 func TestSeqGapsAndDrops(t *testing.T) {
