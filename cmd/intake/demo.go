@@ -32,12 +32,14 @@ func init() {
 	})
 }
 
-const demoUsage = "[--rate PPS] [--duration D] [--http ADDR] [--top N] [--config FILE] [generator options]\n\n" +
+const demoUsage = "[--rate PPS] [--duration D] [--http ADDR] [--top N] [--config FILE] [--fabric] [generator options]\n\n" +
 	"Starts the collector (listeners on loopback ports the kernel picks, so a running intake serve\n" +
 	"is not disturbed; the HTTP API on --http) and sends it telemetry reports (generator options\n" +
 	"as intake gen; default TR v2.0 INT-MD, 5 hops over 16 switches, 200 flows), plus DTA and\n" +
 	"INT-label traffic at a tenth of --rate. Every second it prints reports/s, flows, drops, events,\n" +
 	"the slowest flows and the slowest hops. Ctrl-C (or --duration) stops it with a final summary.\n" +
+	"With --fabric the traffic comes from the emulated INT fabric instead: the INT-label paper's\n" +
+	"testbed in real time, its sinks sending INT-MD reports and INT-label exports.\n" +
 	"While it runs, intake status, intake query and curl http://ADDR/metrics work against it."
 
 func runDemo(args []string, stdout, stderr io.Writer) error {
@@ -50,6 +52,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	httpAddr := fs.String("http", config.HTTPAddress, "HTTP API `address` (127.0.0.1:0 picks a free port; empty: off)")
 	top := fs.Int("top", 5, "`N` slowest flows and switches shown")
 	cfgPath := fs.String("config", "", "collector configuration `file` (its processor sections apply; listeners are replaced)")
+	useFabric := fs.Bool("fabric", false, "send from the emulated INT fabric (the INT-label paper's testbed in real time: switches, ports, paths, coverage) instead of the generator; --rate is then packets/s")
 	gcfg, err := parseGenArgs(fs, gf, args)
 	if err != nil {
 		return err
@@ -118,53 +121,23 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		httpLine = "http://" + srv.Addr()
 	}
 
-	// The generators: the main report stream, and DTA Key-Writes and INT-label exports at a
-	// tenth of its rate, each from the same seed.
-	streams := []struct {
-		cfg  gen.Config
-		rate float64
-		to   string
-	}{{gcfg, *rate, coll.ListenerAddr(0)}}
-	side := gcfg
-	side.Format, side.Batch = "dta", 1
-	streams = append(streams, struct {
-		cfg  gen.Config
-		rate float64
-		to   string
-	}{side, *rate / 10, coll.ListenerAddr(1)})
-	side.Format = "int-label"
-	streams = append(streams, struct {
-		cfg  gen.Config
-		rate float64
-		to   string
-	}{side, *rate / 10, coll.ListenerAddr(2)})
-	var wg sync.WaitGroup
-	errc := make(chan error, len(streams))
-	var main *gen.Generator
-	for i, s := range streams {
-		g, err := gen.New(s.cfg)
-		if err != nil {
-			return err
-		}
-		if i == 0 {
-			main = g
-		}
-		snd, err := gen.NewSender(g, gen.SendConfig{To: s.to, Rate: s.rate})
-		if err != nil {
-			return err
-		}
-		defer snd.Close()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := snd.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				errc <- err
-			}
-		}()
+	var wait func() error
+	describe := func() string { return "" }
+	var what string
+	if *useFabric {
+		describe, wait, err = startDemoFabric(ctx, coll.ListenerAddr(0), coll.ListenerAddr(2), *rate)
+		what = fmt.Sprintf("the emulated testbed (4 spine, 4 leaf, 4 ToR switches, 8 hosts; INT-MD and INT-label Base A) at %.0f packets/s", *rate)
+	} else {
+		what, wait, err = startDemoGen(ctx, gcfg, *rate, coll)
 	}
+	if err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- wait() }()
 
 	scr := newDemoScreen(stdout, *top)
-	fmt.Fprintf(stderr, "intake demo: %s to %s at %.0f datagrams/s; http %s; Ctrl-C stops\n", main, coll.ListenerAddr(0), *rate, httpLine)
+	fmt.Fprintf(stderr, "intake demo: %s; http %s; Ctrl-C stops\n", what, httpLine)
 	start := time.Now()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -175,19 +148,75 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case runErr = <-errc:
-			break loop
+			errc = nil
+			if runErr != nil {
+				break loop
+			}
 		case <-tick.C:
-			scr.draw(time.Since(start), coll, watch, events, httpLine)
+			scr.draw(time.Since(start), coll, watch, events, httpLine, describe())
 		}
 	}
 	stop()
-	wg.Wait()
+	if errc != nil {
+		runErr = <-errc
+	}
 	settle(coll)
-	scr.draw(time.Since(start), coll, watch, events, httpLine)
+	scr.draw(time.Since(start), coll, watch, events, httpLine, describe())
 	err = coll.Stop()
 	fmt.Fprintf(stdout, "intake demo: stopped after %s\n", time.Since(start).Round(time.Millisecond))
 	writeSummary(stdout, coll.Status())
 	return errors.Join(runErr, err)
+}
+
+// startDemoGen starts the demo's generators: the report stream of gcfg at rate datagrams/s
+// to the collector's first listener, and DTA Key-Writes and INT-label exports at a tenth of
+// the rate to its second and third, until ctx is done. It returns what it sends, for the
+// start line, and wait, which returns once every sender has stopped.
+func startDemoGen(ctx context.Context, gcfg gen.Config, rate float64, coll *ingest.Collector) (string, func() error, error) {
+	dta, label := gcfg, gcfg
+	dta.Format, dta.Batch = "dta", 1
+	label.Format, label.Batch = "int-label", 1
+	streams := []struct {
+		cfg  gen.Config
+		rate float64
+	}{{gcfg, rate}, {dta, rate / 10}, {label, rate / 10}}
+	var senders []*gen.Sender
+	var what string
+	for i, s := range streams {
+		g, err := gen.New(s.cfg)
+		if err == nil && i == 0 {
+			what = fmt.Sprintf("%s to %s at %.0f datagrams/s", g, coll.ListenerAddr(0), rate)
+		}
+		var snd *gen.Sender
+		if err == nil {
+			snd, err = gen.NewSender(g, gen.SendConfig{To: coll.ListenerAddr(i), Rate: s.rate})
+		}
+		if err != nil {
+			for _, s := range senders {
+				s.Close()
+			}
+			return "", nil, err
+		}
+		senders = append(senders, snd)
+	}
+	errs := make([]error, len(senders))
+	var wg sync.WaitGroup
+	for i, snd := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := snd.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				errs[i] = err
+			}
+		}()
+	}
+	return what, func() error {
+		wg.Wait()
+		for _, s := range senders {
+			s.Close()
+		}
+		return errors.Join(errs...)
+	}, nil
 }
 
 // scratchDTA points the DTA stores of a run on the defaults (demo, bench) at a temporary
@@ -324,7 +353,7 @@ func newDemoScreen(w io.Writer, top int) *demoScreen {
 	return &demoScreen{w: w, tty: tty, top: top, buf: make([]event.Event, 4096), lastByFmt: map[string]uint64{}, lastT: time.Now()}
 }
 
-func (d *demoScreen) draw(up time.Duration, coll *ingest.Collector, watch *demoWatch, events *event.Consumer, httpLine string) {
+func (d *demoScreen) draw(up time.Duration, coll *ingest.Collector, watch *demoWatch, events *event.Consumer, httpLine, source string) {
 	st := coll.Status()
 	now := time.Now()
 	for n := events.Poll(d.buf); n > 0; n = events.Poll(d.buf) {
@@ -375,6 +404,9 @@ func (d *demoScreen) draw(up time.Duration, coll *ingest.Collector, watch *demoW
 	fmt.Fprintf(&b, "\nslowest hops (hop latency by switch, last second)\n")
 	for _, s := range switches[:min(d.top, len(switches))] {
 		fmt.Fprintf(&b, "  switch %-8d mean %10s   max %10s   %d reports\n", s.node, nsString(s.sum/s.n), nsString(s.worst), s.n)
+	}
+	if source != "" {
+		fmt.Fprintf(&b, "\n%s\n", strings.TrimRight(source, "\n"))
 	}
 	io.WriteString(d.w, b.String())
 }

@@ -72,3 +72,24 @@ func TestDemoMisuse(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoFabric runs the demo on the emulated testbed: its INT-MD reports and INT-label
+// exports arrive and decode, and the screen describes the fabric.
+func TestDemoFabric(t *testing.T) {
+	code, out, errs := runVerb("demo", "--fabric", "--duration", "2s", "--http", "127.0.0.1:0", "--rate", "500")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"fabric: testbed, 12 switches, 8 servers, INT-MD on every packet, INT-label Base A",
+		"slowest flows (end-to-end latency of the last report)",
+		"  decode errors     0\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if !regexp.MustCompile(`reports decoded   [1-9]\d* \(int-label [1-9]\d*, tr2\.0 [1-9]\d*\)`).MatchString(out) {
+		t.Errorf("final summary lacks INT-label exports or TR v2.0 reports:\n%s", out)
+	}
+}
