@@ -160,36 +160,16 @@ func TestExportsDecodeToWrittenItems(t *testing.T) {
 	f.SetTracer(rec)
 	f.SetSink(col)
 	f.RunVirtual(int64(2 * time.Second))
-	enc, err := wire.NewEncoder(wire.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec, err := wire.NewDecoder(wire.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := newRoundTrip(t)
 	written := map[telemetry.LabelItem]int{}
 	for _, ev := range rec.evs {
 		if ev.labeled {
 			written[ev.item]++
 		}
 	}
-	var rd wire.Reader
-	var got telemetry.Report
 	nspec := 0
 	for i := range col.labels {
-		r := &col.labels[i]
-		pkt, err := enc.Append(nil, r)
-		if err != nil {
-			t.Fatalf("export %d: encode: %v", i, err)
-		}
-		rd.Reset(dec, wire.InputLabel, pkt)
-		if err := rd.Next(&got); err != nil {
-			t.Fatalf("export %d: decode: %v", i, err)
-		}
-		if !got.Equal(r) {
-			t.Fatalf("export %d decodes to %+v, want %+v", i, got.LabelList(), r.LabelList())
-		}
+		got := rt.do(t, wire.InputLabel, &col.labels[i], "export", i)
 		for k, it := range got.LabelList() {
 			if written[it] == 0 {
 				t.Fatalf("export %d item %d %+v was never written by a switch", i, k, it)
@@ -210,6 +190,44 @@ func TestExportsDecodeToWrittenItems(t *testing.T) {
 	if st.Exports != uint64(len(col.labels)) || st.LostItems != 0 && st.Lost == 0 && st.Drops == 0 {
 		t.Fatalf("stats %+v", st)
 	}
+}
+
+// roundTrip encodes what the fabric sent with intake's encoder and decodes the datagram
+// with intake's decoder, as the collector would.
+type roundTrip struct {
+	enc *wire.Encoder
+	dec *wire.Decoder
+	rd  wire.Reader
+	got telemetry.Report
+}
+
+func newRoundTrip(t *testing.T) *roundTrip {
+	enc, err := wire.NewEncoder(wire.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := wire.NewDecoder(wire.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &roundTrip{enc: enc, dec: dec}
+}
+
+// do returns r as decoded from its datagram, failing unless it decodes to r itself.
+func (rt *roundTrip) do(t *testing.T, in wire.Input, r *telemetry.Report, what string, i int) *telemetry.Report {
+	t.Helper()
+	pkt, err := rt.enc.Append(nil, r)
+	if err != nil {
+		t.Fatalf("%s %d: encode: %v", what, i, err)
+	}
+	rt.rd.Reset(rt.dec, in, pkt)
+	if err := rt.rd.Next(&rt.got); err != nil {
+		t.Fatalf("%s %d: decode: %v", what, i, err)
+	}
+	if !rt.got.Equal(r) {
+		t.Fatalf("%s %d decodes to %+v, want %+v", what, i, rt.got, *r)
+	}
+	return &rt.got
 }
 
 func BenchmarkVirtualFatTree(b *testing.B) {

@@ -22,14 +22,7 @@ func TestReportsDecodeToSwitchHops(t *testing.T) {
 	f.RunVirtual(int64(300 * time.Millisecond))
 	f.StopTraffic()
 	f.RunVirtual(int64(400 * time.Millisecond)) // drain: every packet reaches its host
-	enc, err := wire.NewEncoder(wire.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec, err := wire.NewDecoder(wire.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := newRoundTrip(t)
 	type egressKey struct {
 		sw, port uint8
 		ct       int64
@@ -47,21 +40,8 @@ func TestReportsDecodeToSwitchHops(t *testing.T) {
 	}
 	postcards := map[hopKey]int{}
 	var sinks [][]telemetry.Hop
-	var rd wire.Reader
-	var got telemetry.Report
 	for i := range col.reports {
-		r := &col.reports[i]
-		pkt, err := enc.Append(nil, r)
-		if err != nil {
-			t.Fatalf("report %d: encode: %v", i, err)
-		}
-		rd.Reset(dec, wire.InputReport, pkt)
-		if err := rd.Next(&got); err != nil {
-			t.Fatalf("report %d: decode: %v", i, err)
-		}
-		if !got.Equal(r) {
-			t.Fatalf("report %d decodes to %+v, want %+v", i, got, *r)
-		}
+		got := rt.do(t, wire.InputReport, &col.reports[i], "report", i)
 		if got.Format != telemetry.FormatTR20 || got.Inner.Link != telemetry.LinkEthernet || got.Has&telemetry.HasFlow == 0 {
 			t.Fatalf("report %d: %v, inner %+v", i, got.Format, got.Inner)
 		}

@@ -2,8 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/intake-int/intake/api"
+	"github.com/intake-int/intake/label"
+	"github.com/intake-int/intake/telemetry"
 )
 
 func TestSimLabelDistJSON(t *testing.T) {
@@ -22,8 +32,32 @@ func TestSimLabelDistJSON(t *testing.T) {
 	if len(v.Dist) != 6 || v.Expectation < 4.4666 || v.Expectation > 4.4667 {
 		t.Fatalf("%s", out.String())
 	}
-	if code := run([]string{"sim", "label-dist", "--f", "F9"}, &out, &errb); code != 2 {
-		t.Fatalf("bad --f: exit %d", code)
+	// Base B with F1 at T_s/T = 1/2: unlabeled until a first label (probability 1/2 per
+	// hop), then labeled at every later hop (f = 1). H = 1, 3, 5 with probabilities
+	// 1/15, 2/15, 12/15 (k = 4); E = (1/2 + 2·17/8 + 12·129/32)/15 = 53.125/15.
+	out.Reset()
+	if code := run([]string{"sim", "label-dist", "--k", "4", "--ratio", "0.5", "--algo", "b", "--f", "F1", "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{(0.5 + 2*0.125 + 12.0/32) / 15, (0.5 + 2*0.125 + 12.0/32) / 15, (2*0.25 + 12.0/16) / 15, (2*0.5 + 12.0/8) / 15, 12.0 / 4 / 15, 12.0 / 2 / 15}
+	for s := range want {
+		if math.Abs(v.Dist[s]-want[s]) > 1e-12 {
+			t.Fatalf("P(Z_B = %d) = %v, want %v (%s)", s, v.Dist[s], want[s], out.String())
+		}
+	}
+	if math.Abs(v.Expectation-53.125/15) > 1e-12 {
+		t.Fatalf("E[Z_B] = %v, want %v", v.Expectation, 53.125/15)
+	}
+	errb.Reset()
+	if code := run([]string{"sim", "label-dist", "--f", "F9"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `--f "F9": must be one of F1, F2, F3`) {
+		t.Fatalf("bad --f: exit %d, %q", code, errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"sim", "label-dist", "--algo", "c"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `--algo "c": must be a or b`) {
+		t.Fatalf("bad --algo: exit %d, %q", code, errb.String())
 	}
 }
 
@@ -42,5 +76,78 @@ func TestSimLabelOneFigure(t *testing.T) {
 	}
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil || len(v.Figures) != 1 || v.Figures[0].ID != "fig19" {
 		t.Fatalf("%v %s", err, out.String())
+	}
+}
+
+// GET /api/v1/label/ports and /api/v1/label/coverage through `intake query ports|coverage`
+// against a real HTTP server over a controller with a fixed clock.
+func TestQueryPortsCoverage(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	cfg := label.DefaultConfig()
+	c := label.New(cfg, nil, func() int64 { return 450 * ms })
+	srv := api.New("127.0.0.1:0", nil, nil)
+	registerLabelAPI(srv, c)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop(context.Background())
+	export := func(recv int64, items ...telemetry.LabelItem) {
+		r := &telemetry.Report{Format: telemetry.FormatLabel, RecvTime: recv, NLabels: uint8(len(items))}
+		copy(r.Labels[:], items)
+		c.Process(0, r)
+	}
+	// windows of 100 ms: 0 has 3/1 and 4/2, 1 has 3/1, 2 none, 3 has 4/2 (twice: once stale)
+	export(10*ms, telemetry.LabelItem{SwitchID: 3, EgressPort: 1, IngressPort: 2, EgressTS: 100, DeqTimedelta: 700, DeqQDepth: 4},
+		telemetry.LabelItem{SwitchID: 4, EgressPort: 2, EgressTS: 90})
+	export(150*ms, telemetry.LabelItem{SwitchID: 3, EgressPort: 1, IngressPort: 2, EgressTS: 200, DeqTimedelta: 900, DeqQDepth: 5})
+	export(350*ms, telemetry.LabelItem{SwitchID: 4, EgressPort: 2, EgressTS: 300, DeqTimedelta: 50})
+	export(360*ms, telemetry.LabelItem{SwitchID: 4, EgressPort: 2, EgressTS: 250})
+	addr := srv.Addr()
+
+	code, out, errs := runVerb("query", "ports", "--addr", addr)
+	want := `  switch  port  in  label time  latency ns  qdepth  age ms  updates  stale  shift  active
+       3     1   2         200         900       5   300.0        2      0      0    true
+       4     2   0         300          50       0   100.0        2      1      0    true
+2 ports
+`
+	if code != 0 || out != want {
+		t.Fatalf("query ports: exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errs, out, want)
+	}
+	code, out, _ = runVerb("query", "ports", "--addr", addr, "--switch", "4", "--json")
+	var pr label.PortsResponse
+	if err := json.Unmarshal([]byte(out), &pr); code != 0 || err != nil || pr.Count != 1 || len(pr.Ports) != 1 ||
+		pr.Ports[0] != (label.PortState{SwitchID: 4, Port: 2, LabelTime: 300, LatencyNs: 50, AgeMs: 100, Updates: 2, Stale: 1, Active: true, LastReceived: 360 * ms}) {
+		t.Fatalf("query ports --switch 4 --json: exit %d, %v, %s", code, err, out)
+	}
+	code, out, _ = runVerb("query", "coverage", "--addr", addr, "--windows", "4")
+	want = `telemetry interval 100 ms, clock receive, 2 ports known
+  window  updated  active  coverage
+       0        2       2    1.0000
+       1        1       2    0.5000
+       2        0       2    0.0000
+       3        1       2    0.5000
+mean 0.5000 over 4 windows
+`
+	if code != 0 || out != want {
+		t.Fatalf("query coverage: exit %d, stdout\n%s\nwant\n%s", code, out, want)
+	}
+	code, out, _ = runVerb("query", "coverage", "--addr", addr, "--windows", "1", "--json")
+	var cr label.CoverageReport
+	if err := json.Unmarshal([]byte(out), &cr); code != 0 || err != nil || len(cr.Windows) != 1 || cr.Windows[0] != (label.Window{Index: 3, StartNs: 300 * ms, Updated: 1, Active: 2, Coverage: 0.5}) {
+		t.Fatalf("query coverage --json: exit %d, %v, %s", code, err, out)
+	}
+	// Bad parameters: 400 with the API's error, and the verbs' own checks.
+	code, _, errs = runVerb("query", "coverage", "--addr", addr, "--windows", "0")
+	if code != 2 || !strings.Contains(errs, "--windows 0: must be in [1, 1000]") {
+		t.Fatalf("--windows 0: exit %d, %q", code, errs)
+	}
+	resp, err := http.Get("http://" + addr + "/api/v1/label/ports?switch_id=300")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "switch_id") {
+		t.Fatalf("switch_id=300: %s %s", resp.Status, body)
 	}
 }

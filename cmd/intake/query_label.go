@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"strings"
+	"net/url"
 	"text/tabwriter"
-	"time"
 
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/label"
@@ -20,25 +18,18 @@ func init() {
 	registerSub("query", verb{name: "coverage", summary: "INT-label coverage per telemetry interval", run: runQueryCoverage})
 }
 
-func labelGet(addr, path string) ([]byte, error) {
-	url := addr
-	if !strings.Contains(url, "://") {
-		url = "http://" + url
-	}
-	url = strings.TrimSuffix(url, "/") + path
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+// labelQuery reads path?q from the collector at addr. With asJSON it prints the API's body
+// as it is and reports done; otherwise it decodes the body into v for the table.
+func labelQuery(stdout io.Writer, addr, path string, q url.Values, asJSON bool, v any) (done bool, err error) {
+	body, err := detectAPIGet(addr, path, q)
 	if err != nil {
-		return nil, fmt.Errorf("%w (is 'intake serve' running with http.address %s?)", err, addr)
+		return true, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
+	if asJSON {
+		_, err := stdout.Write(body)
+		return true, err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
-	}
-	return body, nil
+	return false, json.Unmarshal(body, v)
 }
 
 func runQueryPorts(args []string, stdout, stderr io.Writer) error {
@@ -56,20 +47,12 @@ func runQueryPorts(args []string, stdout, stderr io.Writer) error {
 	if *sw > 255 || *sw < -1 {
 		return usageErr("--switch %d: must be in [0, 255]", *sw)
 	}
-	path := "/api/v1/label/ports"
+	q := url.Values{}
 	if *sw >= 0 {
-		path += fmt.Sprintf("?switch_id=%d", *sw)
-	}
-	body, err := labelGet(*addr, path)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		_, err := stdout.Write(body)
-		return err
+		q.Set("switch_id", fmt.Sprint(*sw))
 	}
 	var pr label.PortsResponse
-	if err := json.Unmarshal(body, &pr); err != nil {
+	if done, err := labelQuery(stdout, *addr, "/api/v1/label/ports", q, *asJSON, &pr); done || err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -98,16 +81,8 @@ func runQueryCoverage(args []string, stdout, stderr io.Writer) error {
 	if *n < 1 || *n > 1000 {
 		return usageErr("--windows %d: must be in [1, 1000]", *n)
 	}
-	body, err := labelGet(*addr, fmt.Sprintf("/api/v1/label/coverage?windows=%d", *n))
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		_, err := stdout.Write(body)
-		return err
-	}
 	var cr label.CoverageReport
-	if err := json.Unmarshal(body, &cr); err != nil {
+	if done, err := labelQuery(stdout, *addr, "/api/v1/label/coverage", url.Values{"windows": {fmt.Sprint(*n)}}, *asJSON, &cr); done || err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "telemetry interval %.0f ms, clock %s, %d ports known\n", cr.TelemetryIntervalMs, cr.Clock, cr.PortsKnown)
