@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -335,6 +336,7 @@ func TestInfluxDB1(t *testing.T) {
 			if n := in.Sent.Load(); n != 8*2+6 {
 				t.Errorf("sent %d points, want %d", n, 8*2+6)
 			}
+			grafanaQueries(t, s, db)
 		} else {
 			got := influxQuery(t, s, db, `SELECT * FROM "flow_stat,10.0.0.1:1000->10.0.1.2:80,proto=6"`)
 			want := "flow_stat,10.0.0.1:1000->10.0.1.2:80,proto=6 [time flow_latency path]\n  [" + sec(0) + " 130 1:2]\n  [" + sec(2) + " 230 <nil>]\n  [" + sec(3) + " 230 1:2]\n"
@@ -533,4 +535,81 @@ func TestSinkRestart(t *testing.T) {
 		t.Errorf("stored %d points, sent %d; names %s", n, in.Sent.Load(), b)
 	}
 	t.Logf("offered %d, sent %d, retried %d, dropped %d (queue full %d)", offered(), in.Sent.Load(), in.Retried.Load(), in.Dropped(), in.DropQueue.Load())
+}
+
+// grafanaQueries runs every query of the dashboard in grafana/ against the database, with
+// Grafana's macros filled in as Grafana would for a range that covers the test's data, and
+// checks what each panel would show: 1 series per flow or key, the path as a string, the
+// events in time order.
+func grafanaQueries(t *testing.T, s *server, db string) {
+	t.Helper()
+	b, err := os.ReadFile("../grafana/intake-influxdb.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Query string `json:"query"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatal(err)
+	}
+	macros := strings.NewReplacer("$timeFilter", "time >= "+sec(0)+" AND time <= "+sec(3), "$__interval", "1s")
+	got := map[string]string{}
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			out := influxQuery(t, s, db, macros.Replace(tg.Query))
+			got[p.Title] = out
+		}
+	}
+	// A panel per measurement, the series it draws: header lines only (the values per
+	// interval are fill(previous) rows, checked for flow paths and events).
+	series := func(title string) []string {
+		var hs []string
+		for _, l := range strings.Split(got[title], "\n") {
+			if l != "" && !strings.HasPrefix(l, " ") {
+				hs = append(hs, l)
+			}
+		}
+		return hs
+	}
+	for title, n := range map[string]int{"Flow latency": 1, "Flow hop latency": 2, "Queue occupancy": 2, "Tx utilization": 0, "Events per kind": 2} {
+		if hs := series(title); len(hs) != n {
+			t.Errorf("panel %q: %d series, want %d:\n%s", title, len(hs), n, got[title])
+		}
+	}
+	if want := "flow_path [time path]\n  [" + sec(3) + " 1:2]\n"; got["Flow paths"] != want {
+		t.Errorf("panel Flow paths:\n%s\nwant\n%s", got["Flow paths"], want)
+	}
+	// Events, newest first; rows of one time in the server's order, so compared as a set.
+	rows := strings.Split(strings.TrimSuffix(got["Events"], "\n"), "\n")
+	want := []string{
+		"events [time kind metric scope switch_id prev value threshold path]",
+		"  [" + sec(2) + " change flow_hop_latency switch 1 100 200 50 <nil>]",
+		"  [" + sec(2) + " change flow_latency e2e <nil> 130 230 50 <nil>]",
+		"  [" + sec(0) + " new_key flow_hop_latency switch 1 0 100 <nil> <nil>]",
+		"  [" + sec(0) + " new_key flow_hop_latency switch 2 0 30 <nil> <nil>]",
+		"  [" + sec(0) + " new_key flow_latency e2e <nil> 0 130 <nil> <nil>]",
+		"  [" + sec(0) + " new_key flow_path e2e <nil> <nil> <nil> <nil> 1:2]",
+		"  [" + sec(0) + " new_key queue_occupancy switch 1 0 10 <nil> <nil>]",
+		"  [" + sec(0) + " new_key queue_occupancy switch 2 0 20 <nil> <nil>]",
+	}
+	sorted := append([]string{rows[0]}, rows[1:]...)
+	sort.Slice(sorted[1:], func(i, j int) bool {
+		a, b := sorted[1+i], sorted[1+j]
+		if a[:22] != b[:22] { // the time: newest first
+			return a[:22] > b[:22]
+		}
+		return a < b
+	})
+	if strings.Join(sorted, "\n") != strings.Join(want, "\n") || !sort.SliceIsSorted(rows[1:], func(i, j int) bool { return rows[1+i][:22] > rows[1+j][:22] }) {
+		t.Errorf("panel Events:\n%s\nwant (in any order within a time)\n%s", got["Events"], strings.Join(want, "\n"))
+	}
+	if len(got) != 7 {
+		t.Errorf("%d panels with queries, want 7: %v", len(got), got)
+	}
 }
