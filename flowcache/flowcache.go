@@ -1,0 +1,428 @@
+// Package flowcache owns the SmartNIC INT sink's flow cache (Feng et al., §III-B to III-D):
+// the hash table H_P of rows × buckets keyed by the flow 5-tuple, holding per flow the packet
+// count, the last update time and, per hop of the path, the latest value and the mean of hop
+// latency, queue occupancy and tx utilization, plus the end-to-end latency; the eviction
+// rings R_G (least recently updated bucket of a full row, and the ager's idle flows); and the
+// per-switch metric histograms.
+//
+// The FlowCache is an ingest.Processor. Its table is one flat pointer-free allocation
+// (Config.Bytes); every ingest worker updates it under the row's spin lock, as the paper's
+// micro-engine threads lock the row they update (§III-B). Process allocates nothing and never
+// blocks on anything but a row lock held for a bucket update.
+//
+// Evicted buckets are copied into the rings by the worker that evicts; one drain goroutine
+// (the paper's host reader of R_G) turns them into Records and hands them to the record sinks
+// (Redis's flow stream, §III-D). The threshold and change events of these metrics are the
+// event detector's (package detect), carried to consumers by event.Bus rings (R_I).
+package flowcache
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/intake-int/intake/telemetry"
+)
+
+// FlowCache is the processor. New is inert; Start runs the drain and the ager.
+type FlowCache struct {
+	cfg   Config
+	t     *table
+	rings *ringSet
+	hist  *Histograms
+
+	workers []workerCounts
+
+	collisions atomic.Uint64 // evictions from a full row
+	idle       atomic.Uint64 // evictions by the ager
+	exported   atomic.Uint64 // records handed to the sinks
+	inserts    atomic.Uint64
+
+	sinks       []func(*Record)
+	latest      func(*Record)
+	latestEvery time.Duration
+
+	now    func() int64
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	drainM sync.Mutex // one drainer at a time (the goroutine, or DrainNow)
+}
+
+// Counter slots per worker.
+const (
+	cReports = iota // reports seen
+	cNoFlow         // skipped: no 5-tuple
+	cNoHops         // skipped: no hops
+	cTrunc          // paths longer than max_hops
+	cUpdates        // bucket updates
+	cWarm           // not a counter: keeps the prefetch loads
+	nCounts
+)
+
+type workerCounts struct {
+	local [nCounts]uint64
+	pub   [nCounts]atomic.Uint64
+	_     [64]byte
+}
+
+// New builds the cache (allocating the table and the rings). cfg must have passed Validate.
+func New(cfg Config) *FlowCache {
+	f := &FlowCache{cfg: cfg, t: newTable(cfg.Rows, cfg.Buckets, cfg.MaxHops),
+		hist: newHistograms(cfg.Histograms, 1), now: func() int64 { return time.Now().UnixNano() }}
+	f.rings = newRingSet(cfg.Rings, cfg.RingEntries, f.t.bktW)
+	f.workers = make([]workerCounts, 1)
+	return f
+}
+
+// Name implements ingest.Processor.
+func (f *FlowCache) Name() string { return "flowcache" }
+
+// Config returns the configuration the cache was built with.
+func (f *FlowCache) Config() Config { return f.cfg }
+
+// Histograms returns the per-switch histograms.
+func (f *FlowCache) Histograms() *Histograms { return f.hist }
+
+// AddSink adds a consumer of evicted records, called from the drain goroutine (it must not
+// block: a network sink queues). Call before Start.
+func (f *FlowCache) AddSink(fn func(*Record)) { f.sinks = append(f.sinks, fn) }
+
+// SetLatestSink makes the cache hand every flow updated in the last period to fn once per
+// period (Reason none): the Redis per-flow hashes. Call before Start.
+func (f *FlowCache) SetLatestSink(period time.Duration, fn func(*Record)) {
+	f.latest, f.latestEvery = fn, period
+}
+
+// SetClock replaces the ager's clock (tests).
+func (f *FlowCache) SetClock(now func() int64) { f.now = now }
+
+// Start implements ingest.Starter: per-worker counters and histogram shards, the drain, the
+// ager and the periodic latest-values walk.
+func (f *FlowCache) Start(workers int) error {
+	if workers > len(f.workers) {
+		w := make([]workerCounts, workers)
+		for i := range f.workers {
+			for j := range nCounts {
+				w[i].local[j] = f.workers[i].local[j]
+				w[i].pub[j].Store(f.workers[i].pub[j].Load())
+			}
+		}
+		f.workers = w
+	}
+	f.hist.resize(workers)
+	f.stop = make(chan struct{})
+	f.wg.Add(1)
+	go f.drainLoop()
+	if f.cfg.IdleTimeout > 0 {
+		f.wg.Add(1)
+		go f.agerLoop()
+	}
+	if f.latest != nil && f.latestEvery > 0 {
+		f.wg.Add(1)
+		go f.latestLoop()
+	}
+	return nil
+}
+
+// Stop implements ingest.Stopper: it stops the goroutines and drains the rings once more.
+func (f *FlowCache) Stop() error {
+	if f.stop == nil {
+		return nil
+	}
+	close(f.stop)
+	f.wg.Wait()
+	f.stop = nil
+	f.DrainNow()
+	return nil
+}
+
+// Process implements ingest.Processor: histograms, then the flow's bucket.
+func (f *FlowCache) Process(worker int, r *telemetry.Report) {
+	c := &f.workers[worker].local
+	c[cReports]++
+	n := int(r.NHops)
+	if n == 0 {
+		c[cNoHops]++
+		return
+	}
+	sh := f.hist.shard(worker)
+	var lat uint64
+	nlat := 0
+	for i := 0; i < n; i++ {
+		hp := &r.Hops[i]
+		fl := hp.Fields
+		if fl&telemetry.FHopLatency != 0 {
+			lat += uint64(hp.HopLatency)
+			nlat++
+		}
+		if fl&telemetry.FNodeID == 0 || fl&(telemetry.FHopLatency|telemetry.FQueueOccupancy|telemetry.FTxUtil) == 0 {
+			continue
+		}
+		si := f.hist.index(hp.NodeID)
+		if si < 0 {
+			f.hist.overflow.Add(1)
+			continue
+		}
+		if fl&telemetry.FHopLatency != 0 {
+			f.hist.add(sh, si, HopLatency, uint64(hp.HopLatency))
+		}
+		if fl&telemetry.FQueueOccupancy != 0 {
+			f.hist.add(sh, si, QueueOccupancy, uint64(hp.QueueOccupancy))
+		}
+		if fl&telemetry.FTxUtil != 0 {
+			f.hist.add(sh, si, TxUtil, uint64(hp.TxUtil))
+		}
+	}
+	if nlat > 0 {
+		f.hist.addE2E(sh, lat)
+	}
+	if r.Has&telemetry.HasFlow == 0 {
+		c[cNoFlow]++
+		return
+	}
+	if n > f.cfg.MaxHops {
+		c[cTrunc]++
+	}
+	c[cUpdates]++
+	ins, ev, warm := f.t.update(r, lat, nlat, f.rings)
+	c[cWarm] += warm
+	if ins {
+		f.inserts.Add(1)
+	}
+	if ev {
+		f.collisions.Add(1)
+	}
+}
+
+// Flush implements ingest.Flusher: it publishes the worker's counters.
+func (f *FlowCache) Flush(worker int) {
+	c := &f.workers[worker]
+	for i, v := range c.local {
+		if c.pub[i].Load() != v {
+			c.pub[i].Store(v)
+		}
+	}
+}
+
+func (f *FlowCache) sum(i int) uint64 {
+	var n uint64
+	for w := range f.workers {
+		n += f.workers[w].pub[i].Load()
+	}
+	return n
+}
+
+// Lookup returns flow k's aggregates.
+func (f *FlowCache) Lookup(k *telemetry.FlowKey) (Record, bool) {
+	var rec Record
+	ok := f.t.lookup(k, &rec)
+	return rec, ok
+}
+
+// Top returns the n flows with the highest mean end-to-end latency (by "latency") or the
+// most packets (by "packets"), highest first; ties are broken by last update, newest first.
+func (f *FlowCache) Top(by string, n int) []Record {
+	if n < 1 {
+		return nil
+	}
+	score := func(b *bucketHdr) float64 { return float64(b.Packets) }
+	if by == "latency" {
+		score = func(b *bucketHdr) float64 {
+			if b.LatCount == 0 {
+				return -1
+			}
+			return float64(b.LatSum) / float64(b.LatCount)
+		}
+	}
+	type cand struct {
+		s    float64
+		last int64
+		rec  Record
+	}
+	var top []cand // sorted, best first, at most n
+	better := func(a, b *cand) bool {
+		if a.s != b.s {
+			return a.s > b.s
+		}
+		return a.last > b.last
+	}
+	f.t.walk(-1<<63, func(w []uint64, h *bucketHdr) bool {
+		c := cand{s: score(h), last: h.Last}
+		if len(top) == n && !better(&c, &top[n-1]) {
+			return false
+		}
+		f.t.decode(w, &c.rec)
+		i := sort.Search(len(top), func(i int) bool { return better(&c, &top[i]) })
+		if len(top) < n {
+			top = append(top, cand{})
+		}
+		copy(top[i+1:], top[i:len(top)-1])
+		top[i] = c
+		return false
+	})
+	out := make([]Record, len(top))
+	for i := range top {
+		out[i] = top[i].rec
+	}
+	return out
+}
+
+// Age evicts every flow whose last update is older than now − idle_timeout into the rings
+// and returns how many it evicted (the ager's sweep; the paper's CMEs, §III-B).
+func (f *FlowCache) Age(now int64) int {
+	if f.cfg.IdleTimeout <= 0 {
+		return 0
+	}
+	cut := now - int64(f.cfg.IdleTimeout)
+	n := 0
+	for row := 0; row < f.t.rows; row++ {
+		off := f.t.rowOff(uint64(row))
+		lk := f.t.lockRow(off)
+		tags := f.t.tags(off)
+		for i, g := range tags {
+			if g == 0 {
+				continue
+			}
+			boff := f.t.bucketOff(off, i)
+			if f.t.hdr(boff).Last >= cut {
+				continue
+			}
+			f.rings.push(uint64(row), f.t.mem[boff:boff+f.t.bktW], ReasonIdle)
+			tags[i] = 0
+			f.t.flows.Add(-1)
+			n++
+		}
+		unlockRow(lk)
+	}
+	f.idle.Add(uint64(n))
+	return n
+}
+
+// DrainNow moves every record waiting in the rings to the sinks and returns how many.
+func (f *FlowCache) DrainNow() int {
+	f.drainM.Lock()
+	defer f.drainM.Unlock()
+	n := 0
+	var rec Record
+	for _, r := range f.rings.rings {
+		for r.pop(func(b []uint64, why Reason) {
+			f.t.decode(b, &rec)
+			rec.Reason = why
+		}) {
+			n++
+			for _, s := range f.sinks {
+				s(&rec)
+			}
+			f.exported.Add(1)
+			rec.Hops = nil // a sink may keep what it was given
+		}
+	}
+	return n
+}
+
+func (f *FlowCache) drainLoop() {
+	defer f.wg.Done()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-t.C:
+			f.DrainNow()
+		}
+	}
+}
+
+func (f *FlowCache) agerLoop() {
+	defer f.wg.Done()
+	t := time.NewTicker(f.cfg.AgeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-t.C:
+			f.Age(f.now())
+		}
+	}
+}
+
+// WalkUpdated calls fn with every flow updated at or after since (Reason none).
+func (f *FlowCache) WalkUpdated(since int64, fn func(*Record)) int {
+	n := 0
+	f.t.walk(since, func(w []uint64, h *bucketHdr) bool {
+		var rec Record
+		f.t.decode(w, &rec)
+		fn(&rec)
+		n++
+		return false
+	})
+	return n
+}
+
+func (f *FlowCache) latestLoop() {
+	defer f.wg.Done()
+	t := time.NewTicker(f.latestEvery)
+	defer t.Stop()
+	since := int64(-1 << 63)
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-t.C:
+			now := f.now()
+			f.WalkUpdated(since, f.latest)
+			since = now
+		}
+	}
+}
+
+// Stats are the cache's counters (GET /api/v1/flowcache/stats).
+type Stats struct {
+	Rows         int     `json:"rows"`
+	Buckets      int     `json:"buckets"`
+	MaxHops      int     `json:"max_hops"`
+	Capacity     int     `json:"capacity"`
+	Flows        int64   `json:"flows"`
+	Occupancy    float64 `json:"occupancy"`
+	Bytes        int     `json:"bytes"`
+	BytesPerFlow float64 `json:"bytes_per_flow"`
+
+	Reports        uint64 `json:"reports"`
+	Updates        uint64 `json:"updates"`
+	Inserts        uint64 `json:"inserts"`
+	SkippedNoFlow  uint64 `json:"skipped_no_flow"`
+	SkippedNoHops  uint64 `json:"skipped_no_hops"`
+	TruncatedPaths uint64 `json:"truncated_paths"`
+
+	Evictions      Evictions `json:"evictions"`
+	Rings          RingStats `json:"rings"`
+	Switches       int       `json:"histogram_switches"`
+	SwitchOverflow uint64    `json:"histogram_switch_overflow"`
+}
+
+// Evictions count flows leaving the cache, by reason.
+type Evictions struct {
+	Collision uint64 `json:"collision"`
+	Idle      uint64 `json:"idle"`
+}
+
+// Stats returns the counters (worker counters as of their last Flush).
+func (f *FlowCache) Stats() Stats {
+	cap := f.cfg.Rows * f.cfg.Buckets
+	st := Stats{
+		Rows: f.cfg.Rows, Buckets: f.cfg.Buckets, MaxHops: f.cfg.MaxHops, Capacity: cap,
+		Flows: f.t.flows.Load(), Bytes: len(f.t.mem) * 8,
+		Reports: f.sum(cReports), Updates: f.sum(cUpdates), Inserts: f.inserts.Load(),
+		SkippedNoFlow: f.sum(cNoFlow), SkippedNoHops: f.sum(cNoHops), TruncatedPaths: f.sum(cTrunc),
+		Evictions: Evictions{Collision: f.collisions.Load(), Idle: f.idle.Load()},
+		Rings:     f.rings.stats(),
+		Switches:  int(f.hist.n.Load()), SwitchOverflow: f.hist.Overflow(),
+	}
+	st.Occupancy = float64(st.Flows) / float64(cap)
+	st.BytesPerFlow = float64(st.Bytes) / float64(cap)
+	st.Rings.Exported = f.exported.Load()
+	return st
+}

@@ -1,0 +1,245 @@
+package flowcache
+
+import (
+	"math/bits"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// Histograms are the per-switch distributions of §III-C ("Tracking Distribution for INT
+// Metrics"): for each switch one array of bin counters per metric (hop latency, queue
+// occupancy, tx utilization), plus one for the end-to-end latency (switch "e2e"), each
+// counter incremented once per observed value.
+//
+// Switch ids map to a dense index through an open-addressed table read without a lock
+// (inserts, rare, take a mutex). Counters are sharded per ingest worker (at most
+// maxHistShards) so that the atomic increments stay in the incrementing core's cache; a
+// query sums the shards.
+type Histograms struct {
+	cfg    HistConfig
+	log    bool
+	widths [numHist]uint64
+	bins   int
+
+	mu    sync.Mutex
+	slots []atomic.Uint64 // (index+1)<<32 | switch id; 0 empty
+	smask uint64
+	n     atomic.Int64 // switches indexed
+
+	shards   [][]uint64 // per shard: [switch][numHist-1 metrics][bins], then e2e [bins]
+	perShard int
+	overflow atomic.Uint64 // samples of switches past max_switches
+}
+
+// numHist counts the per-hop metrics plus the end-to-end latency.
+const (
+	e2eHist       = int(NumMetrics)
+	numHist       = e2eHist + 1
+	maxHistShards = 8
+)
+
+func newHistograms(cfg HistConfig, shards int) *Histograms {
+	h := &Histograms{cfg: cfg, log: cfg.Scale == "log", bins: cfg.Bins,
+		widths: [numHist]uint64{cfg.Width.HopLatency, cfg.Width.QueueOccupancy, cfg.Width.TxUtil, cfg.Width.Latency}}
+	n := 2
+	for n < 2*cfg.MaxSwitches {
+		n <<= 1
+	}
+	h.slots = make([]atomic.Uint64, n)
+	h.smask = uint64(n - 1)
+	h.perShard = (cfg.MaxSwitches*int(NumMetrics) + 1) * cfg.Bins
+	h.resize(shards)
+	return h
+}
+
+// resize sets the number of shards (at Start, before any worker runs).
+func (h *Histograms) resize(workers int) {
+	n := min(max(workers, 1), maxHistShards)
+	for len(h.shards) < n {
+		h.shards = append(h.shards, make([]uint64, h.perShard))
+	}
+}
+
+// Bin returns the bin of value v for histogram kind k (a Metric, or e2eHist).
+func (h *Histograms) bin(k int, v uint64) int {
+	var b uint64
+	if h.log {
+		b = uint64(bits.Len64(v))
+	} else {
+		b = v / h.widths[k]
+	}
+	return int(min(b, uint64(h.bins-1)))
+}
+
+// Bounds returns bin i's lower bound and its upper bound (exclusive; ok false for the last
+// bin, which is open).
+func (h *Histograms) bounds(k, i int) (lo, hi uint64, closed bool) {
+	if h.log {
+		if i == 0 {
+			return 0, 1, true
+		}
+		lo = 1 << (i - 1)
+		if i == h.bins-1 || i >= 64 {
+			return lo, 0, false
+		}
+		return lo, 1 << i, true
+	}
+	w := h.widths[k]
+	lo = uint64(i) * w
+	if i == h.bins-1 {
+		return lo, 0, false
+	}
+	return lo, lo + w, true
+}
+
+func switchHash(id uint32) uint64 { return uint64(id) * 0x9e3779b97f4a7c15 >> 20 }
+
+// index returns sw's dense index, assigning one if there is room (-1 when full).
+func (h *Histograms) index(sw uint32) int {
+	for i := switchHash(sw); ; i++ {
+		v := h.slots[i&h.smask].Load()
+		if v == 0 {
+			return h.insert(sw)
+		}
+		if uint32(v) == sw {
+			return int(v>>32) - 1
+		}
+	}
+}
+
+// lookup is index without inserting.
+func (h *Histograms) lookup(sw uint32) int {
+	for i := switchHash(sw); ; i++ {
+		v := h.slots[i&h.smask].Load()
+		if v == 0 {
+			return -1
+		}
+		if uint32(v) == sw {
+			return int(v>>32) - 1
+		}
+	}
+}
+
+func (h *Histograms) insert(sw uint32) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i := switchHash(sw)
+	for ; ; i++ {
+		v := h.slots[i&h.smask].Load()
+		if v == 0 {
+			break
+		}
+		if uint32(v) == sw {
+			return int(v>>32) - 1
+		}
+	}
+	n := h.n.Load()
+	if int(n) >= h.cfg.MaxSwitches {
+		return -1
+	}
+	h.slots[i&h.smask].Store(uint64(n+1)<<32 | uint64(sw))
+	h.n.Store(n + 1)
+	return int(n)
+}
+
+func (h *Histograms) shard(worker int) []uint64 { return h.shards[worker%len(h.shards)] }
+
+// add counts value v of metric m at switch index si.
+func (h *Histograms) add(sh []uint64, si int, m Metric, v uint64) {
+	atomic.AddUint64(&sh[(si*int(NumMetrics)+int(m))*h.bins+h.bin(int(m), v)], 1)
+}
+
+func (h *Histograms) addE2E(sh []uint64, v uint64) {
+	atomic.AddUint64(&sh[h.cfg.MaxSwitches*int(NumMetrics)*h.bins+h.bin(e2eHist, v)], 1)
+}
+
+// counts sums the shards of histogram (si, k) into dst (len bins).
+func (h *Histograms) counts(si, k int, dst []uint64) {
+	base := h.cfg.MaxSwitches * int(NumMetrics) * h.bins
+	if k != e2eHist {
+		base = (si*int(NumMetrics) + k) * h.bins
+	}
+	for _, sh := range h.shards {
+		for i := range dst {
+			dst[i] += atomic.LoadUint64(&sh[base+i])
+		}
+	}
+}
+
+// HistJSON is one histogram as GET /api/v1/histograms/{switch}/{metric} shows it: the
+// non-empty bins, lowest first; the last bin has no "hi" (it holds everything above "lo").
+type HistJSON struct {
+	Switch string    `json:"switch"`
+	Metric string    `json:"metric"`
+	Scale  string    `json:"scale"`
+	Bins   int       `json:"bins"`
+	Total  uint64    `json:"total"`
+	Counts []BinJSON `json:"counts"`
+}
+
+// BinJSON is one bin: values in [lo, hi).
+type BinJSON struct {
+	Lo    uint64  `json:"lo"`
+	Hi    *uint64 `json:"hi,omitempty"`
+	Count uint64  `json:"count"`
+}
+
+// Histogram returns switch sw's histogram of metric m; ok false when sw has none.
+func (h *Histograms) Histogram(sw uint32, m Metric) (HistJSON, bool) {
+	si := h.lookup(sw)
+	if si < 0 {
+		return HistJSON{}, false
+	}
+	return h.render(si, int(m), uitoa(sw), m.String()), true
+}
+
+// E2E returns the end-to-end latency histogram.
+func (h *Histograms) E2E() HistJSON { return h.render(0, e2eHist, "e2e", "latency") }
+
+func (h *Histograms) render(si, k int, sw, metric string) HistJSON {
+	c := make([]uint64, h.bins)
+	h.counts(si, k, c)
+	j := HistJSON{Switch: sw, Metric: metric, Scale: h.cfg.Scale, Bins: h.bins, Counts: []BinJSON{}}
+	for i, n := range c {
+		if n == 0 {
+			continue
+		}
+		lo, hi, closed := h.bounds(k, i)
+		b := BinJSON{Lo: lo, Count: n}
+		if closed {
+			b.Hi = ptr(hi)
+		}
+		j.Counts = append(j.Counts, b)
+		j.Total += n
+	}
+	return j
+}
+
+// Switches returns the switch ids with histograms, ascending.
+func (h *Histograms) Switches() []uint32 {
+	var ids []uint32
+	for i := range h.slots {
+		if v := h.slots[i].Load(); v != 0 {
+			ids = append(ids, uint32(v))
+		}
+	}
+	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	return ids
+}
+
+// Overflow returns the samples not binned because max_switches switches had histograms.
+func (h *Histograms) Overflow() uint64 { return h.overflow.Load() }
+
+func uitoa(v uint32) string {
+	var b [10]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			return string(b[i:])
+		}
+	}
+}

@@ -1,0 +1,335 @@
+package flowcache
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"runtime"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/intake-int/intake/telemetry"
+)
+
+// The table H_P is one []uint64: rows one after the other, each a header followed by its
+// buckets. Nothing in it is a pointer, so the GC never scans it (DESIGN.md).
+//
+// Row header (hdrWords words, a multiple of 8 so that it fills whole 64-byte lines): a
+// 32-bit spin lock, then one 32-bit tag per bucket. A tag is the high half of the flow's
+// hash with the low bit set, 0 for an empty bucket: a lookup reads the header's line and
+// touches a bucket only when its tag matches.
+//
+// Bucket (bucketWords words): bucketHdr, then MaxHops hopSlots, source first.
+
+// bucketHdr is a bucket's flow-level part (80 bytes).
+type bucketHdr struct {
+	Key       telemetry.FlowKey // 38 bytes
+	NHops     uint8             // hops kept (≤ MaxHops)
+	Trunc     uint8             // 1 when a report's path was longer than MaxHops
+	Packets   uint32            // reports since the flow entered the cache
+	LatCount  uint32            // reports that carried at least one hop latency
+	Last      int64             // receive time (Unix ns) of the last update: the LRU order
+	First     int64             // receive time of the first report
+	LatLatest uint64            // end-to-end latency (sum of hop latencies) of the last report
+	LatSum    uint64
+}
+
+// hopSlot is one hop's latest values and sums (56 bytes), indexed by Metric.
+type hopSlot struct {
+	NodeID uint32
+	Latest [NumMetrics]uint32
+	Count  [NumMetrics]uint32
+	_      uint32
+	Sum    [NumMetrics]uint64
+}
+
+const (
+	hdrBytes = int(unsafe.Sizeof(bucketHdr{}))
+	hopBytes = int(unsafe.Sizeof(hopSlot{}))
+)
+
+func init() {
+	if hdrBytes != 80 || hopBytes != 56 {
+		panic("flowcache: bucket layout changed")
+	}
+}
+
+func headerWords(buckets int) int { return ((1+buckets+1)/2 + 7) &^ 7 }
+func bucketWords(hops int) int    { return (hdrBytes + hops*hopBytes) / 8 }
+func rowWords(buckets, hops int) int {
+	return headerWords(buckets) + buckets*bucketWords(hops)
+}
+
+// Eviction reasons.
+type Reason uint8
+
+const (
+	ReasonNone      Reason = iota // a live flow (a query or a periodic hash write)
+	ReasonCollision               // least recently updated in a full row, for a new flow
+	ReasonIdle                    // not updated for idle_timeout (the ager)
+)
+
+var reasonNames = [...]string{"live", "collision", "idle"}
+
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// table is H_P.
+type table struct {
+	rows, buckets, hops int
+	mask                uint64
+	hdrW, bktW, rowW    int
+	mem                 []uint64
+
+	flows      atomic.Int64 // occupied buckets
+	noPrefetch bool         // benchmarks compare with and without
+}
+
+func newTable(rows, buckets, hops int) *table {
+	t := &table{rows: rows, buckets: buckets, hops: hops, mask: uint64(rows - 1),
+		hdrW: headerWords(buckets), bktW: bucketWords(hops), rowW: rowWords(buckets, hops)}
+	var mapping []byte
+	t.mem, mapping = allocWords(rows * t.rowW)
+	if mapping != nil {
+		runtime.AddCleanup(t, func(b []byte) { unix.Munmap(b) }, mapping)
+	}
+	return t
+}
+
+// allocWords returns n zeroed words. A large table is mapped outside the Go heap with
+// transparent huge pages requested (MADV_HUGEPAGE): its accesses are random by design, and
+// with 4 KiB pages nearly every update would also miss the TLB (on a VM, a nested page walk
+// costs more than the update). The mapping is released when the table is collected.
+func allocWords(n int) ([]uint64, []byte) {
+	const hugeMin = 4 << 20
+	if n*8 < hugeMin {
+		return make([]uint64, n), nil
+	}
+	b, err := unix.Mmap(-1, 0, n*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return make([]uint64, n), nil
+	}
+	unix.Madvise(b, unix.MADV_HUGEPAGE) // advice only: without THP the table still works
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), n), b
+}
+
+func (t *table) rowOff(row uint64) int { return int(row) * t.rowW }
+
+// lockRow takes row's spin lock. Critical sections are a few dozen ns, so spinning beats
+// parking; Gosched keeps a preempted holder from stalling a spinner for a whole slice.
+func (t *table) lockRow(off int) *uint32 {
+	p := (*uint32)(unsafe.Pointer(&t.mem[off]))
+	for i := 0; !atomic.CompareAndSwapUint32(p, 0, 1); i++ {
+		if i > 16 {
+			runtime.Gosched()
+		}
+	}
+	return p
+}
+
+func unlockRow(p *uint32) { atomic.StoreUint32(p, 0) }
+
+// tags returns row's tag array (valid under the row lock).
+func (t *table) tags(off int) []uint32 {
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&t.mem[off])), 1+t.buckets)[1:]
+}
+
+func (t *table) bucketOff(rowOff, i int) int { return rowOff + t.hdrW + i*t.bktW }
+
+func (t *table) hdr(boff int) *bucketHdr { return (*bucketHdr)(unsafe.Pointer(&t.mem[boff])) }
+
+func (t *table) hopSlots(boff int) []hopSlot {
+	return unsafe.Slice((*hopSlot)(unsafe.Pointer(&t.mem[boff+hdrBytes/8])), t.hops)
+}
+
+// Hash is the table's fixed flow hash (seeded, not per process, so that another process can
+// find a flow's row): 64-bit multiply-mix over the 5-tuple's words. The row is the low bits,
+// the tag the high half.
+func Hash(k *telemetry.FlowKey) uint64 {
+	const (
+		s0 = 0xa0761d6478bd642f
+		s1 = 0xe7037ed1a0b428db
+		s2 = 0x8ebc6af09c88c6e3
+		s3 = 0x589965cc75374cc3
+	)
+	le := binary.LittleEndian
+	a := le.Uint64(k.Src[0:8]) ^ le.Uint64(k.Dst[0:8])<<1
+	b := le.Uint64(k.Src[8:16])
+	c := le.Uint64(k.Dst[8:16])
+	d := uint64(k.SrcPort) | uint64(k.DstPort)<<16 | uint64(k.Proto)<<32
+	if k.IPv6 {
+		d |= 1 << 40
+	}
+	h := mix(a^s0, b^s1)
+	h = mix(h^c, d^s2)
+	return mix(h^s3, h>>29^s1)
+}
+
+func mix(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return hi ^ lo
+}
+
+// update applies one report to its flow's bucket: found, or a free bucket, or the row's
+// least recently updated bucket evicted to ring (the paper's two operations, §III-B).
+// lat/nlat are the report's end-to-end latency and the count of hop latencies in it.
+// It returns what it did.
+//
+// warm is the sum of the words prefetch read, for the caller to keep (so that the compiler
+// keeps the loads).
+func (t *table) update(r *telemetry.Report, lat uint64, nlat int, rings *ringSet) (inserted, evicted bool, warm uint64) {
+	h := Hash(&r.Flow)
+	row := h & t.mask
+	tag := uint32(h>>32) | 1
+	off := t.rowOff(row)
+	if !t.noPrefetch {
+		warm = t.prefetch(off, tag)
+	}
+	lk := t.lockRow(off)
+	tags := t.tags(off)
+	bi, free := -1, -1
+	for i, g := range tags {
+		if g == tag {
+			if t.hdr(t.bucketOff(off, i)).Key == r.Flow {
+				bi = i
+				break
+			}
+		} else if g == 0 && free < 0 {
+			free = i
+		}
+	}
+	var b *bucketHdr
+	var boff int
+	if bi < 0 {
+		inserted = true
+		if free < 0 {
+			// Full row: the least recently updated bucket goes to the eviction ring.
+			oldest := int64(1<<63 - 1)
+			for i := range tags {
+				if l := t.hdr(t.bucketOff(off, i)).Last; l < oldest {
+					oldest, free = l, i
+				}
+			}
+			boff = t.bucketOff(off, free)
+			rings.push(row, t.mem[boff:boff+t.bktW], ReasonCollision)
+			evicted = true
+		} else {
+			t.flows.Add(1)
+			boff = t.bucketOff(off, free)
+		}
+		tags[free] = tag
+		b = t.hdr(boff)
+		*b = bucketHdr{Key: r.Flow, First: r.RecvTime}
+	} else {
+		boff = t.bucketOff(off, bi)
+		b = t.hdr(boff)
+	}
+	b.Packets++
+	b.Last = r.RecvTime
+	if nlat > 0 {
+		b.LatLatest = lat
+		b.LatSum += lat
+		b.LatCount++
+	}
+	n := int(r.NHops)
+	kept := min(n, t.hops)
+	if n > t.hops {
+		b.Trunc = 1
+	}
+	slots := t.hopSlots(boff)
+	for i := 0; i < kept; i++ {
+		hp := &r.Hops[n-1-i] // hops are newest first; the path is source first
+		s := &slots[i]
+		if i >= int(b.NHops) || s.NodeID != hp.NodeID {
+			// A hop new to the flow's path starts its averages afresh.
+			*s = hopSlot{NodeID: hp.NodeID}
+		}
+		f := hp.Fields
+		if f&telemetry.FHopLatency != 0 {
+			s.Latest[HopLatency] = hp.HopLatency
+			s.Sum[HopLatency] += uint64(hp.HopLatency)
+			s.Count[HopLatency]++
+		}
+		if f&telemetry.FQueueOccupancy != 0 {
+			s.Latest[QueueOccupancy] = hp.QueueOccupancy
+			s.Sum[QueueOccupancy] += uint64(hp.QueueOccupancy)
+			s.Count[QueueOccupancy]++
+		}
+		if f&telemetry.FTxUtil != 0 {
+			s.Latest[TxUtil] = hp.TxUtil
+			s.Sum[TxUtil] += uint64(hp.TxUtil)
+			s.Count[TxUtil]++
+		}
+	}
+	b.NHops = uint8(kept)
+	unlockRow(lk)
+	return inserted, evicted, warm
+}
+
+// lookup copies flow k's bucket into rec.
+func (t *table) lookup(k *telemetry.FlowKey, rec *Record) bool {
+	h := Hash(k)
+	tag := uint32(h>>32) | 1
+	off := t.rowOff(h & t.mask)
+	lk := t.lockRow(off)
+	defer unlockRow(lk)
+	for i, g := range t.tags(off) {
+		if g == tag {
+			boff := t.bucketOff(off, i)
+			if t.hdr(boff).Key == *k {
+				t.decode(t.mem[boff:boff+t.bktW], rec)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// walk calls fn for every occupied bucket whose last update is ≥ since, one row at a time
+// under that row's lock; fn must not keep the slice. When fn returns evict, the bucket is
+// freed (the ager).
+func (t *table) walk(since int64, fn func(b []uint64, h *bucketHdr) (evict bool)) {
+	for row := 0; row < t.rows; row++ {
+		off := t.rowOff(uint64(row))
+		lk := t.lockRow(off)
+		tags := t.tags(off)
+		for i, g := range tags {
+			if g == 0 {
+				continue
+			}
+			boff := t.bucketOff(off, i)
+			h := t.hdr(boff)
+			if h.Last < since {
+				continue
+			}
+			if fn(t.mem[boff:boff+t.bktW], h) {
+				tags[i] = 0
+				t.flows.Add(-1)
+			}
+		}
+		unlockRow(lk)
+	}
+}
+
+// decode turns a bucket image (from the table or an eviction ring) into a Record.
+func (t *table) decode(b []uint64, rec *Record) {
+	h := (*bucketHdr)(unsafe.Pointer(&b[0]))
+	rec.Flow, rec.Packets, rec.First, rec.Last = h.Key, uint64(h.Packets), h.First, h.Last
+	rec.LatLatest, rec.LatSum, rec.LatCount = h.LatLatest, h.LatSum, uint64(h.LatCount)
+	rec.Truncated = h.Trunc != 0
+	slots := unsafe.Slice((*hopSlot)(unsafe.Pointer(&b[hdrBytes/8])), t.hops)
+	rec.Hops = rec.Hops[:0]
+	for i := 0; i < int(h.NHops); i++ {
+		s := &slots[i]
+		hr := HopRecord{NodeID: s.NodeID}
+		for m := range NumMetrics {
+			hr.Latest[m], hr.Count[m], hr.Sum[m] = uint64(s.Latest[m]), uint64(s.Count[m]), s.Sum[m]
+		}
+		rec.Hops = append(rec.Hops, hr)
+	}
+}
