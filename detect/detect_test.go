@@ -261,19 +261,26 @@ func TestProcessNoAlloc(t *testing.T) {
 // BenchmarkProcess is detection plus metric update for a 5-hop report (flow path, flow
 // latency, 5 hop latencies, 5 queue occupancies, 5 tx utilizations: 17 values) over 1024
 // flows, with an event every 16th report. ns/hop is the per hop-report figure.
-func BenchmarkProcess(b *testing.B) {
+func BenchmarkProcess(b *testing.B) { benchProcess(b, 1024) }
+
+// BenchmarkProcessManyFlows is BenchmarkProcess over 32768 flows (detect.max_flows), whose
+// state (about 12 MB) does not fit in the caches: most flow lookups miss.
+func BenchmarkProcessManyFlows(b *testing.B) { benchProcess(b, 32768) }
+
+func benchProcess(b *testing.B, flows int) {
 	var bus event.Bus
 	c := bus.Subscribe("t", 1<<16)
 	d := New(DefaultConfig(), &bus)
-	rs := make([]*telemetry.Report, 1024)
+	rs := make([]*telemetry.Report, flows)
 	for i := range rs {
 		rs[i] = report(1, uint16(i), hop{1, 10, 5, 5}, hop{2, 20, 5, 5}, hop{3, 30, 5, 5}, hop{4, 40, 5, 5}, hop{5, 50, 5, 5})
+		rs[i].Flow.Dst[15] = byte(i >> 16)
 	}
 	buf := make([]event.Event, 1024)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		r := rs[i&1023]
+		r := rs[i&(flows-1)]
 		r.RecvTime++
 		if i&15 == 0 {
 			r.Hops[2].HopLatency ^= 0x100
