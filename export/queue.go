@@ -199,7 +199,7 @@ func (s *queued) send(body []byte, points uint64) {
 		}
 		if s.stopping() && (s.stopCtx == nil || s.stopCtx.Err() != nil) {
 			s.DropEnd.Add(points)
-			s.dropQueued(dropShutdown)
+			s.dropQueued()
 			return
 		}
 		s.Retried.Add(points)
@@ -217,8 +217,8 @@ func (s *queued) send(body []byte, points uint64) {
 	}
 }
 
-// dropQueued empties the queue into the dropped counter (at shutdown past the deadline).
-func (s *queued) dropQueued(reason string) {
+// dropQueued empties the queue into the shutdown drop counter (past the stop deadline).
+func (s *queued) dropQueued() {
 	for {
 		select {
 		case e := <-s.q:
