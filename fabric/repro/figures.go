@@ -174,99 +174,134 @@ func fig13(o Options) (Figure, error) {
 	return fig, nil
 }
 
-// Figs. 15-16: E[Z_A], E[Z_B] from §4.3 against k and T_s/T, next to E[Z] measured on the
-// emulator (zSim) and the analysis evaluated at the labeling probability measured there.
-func fig1516(o Options) (Figure, error) {
-	fig := Figure{ID: "fig15-16", Title: "Expected labeling times: analysis (§4.3) and simulation", XLabel: "k (Fig. 15, T_s/T = 1/100) | 100·T_s/T (Fig. 16)", YLabel: "E[Z]",
-		Paper: "E[Z] grows with k and with T_s/T; Base B above Base A"}
-	var a15, b15, a16, b16 Series
-	a15.Name, b15.Name, a16.Name, b16.Name = "Base A analysis vs k", "Base B analysis vs k", "Base A analysis vs Ts/T (k=20)", "Base B analysis vs Ts/T (k=20)"
-	for k := 4; k <= 48; k += 4 {
-		a := label.DistA(k, 0.01)
-		b := label.DistB(k, 0.01, label.F2, label.GLinear, 6)
-		a15.X, a15.Y = append(a15.X, float64(k)), append(a15.Y, a.Expectation)
-		b15.X, b15.Y = append(b15.X, float64(k)), append(b15.Y, b.Expectation)
-	}
-	ratios := []float64{0.001, 0.005, 0.01, 0.02, 0.05, 0.1}
-	for _, r := range ratios {
-		a := label.DistA(20, r)
-		b := label.DistB(20, r, label.F2, label.GLinear, 6)
-		a16.X, a16.Y = append(a16.X, 100*r), append(a16.Y, a.Expectation)
-		b16.X, b16.Y = append(b16.X, 100*r), append(b16.Y, b.Expectation)
-	}
-	fig.Series = []Series{a15, b15, a16, b16}
+// zFigure is Fig. 15 or 16: §4.3's E[Z_A], E[Z_B] (f(i) = i/5, g linear) over xs, next to
+// E[Z] measured on the emulator (zSim) at the simulated points and the analysis evaluated at
+// the labeling probability measured there.
+type zFigure struct {
+	analysis func(x float64, b bool) float64 // E[Z] at the paper's point x
+	xs       []float64                       // the paper's points
+	simXs    []float64                       // simulated points
+	sim      func(x float64, a fabric.Algo) zSim
+}
 
-	// Simulation: fat trees up to k = 8 (k = 14, the largest with 8-bit switch ids, in the
-	// long variant); Fig. 16's sweep at k = 8 (paper: k = 20).
-	ks, k16, pkts := []int{4, 6, 8}, 8, 200_000
-	if o.Long {
-		ks, k16, pkts = []int{4, 6, 8, 10, 12, 14}, 14, 1_000_000
-	}
-	sim := func(name string, xs []float64, run func(i int, a fabric.Algo) (float64, zResult, error)) error {
-		for _, a := range ab {
-			s := Series{Name: algoName(a, false) + " simulated " + name}
-			an := Series{Name: algoName(a, false) + " analysis at measured Ts/T " + name}
-			for i, x := range xs {
-				k, res, err := run(i, a)
-				if err != nil {
-					return err
-				}
-				// The analysis at the per-hop labeling probability Base A measured: B's
-				// analysis takes T_s/T, not B's own label rate, as its input.
-				r := res.R
-				if a == fabric.AlgoB {
-					_, ra, err := run(i, fabric.AlgoA)
-					if err != nil {
-						return err
-					}
-					r = ra.R
-				}
-				e := label.DistA(int(k), r).Expectation
-				if a == fabric.AlgoB {
-					e = label.DistB(int(k), r, label.F2, label.GLinear, 6).Expectation
-				}
-				s.X, s.Y = append(s.X, x), append(s.Y, res.EZ)
-				an.X, an.Y = append(an.X, x), append(an.Y, e)
-			}
-			fig.Series = append(fig.Series, s, an)
+func (z zFigure) fill(fig *Figure, o Options) error {
+	var an [2]Series
+	for i, a := range ab {
+		an[i].Name = algoName(a, false) + ": analysis"
+		for _, x := range z.xs {
+			an[i].X, an[i].Y = append(an[i].X, x), append(an[i].Y, z.analysis(x, a == fabric.AlgoB))
 		}
-		return nil
 	}
-	cache := map[zSim]zResult{}
-	runZ := func(z zSim) (zResult, error) {
-		if r, ok := cache[z]; ok {
+	fig.Series = append(fig.Series, an[0], an[1])
+	done := map[zSim]zResult{} // Base A's runs serve both algorithms
+	run := func(zs zSim) (zResult, error) {
+		if r, ok := done[zs]; ok {
 			return r, nil
 		}
-		r, err := z.run()
-		cache[z] = r
+		r, err := zs.run()
+		done[zs] = r
 		return r, err
 	}
-	var kx []float64
-	for _, k := range ks {
-		kx = append(kx, float64(k))
+	for _, a := range ab {
+		sim := Series{Name: algoName(a, false) + ": simulated"}
+		at := Series{Name: algoName(a, false) + ": analysis at measured r"}
+		for _, x := range z.simXs {
+			// r is the per-hop labeling probability Base A shows in this traffic: T_s/T as
+			// the emulator realizes it, the input of both analyses.
+			za := z.sim(x, fabric.AlgoA)
+			ra, err := run(za)
+			if err != nil {
+				return err
+			}
+			res := ra
+			e := label.DistA(za.K, ra.R).Expectation
+			if a == fabric.AlgoB {
+				zb := z.sim(x, fabric.AlgoB)
+				if res, err = run(zb); err != nil {
+					return err
+				}
+				e = label.DistB(zb.K, ra.R, label.F2, label.GLinear, 6).Expectation
+			}
+			sim.X, sim.Y = append(sim.X, x), append(sim.Y, res.EZ)
+			at.X, at.Y = append(at.X, x), append(at.Y, e)
+		}
+		fig.Series = append(fig.Series, sim, at)
 	}
-	if err := sim("vs k", kx, func(i int, a fabric.Algo) (float64, zResult, error) {
-		r, err := runZ(zSim{K: ks[i], Ratio: 0.01, Algo: a, Packets: pkts, Seed: seed(o)})
-		return float64(ks[i]), r, err
-	}); err != nil {
+	return nil
+}
+
+// zPackets is how many packets each simulated point measures.
+func zPackets(o Options) int {
+	if o.Long {
+		return 1_000_000
+	}
+	return 200_000
+}
+
+const zConditions = "analysis: f(i) = i/5 (F2 with MAX_hop 6, as Figs. 15-16), g linear; simulation: k-ary fat tree, every host sends Poisson 1 kB packets " +
+	"to uniformly random hosts, ECMP, T set so that T_s/T is the nominal ratio, %d packets measured after 1.2 T; 'analysis at measured r' " +
+	"evaluates §4.3 at the per-hop labeling probability r = labels/packet-hops of Base A in the same traffic"
+
+// Fig. 15: E[Z] against k at T_s/T = 1/100; simulated up to k = 8 (k = 14, the largest with
+// 8-bit switch ids, in the long variant).
+func fig15(o Options) (Figure, error) {
+	fig := Figure{ID: "fig15", Title: "Expected labeling times vs fat tree k (T_s/T = 1/100)", XLabel: "k", YLabel: "E[Z]",
+		Conditions: fmt.Sprintf(zConditions, zPackets(o)), Paper: "E[Z] grows with k; Base B above Base A"}
+	z := zFigure{
+		analysis: func(k float64, b bool) float64 {
+			if b {
+				return label.DistB(int(k), 0.01, label.F2, label.GLinear, 6).Expectation
+			}
+			return label.DistA(int(k), 0.01).Expectation
+		},
+		simXs: []float64{4, 6, 8},
+		sim: func(k float64, a fabric.Algo) zSim {
+			return zSim{K: int(k), Ratio: 0.01, Algo: a, Packets: zPackets(o), Seed: seed(o)}
+		},
+	}
+	for k := 4; k <= 48; k += 4 {
+		z.xs = append(z.xs, float64(k))
+	}
+	if o.Long {
+		z.simXs = []float64{4, 6, 8, 10, 12, 14}
+	}
+	if err := z.fill(&fig, o); err != nil {
 		return fig, err
 	}
-	var rx []float64
-	for _, r := range ratios {
-		rx = append(rx, 100*r)
+	a, b, sa, aa, sb, bb := fig.Series[0], fig.Series[1], fig.Series[2], fig.Series[3], fig.Series[4], fig.Series[5]
+	fig.Intake = fmt.Sprintf("analysis k=4→48: A %.4f→%.4f, B %.4f→%.4f; at k=%v: simulated A %.4f (analysis at measured r %.4f), B %.4f (%.4f)",
+		a.Y[0], last(a.Y), b.Y[0], last(b.Y), last(sa.X), last(sa.Y), last(aa.Y), last(sb.Y), last(bb.Y))
+	return fig, nil
+}
+
+// Fig. 16: E[Z] against T_s/T; the analysis at k = 20 as the paper, simulated at k = 8 (14 in
+// the long variant).
+func fig16(o Options) (Figure, error) {
+	k := 8
+	if o.Long {
+		k = 14
 	}
-	if err := sim(fmt.Sprintf("vs Ts/T (k=%d)", k16), rx, func(i int, a fabric.Algo) (float64, zResult, error) {
-		r, err := runZ(zSim{K: k16, Ratio: ratios[i], Algo: a, Packets: pkts, Seed: seed(o)})
-		return float64(k16), r, err
-	}); err != nil {
+	fig := Figure{ID: "fig16", Title: fmt.Sprintf("Expected labeling times vs T_s/T (analysis k = 20, simulated k = %d)", k), XLabel: "100·T_s/T", YLabel: "E[Z]",
+		Conditions: fmt.Sprintf(zConditions, zPackets(o)), Paper: "E[Z] grows with T_s/T; Base B above Base A"}
+	xs := []float64{0.1, 0.5, 1, 2, 5, 10}
+	z := zFigure{
+		analysis: func(x float64, b bool) float64 {
+			if b {
+				return label.DistB(20, x/100, label.F2, label.GLinear, 6).Expectation
+			}
+			return label.DistA(20, x/100).Expectation
+		},
+		xs: xs, simXs: xs,
+		sim: func(x float64, a fabric.Algo) zSim {
+			return zSim{K: k, Ratio: x / 100, Algo: a, Packets: zPackets(o), Seed: seed(o)}
+		},
+	}
+	if err := z.fill(&fig, o); err != nil {
 		return fig, err
 	}
-	fig.Conditions = fmt.Sprintf("analysis: f(i) = i/5 (F2 with MAX_hop 6, as Figs. 15-16), g linear; simulation: k-ary fat tree, every host sends Poisson 1 kB packets "+
-		"to uniformly random hosts, ECMP, T set so that T_s/T is the nominal ratio, %d packets measured after 1.2 T; 'analysis at measured Ts/T' "+
-		"evaluates §4.3 at the per-hop labeling probability Base A showed in the same traffic", pkts)
-	sa, aa, sb, ab := fig.Series[4], fig.Series[5], fig.Series[6], fig.Series[7]
-	fig.Intake = fmt.Sprintf("analysis k=4→48: A %.4f→%.4f, B %.4f→%.4f; at k=%d, T_s/T=1/100: simulated A %.4f (analysis %.4f), B %.4f (analysis %.4f)",
-		a15.Y[0], last(a15.Y), b15.Y[0], last(b15.Y), ks[len(ks)-1], last(sa.Y), last(aa.Y), last(sb.Y), last(ab.Y))
+	a, b, sa, aa, sb, bb := fig.Series[0], fig.Series[1], fig.Series[2], fig.Series[3], fig.Series[4], fig.Series[5]
+	fig.Intake = fmt.Sprintf("analysis (k=20) T_s/T 0.001→0.1: A %.4f→%.4f, B %.4f→%.4f; simulated (k=%d) at 1/100: A %.4f (analysis at measured r %.4f), B %.4f (%.4f)",
+		a.Y[0], last(a.Y), b.Y[0], last(b.Y), k, sa.Y[2], aa.Y[2], sb.Y[2], bb.Y[2])
 	return fig, nil
 }
 

@@ -180,7 +180,7 @@ type exp struct {
 
 var suite = []exp{
 	{"fig6", fig6}, {"fig7-8", fig78}, {"fig9", fig9}, {"fig11", fig11}, {"fig12", fig12},
-	{"fig13", fig13}, {"fig15-16", fig1516}, {"fig17", fig17}, {"fig18", fig18}, {"fig19", fig19},
+	{"fig13", fig13}, {"fig15", fig15}, {"fig16", fig16}, {"fig17", fig17}, {"fig18", fig18}, {"fig19", fig19},
 }
 
 // IDs lists the figures.

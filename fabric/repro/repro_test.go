@@ -64,12 +64,12 @@ func TestSuite(t *testing.T) {
 	// Figs. 15-16: E[Z_A] simulated equals the analysis at the measured labeling
 	// probability within 2% (E[Z_A] = E[H]·r by linearity); E[Z_B] simulated is below the
 	// analysis (g linear) and above E[Z_A].
-	for _, v := range []string{"vs k", "vs Ts/T (k=8)"} {
-		sa, aa := series("fig15-16", "Base A simulated "+v), series("fig15-16", "Base A analysis at measured Ts/T "+v)
-		sb, ab := series("fig15-16", "Base B simulated "+v), series("fig15-16", "Base B analysis at measured Ts/T "+v)
+	for _, id := range []string{"fig15", "fig16"} {
+		sa, aa := series(id, "Base A: simulated"), series(id, "Base A: analysis at measured r")
+		sb, ab := series(id, "Base B: simulated"), series(id, "Base B: analysis at measured r")
 		for i := range sa.X {
 			if math.Abs(sa.Y[i]/aa.Y[i]-1) > 0.02 || sb.Y[i] >= ab.Y[i] || sb.Y[i] <= sa.Y[i] {
-				t.Errorf("fig15-16 %s x=%v: A sim %v analysis %v; B sim %v analysis %v", v, sa.X[i], sa.Y[i], aa.Y[i], sb.Y[i], ab.Y[i])
+				t.Errorf("%s x=%v: A sim %v analysis %v; B sim %v analysis %v", id, sa.X[i], sa.Y[i], aa.Y[i], sb.Y[i], ab.Y[i])
 			}
 		}
 	}

@@ -29,7 +29,15 @@ func WriteSVG(w io.Writer, f *Figure) error {
 	px := func(x float64) float64 { return L + (x-x0)/(x1-x0)*(W-L-R) }
 	py := func(y float64) float64 { return H - B - (y-y0)/(y1-y0)*(H-T-B) }
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
-	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", W, H)
+	// Legend: three columns, or two when a name would run into the next column.
+	cols := 3
+	for _, s := range f.Series {
+		if len(s.Name) > 26 {
+			cols = 2
+		}
+	}
+	rows := (len(f.Series) + cols - 1) / cols
+	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", W, H+float64(max(rows-2, 0))*16)
 	p(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
 	p(`<text x="%.0f" y="22" text-anchor="middle" font-size="14">%s</text>`+"\n", W/2, html.EscapeString(f.Title))
 	p(`<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", L, H-B, W-R, H-B)
@@ -53,7 +61,7 @@ func WriteSVG(w io.Writer, f *Figure) error {
 		for k := range s.X {
 			p(`<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"/>`+"\n", px(s.X[k]), py(s.Y[k]), c)
 		}
-		lx, ly := L+float64(i%3)*190, H-B+52+float64(i/3)*16
+		lx, ly := L+float64(i%cols)*570/float64(cols), H-B+52+float64(i/cols)*16
 		p(`<rect x="%.0f" y="%.0f" width="12" height="3" fill="%s"/><text x="%.0f" y="%.0f">%s</text>`+"\n", lx, ly-4, c, lx+16, ly, html.EscapeString(s.Name))
 	}
 	p("</svg>\n")
