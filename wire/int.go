@@ -46,7 +46,16 @@ const (
 	l2Congestion                // queue id 8 | queue congestion 24 (v0.5)
 )
 
-func (rd *Reader) plan(v telemetry.INTVersion, bitmap uint16) hopPlan {
+// hopPlan returns the plan of an INT v stack with this instruction bitmap.
+func (rd *Reader) hopPlan(v telemetry.INTVersion, bitmap uint16) *hopPlan {
+	key := 1<<31 | uint32(v)<<16 | uint32(bitmap)
+	if rd.planKey != key {
+		rd.plan, rd.planKey = rd.compilePlan(v, bitmap), key
+	}
+	return &rd.plan
+}
+
+func (rd *Reader) compilePlan(v telemetry.INTVersion, bitmap uint16) hopPlan {
 	p := hopPlan{at: [9]int{-1, -1, -1, -1, -1, -1, -1, -1, -1}}
 	quirk := rd.d.cfg.Quirks.INTCollector && v == telemetry.INT10
 	p.wideTS, p.queue16, p.buffer = v == telemetry.INT2x, quirk, v == telemetry.INT2x
@@ -257,7 +266,7 @@ func (rd *Reader) parseMD(r *telemetry.Report, md []byte, base int, want telemet
 		in.RemHops = md[3]
 		stack := md[12:]
 		hs := int(in.HopML) * 4
-		pl := rd.plan(telemetry.INT2x, in.Bitmap)
+		pl := rd.hopPlan(telemetry.INT2x, in.Bitmap)
 		if hs < pl.size {
 			return rd.fail(BadValue, "int md header", "hop_ml", base+2, uint64(in.HopML))
 		}
@@ -271,7 +280,7 @@ func (rd *Reader) parseMD(r *telemetry.Report, md []byte, base int, want telemet
 		// A remainder that is not a whole hop is the source's domain-specific metadata, at
 		// the bottom of the stack (INT v2.1 source-only metadata).
 		in.SourceDS = uint8(len(stack) % hs / 4)
-		return rd.decodeStack(r, &pl, stack, hs, base+12)
+		return rd.decodeStack(r, pl, stack, hs, base+12)
 	case want == telemetry.INT05 && ver == 1:
 		in.Version = telemetry.INT10
 		in.Flags = (md[0]&0x0f)<<1 | md[1]>>7
@@ -280,7 +289,7 @@ func (rd *Reader) parseMD(r *telemetry.Report, md []byte, base int, want telemet
 		in.Bitmap = be.Uint16(md[4:])
 		stack := md[8:]
 		hs := int(in.HopML) * 4
-		pl := rd.plan(telemetry.INT10, in.Bitmap)
+		pl := rd.hopPlan(telemetry.INT10, in.Bitmap)
 		if hs < pl.size || hs == 0 && len(stack) > 0 {
 			return rd.fail(BadValue, "int md header", "hop_ml", base+2, uint64(in.HopML))
 		}
@@ -292,7 +301,7 @@ func (rd *Reader) parseMD(r *telemetry.Report, md []byte, base int, want telemet
 			in.Erratum = true
 			stack = stack[:len(stack)-4]
 		}
-		return rd.decodeStack(r, &pl, stack, hs, base+8)
+		return rd.decodeStack(r, pl, stack, hs, base+8)
 	case want == telemetry.INT05 && ver == 0:
 		in.Version = telemetry.INT05
 		in.Flags = md[0] & 0x0f
@@ -307,8 +316,8 @@ func (rd *Reader) parseMD(r *telemetry.Report, md []byte, base int, want telemet
 		if len(stack) != ins*4*total {
 			return rd.fail(BadLength, "int md header", "total_hop_cnt", base+3, uint64(total))
 		}
-		pl := rd.plan(telemetry.INT05, in.Bitmap)
-		return rd.decodeStack(r, &pl, stack, ins*4, base+8)
+		pl := rd.hopPlan(telemetry.INT05, in.Bitmap)
+		return rd.decodeStack(r, pl, stack, ins*4, base+8)
 	}
 	return rd.fail(UnknownVersion, "int md header", "ver", base, uint64(ver))
 }

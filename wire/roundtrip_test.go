@@ -155,7 +155,7 @@ func (g *gen) intStack(r *telemetry.Report, v telemetry.INTVersion, maxBytes int
 	var d Decoder
 	d.cfg = g.cfg
 	rd := Reader{d: &d}
-	need := rd.plan(v, in.Bitmap).size
+	need := rd.hopPlan(v, in.Bitmap).size
 	hs := need
 	switch v {
 	case telemetry.INT05:

@@ -128,10 +128,18 @@ type Reader struct {
 	dtaLeft int
 
 	err Error
+
+	// The hop plan of the last INT stack, keyed by version and bitmap (planKey 0: none):
+	// consecutive reports of a stream almost always share it.
+	planKey uint32
+	plan    hopPlan
 }
 
 // Reset points the Reader at input b of kind in. b must stay unchanged while it is read.
 func (rd *Reader) Reset(d *Decoder, in Input, b []byte) {
+	if d != rd.d { // a plan depends on the decoder's quirks
+		rd.planKey = 0
+	}
 	rd.d, rd.in, rd.b, rd.off, rd.state, rd.dtaLeft = d, in, b, 0, stStart, 0
 }
 
