@@ -2,6 +2,7 @@ package export
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"time"
 )
@@ -25,6 +26,38 @@ type Config struct {
 	InfluxDB InfluxDB `yaml:"influxdb"`
 	// Prometheus is the /metrics gauges and the remote-write sink.
 	Prometheus Prometheus `yaml:"prometheus"`
+	// Redis is the flow cache's Redis export (SmartNIC sink §III-D): events and evicted flow
+	// records to streams, the latest per-flow aggregates as hashes.
+	Redis Redis `yaml:"redis"`
+}
+
+// Redis configures the Redis sink (export/redis.go).
+type Redis struct {
+	// Address is the server's host:port; empty turns the sink off.
+	Address string `yaml:"address"`
+	// Password, when set, is sent with AUTH on every connection; DB is SELECTed when not 0.
+	Password string `yaml:"password"`
+	DB       int    `yaml:"db"`
+	// EventsStream receives the threshold and change events (XADD).
+	EventsStream string `yaml:"events_stream"`
+	// FlowsStream receives every evicted flow record (XADD).
+	FlowsStream string `yaml:"flows_stream"`
+	// MaxLen trims both streams to about this many entries (XADD MAXLEN ~).
+	MaxLen int `yaml:"maxlen"`
+	// HashPrefix starts the key of each flow's hash: prefix + "src,dst,sport,dport,proto".
+	HashPrefix string `yaml:"hash_prefix"`
+	// HashPeriod is how often the flows updated since the last time are written as hashes;
+	// 0 turns the hashes off.
+	HashPeriod time.Duration `yaml:"hash_period"`
+	// TTL expires a flow's hash this long after its last write (EXPIRE, whole seconds).
+	TTL time.Duration `yaml:"ttl"`
+	// Queue is the number of commands waiting to be sent; when full, new ones are dropped
+	// and counted.
+	Queue int `yaml:"queue"`
+	// Batch is the most commands per pipelined write.
+	Batch int `yaml:"batch"`
+	// Timeout bounds a connect and a pipelined round trip.
+	Timeout time.Duration `yaml:"timeout"`
 }
 
 // InfluxDB configures the line-protocol sink.
@@ -77,6 +110,9 @@ func DefaultConfig() Config {
 		InfluxDB: InfluxDB{Database: "intake", API: "v1", Schema: "intake", Timestamp: "receive",
 			Batch: MaxInfluxBatch, Gzip: true},
 		Prometheus: Prometheus{Gauges: true, SeriesLimit: 10000, Batch: 2000},
+		Redis: Redis{EventsStream: "intake:events", FlowsStream: "intake:flows", MaxLen: 100000,
+			HashPrefix: "intake:flow:", HashPeriod: 10 * time.Second, TTL: 5 * time.Minute,
+			Queue: 20000, Batch: 512, Timeout: 2 * time.Second},
 	}
 }
 
@@ -130,6 +166,42 @@ func (c *Config) Validate() error {
 	}
 	if p.Batch < 1 || p.Batch > 100000 {
 		return fmt.Errorf("prometheus.batch: %d: must be 1-100000 samples", p.Batch)
+	}
+	return c.Redis.validate()
+}
+
+func (r *Redis) validate() error {
+	if r.Address != "" {
+		if _, port, err := net.SplitHostPort(r.Address); err != nil || port == "" {
+			return fmt.Errorf("redis.address: %q: must be host:port", r.Address)
+		}
+	}
+	if r.DB < 0 || r.DB > 15 {
+		return fmt.Errorf("redis.db: %d: must be 0-15", r.DB)
+	}
+	if r.EventsStream == "" {
+		return fmt.Errorf("redis.events_stream: \"\": must not be empty")
+	}
+	if r.FlowsStream == "" {
+		return fmt.Errorf("redis.flows_stream: \"\": must not be empty")
+	}
+	if r.MaxLen < 1 {
+		return fmt.Errorf("redis.maxlen: %d: must be at least 1", r.MaxLen)
+	}
+	if r.HashPeriod < 0 || r.HashPeriod > 0 && r.HashPeriod < 10*time.Millisecond {
+		return fmt.Errorf("redis.hash_period: %s: must be 0 (off) or at least 10ms", r.HashPeriod)
+	}
+	if r.TTL < time.Second {
+		return fmt.Errorf("redis.ttl: %s: must be at least 1s", r.TTL)
+	}
+	if r.Queue < 1 || r.Queue > 1<<22 {
+		return fmt.Errorf("redis.queue: %d: must be 1-%d", r.Queue, 1<<22)
+	}
+	if r.Batch < 1 || r.Batch > 10000 {
+		return fmt.Errorf("redis.batch: %d: must be 1-10000 commands", r.Batch)
+	}
+	if r.Timeout < time.Millisecond {
+		return fmt.Errorf("redis.timeout: %s: must be at least 1ms", r.Timeout)
 	}
 	return nil
 }
