@@ -105,7 +105,7 @@ func TestRedisExact(t *testing.T) {
 	e2e := event.Event{Time: 3000, Kind: event.KindChange, Scope: event.ScopeE2E, Measurement: event.FlowLatency,
 		Key: event.Key{Flow: k}, Prev: 100, Value: 200, Threshold: 50}
 	ignored := []event.Event{
-		{Time: 1, Kind: event.KindNewKey, Measurement: event.FlowHopLatency}, // not T or C
+		{Time: 1, Kind: event.KindNewKey, Measurement: event.FlowHopLatency},  // not T or C
 		{Time: 2, Kind: event.KindChange, Measurement: event.Drops},           // not a cache metric
 		{Time: 3, Kind: event.KindPeriodic, Measurement: event.TxUtilization}, // not an event
 	}
