@@ -1,10 +1,12 @@
 package export
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -49,6 +51,12 @@ func NewInfluxDB(cfg Config, reg *metrics.Registry) *InfluxSink {
 			s.created.Store(false)
 			s.createDatabase()
 		}
+		// A batch with points the server refuses (a field type conflict, a point outside
+		// the retention policy) is written but for those: 400 "partial write: ... dropped=N".
+		if m := partialWrite.FindSubmatch(body); code == http.StatusBadRequest && m != nil {
+			n, _ := strconv.ParseUint(string(m[1]), 10, 64)
+			return &permanentError{msg: fmt.Sprintf("%s: %d %s", target, code, bytes.TrimSpace(body)), partial: n}
+		}
 		return nil
 	})
 	enc := &lineEncoder{schema: ic.Schema, intTime: ic.Timestamp == "int"}
@@ -60,6 +68,8 @@ func NewInfluxDB(cfg Config, reg *metrics.Registry) *InfluxSink {
 	}, reg)
 	return s
 }
+
+var partialWrite = regexp.MustCompile(`partial write:.* dropped=(\d+)`)
 
 // createDatabase runs CREATE DATABASE (idempotent in InfluxDB 1.x). A server that does not
 // know the statement (VictoriaMetrics, which needs no database) is left alone: the write

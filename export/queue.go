@@ -27,7 +27,12 @@ type encoder interface {
 // poster sends one body. A *permanentError is not retried (the server refused the data).
 type poster func(ctx context.Context, body []byte) error
 
-type permanentError struct{ msg string }
+type permanentError struct {
+	msg string
+	// partial is the number of points the server refused when it stored the rest of the
+	// batch (InfluxDB's "partial write: ... dropped=N"); 0: all refused.
+	partial uint64
+}
 
 func (e *permanentError) Error() string { return e.msg }
 
@@ -194,6 +199,11 @@ func (s *queued) send(body []byte, points uint64) {
 		s.Failures.Add(1)
 		var perm *permanentError
 		if errors.As(err, &perm) {
+			if perm.partial > 0 && perm.partial < points {
+				s.Sent.Add(points - perm.partial)
+				s.DropRejected.Add(perm.partial)
+				return
+			}
 			s.DropRejected.Add(points)
 			return
 		}
@@ -250,7 +260,7 @@ func httpPost(client *http.Client, url string, header http.Header, gz bool, onSt
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
 		if err != nil {
-			return &permanentError{err.Error()}
+			return &permanentError{msg: err.Error()}
 		}
 		for k, v := range header {
 			req.Header[k] = v
@@ -277,7 +287,7 @@ func httpPost(client *http.Client, url string, header http.Header, gz bool, onSt
 		case c == 404 || c == 408 || c == 429 || c >= 500:
 			return err
 		default:
-			return &permanentError{err.Error()}
+			return &permanentError{msg: err.Error()}
 		}
 	}
 }
