@@ -230,6 +230,14 @@ type builder struct {
 	occ   [telemetry.MaxHops]uint32
 	util  [telemetry.MaxHops]uint32
 	ingTS [telemetry.MaxHops]uint64
+
+	// last holds every flow hop's last latency, occupancy and utilization (Vary < 1).
+	last []hopState
+}
+
+type hopState struct {
+	drawn          bool
+	lat, occ, util uint32
 }
 
 func (b *builder) init(t *topology, stream uint64) {
@@ -239,6 +247,10 @@ func (b *builder) init(t *topology, stream uint64) {
 	b.rs = make([]telemetry.Report, t.batch)
 	b.pos = make([]uint32, t.batch)
 	b.n, b.reports = 0, 0
+	b.last = nil
+	if t.cfg.Vary < 1 {
+		b.last = make([]hopState, t.cfg.Flows*t.cfg.Hops)
+	}
 }
 
 // dgram describes one built datagram.
@@ -320,9 +332,15 @@ func (b *builder) report(r *telemetry.Report, p uint32, hw uint8, seq uint32) {
 	ts := uint64(t0 + b.reports*tick)
 	b.reports++
 	for j := 0; j < H; j++ {
-		b.lat[j] = b.draw(t.cfg.Latency)
-		b.occ[j] = b.draw(t.cfg.Queue)
-		b.util[j] = b.draw(t.cfg.Util)
+		if b.last == nil {
+			b.lat[j], b.occ[j], b.util[j] = b.draw(t.cfg.Latency), b.draw(t.cfg.Queue), b.draw(t.cfg.Util)
+		} else {
+			s := &b.last[first+j]
+			if !s.drawn || b.rng.Float64() < t.cfg.Vary {
+				*s = hopState{true, b.draw(t.cfg.Latency), b.draw(t.cfg.Queue), b.draw(t.cfg.Util)}
+			}
+			b.lat[j], b.occ[j], b.util[j] = s.lat, s.occ, s.util
+		}
 		b.ingTS[j] = ts
 		ts += uint64(b.lat[j]) + linkDelay
 	}

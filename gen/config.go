@@ -41,6 +41,10 @@ type Config struct {
 	Latency Dist
 	Queue   Dist
 	Util    Dist
+	// Vary is the probability that a report draws a flow hop's latency, queue occupancy and
+	// utilization anew; otherwise they repeat that flow hop's last values, as in a network
+	// whose state changes now and then. 1 (the default) draws every report's values.
+	Vary float64
 	// Batch is reports per datagram: TR v2.0 coalescing (cut short so that a datagram
 	// stays within MTU) and DTA batches. Other formats carry one report per datagram.
 	Batch int
@@ -88,6 +92,7 @@ func DefaultConfig() Config {
 		Latency:  Dist{Kind: DistExp, A: 2000},
 		Queue:    Dist{Kind: DistExp, A: 64},
 		Util:     Dist{Kind: DistUniform, A: 0, B: 100},
+		Vary:     1,
 		Batch:    1,
 		MTU:      1472,
 		DTA:      DTAConfig{Op: "key-write", HeaderLen: 2, Redundancy: 1, KeyLen: 4, DataLen: 4},
@@ -178,6 +183,9 @@ func (c *Config) Validate() error {
 				return fmt.Errorf("int-version: %q: xd reports embed no INT header; the version applies to md mode only", c.INTVersion)
 			}
 		}
+	}
+	if !(c.Vary >= 0 && c.Vary <= 1) {
+		return fmt.Errorf("vary: %g: allowed is 0 to 1 (the probability that a report draws new values)", c.Vary)
 	}
 	if c.Switches < 1 || c.Switches > MaxSwitches {
 		return fmt.Errorf("switches: %d: allowed is 1 to %d", c.Switches, MaxSwitches)

@@ -371,3 +371,51 @@ func diff(a, b *telemetry.Report) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestVary: with Vary 0 a flow hop's latency never changes after its first report; with
+// Vary 0.2 about a fifth of consecutive reports of a flow hop carry a new one; with 1, all do.
+func TestVary(t *testing.T) {
+	for _, tc := range []struct {
+		vary     float64
+		min, max float64
+	}{{0, 0, 0}, {0.2, 0.17, 0.23}, {1, 0.99, 1}} {
+		c := DefaultConfig()
+		c.Vary, c.Flows = tc.vary, 16
+		g := mustNew(t, c)
+		last := map[[2]int]uint32{}
+		var same, changed int
+		err := g.Walk(4000, func(_ uint64, _ []byte, rs []telemetry.Report) error {
+			for i := range rs {
+				f := -1
+				for j := 0; j < c.Flows; j++ {
+					if k, _ := g.Flow(j); k == rs[i].Flow {
+						f = j
+					}
+				}
+				for h, hop := range rs[i].HopList() {
+					key := [2]int{f, h}
+					if v, ok := last[key]; ok {
+						if v == hop.HopLatency {
+							same++
+						} else {
+							changed++
+						}
+					}
+					last[key] = hop.HopLatency
+				}
+			}
+			return nil
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if frac := float64(changed) / float64(same+changed); frac < tc.min || frac > tc.max {
+			t.Errorf("vary %g: %d of %d consecutive hop latencies changed (%.3f), want %g-%g", tc.vary, changed, same+changed, frac, tc.min, tc.max)
+		}
+	}
+	c := DefaultConfig()
+	c.Vary = 1.5
+	if err := c.Validate(); err == nil || err.Error() != "vary: 1.5: allowed is 0 to 1 (the probability that a report draws new values)" {
+		t.Errorf("vary 1.5: %v", err)
+	}
+}
