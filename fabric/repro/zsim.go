@@ -12,8 +12,8 @@ import (
 // has §4.3's distribution), ECMP, 10 Gb/s links (no queueing), Base A or Base B with
 // f(i) = i/5 (F2, MAX_hop 6: Figs. 15-16). T is set from the per-port packet rate so that the
 // interval-based labeling probability T_s/T is ratio. After a warm-up of 1.2 labeling
-// intervals (every port's first packet is labeled) it returns the per-hop labeling
-// probability measured (labels / packet-hops) and E[Z], the mean number of items a packet
+// intervals (every port's first packet is labeled) and for at least five more it returns
+// the per-hop labeling probability measured (labels / packet-hops) and E[Z], the mean number of items a packet
 // carries at its last hop (unlabeled packets count 0).
 type zSim struct {
 	K       int
@@ -51,7 +51,9 @@ func (z zSim) run() (zResult, error) {
 	hosts := len(topo.Hosts)
 	f.RunVirtual(int64(1.2 * float64(t)))
 	s0 := f.Stats()
-	f.RunVirtual(s0.Now + int64(float64(z.Packets)/float64(hosts)/pps*1e9))
+	// Measure Packets packets, and at least five labeling intervals (every port labels a
+	// handful of times even at T_s/T = 1/1000).
+	f.RunVirtual(s0.Now + max(int64(float64(z.Packets)/float64(hosts)/pps*1e9), int64(5*t)))
 	s1 := f.Stats()
 	var res zResult
 	if hops := s1.PacketHops - s0.PacketHops; hops > 0 {
