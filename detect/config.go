@@ -39,7 +39,7 @@ type Config struct {
 	Above map[string]uint64 `yaml:"above"`
 }
 
-// DefaultChange is INTCollector's default threshold (50) for every numeric measurement it
+// defaultChange is INTCollector's default threshold (50) for every numeric measurement it
 // detects on; drops and seq_gaps raise an event on every increase.
 func defaultChange() map[string]uint64 {
 	return map[string]uint64{
