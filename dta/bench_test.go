@@ -74,6 +74,25 @@ func (kb *keyBatch) fill(first, mask int) [][]byte {
 	return kb.keys[:]
 }
 
+// benchMany queries keys 0, 1, ... (masked) 64 at a time through query and reports the
+// share found.
+func benchMany[R any](b *testing.B, mask int, query func(keys [][]byte, out []R), found func(*R) bool) {
+	b.ReportAllocs()
+	kb := newKeyBatch()
+	var out [64]R
+	n := 0
+	for i := 0; i < b.N; i += 64 {
+		keys := kb.fill(i, mask)[:min(64, b.N-i)]
+		query(keys, out[:])
+		for j := range keys {
+			if found(&out[j]) {
+				n++
+			}
+		}
+	}
+	b.ReportMetric(float64(n)/float64(b.N), "found/op")
+}
+
 func BenchmarkKWQueryN2(b *testing.B) {
 	s := benchKW(b)
 	var k, v [4]byte
@@ -94,20 +113,8 @@ func BenchmarkKWQueryN2(b *testing.B) {
 		b.ReportMetric(float64(found)/float64(b.N), "found/op")
 	})
 	b.Run("query-many", func(b *testing.B) {
-		b.ReportAllocs()
-		kb := newKeyBatch()
-		var out [64]KWResult
-		found := 0
-		for i := 0; i < b.N; i += 64 {
-			keys := kb.fill(i, benchSlots/2-1)[:min(64, b.N-i)]
-			s.QueryMany(keys, 2, 1, out[:])
-			for j := range keys {
-				if out[j].Status == Found {
-					found++
-				}
-			}
-		}
-		b.ReportMetric(float64(found)/float64(b.N), "found/op")
+		benchMany(b, benchSlots/2-1, func(keys [][]byte, out []KWResult) { s.QueryMany(keys, 2, 1, out) },
+			func(r *KWResult) bool { return r.Status == Found })
 	})
 }
 
@@ -157,19 +164,6 @@ func BenchmarkPostcardQuery(b *testing.B) {
 		b.ReportMetric(float64(found)/float64(b.N), "found/op")
 	})
 	b.Run("query-many", func(b *testing.B) {
-		b.ReportAllocs()
-		kb := newKeyBatch()
-		var out [64]PCResult
-		found := 0
-		for i := 0; i < b.N; i += 64 {
-			keys := kb.fill(i, flows-1)[:min(64, b.N-i)]
-			p.QueryMany(keys, out[:])
-			for j := range keys {
-				if out[j].Status == Found {
-					found++
-				}
-			}
-		}
-		b.ReportMetric(float64(found)/float64(b.N), "found/op")
+		benchMany(b, flows-1, p.QueryMany, func(r *PCResult) bool { return r.Status == Found })
 	})
 }

@@ -156,22 +156,18 @@ func (r *Region) counter(off int) *atomic.Uint64 {
 func CreateRegion(path string, h Header, huge bool) (*Region, error) {
 	h.Created = time.Now().UnixNano()
 	size := int64(headerSize) + int64(h.DataLen)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, fsize, err := openSized(path, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	fresh := st.Size() == 0
+	fresh := fsize == 0
 	if fresh {
 		if err := f.Truncate(size); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-	} else if st.Size() != size {
-		return nil, fmt.Errorf("%s: %d bytes, the configuration needs %d: geometry changed (remove the file or restore the configuration)", path, st.Size(), size)
+	} else if fsize != size {
+		return nil, fmt.Errorf("%s: %d bytes, the configuration needs %d: geometry changed (remove the file or restore the configuration)", path, fsize, size)
 	}
 	mem, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
@@ -198,27 +194,37 @@ func CreateRegion(path string, h Header, huge bool) (*Region, error) {
 	return r, nil
 }
 
+// openSized opens path with flag and returns the file and its size.
+func openSized(path string, flag int) (*os.File, int64, error) {
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, st.Size(), nil
+}
+
 // OpenRegion maps an existing region file read-only, for queries by another process.
 func OpenRegion(path string) (*Region, error) {
-	f, err := os.Open(path)
+	f, fsize, err := openSized(path, os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
+	if fsize < headerSize {
+		return nil, fmt.Errorf("%s: %d bytes: not a DTA region", path, fsize)
 	}
-	if st.Size() < headerSize {
-		return nil, fmt.Errorf("%s: %d bytes: not a DTA region", path, st.Size())
-	}
-	mem, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	mem, err := syscall.Mmap(int(f.Fd()), 0, int(fsize), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("%s: mmap: %w", path, err)
 	}
 	h, err := parseHeader(mem)
-	if err == nil && int64(headerSize)+int64(h.DataLen) != st.Size() {
-		err = fmt.Errorf("header says %d data bytes, the file has %d", h.DataLen, st.Size()-headerSize)
+	if err == nil && int64(headerSize)+int64(h.DataLen) != fsize {
+		err = fmt.Errorf("header says %d data bytes, the file has %d", h.DataLen, fsize-headerSize)
 	}
 	if err != nil {
 		syscall.Munmap(mem)

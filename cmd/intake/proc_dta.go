@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/intake-int/intake/api"
@@ -116,73 +117,63 @@ func (p *dtaProc) Stop() error {
 
 // registerDTAAPI serves the stores' queries; stats is nil for a read-only store.
 func registerDTAAPI(srv *api.Server, st *dta.Stores, stats func() dta.Stats, keyLen int) {
-	key := func(w http.ResponseWriter, r *http.Request) ([]byte, string, bool) {
-		s := r.PathValue("key")
-		k, err := dta.ParseKey(s, keyLen)
-		if err != nil {
-			api.BadParam(w, "key", s, "decimal, 0x-hex or src,dst,sport,dport,proto ("+err.Error()+")")
-			return nil, s, false
-		}
-		return k, s, true
+	// keyed serves a query by key: the query parameters allowed, the key parsed, then the
+	// answer's JSON; answer names a bad parameter (param, its value, what is allowed) instead.
+	keyed := func(pattern string, params []string, answer func(q url.Values, k []byte, ks string) (a any, param, value, allowed string)) {
+		srv.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !api.CheckParams(w, r, params...) {
+				return
+			}
+			ks := r.PathValue("key")
+			k, err := dta.ParseKey(ks, keyLen)
+			if err != nil {
+				api.BadParam(w, "key", ks, "decimal, 0x-hex or src,dst,sport,dport,proto ("+err.Error()+")")
+				return
+			}
+			a, param, value, allowed := answer(r.URL.Query(), k, ks)
+			if param != "" {
+				api.BadParam(w, param, value, allowed)
+				return
+			}
+			api.JSON(w, http.StatusOK, a)
+		}))
 	}
-	srv.Handle("GET /api/v1/dta/kw/{key}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !api.CheckParams(w, r, "t", "store") {
-			return
-		}
-		k, ks, ok := key(w, r)
-		if !ok {
-			return
-		}
-		store := r.URL.Query().Get("store")
+	keyed("GET /api/v1/dta/kw/{key}", []string{"t", "store"}, func(q url.Values, k []byte, ks string) (any, string, string, string) {
+		store := q.Get("store")
 		if store == "" {
 			store = "kw"
 		}
 		if store != "kw" && store != "paths" {
-			api.BadParam(w, "store", store, "kw or paths")
-			return
+			return nil, "store", store, "kw or paths"
 		}
 		t := 0
-		if s := r.URL.Query().Get("t"); s != "" {
+		if s := q.Get("t"); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil || n < 1 || n > 8 {
-				api.BadParam(w, "t", s, "1 to 8")
-				return
+				return nil, "t", s, "1 to 8"
 			}
 			t = n
 		}
 		a, err := st.QueryKW(store, k, ks, t)
 		if err != nil {
-			api.BadParam(w, "key", ks, err.Error())
-			return
+			return nil, "key", ks, err.Error()
 		}
-		api.JSON(w, http.StatusOK, a)
-	}))
-	srv.Handle("GET /api/v1/dta/ki/{key}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !api.CheckParams(w, r) {
-			return
-		}
-		k, ks, ok := key(w, r)
-		if !ok {
-			return
-		}
+		return a, "", "", ""
+	})
+	keyed("GET /api/v1/dta/ki/{key}", nil, func(_ url.Values, k []byte, ks string) (any, string, string, string) {
 		a, err := st.QueryKI(k, ks)
 		if err != nil {
-			api.BadParam(w, "key", ks, err.Error())
-			return
+			return nil, "key", ks, err.Error()
 		}
-		api.JSON(w, http.StatusOK, a)
-	}))
-	srv.Handle("GET /api/v1/dta/postcard/{key}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !api.CheckParams(w, r) {
-			return
+		return a, "", "", ""
+	})
+	keyed("GET /api/v1/dta/postcard/{key}", nil, func(_ url.Values, k []byte, ks string) (any, string, string, string) {
+		a, err := st.QueryPostcard(k, ks)
+		if err != nil {
+			return nil, "key", ks, err.Error()
 		}
-		k, ks, ok := key(w, r)
-		if !ok {
-			return
-		}
-		a, _ := st.QueryPostcard(k, ks)
-		api.JSON(w, http.StatusOK, a)
-	}))
+		return a, "", "", ""
+	})
 	srv.Handle("GET /api/v1/dta/list/{id}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !api.CheckParams(w, r, "cursor", "limit") {
 			return
