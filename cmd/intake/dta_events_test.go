@@ -5,14 +5,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/dta"
 	"github.com/intake-int/intake/event"
-	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
 
@@ -56,24 +54,7 @@ dta:
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	enc, err := wire.NewEncoder(wire.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("udp", coll.ListenerAddr(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	send := func(r telemetry.Report) {
-		b, err := enc.Append(nil, &r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.Write(b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	send := reportSender(t, coll.ListenerAddr(0), wire.DefaultConfig())
 	poll := func(src []string, cursor, n int) map[string]any {
 		t.Helper()
 		var m map[string]any

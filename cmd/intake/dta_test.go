@@ -19,6 +19,34 @@ import (
 	"github.com/intake-int/intake/wire"
 )
 
+// reportSender dials addr over UDP and returns a function that sends reports encoded with
+// dc: one report per datagram, or several as one batch (DTA).
+func reportSender(t *testing.T, addr string, dc wire.Config) func(rs ...telemetry.Report) {
+	t.Helper()
+	enc, err := wire.NewEncoder(dc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return func(rs ...telemetry.Report) {
+		t.Helper()
+		b, err := enc.Append(nil, &rs[0])
+		if len(rs) > 1 {
+			b, err = enc.AppendBatch(nil, rs)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func dtaReport(op telemetry.DTAOp) telemetry.Report {
 	r := telemetry.Report{Format: telemetry.FormatDTA}
 	r.DTA.Op = op
@@ -53,24 +81,7 @@ func TestDTAEndToEnd(t *testing.T) {
 	}
 	defer srv.Stop(t.Context())
 
-	enc, err := wire.NewEncoder(cfg.Decoder)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("udp", coll.ListenerAddr(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	send := func(rs ...telemetry.Report) {
-		b, err := enc.AppendBatch(nil, rs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.Write(b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	send := reportSender(t, coll.ListenerAddr(0), cfg.Decoder)
 	kw := dtaReport(telemetry.DTAKeyWrite)
 	kw.DTA.Redundancy, kw.DTA.KeyLen, kw.DTA.DataLen = 2, 4, 4
 	binary.BigEndian.PutUint32(kw.DTA.Key[:], 0xdeadbeef)
