@@ -1,0 +1,256 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/flowcache"
+)
+
+// query flowcache-flow, top, histogram, flowcache-stats: the flow cache's endpoints of a
+// running collector (/api/v1/flowcache/..., /api/v1/histograms/...).
+
+func init() {
+	registerSub("query", verb{
+		name:    "flowcache-flow",
+		summary: "a flow's packets, latency and per-hop latest and mean values from the flow cache (reads /api/v1/flowcache/flow)",
+		run:     runQueryFlowCacheFlow,
+	})
+	registerSub("query", verb{
+		name:    "top",
+		summary: "the flow cache's top flows by mean end-to-end latency or packets (reads /api/v1/flowcache/top)",
+		run:     runQueryTop,
+	})
+	registerSub("query", verb{
+		name:    "histogram",
+		summary: "a switch's histogram of hop latency, queue occupancy or tx utilization (reads /api/v1/histograms)",
+		run:     runQueryHistogram,
+	})
+	registerSub("query", verb{
+		name:    "flowcache-stats",
+		summary: "the flow cache's occupancy, evictions and ring drops (reads /api/v1/flowcache/stats)",
+		run:     runQueryFlowCacheStats,
+	})
+}
+
+// apiFlag adds --addr and its alias --api.
+func apiFlag(fs *flag.FlagSet) *string {
+	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address`")
+	fs.StringVar(addr, "api", config.HTTPAddress, "the same as --addr")
+	return addr
+}
+
+func runQueryFlowCacheFlow(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("query flowcache-flow", "--src IP --dst IP --sport N --dport N --proto N [--addr HOST:PORT] [--json]", stdout)
+	addr := apiFlag(fs)
+	src := fs.String("src", "", "source `address`")
+	dst := fs.String("dst", "", "destination `address`")
+	sport := fs.Uint("sport", 0, "source `port`")
+	dport := fs.Uint("dport", 0, "destination `port`")
+	proto := fs.Uint("proto", 0, "IP `protocol` number (6 TCP, 17 UDP)")
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	if *src == "" || *dst == "" {
+		return usageErr("--src and --dst are required")
+	}
+	q := url.Values{"src": {*src}, "dst": {*dst}, "sport": {fmt.Sprint(*sport)}, "dport": {fmt.Sprint(*dport)}, "proto": {fmt.Sprint(*proto)}}
+	body, err := detectAPIGet(*addr, "/api/v1/flowcache/flow", q)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err := stdout.Write(body)
+		return err
+	}
+	var f flowcache.FlowJSON
+	if err := json.Unmarshal(body, &f); err != nil {
+		return err
+	}
+	writeCachedFlow(stdout, &f)
+	return nil
+}
+
+func writeCachedFlow(w io.Writer, f *flowcache.FlowJSON) {
+	fmt.Fprintf(w, "flow %s:%d -> %s:%d proto %d\n", f.Src, f.Sport, f.Dst, f.Dport, f.Proto)
+	fmt.Fprintf(w, "  packets  %d (first %s, last %s)\n", f.Packets, f.FirstSeen, f.LastSeen)
+	if f.Latency.Latest != nil {
+		fmt.Fprintf(w, "  latency  latest %d, mean %s\n", *f.Latency.Latest, fmtMean(f.Latency.Mean))
+	}
+	trunc := ""
+	if f.Truncated {
+		trunc = " (longer paths seen: truncated to max_hops)"
+	}
+	fmt.Fprintf(w, "  path     %s%s\n", joinPath(f.Path), trunc)
+	for i, h := range f.Hops {
+		fmt.Fprintf(w, "  hop %d node %d:", i+1, h.NodeID)
+		for _, m := range []struct {
+			name string
+			v    *uint64
+			mean *float64
+		}{{"hop_latency", h.Latest.HopLatency, h.Mean.HopLatency}, {"queue_occupancy", h.Latest.QueueOccupancy, h.Mean.QueueOccupancy}, {"tx_util", h.Latest.TxUtil, h.Mean.TxUtil}} {
+			if m.v != nil {
+				fmt.Fprintf(w, "  %s %d (mean %s)", m.name, *m.v, fmtMean(m.mean))
+			}
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func fmtMean(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*p, 'f', -1, 64)
+}
+
+func runQueryTop(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("query top", "[--by latency|packets] [--n N] [--addr HOST:PORT] [--json]", stdout)
+	addr := apiFlag(fs)
+	by := fs.String("by", "packets", "rank by `key`: latency (mean end-to-end) or packets")
+	n := fs.Int("n", 10, "the top `N` flows (1-1000)")
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	if *by != "latency" && *by != "packets" {
+		return usageErr("--by %q: must be latency or packets", *by)
+	}
+	body, err := detectAPIGet(*addr, "/api/v1/flowcache/top", url.Values{"by": {*by}, "n": {strconv.Itoa(*n)}})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err := stdout.Write(body)
+		return err
+	}
+	var top topJSON
+	if err := json.Unmarshal(body, &top); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tFLOW\tPROTO\tPACKETS\tLATENCY MEAN\tLATENCY LATEST\tPATH")
+	for i, f := range top.Flows {
+		latest := "-"
+		if f.Latency.Latest != nil {
+			latest = strconv.FormatUint(*f.Latency.Latest, 10)
+		}
+		fmt.Fprintf(tw, "%d\t%s:%d -> %s:%d\t%d\t%d\t%s\t%s\t%s\n", i+1, f.Src, f.Sport, f.Dst, f.Dport, f.Proto, f.Packets,
+			fmtMean(f.Latency.Mean), latest, joinPath(f.Path))
+	}
+	return tw.Flush()
+}
+
+func runQueryHistogram(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("query histogram", "--switch ID|e2e [--metric hop_latency|queue_occupancy|tx_util|latency] [--addr HOST:PORT] [--json]", stdout)
+	addr := apiFlag(fs)
+	sw := fs.String("switch", "", "switch `id`, or e2e for the end-to-end latency")
+	metric := fs.String("metric", "hop_latency", "`metric`: hop_latency, queue_occupancy, tx_util (latency for e2e)")
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	if *sw == "" {
+		return usageErr("--switch is required")
+	}
+	if *sw == "e2e" && *metric == "hop_latency" {
+		*metric = "latency"
+	}
+	body, err := detectAPIGet(*addr, "/api/v1/histograms/"+url.PathEscape(*sw)+"/"+url.PathEscape(*metric), nil)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err := stdout.Write(body)
+		return err
+	}
+	var h flowcache.HistJSON
+	if err := json.Unmarshal(body, &h); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "switch %s %s: %d samples, %s scale, %d bins\n", h.Switch, h.Metric, h.Total, h.Scale, h.Bins)
+	var most uint64
+	for _, b := range h.Counts {
+		most = max(most, b.Count)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, b := range h.Counts {
+		rng := fmt.Sprintf(">= %d", b.Lo)
+		if b.Hi != nil {
+			rng = fmt.Sprintf("[%d, %d)", b.Lo, *b.Hi)
+		}
+		bar := strings.Repeat("#", int((b.Count*40+most-1)/max(most, 1)))
+		fmt.Fprintf(tw, "%s\t%d\t %s\t\n", rng, b.Count, bar)
+	}
+	return tw.Flush()
+}
+
+func runQueryFlowCacheStats(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("query flowcache-stats", "[--addr HOST:PORT] [--json]", stdout)
+	addr := apiFlag(fs)
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	body, err := detectAPIGet(*addr, "/api/v1/flowcache/stats", nil)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err := stdout.Write(body)
+		return err
+	}
+	var s flowCacheStats
+	if err := json.Unmarshal(body, &s); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "flow cache  %d rows × %d buckets × %d hops: %d of %d flows (%.2f%%), %d bytes (%.1f per flow)\n",
+		s.Rows, s.Buckets, s.MaxHops, s.Flows, s.Capacity, 100*s.Occupancy, s.Bytes, s.BytesPerFlow)
+	fmt.Fprintf(stdout, "reports     %d (updates %d, new flows %d, no flow %d, no hops %d, truncated paths %d)\n",
+		s.Reports, s.Updates, s.Inserts, s.SkippedNoFlow, s.SkippedNoHops, s.TruncatedPaths)
+	fmt.Fprintf(stdout, "evictions   collision %d, idle %d\n", s.Evictions.Collision, s.Evictions.Idle)
+	fmt.Fprintf(stdout, "rings       %d × %d: %d records, %d exported, %d pending, %d dropped\n",
+		s.Rings.Count, s.Rings.Entries, s.Rings.Pushed, s.Rings.Exported, s.Rings.Pending, s.Rings.Drops)
+	fmt.Fprintf(stdout, "histograms  %d switches, %d samples over max_switches\n", s.Switches, s.SwitchOverflow)
+	for _, r := range s.EventRings {
+		fmt.Fprintf(stdout, "event ring  %s: %d of %d pending, %d dropped\n", r.Consumer, r.Pending, r.Size, r.Drops)
+	}
+	if r := s.Redis; r != nil {
+		fmt.Fprintf(stdout, "redis       connected %v, queued %d, reconnects %d; sent event %d, flow %d, hash %d; dropped event %d, flow %d, hash %d\n",
+			r.Connected, r.Queued, r.Reconnects, r.Sent["event"], r.Sent["flow"], r.Sent["hash"],
+			sumMap(r.Dropped["event"]), sumMap(r.Dropped["flow"]), sumMap(r.Dropped["hash"]))
+	}
+	return nil
+}
+
+func sumMap(m map[string]uint64) uint64 {
+	var n uint64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intake-int/intake/api"
+	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/telemetry"
+)
+
+type fcHop struct{ node, hl, qo, tx uint32 }
+
+// fcReport is a report of flow 10.0.0.1:sport -> 10.0.0.2:80/17 at time t, hops source first.
+func fcReport(sport uint16, t int64, hops ...fcHop) *telemetry.Report {
+	r := &telemetry.Report{Has: telemetry.HasFlow, RecvTime: t}
+	r.Flow.SetAddrs(netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"))
+	r.Flow.SrcPort, r.Flow.DstPort, r.Flow.Proto = sport, 80, 17
+	for i := len(hops) - 1; i >= 0; i-- {
+		h := r.AddHop()
+		h.Fields = telemetry.FNodeID | telemetry.FHopLatency | telemetry.FQueueOccupancy | telemetry.FTxUtil
+		h.NodeID, h.HopLatency, h.QueueOccupancy, h.TxUtil = hops[i].node, hops[i].hl, hops[i].qo, hops[i].tx
+	}
+	return r
+}
+
+// startFlowCache builds the flow cache processor as serve does, with an HTTP server on a
+// free port, and returns it with the server's address.
+func startFlowCache(t *testing.T, mod func(*config.Config)) (*flowCacheProc, string) {
+	t.Helper()
+	cfg, err := config.Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.FlowCache.Rows, cfg.FlowCache.Buckets = 16, 4
+	cfg.FlowCache.Histograms.Scale, cfg.FlowCache.Histograms.Bins = "linear", 4
+	cfg.FlowCache.Histograms.Width.HopLatency = 10
+	cfg.FlowCache.Histograms.Width.Latency = 25
+	if mod != nil {
+		mod(&cfg)
+	}
+	reg := metrics.NewRegistry()
+	srv := api.New("127.0.0.1:0", reg, nil)
+	env := &procEnv{Cfg: &cfg, Metrics: reg, API: srv, Bus: &event.Bus{}}
+	p, err := newFlowCacheProcessor(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := p.(*flowCacheProc)
+	if err := fp.Start(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Stop(t.Context())
+		fp.Stop()
+	})
+	return fp, srv.Addr()
+}
+
+func get(t *testing.T, addr, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestFlowCacheAPI(t *testing.T) {
+	p, addr := startFlowCache(t, nil)
+	p.Process(0, fcReport(1000, 100, fcHop{1, 10, 5, 7}, fcHop{2, 20, 0, 8}))
+	p.Process(0, fcReport(1000, 200, fcHop{1, 11, 6, 7}, fcHop{2, 25, 3, 9}))
+	p.Process(0, fcReport(2000, 300, fcHop{1, 40, 1, 1}, fcHop{3, 50, 1, 1}))
+	p.Flush(0)
+
+	code, body := get(t, addr, "/api/v1/flowcache/flow?src=10.0.0.1&dst=10.0.0.2&sport=1000&dport=80&proto=17")
+	want := `{
+  "src": "10.0.0.1",
+  "dst": "10.0.0.2",
+  "sport": 1000,
+  "dport": 80,
+  "proto": 17,
+  "packets": 2,
+  "first_seen": "1970-01-01T00:00:00.0000001Z",
+  "last_seen": "1970-01-01T00:00:00.0000002Z",
+  "latency": {
+    "latest": 36,
+    "mean": 33
+  },
+  "path": [
+    1,
+    2
+  ],
+  "truncated": false,
+  "hops": [
+    {
+      "node_id": 1,
+      "latest": {
+        "hop_latency": 11,
+        "queue_occupancy": 6,
+        "tx_util": 7
+      },
+      "mean": {
+        "hop_latency": 10.5,
+        "queue_occupancy": 5.5,
+        "tx_util": 7
+      }
+    },
+    {
+      "node_id": 2,
+      "latest": {
+        "hop_latency": 25,
+        "queue_occupancy": 3,
+        "tx_util": 9
+      },
+      "mean": {
+        "hop_latency": 22.5,
+        "queue_occupancy": 1.5,
+        "tx_util": 8.5
+      }
+    }
+  ]
+}
+`
+	if code != 200 || body != want {
+		t.Errorf("flow: %d\n%s", code, body)
+	}
+	for _, tc := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{"/api/v1/flowcache/flow?src=10.0.0.1&dst=10.0.0.2&sport=9&dport=80&proto=17", 404, `{"error":"flow not in the flow cache"}`},
+		{"/api/v1/flowcache/flow?src=10.0.0.1&dst=::1&sport=9&dport=80&proto=17", 400,
+			`{"error":"parameter src: \"10.0.0.1,::1\": must be IPv4 or IPv6 addresses of one family for src and dst","param":"src","value":"10.0.0.1,::1"}`},
+		{"/api/v1/flowcache/flow?src=10.0.0.1&dst=10.0.0.2&sport=70000&dport=80&proto=17", 400,
+			`{"error":"parameter sport: \"70000\": must be an integer 0-65535","param":"sport","value":"70000"}`},
+		{"/api/v1/flowcache/top?by=jitter", 400, `{"error":"parameter by: \"jitter\": must be latency or packets","param":"by","value":"jitter"}`},
+		{"/api/v1/flowcache/top?n=0", 400, `{"error":"parameter n: \"0\": must be an integer 1-1000","param":"n","value":"0"}`},
+		{"/api/v1/histograms/9/hop_latency", 404, `{"error":"no histogram for switch 9"}`},
+		{"/api/v1/histograms/1/jitter", 400, `{"error":"parameter metric: \"jitter\": must be hop_latency, queue_occupancy or tx_util","param":"metric","value":"jitter"}`},
+		{"/api/v1/histograms/x/hop_latency", 400, `{"error":"parameter switch: \"x\": must be a switch id 0-4294967295 or e2e","param":"switch","value":"x"}`},
+		{"/api/v1/histograms/1/hop_latency", 200, `{"switch":"1","metric":"hop_latency","scale":"linear","bins":4,"total":3,"counts":[{"lo":10,"hi":20,"count":2},{"lo":30,"count":1}]}`},
+		{"/api/v1/histograms/e2e/latency", 200, `{"switch":"e2e","metric":"latency","scale":"linear","bins":4,"total":3,"counts":[{"lo":25,"hi":50,"count":2},{"lo":75,"count":1}]}`},
+		{"/api/v1/histograms", 200, `{"switches":[1,2,3],"metrics":["hop_latency","queue_occupancy","tx_util"],"e2e":["latency"]}`},
+		{"/api/v1/flowcache/top?by=latency&n=1", 200, ""},
+	} {
+		code, body := get(t, addr, tc.path)
+		if code != tc.code || tc.want != "" && compact(t, body) != tc.want {
+			t.Errorf("%s: %d %s\nwant %d %s", tc.path, code, compact(t, body), tc.code, tc.want)
+		}
+	}
+	_, body = get(t, addr, "/api/v1/flowcache/top?by=latency&n=1")
+	if !strings.Contains(body, `"sport": 2000`) || strings.Contains(body, `"sport": 1000`) || !strings.HasPrefix(body, "{\n  \"by\": \"latency\",\n  \"n\": 1,") {
+		t.Errorf("top by latency:\n%s", body)
+	}
+	_, body = get(t, addr, "/api/v1/flowcache/stats")
+	for _, s := range []string{`"rows": 16`, `"buckets": 4`, `"capacity": 64`, `"flows": 2`, `"occupancy": 0.03125`,
+		`"reports": 3`, `"updates": 3`, `"inserts": 2`, `"evictions": {
+    "collision": 0,
+    "idle": 0
+  }`, `"drops": 0`, `"histogram_switches": 3`, `"event_rings": []`} {
+		if !strings.Contains(body, s) {
+			t.Errorf("stats lack %s:\n%s", s, body)
+		}
+	}
+	bpf := float64(16*(64+4*360)) / 64
+	if !strings.Contains(body, `"bytes_per_flow": `+strconv.FormatFloat(bpf, 'f', -1, 64)) {
+		t.Errorf("stats: bytes_per_flow %v missing:\n%s", bpf, body)
+	}
+
+	// The CLI reads the same endpoints.
+	c, out, errs := runVerb("query", "flowcache-flow", "--addr", addr, "--src", "10.0.0.1", "--dst", "10.0.0.2", "--sport", "1000", "--dport", "80", "--proto", "17")
+	wantOut := `flow 10.0.0.1:1000 -> 10.0.0.2:80 proto 17
+  packets  2 (first 1970-01-01T00:00:00.0000001Z, last 1970-01-01T00:00:00.0000002Z)
+  latency  latest 36, mean 33
+  path     1:2
+  hop 1 node 1:  hop_latency 11 (mean 10.5)  queue_occupancy 6 (mean 5.5)  tx_util 7 (mean 7)
+  hop 2 node 2:  hop_latency 25 (mean 22.5)  queue_occupancy 3 (mean 1.5)  tx_util 9 (mean 8.5)
+`
+	if c != 0 || out != wantOut {
+		t.Errorf("query flowcache-flow: exit %d %s\n%s", c, errs, out)
+	}
+	c, out, errs = runVerb("query", "top", "--api", addr, "--by", "packets", "--n", "2")
+	wantTop := `#  FLOW                          PROTO  PACKETS  LATENCY MEAN  LATENCY LATEST  PATH
+1  10.0.0.1:1000 -> 10.0.0.2:80  17     2        33            36              1:2
+2  10.0.0.1:2000 -> 10.0.0.2:80  17     1        90            90              1:3
+`
+	if c != 0 || out != wantTop {
+		t.Errorf("query top: exit %d %s\n%q", c, errs, out)
+	}
+	c, out, errs = runVerb("query", "histogram", "--addr", addr, "--switch", "1")
+	wantHist := "switch 1 hop_latency: 3 samples, linear scale, 4 bins\n" +
+		"  [10, 20)  2   ########################################\n" +
+		"     >= 30  1                       ####################\n"
+	if c != 0 || out != wantHist {
+		t.Errorf("query histogram: exit %d %s\n%q", c, errs, out)
+	}
+	c, out, errs = runVerb("query", "flowcache-stats", "--addr", addr)
+	if c != 0 || !strings.HasPrefix(out, "flow cache  16 rows × 4 buckets × 5 hops: 2 of 64 flows (3.12%), ") ||
+		!strings.Contains(out, "evictions   collision 0, idle 0\n") || !strings.Contains(out, "rings       4 × 4096: 0 records, 0 exported, 0 pending, 0 dropped\n") {
+		t.Errorf("query flowcache-stats: exit %d %s\n%s", c, errs, out)
+	}
+	c, _, errs = runVerb("query", "histogram", "--addr", addr, "--switch", "9")
+	if c != 1 || !strings.Contains(errs, "404 Not Found: no histogram for switch 9") {
+		t.Errorf("query histogram of an unknown switch: exit %d %q", c, errs)
+	}
+	c, _, errs = runVerb("query", "top", "--by", "jitter")
+	if c != 2 || !strings.Contains(errs, `--by "jitter": must be latency or packets`) {
+		t.Errorf("query top --by jitter: exit %d %q", c, errs)
+	}
+}
+
+func compact(t *testing.T, s string) string {
+	var b strings.Builder
+	inStr := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '"' && (i == 0 || s[i-1] != '\\') {
+			inStr = !inStr
+		}
+		if !inStr && (c == ' ' || c == '\n') {
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// TestFlowCacheRedis runs the processor with the Redis export against a real redis-server:
+// a collision eviction and the ager's eviction reach the flows stream, the periodic walk
+// writes the live flow's hash, and the detector's events published on the bus reach the
+// events stream through the sink's own ring.
+func TestFlowCacheRedis(t *testing.T) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if testing.Short() {
+			t.Skip("redis-server not installed (-short)")
+		}
+		t.Fatal("redis-server not found: install it with: apt-get install -y redis-server")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	logf, _ := os.Create(filepath.Join(t.TempDir(), "redis.log"))
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); logf.Close() })
+	raddr := fmt.Sprintf("127.0.0.1:%d", port)
+	var rc *export.RedisConn
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if rc, err = export.DialRedis(raddr, "", 0, time.Second); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	defer rc.Close()
+
+	p, addr := startFlowCache(t, func(c *config.Config) {
+		c.FlowCache.Rows, c.FlowCache.Buckets = 1, 1
+		c.Export.Redis.Address = raddr
+		c.Export.Redis.HashPeriod = 20 * time.Millisecond
+	})
+	now := time.Now().UnixNano()
+	p.Process(0, fcReport(1, now-int64(time.Hour), fcHop{1, 10, 1, 1}))
+	p.Process(0, fcReport(2, now, fcHop{1, 20, 2, 2})) // evicts flow 1
+	p.Flush(0)
+	e := event.Event{Time: 5, Kind: event.KindAbove, Scope: event.ScopeSwitch, Measurement: event.TxUtilization,
+		Key: event.Key{Switch: 1, Port: 3}, Prev: 2, Value: 90, Threshold: 80}
+	p.bus.Publish(&e)
+
+	xlen := func(s string) int64 {
+		v, err := rc.Do(time.Second, "XLEN", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.(int64)
+	}
+	key := "intake:flow:10.0.0.1,10.0.0.2,2,80,17"
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		ex, _ := rc.Do(time.Second, "EXISTS", key)
+		if xlen("intake:flows") == 1 && xlen("intake:events") == 1 && ex == int64(1) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("flows %d, events %d, hash %v; stats %+v", xlen("intake:flows"), xlen("intake:events"), ex, p.stats().Redis)
+		}
+	}
+	v, _ := rc.Do(time.Second, "XRANGE", "intake:flows", "-", "+")
+	var got []string
+	for _, f := range v.([]any)[0].([]any)[1].([]any) {
+		got = append(got, f.(string))
+	}
+	want := []string{"src", "10.0.0.1", "dst", "10.0.0.2", "sport", "1", "dport", "80", "proto", "17", "reason", "collision",
+		"packets", "1", "first_ns", strconv.FormatInt(now-int64(time.Hour), 10), "last_ns", strconv.FormatInt(now-int64(time.Hour), 10),
+		"latency_latest", "10", "latency_mean", "10", "path", "1", "hops", "1", "h1_node_id", "1",
+		"h1_hop_latency_latest", "10", "h1_hop_latency_mean", "10", "h1_queue_occupancy_latest", "1", "h1_queue_occupancy_mean", "1",
+		"h1_tx_util_latest", "1", "h1_tx_util_mean", "1"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("flow record\n got %q\nwant %q", got, want)
+	}
+	_, body := get(t, addr, "/api/v1/flowcache/stats")
+	for _, s := range []string{`"consumer": "redis"`, `"collision": 1`, `"exported": 1`, `"connected": true`} {
+		if !strings.Contains(body, s) {
+			t.Errorf("stats lack %s:\n%s", s, body)
+		}
+	}
+	// The ager: flow 2 idle for longer than idle_timeout goes to the stream too.
+	if n := p.Age(now + int64(2*time.Minute)); n != 1 {
+		t.Fatalf("aged %d", n)
+	}
+	for deadline := time.Now().Add(10 * time.Second); xlen("intake:flows") != 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the aged record did not reach the stream")
+		}
+	}
+	v, _ = rc.Do(time.Second, "XREVRANGE", "intake:flows", "+", "-", "COUNT", "1")
+	if f := v.([]any)[0].([]any)[1].([]any); f[11] != "idle" || f[7] != "80" || f[5] != "2" {
+		t.Errorf("aged record %q", f)
+	}
+}
