@@ -325,22 +325,35 @@ func fig17(o Options) (Figure, error) {
 	return fig, nil
 }
 
+// countFigure fills fig with the labeled (exported) packets and the labeling operations of
+// one 10,000-packet Base B run per x, setup(i) giving run i's setup.
+func countFigure(fig *Figure, xs []float64, setup func(i int) Setup) error {
+	lab, tim := Series{Name: "labeled packets"}, Series{Name: "labeling times"}
+	for i, x := range xs {
+		res, err := Run(setup(i))
+		if err != nil {
+			return err
+		}
+		lab.X, lab.Y = append(lab.X, x), append(lab.Y, float64(res.Labeled))
+		tim.X, tim.Y = append(tim.X, x), append(tim.Y, float64(res.Labels))
+	}
+	fig.Series = []Series{lab, tim}
+	return nil
+}
+
 // Fig. 18: rest time T1.
 func fig18(o Options) (Figure, error) {
 	fig := Figure{ID: "fig18", Title: "Impact of the rest time T1 (Base B)", XLabel: "T1 / T", YLabel: "count",
 		Conditions: "testbed, 10,000 packets, T = 50 ms, F1",
 		Paper:      "labeling times fall and labeled packets rise as T1 → T; they cross near T1 = T/2"}
-	lab, tim := Series{Name: "labeled packets"}, Series{Name: "labeling times"}
-	for _, r := range []float64{0, 0.25, 0.5, 0.75, 1} {
-		res, err := Run(Setup{Algo: fabric.AlgoB, T1: time.Duration(r * float64(50*time.Millisecond)), Seed: seed(o)})
-		if err != nil {
-			return fig, err
-		}
-		lab.X, lab.Y = append(lab.X, r), append(lab.Y, float64(res.Labeled))
-		tim.X, tim.Y = append(tim.X, r), append(tim.Y, float64(res.Labels))
+	rs := []float64{0, 0.25, 0.5, 0.75, 1}
+	err := countFigure(&fig, rs, func(i int) Setup {
+		return Setup{Algo: fabric.AlgoB, T1: time.Duration(rs[i] * float64(50*time.Millisecond)), Seed: seed(o)}
+	})
+	if err != nil {
+		return fig, err
 	}
-	fig.Series = []Series{lab, tim}
-	fig.Intake = fmt.Sprintf("labeled %v; labeling times %v", lab.Y, tim.Y)
+	fig.Intake = fmt.Sprintf("labeled %v; labeling times %v", fig.Series[0].Y, fig.Series[1].Y)
 	return fig, nil
 }
 
@@ -349,17 +362,12 @@ func fig19(o Options) (Figure, error) {
 	fig := Figure{ID: "fig19", Title: "Impact of the probability function (Base B)", XLabel: "F1, F2, F3", YLabel: "count",
 		Conditions: "testbed, 10,000 packets, T = 50 ms, T1 = 0, MAX_hop 5",
 		Paper:      "F1 best (fewest labeled packets and labels), F2 second, F3 worst"}
-	lab, tim := Series{Name: "labeled packets"}, Series{Name: "labeling times"}
-	for i, f := range []label.F{label.F1, label.F2, label.F3} {
-		res, err := Run(Setup{Algo: fabric.AlgoB, F: f, Seed: seed(o)})
-		if err != nil {
-			return fig, err
-		}
-		lab.X, lab.Y = append(lab.X, float64(i+1)), append(lab.Y, float64(res.Labeled))
-		tim.X, tim.Y = append(tim.X, float64(i+1)), append(tim.Y, float64(res.Labels))
+	fs := []label.F{label.F1, label.F2, label.F3}
+	err := countFigure(&fig, []float64{1, 2, 3}, func(i int) Setup { return Setup{Algo: fabric.AlgoB, F: fs[i], Seed: seed(o)} })
+	if err != nil {
+		return fig, err
 	}
-	fig.Series = []Series{lab, tim}
-	fig.Intake = fmt.Sprintf("labeled F1/F2/F3 %v; labeling times %v", lab.Y, tim.Y)
+	fig.Intake = fmt.Sprintf("labeled F1/F2/F3 %v; labeling times %v", fig.Series[0].Y, fig.Series[1].Y)
 	return fig, nil
 }
 
