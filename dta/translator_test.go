@@ -2,8 +2,12 @@ package dta
 
 import (
 	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
 	"testing"
 
+	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -121,6 +125,58 @@ func TestTranslatorBadInput(t *testing.T) {
 				t.Errorf("%s: byte %d is %#x: something was written", r.Path, i, b)
 				break
 			}
+		}
+	}
+}
+
+// int.event_list: a list of its own, 32-byte entries; the messages as docs/config.md shows.
+func TestEventListConfig(t *testing.T) {
+	for _, c := range []struct {
+		set  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.INT.EventList = 2 }, "int.event_list: 2: an event entry is 32 bytes: needs append.value_bytes 32 (it is 4)"},
+		{func(c *Config) { c.INT.EventList, c.Append.ValueBytes = 1, 32 }, "int.event_list: 1: the list of drop or queue reports (int.drop_list 0, int.queue_list 1): events need a list of their own"},
+		{func(c *Config) { c.INT.EventList = 16 }, "int.event_list: 16: allowed is -1 (none) or a list id below append.lists (16)"},
+		{func(c *Config) { c.INT.EventList = -2 }, "int.event_list: -2: allowed is -1 (none) or a list id below append.lists (16)"},
+		{func(c *Config) { c.INT.EventList, c.Append.ValueBytes = 2, 32 }, ""},
+	} {
+		cfg := DefaultConfig()
+		c.set(&cfg)
+		err := cfg.Validate()
+		if got := fmt.Sprint(err); c.want == "" && err != nil || c.want != "" && got != c.want {
+			t.Errorf("got %v, want %q", err, c.want)
+		}
+	}
+}
+
+// Each measurement's ids land where docs/dta-layout.md says, and only those.
+func TestEncodeEvent(t *testing.T) {
+	var fk telemetry.FlowKey
+	fk.SetAddrs(netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2"))
+	fk.SrcPort, fk.DstPort, fk.Proto = 1, 2, 6
+	var kb [40]byte
+	flow := fmt.Sprintf("%08x", uint32(Hash64(DefaultSeed, FlowKeyBytes(&kb, &fk))))
+	key := event.Key{Flow: fk, Switch: 0x0a0b0c0d, Port: 0x01020304, Queue: 0x11, Buffer: 0x22, Reason: 0x33, HWID: 0x44}
+	for _, c := range []struct {
+		m    event.Measurement
+		want string // bytes 0-15: kind, scope, measurement, id8, switch, port, flow
+	}{
+		{event.FlowLatency, "03010100" + "00000000" + "00000000" + flow},
+		{event.FlowHopLatency, "03010200" + "0a0b0c0d" + "00000000" + flow},
+		{event.FlowPath, "03010300" + "00000000" + "00000000" + flow},
+		{event.QueueOccupancy, "03010411" + "0a0b0c0d" + "00000000" + "00000000"},
+		{event.QueueCongestion, "03010511" + "0a0b0c0d" + "00000000" + "00000000"},
+		{event.TxUtilization, "03010600" + "0a0b0c0d" + "01020304" + "00000000"},
+		{event.BufferOccupancy, "03010722" + "0a0b0c0d" + "00000000" + "00000000"},
+		{event.Drops, "03010833" + "0a0b0c0d" + "00000000" + "00000000"},
+		{event.SeqGaps, "03010944" + "0a0b0c0d" + "00000000" + "00000000"},
+	} {
+		e := event.Event{Kind: event.KindChange, Scope: event.ScopeE2E, Measurement: c.m, Key: key, Value: 0x1122334455667788, Time: 0x0102030405060708}
+		var b [EventBytes]byte
+		EncodeEvent(&b, &e, DefaultSeed)
+		if got, want := hex.EncodeToString(b[:]), c.want+"1122334455667788"+"0102030405060708"; got != want {
+			t.Errorf("%s:\n got %s\nwant %s", c.m, got, want)
 		}
 	}
 }
