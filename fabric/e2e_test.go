@@ -2,6 +2,9 @@ package fabric
 
 import (
 	"context"
+	"encoding/json"
+	"net"
+	"net/http"
 	"testing"
 	"time"
 
@@ -84,4 +87,86 @@ func TestCollectorCoverageEqualsGroundTruth(t *testing.T) {
 		t.Fatalf("compared %d windows, %d below full coverage", compared, partial)
 	}
 	t.Logf("%d windows compared, %d below full coverage; %d exports", compared, partial, sent)
+}
+
+// Pro over the real channels: the collector's controller (Algorithm 3, k = 1: a port whose
+// newest item is older than T = 50 ms gets S raised) receives the fabric's exports over UDP
+// and sends its shifts to the fabric's control endpoint over HTTP; once the controller
+// stops, the shifts the fabric applies are exactly the controller's.
+func TestProFeedbackOverControlEndpoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time run")
+	}
+	f, err := New(Config{
+		Topology: Testbed(DefaultLink),
+		Routing:  "fixed",
+		Traffic:  Traffic{Senders: []int{0, 7}, Rate: 5e6, PacketSize: 1000, Poisson: true},
+		Label:    LabelConfig{Algo: AlgoA, T: 50 * time.Millisecond},
+		Seed:     5,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The controller needs the control endpoint's address before the fabric, which needs
+	// the collector's, listens: reserve a loopback port for the endpoint.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctlAddr := ln.Addr().String()
+	ln.Close()
+	lc := label.DefaultConfig()
+	lc.K, lc.LabelingInterval, lc.FeedbackPeriod = 1, 50*time.Millisecond, 5*time.Millisecond
+	hc := label.NewHTTPControl("http://" + ctlAddr)
+	ctl := label.New(lc, hc, nil)
+	cfg := config.Default()
+	cfg.Listeners = []config.Listener{{Name: "int-label", Format: "int-label", Address: "127.0.0.1", Sockets: 1, Batch: 16, RcvBuf: 4 << 20, MaxDatagram: 2048}}
+	coll, err := ingest.New(cfg, nil, ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := coll.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ep := Endpoints{Label: coll.ListenerAddr(0), Control: ctlAddr}
+	if err := f.Listen(ep); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx, ep) }()
+	time.Sleep(1500 * time.Millisecond)
+	if err := coll.Stop(); err != nil { // stops Algorithm 3 and flushes the sender
+		t.Fatal(err)
+	}
+	k := ctl.Counters()
+	if k.ShiftsUp == 0 || hc.Sent.Load() != k.ShiftsUp+k.ShiftsDown || hc.Errors.Load() != 0 || hc.Drops.Load() != 0 {
+		t.Fatalf("controller %+v; control sent %d, errors %d, drops %d", k, hc.Sent.Load(), hc.Errors.Load(), hc.Drops.Load())
+	}
+	want := map[[2]uint8]uint8{}
+	for _, p := range ctl.Ports(ctl.Now(), -1) {
+		if p.Shift > 0 {
+			want[[2]uint8{p.SwitchID, p.Port}] = p.Shift
+		}
+	}
+	resp, err := http.Get("http://" + f.ControlAddr() + label.ControlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got label.Shifts
+	err = json.NewDecoder(resp.Body).Decode(&got)
+	resp.Body.Close()
+	cancel()
+	if rerr := <-done; err != nil || rerr != nil {
+		t.Fatal(err, rerr)
+	}
+	if len(got.Shifts) != len(want) {
+		t.Fatalf("fabric shifts %+v, controller's %v", got.Shifts, want)
+	}
+	for _, s := range got.Shifts {
+		if want[[2]uint8{s.SwitchID, s.Port}] != s.Shift {
+			t.Fatalf("fabric shifts %+v, controller's %v", got.Shifts, want)
+		}
+	}
+	t.Logf("controller %+v; %d ports at S > 0 when stopped", k, len(want))
 }
