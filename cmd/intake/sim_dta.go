@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/intake-int/intake/dta"
@@ -66,19 +67,11 @@ func progress(w io.Writer, label string) func(done, total int) {
 	return func(done, total int) {
 		f := float64(done) / float64(total)
 		bar := int(f * 30)
-		fmt.Fprintf(w, "\r%s [%-30s] %5.1f%% %s", label, string(make([]byte, 0))+repeat('#', bar), 100*f, time.Since(start).Round(time.Second))
+		fmt.Fprintf(w, "\r%s [%-30s] %5.1f%% %s", label, strings.Repeat("#", bar), 100*f, time.Since(start).Round(time.Second))
 		if done >= total {
 			fmt.Fprintln(w)
 		}
 	}
-}
-
-func repeat(c byte, n int) string {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = c
-	}
-	return string(b)
 }
 
 func runSimDTA(args []string, stdout, stderr io.Writer) error {
