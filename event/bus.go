@@ -115,9 +115,16 @@ func (c *Consumer) put(e *Event) {
 claimed:
 	s.ev = *e
 	s.seq.Store(pos + 1)
-	select {
-	case c.notify <- struct{}{}:
-	default:
+	// Wake the consumer only when this event may be the one it waits for: when the reader
+	// stands at this position (the ring was empty, or held only claimed slots not yet
+	// written). Checked after the store, so that a reader that stopped here is woken, and a
+	// reader already past here has taken the event. A token per event cost a channel send
+	// (a lock and often a futex wake) on every publish.
+	if c.deq.Load() == pos {
+		select {
+		case c.notify <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -157,8 +164,10 @@ func (c *Consumer) Wait(ctx context.Context) bool {
 	}
 }
 
-// Notify returns the channel that receives a token when an event is published, for
-// consumers that select on more than one thing.
+// Notify returns the channel that receives a token when an event lands where the consumer
+// stopped reading, for consumers that select on more than one thing. Such a consumer must
+// drain (Poll until it returns fewer events than asked) before it waits on the channel
+// again: events published while some were waiting send no token.
 func (c *Consumer) Notify() <-chan struct{} { return c.notify }
 
 // Len returns the number of events waiting.
