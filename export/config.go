@@ -46,8 +46,11 @@ type Redis struct {
 	MaxLen int `yaml:"maxlen"`
 	// HashPrefix starts the key of each flow's hash: prefix + "src,dst,sport,dport,proto".
 	HashPrefix string `yaml:"hash_prefix"`
-	// HashPeriod is how often the flows updated since the last time are written as hashes;
-	// 0 turns the hashes off.
+	// HistogramPrefix starts the key of each per-switch histogram's hash: prefix +
+	// "<switch>:<metric>" (switch "e2e", metric "latency": the end-to-end histogram).
+	HistogramPrefix string `yaml:"histogram_prefix"`
+	// HashPeriod is how often the flows updated since the last time, and the histograms, are
+	// written as hashes; 0 turns the hashes off.
 	HashPeriod time.Duration `yaml:"hash_period"`
 	// TTL expires a flow's hash this long after its last write (EXPIRE, whole seconds).
 	TTL time.Duration `yaml:"ttl"`
@@ -111,7 +114,7 @@ func DefaultConfig() Config {
 			Batch: MaxInfluxBatch, Gzip: true},
 		Prometheus: Prometheus{Gauges: true, SeriesLimit: 10000, Batch: 2000},
 		Redis: Redis{EventsStream: "intake:events", FlowsStream: "intake:flows", MaxLen: 100000,
-			HashPrefix: "intake:flow:", HashPeriod: 10 * time.Second, TTL: 5 * time.Minute,
+			HashPrefix: "intake:flow:", HistogramPrefix: "intake:hist:", HashPeriod: 10 * time.Second, TTL: 5 * time.Minute,
 			Queue: 20000, Batch: 512, Timeout: 2 * time.Second},
 	}
 }

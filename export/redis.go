@@ -35,10 +35,11 @@ const (
 	redisEvent = iota
 	redisFlow
 	redisHash
+	redisHist
 	numRedisKinds
 )
 
-var redisKindNames = [numRedisKinds]string{"event", "flow", "hash"}
+var redisKindNames = [numRedisKinds]string{"event", "flow", "hash", "histogram"}
 
 // Drop reasons of the Redis counters.
 const (
@@ -83,7 +84,7 @@ func NewRedis(cfg Config, reg *metrics.Registry) *RedisSink {
 	s := &RedisSink{cfg: cfg.Redis, bmin: cfg.BackoffMin, bmax: cfg.BackoffMax,
 		q: make(chan redisItem, cfg.Redis.Queue), stop: make(chan struct{})}
 	if reg != nil {
-		sf := reg.Counter("intake_export_redis_sent_total", "Redis writes acknowledged, by kind (event: XADD to the events stream, flow: XADD of an evicted flow record, hash: HSET and EXPIRE of a flow's latest aggregates).", "kind")
+		sf := reg.Counter("intake_export_redis_sent_total", "Redis writes acknowledged, by kind (event: XADD to the events stream, flow: XADD of an evicted flow record, hash: HSET and EXPIRE of a flow's latest aggregates, histogram: HSET and EXPIRE of a switch's histogram).", "kind")
 		df := reg.Counter("intake_export_redis_dropped_total", "Redis writes dropped, by kind and reason (queue_full, conn: the connection failed before the reply, rejected: an error reply, shutdown).", "kind", "reason")
 		for k := range numRedisKinds {
 			sf.Func(func() float64 { return float64(s.sent[k].Load()) }, redisKindNames[k])
@@ -228,6 +229,20 @@ func (s *RedisSink) OfferLatest(r *flowcache.Record) {
 	buf := AppendCommand(nil, args...)
 	buf = AppendCommand(buf, "EXPIRE", key, strconv.FormatInt(int64(s.cfg.TTL/time.Second), 10))
 	s.offer(redisHash, 2, buf)
+}
+
+// OfferHistogram queues HSET of one histogram as the hash <histogram_prefix><switch>:<metric>
+// (fields scale, bins, total, and one per non-empty bin: its lower bound → its count) and
+// EXPIRE of it.
+func (s *RedisSink) OfferHistogram(h *flowcache.HistJSON) {
+	key := s.cfg.HistogramPrefix + h.Switch + ":" + h.Metric
+	args := []string{"HSET", key, "scale", h.Scale, "bins", strconv.Itoa(h.Bins), "total", u(h.Total)}
+	for _, b := range h.Counts {
+		args = append(args, u(b.Lo), u(b.Count))
+	}
+	buf := AppendCommand(nil, args...)
+	buf = AppendCommand(buf, "EXPIRE", key, strconv.FormatInt(int64(s.cfg.TTL/time.Second), 10))
+	s.offer(redisHist, 2, buf)
 }
 
 func (s *RedisSink) xadd(stream string, fields []string) []byte {

@@ -28,9 +28,12 @@ func init() {
 // flowCacheProc is the cache as ingest sees it, starting and stopping the Redis sink beside.
 type flowCacheProc struct {
 	*flowcache.FlowCache
-	redis *export.RedisSink
-	bus   *event.Bus
-	ring  int
+	redis      *export.RedisSink
+	bus        *event.Bus
+	ring       int
+	histPeriod time.Duration
+	histStop   chan struct{}
+	histDone   chan struct{}
 }
 
 func newFlowCacheProcessor(env *procEnv) (ingest.Processor, error) {
@@ -49,6 +52,7 @@ func newFlowCacheProcessor(env *procEnv) (ingest.Processor, error) {
 		fc.AddSink(p.redis.OfferRecord)
 		if rc.HashPeriod > 0 {
 			fc.SetLatestSink(rc.HashPeriod, p.redis.OfferLatest)
+			p.histPeriod = rc.HashPeriod
 		}
 	}
 	registerFlowCacheMetrics(reg, p)
@@ -62,14 +66,52 @@ func (p *flowCacheProc) Start(workers int) error {
 	if err := p.FlowCache.Start(workers); err != nil {
 		return err
 	}
-	if p.redis != nil {
-		return p.redis.Start(p.bus, p.ring)
+	if p.redis == nil {
+		return nil
+	}
+	if err := p.redis.Start(p.bus, p.ring); err != nil {
+		return err
+	}
+	if p.histPeriod > 0 {
+		p.histStop, p.histDone = make(chan struct{}), make(chan struct{})
+		go p.exportHistograms()
 	}
 	return nil
 }
 
+// exportHistograms writes every histogram to Redis once per hash_period (the paper's host
+// reading the distribution arrays, §III-D).
+func (p *flowCacheProc) exportHistograms() {
+	defer close(p.histDone)
+	t := time.NewTicker(p.histPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.histStop:
+			return
+		case <-t.C:
+		}
+		h := p.Histograms()
+		for _, sw := range h.Switches() {
+			for m := range flowcache.NumMetrics {
+				if j, ok := h.Histogram(sw, m); ok && j.Total > 0 {
+					p.redis.OfferHistogram(&j)
+				}
+			}
+		}
+		if j := h.E2E(); j.Total > 0 {
+			p.redis.OfferHistogram(&j)
+		}
+	}
+}
+
 func (p *flowCacheProc) Stop() error {
 	err := p.FlowCache.Stop() // drains the rings into the Redis queue first
+	if p.histStop != nil {
+		close(p.histStop)
+		<-p.histDone
+		p.histStop = nil
+	}
 	if p.redis != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

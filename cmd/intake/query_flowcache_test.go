@@ -313,6 +313,21 @@ func TestFlowCacheRedis(t *testing.T) {
 			t.Fatalf("flows %d, events %d, hash %v; stats %+v", xlen("intake:flows"), xlen("intake:events"), ex, p.stats().Redis)
 		}
 	}
+	// The histograms are written beside the flows' hashes.
+	hist := map[string]string{}
+	for deadline := time.Now().Add(10 * time.Second); len(hist) == 0; time.Sleep(20 * time.Millisecond) {
+		v, _ := rc.Do(time.Second, "HGETALL", "intake:hist:1:hop_latency")
+		a, _ := v.([]any)
+		for i := 0; i+1 < len(a); i += 2 {
+			hist[a[i].(string)] = a[i+1].(string)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no histogram hash")
+		}
+	}
+	if want := map[string]string{"scale": "linear", "bins": "4", "total": "2", "10": "1", "20": "1"}; !reflect.DeepEqual(hist, want) {
+		t.Errorf("histogram hash %v, want %v", hist, want)
+	}
 	v, _ := rc.Do(time.Second, "XRANGE", "intake:flows", "-", "+")
 	var got []string
 	for _, f := range v.([]any)[0].([]any)[1].([]any) {
