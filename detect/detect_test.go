@@ -293,3 +293,59 @@ func benchProcess(b *testing.B, flows int) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/5, "ns/hop")
 }
+
+// TestSwitchKeyEvictionAndExpiry: switch keys are bounded by max_keys per shard (the least
+// recently updated evicted, counted) and expire like flows, each value of an expired key
+// reported once with KindExpire.
+func TestSwitchKeyEvictionAndExpiry(t *testing.T) {
+	var bus event.Bus
+	c := bus.Subscribe("t", 1024)
+	cfg := testConfig()
+	cfg.Shards, cfg.MaxKeys, cfg.Expire = 1, 3, 10*time.Second
+	cfg.Change = map[string]uint64{"queue_occupancy": 5, "tx_utilization": 5}
+	d := New(cfg, &bus)
+	sec := int64(time.Second)
+	// Switch 1: a queue and a port key; switch 2: a queue key. Full at 3 keys.
+	d.Process(0, report(1*sec, 1, hop{node: 1, lat: 10, qocc: 7, tx: 50}))
+	d.Process(0, report(2*sec, 1, hop{node: 2, lat: 10, qocc: 8}))
+	d.Process(0, report(3*sec, 1, hop{node: 1, lat: 10, qocc: 7})) // switch 1's queue is the newest now
+	drain(c)
+	// Switch 3's queue evicts the least recently updated: switch 1's port (1 s).
+	d.Process(0, report(4*sec, 1, hop{node: 3, lat: 10, qocc: 9}))
+	d.Process(0, report(5*sec, 1, hop{node: 1, lat: 10, tx: 50}))
+	expect(t, "evictions", filter(drain(c), "flow_"),
+		"new_key switch queue_occupancy sw3 0->9",
+		"new_key switch tx_utilization sw1 0->50", // evicted: new again, evicting switch 2's queue (2 s)
+	)
+	d.Flush(0)
+	if st := d.Stats(); st.Keys != 3 || st.EvictedKeys != 2 {
+		t.Fatalf("stats %+v, want 3 keys, 2 evicted", st)
+	}
+	var got []string
+	d.Snapshot(14500*int64(time.Millisecond), func(e *event.Event) {
+		if e.Measurement != event.FlowPath && e.Measurement != event.FlowLatency && e.Measurement != event.FlowHopLatency {
+			got = append(got, show(e))
+		}
+	})
+	// cut 4.5 s: switch 1's queue (3 s) and switch 3's queue (4 s) expire, oldest first.
+	expect(t, "expiry", got,
+		"expire switch queue_occupancy sw1 0->7",
+		"expire switch queue_occupancy sw3 0->9",
+		"periodic switch tx_utilization sw1 0->50",
+	)
+	// The flow (last updated at 5 s) stays.
+	if st := d.Stats(); st.Keys != 1 || st.Flows != 1 || st.Expired != 2 {
+		t.Errorf("after expiry: stats %+v, want 1 key, 1 flow, 2 expired", st)
+	}
+}
+
+// filter drops the events whose text contains s.
+func filter(evs []string, s string) []string {
+	var out []string
+	for _, e := range evs {
+		if !strings.Contains(e, s) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
