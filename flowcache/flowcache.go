@@ -56,7 +56,6 @@ const (
 	cNoHops         // skipped: no hops
 	cTrunc          // paths longer than max_hops
 	cUpdates        // bucket updates
-	cWarm           // not a counter: keeps the prefetch loads
 	nCounts
 )
 
@@ -185,8 +184,7 @@ func (f *FlowCache) Process(worker int, r *telemetry.Report) {
 		c[cTrunc]++
 	}
 	c[cUpdates]++
-	ins, ev, warm := f.t.update(r, lat, nlat, f.rings)
-	c[cWarm] += warm
+	ins, ev := f.t.update(r, lat, nlat, f.rings)
 	if ins {
 		f.inserts.Add(1)
 	}

@@ -86,8 +86,7 @@ type table struct {
 	hdrW, bktW, rowW    int
 	mem                 []uint64
 
-	flows      atomic.Int64 // occupied buckets
-	noPrefetch bool         // benchmarks compare with and without
+	flows atomic.Int64 // occupied buckets
 }
 
 func newTable(rows, buckets, hops int) *table {
@@ -179,17 +178,11 @@ func mix(a, b uint64) uint64 {
 // least recently updated bucket evicted to ring (the paper's two operations, §III-B).
 // lat/nlat are the report's end-to-end latency and the count of hop latencies in it.
 // It returns what it did.
-//
-// warm is the sum of the words prefetch read, for the caller to keep (so that the compiler
-// keeps the loads).
-func (t *table) update(r *telemetry.Report, lat uint64, nlat int, rings *ringSet) (inserted, evicted bool, warm uint64) {
+func (t *table) update(r *telemetry.Report, lat uint64, nlat int, rings *ringSet) (inserted, evicted bool) {
 	h := Hash(&r.Flow)
 	row := h & t.mask
 	tag := uint32(h>>32) | 1
 	off := t.rowOff(row)
-	if !t.noPrefetch {
-		warm = t.prefetch(off, tag)
-	}
 	lk := t.lockRow(off)
 	tags := t.tags(off)
 	bi, free := -1, -1
@@ -268,7 +261,7 @@ func (t *table) update(r *telemetry.Report, lat uint64, nlat int, rings *ringSet
 	}
 	b.NHops = uint8(kept)
 	unlockRow(lk)
-	return inserted, evicted, warm
+	return inserted, evicted
 }
 
 // lookup copies flow k's bucket into rec.
