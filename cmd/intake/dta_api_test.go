@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/intake-int/intake/api"
@@ -135,5 +136,27 @@ func TestDTAAPIContract(t *testing.T) {
 	}
 	if e := fmt.Sprint(st.PCE); e != "map[complete:1 early:0 flushed:0]" || st.Known != 5 || len(st.Regions) != 5 || len(st.Heads) != 16 || st.Heads[3] != 6 {
 		t.Errorf("stats: %s", body)
+	}
+}
+
+// intake query kw|ki|postcard|list: flag limits (as the API's, so that --store answers the
+// same), and a collector that is not there.
+func TestQueryDTAUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"kw", "--t", "9", "1"}, 2, "--t 9: allowed is 0 (the store's threshold) to 8"},
+		{[]string{"kw", "--name", "ki", "1"}, 2, `--name "ki": kw or paths`},
+		{[]string{"list", "--limit", "0", "1"}, 2, "--limit 0: allowed is 1 to 100000"},
+		{[]string{"ki"}, 2, "one KEY is required"},
+		{[]string{"list", "--store", t.TempDir(), "1"}, 1, "no DTA region files"},
+		{[]string{"postcard", "--addr", "127.0.0.1:1", "1"}, 1, "--store DIR reads a store directory without a collector"},
+	} {
+		code, out, errs := runVerb(append([]string{"query"}, c.args...)...)
+		if code != c.code || out != "" || !strings.Contains(errs, c.err) {
+			t.Errorf("%v: %d %q %q, want %d and %q", c.args, code, out, errs, c.code, c.err)
+		}
 	}
 }

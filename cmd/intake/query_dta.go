@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/dta"
@@ -63,6 +59,15 @@ func runQueryDTA(prim string, args []string, stdout io.Writer) error {
 	if len(pos) != 1 {
 		return usageErr("one %s is required", arg)
 	}
+	// The API's limits, checked here too so that --store answers the same.
+	switch {
+	case t != nil && (*t < 0 || *t > 8):
+		return usageErr("--t %d: allowed is 0 (the store's threshold) to 8", *t)
+	case name != nil && *name != "kw" && *name != "paths":
+		return usageErr("--name %q: kw or paths", *name)
+	case limit != nil && (*limit < 1 || *limit > 100000):
+		return usageErr("--limit %d: allowed is 1 to 100000", *limit)
+	}
 	if *store == "" {
 		u := "/api/v1/dta/" + prim + "/" + url.PathEscape(pos[0])
 		q := url.Values{}
@@ -76,10 +81,7 @@ func runQueryDTA(prim string, args []string, stdout io.Writer) error {
 			q.Set("cursor", strconv.FormatUint(*cursor, 10))
 			q.Set("limit", strconv.Itoa(*limit))
 		}
-		if len(q) > 0 {
-			u += "?" + q.Encode()
-		}
-		return apiGet(*addr, u, stdout)
+		return apiGet(*addr, u, q, stdout)
 	}
 	st, err := dta.OpenStoresReadOnly(*store)
 	if err != nil {
@@ -118,29 +120,15 @@ func runQueryDTA(prim string, args []string, stdout io.Writer) error {
 	return err
 }
 
-// apiGet prints the JSON body of GET addr+path, or returns the API's error.
-func apiGet(addr, path string, stdout io.Writer) error {
-	u := addr
-	if !strings.Contains(u, "://") {
-		u = "http://" + u
+// apiGet prints the JSON body of GET addr+path?q, or returns the API's error (the request
+// as the other query verbs make it, detectAPIGet).
+func apiGet(addr, path string, q url.Values, stdout io.Writer) error {
+	body, err := detectAPIGet(addr, path, q)
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		return fmt.Errorf("%w; --store DIR reads a store directory without a collector", err)
 	}
-	u = strings.TrimSuffix(u, "/") + path
-	client := &http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get(u)
-	if err != nil {
-		return fmt.Errorf("%w (is 'intake serve' running with http.address %s? --store DIR reads a store without it)", err, addr)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct{ Error string }
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			return errors.New(e.Error)
-		}
-		return fmt.Errorf("%s: %s: %s", u, resp.Status, bytes.TrimSpace(body))
 	}
 	_, err = stdout.Write(body)
 	return err
