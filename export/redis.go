@@ -82,7 +82,7 @@ type RedisSink struct {
 // NewRedis builds the sink for cfg.Redis and registers its counters in reg (may be nil).
 func NewRedis(cfg Config, reg *metrics.Registry) *RedisSink {
 	s := &RedisSink{cfg: cfg.Redis, bmin: cfg.BackoffMin, bmax: cfg.BackoffMax,
-		q: make(chan redisItem, cfg.Redis.Queue), stop: make(chan struct{})}
+		q: make(chan redisItem, cfg.Redis.Queue)}
 	if reg != nil {
 		sf := reg.Counter("intake_export_redis_sent_total", "Redis writes acknowledged, by kind (event: XADD to the events stream, flow: XADD of an evicted flow record, hash: HSET and EXPIRE of a flow's latest aggregates, histogram: HSET and EXPIRE of a switch's histogram).", "kind")
 		df := reg.Counter("intake_export_redis_dropped_total", "Redis writes dropped, by kind and reason (queue_full, conn: the connection failed before the reply, rejected: an error reply, shutdown).", "kind", "reason")
@@ -135,8 +135,9 @@ func (s *RedisSink) Counts() RedisCounts {
 func (s *RedisSink) Consumer() *event.Consumer { return s.cons }
 
 // Start subscribes to bus (when not nil) with a ring of ring events, the sink's own R_I
-// ring, and starts the writer.
+// ring, and starts the writer. A stopped sink can be started again (a collector restart).
 func (s *RedisSink) Start(bus *event.Bus, ring int) error {
+	s.stop, s.stopOnce, s.stopCtx = make(chan struct{}), sync.Once{}, nil
 	if bus != nil {
 		s.bus = bus
 		s.cons = bus.Subscribe("redis", ring)
@@ -151,6 +152,9 @@ func (s *RedisSink) Start(bus *event.Bus, ring int) error {
 // Stop stops reading events, sends what is queued until ctx ends, and drops (counting) the
 // rest.
 func (s *RedisSink) Stop(ctx context.Context) error {
+	if s.stop == nil {
+		return nil
+	}
 	s.stopOnce.Do(func() {
 		s.stopCtx = ctx
 		close(s.stop)
@@ -159,6 +163,7 @@ func (s *RedisSink) Stop(ctx context.Context) error {
 	if s.cons != nil {
 		s.bus.Unsubscribe(s.cons)
 	}
+	s.stop = nil
 	return nil
 }
 

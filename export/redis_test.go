@@ -269,3 +269,27 @@ func TestRedisRestart(t *testing.T) {
 	}
 	t.Logf("sent %d, dropped queue_full %d, conn %d, reconnects %d", cnt.Sent["event"], cnt.Dropped["event"]["queue_full"], cnt.Dropped["event"]["conn"], cnt.Reconnects)
 }
+
+// TestRedisStartAgain stops the sink and starts it again, as a collector restart does.
+func TestRedisStartAgain(t *testing.T) {
+	port := freePort(t)
+	startRedis(t, port)
+	s := export.NewRedis(redisCfg(port), nil)
+	bus := &event.Bus{}
+	for round := 1; round <= 2; round++ {
+		if err := s.Start(bus, 16); err != nil {
+			t.Fatal(err)
+		}
+		bus.Publish(&event.Event{Time: int64(round), Kind: event.KindAbove, Measurement: event.TxUtilization})
+		waitFor(t, 10*time.Second, "the event sent", func() bool { return s.Counts().Sent["event"] == uint64(round) })
+		if err := s.Stop(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(bus.Consumers()); n != 0 {
+			t.Fatalf("round %d: %d bus consumers left after Stop", round, n)
+		}
+	}
+	if err := s.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}

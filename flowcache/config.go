@@ -56,7 +56,7 @@ type Widths struct {
 }
 
 // DefaultConfig returns the documented defaults: 16384 rows × 12 buckets × 5 hops
-// (196608 flows, 67.5 MiB), 4 rings of 4096 records, log-scale histograms of 64 bins.
+// (196608 flows, 68.5 MiB), 4 rings of 4096 records, log-scale histograms of 64 bins.
 func DefaultConfig() Config {
 	return Config{
 		Enabled:     true,
