@@ -151,8 +151,12 @@ func runQueryTop(args []string, stdout, stderr io.Writer) error {
 		if f.Latency.Latest != nil {
 			latest = strconv.FormatUint(*f.Latency.Latest, 10)
 		}
+		mean := "-"
+		if f.Latency.Mean != nil {
+			mean = strconv.FormatFloat(*f.Latency.Mean, 'f', 1, 64)
+		}
 		fmt.Fprintf(tw, "%d\t%s:%d -> %s:%d\t%d\t%d\t%s\t%s\t%s\n", i+1, f.Src, f.Sport, f.Dst, f.Dport, f.Proto, f.Packets,
-			fmtMean(f.Latency.Mean), latest, joinPath(f.Path))
+			mean, latest, joinPath(f.Path))
 	}
 	return tw.Flush()
 }

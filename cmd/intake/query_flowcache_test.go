@@ -202,8 +202,8 @@ func TestFlowCacheAPI(t *testing.T) {
 	}
 	c, out, errs = runVerb("query", "top", "--api", addr, "--by", "packets", "--n", "2")
 	wantTop := `#  FLOW                          PROTO  PACKETS  LATENCY MEAN  LATENCY LATEST  PATH
-1  10.0.0.1:1000 -> 10.0.0.2:80  17     2        33            36              1:2
-2  10.0.0.1:2000 -> 10.0.0.2:80  17     1        90            90              1:3
+1  10.0.0.1:1000 -> 10.0.0.2:80  17     2        33.0          36              1:2
+2  10.0.0.1:2000 -> 10.0.0.2:80  17     1        90.0          90              1:3
 `
 	if c != 0 || out != wantTop {
 		t.Errorf("query top: exit %d %s\n%q", c, errs, out)
