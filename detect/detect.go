@@ -169,13 +169,16 @@ func (d *Detector) Process(worker int, r *telemetry.Report) {
 }
 
 // check applies the rules to value x of one key: e carries the key, scope, measurement and
-// times; the events raised are published.
-func (d *Detector) check(c *[nCounts]uint64, v *val, x uint64, isNew bool, e *event.Event) {
+// times; the events raised are published. The key's above state is bit of *above (kept
+// apart from v, so that a value's state is two words).
+func (d *Detector) check(c *[nCounts]uint64, v *val, above *uint16, bit uint16, x uint64, isNew bool, e *event.Event) {
 	c[cValues]++
 	m := e.Measurement
 	prevCur := v.cur
 	if isNew {
 		*v = val{ref: x, cur: x}
+		*above &^= bit
+		prevCur = 0
 		e.Kind, e.Prev, e.Value, e.Threshold = event.KindNewKey, 0, x, 0
 		d.publish(c, e)
 	} else {
@@ -193,13 +196,13 @@ func (d *Detector) check(c *[nCounts]uint64, v *val, x uint64, isNew bool, e *ev
 	}
 	a := d.above[m].Load()
 	if x > a {
-		if !v.above {
-			v.above = true
+		if *above&bit == 0 {
+			*above |= bit
 			e.Kind, e.Prev, e.Value, e.Threshold = event.KindAbove, prevCur, x, a
 			d.publish(c, e)
 		}
-	} else if v.above {
-		v.above = false
+	} else if *above&bit != 0 {
+		*above &^= bit
 		e.Kind, e.Prev, e.Value, e.Threshold = event.KindBelow, prevCur, x, a
 		d.publish(c, e)
 	}
@@ -241,12 +244,12 @@ func (d *Detector) hop(c *[nCounts]uint64, r *telemetry.Report, h *telemetry.Hop
 		e.Key.Queue = h.QueueID
 		if f&telemetry.FQueueOccupancy != 0 {
 			e.Measurement = event.QueueOccupancy
-			d.check(c, &en.v[0], uint64(h.QueueOccupancy), en.has&1 == 0, e)
+			d.check(c, &en.v[0], &en.above, 1, uint64(h.QueueOccupancy), en.has&1 == 0, e)
 			en.has |= 1
 		}
 		if f&telemetry.FQueueCongestion != 0 {
 			e.Measurement = event.QueueCongestion
-			d.check(c, &en.v[1], uint64(h.QueueCongestion), en.has&2 == 0, e)
+			d.check(c, &en.v[1], &en.above, 2, uint64(h.QueueCongestion), en.has&2 == 0, e)
 			en.has |= 2
 		}
 		e.Key.Queue = 0
@@ -259,7 +262,7 @@ func (d *Detector) hop(c *[nCounts]uint64, r *telemetry.Report, h *telemetry.Hop
 		en := s.sw(swKey{sw: h.NodeID, id: port, kind: kPort})
 		en.touch(r.RecvTime, e.DevTime)
 		e.Key.Port, e.Measurement = port, event.TxUtilization
-		d.check(c, &en.v[0], uint64(h.TxUtil), en.has&1 == 0, e)
+		d.check(c, &en.v[0], &en.above, 1, uint64(h.TxUtil), en.has&1 == 0, e)
 		en.has |= 1
 		e.Key.Port = 0
 	}
@@ -267,7 +270,7 @@ func (d *Detector) hop(c *[nCounts]uint64, r *telemetry.Report, h *telemetry.Hop
 		en := s.sw(swKey{sw: h.NodeID, id: uint32(h.BufferID), kind: kBuffer})
 		en.touch(r.RecvTime, e.DevTime)
 		e.Key.Buffer, e.Measurement = h.BufferID, event.BufferOccupancy
-		d.check(c, &en.v[0], uint64(h.BufferOccupancy), en.has&1 == 0, e)
+		d.check(c, &en.v[0], &en.above, 1, uint64(h.BufferOccupancy), en.has&1 == 0, e)
 		en.has |= 1
 		e.Key.Buffer = 0
 	}
@@ -295,7 +298,7 @@ func (d *Detector) drop(c *[nCounts]uint64, r *telemetry.Report) {
 	s.mu.Lock()
 	en := s.sw(swKey{sw: r.NodeID, id: uint32(reason), kind: kDrop})
 	en.touch(r.RecvTime, r.IngressTS)
-	d.check(c, &en.v[0], en.v[0].cur+1, en.has == 0, &e)
+	d.check(c, &en.v[0], &en.above, 1, en.v[0].cur+1, en.has == 0, &e)
 	en.has = 1
 	s.mu.Unlock()
 }
@@ -317,7 +320,7 @@ func (d *Detector) seq(c *[nCounts]uint64, r *telemetry.Report) {
 		}
 	}
 	en.seq, en.seqOK = r.Seq, true
-	d.check(c, &en.v[0], gaps, en.has == 0, &e)
+	d.check(c, &en.v[0], &en.above, 1, gaps, en.has == 0, &e)
 	en.has = 1
 	s.mu.Unlock()
 }
@@ -379,7 +382,7 @@ func (d *Detector) flow(c *[nCounts]uint64, r *telemetry.Report, hops []telemetr
 	// End-to-end latency: the sum of the hop latencies present.
 	if nlat > 0 {
 		e.Measurement = event.FlowLatency
-		d.check(c, &en.lat, lat, !en.hasLat, e)
+		d.check(c, &en.lat, &en.above, latAbove, lat, !en.hasLat, e)
 		en.hasLat = true
 	}
 
@@ -392,7 +395,7 @@ func (d *Detector) flow(c *[nCounts]uint64, r *telemetry.Report, hops []telemetr
 			continue
 		}
 		e.Key.Switch, e.DevTime = h.NodeID, hopDev(h)
-		d.check(c, &en.hop[i], uint64(h.HopLatency), en.hopOK&(1<<i) == 0, e)
+		d.check(c, &en.hop[i], &en.above, 1<<i, uint64(h.HopLatency), en.hopOK&(1<<i) == 0, e)
 		ok |= 1 << i
 	}
 	for i := n; i < MaxTrackedHops; i++ {
@@ -407,14 +410,16 @@ func (d *Detector) flow(c *[nCounts]uint64, r *telemetry.Report, hops []telemetr
 // marked unknown, so that its next value is a new key.
 func (d *Detector) rehop(en *flowEntry, hops []telemetry.Hop) {
 	oldPath, oldHop, oldOK, oldN := en.path, en.hop, en.hopOK, int(min(en.npath, MaxTrackedHops))
+	oldAbove := en.above
 	n := len(hops)
-	en.hopOK = 0
+	en.hopOK, en.above = 0, oldAbove&latAbove
 	for i := 0; i < min(n, MaxTrackedHops); i++ {
 		id := hops[n-1-i].NodeID
 		for k := 0; k < oldN; k++ {
 			if oldPath[k] == id && oldOK&(1<<k) != 0 {
 				en.hop[i] = oldHop[k]
 				en.hopOK |= 1 << i
+				en.above |= (oldAbove >> k & 1) << i
 				break
 			}
 		}

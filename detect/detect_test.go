@@ -349,3 +349,36 @@ func filter(evs []string, s string) []string {
 	}
 	return out
 }
+
+// TestPathChangeAboveState: a switch keeps its above state when the path moves it to
+// another position; a switch new to the path starts as a new key, its above event with
+// prev 0 (not the value of the switch that held its position before).
+func TestPathChangeAboveState(t *testing.T) {
+	var bus event.Bus
+	c := bus.Subscribe("t", 1024)
+	d := New(testConfig(), &bus) // change 50, above 200 for flow_hop_latency
+	d.Process(0, report(1, 1, hop{node: 1, lat: 10}, hop{node: 2, lat: 300}))
+	expect(t, "first", filter(drain(c), "e2e"),
+		"new_key switch flow_hop_latency sw1 0->10",
+		"new_key switch flow_hop_latency sw2 0->300",
+		"above switch flow_hop_latency sw2 0->300 T200",
+	)
+	// Switch 2 moves to the first position, still above: nothing but the path. Switch 3
+	// takes the second position, which switch 2 held (300, above): a new key, prev 0.
+	d.Process(0, report(2, 1, hop{node: 2, lat: 300}, hop{node: 3, lat: 250}))
+	expect(t, "moved", drain(c),
+		"path_change e2e flow_path 2:3",
+		"new_key switch flow_hop_latency sw3 0->250",
+		"above switch flow_hop_latency sw3 0->250 T200",
+	)
+	d.Process(0, report(3, 1, hop{node: 2, lat: 290}, hop{node: 3, lat: 150}))
+	expect(t, "below", drain(c),
+		"change switch flow_hop_latency sw3 250->150 T50",
+		"below switch flow_hop_latency sw3 250->150 T200",
+	)
+	d.Process(0, report(4, 1, hop{node: 2, lat: 200}, hop{node: 3, lat: 150}))
+	expect(t, "switch 2 below", drain(c),
+		"change switch flow_hop_latency sw2 300->200 T50",
+		"below switch flow_hop_latency sw2 290->200 T200",
+	)
+}

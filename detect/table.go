@@ -18,8 +18,10 @@ const MaxTrackedHops = 8
 // within ±T of the real one); cur is the latest value, for the periodic push and the API.
 type val struct {
 	ref, cur uint64
-	above    bool
 }
+
+// latAbove is a flow entry's above bit for its flow latency; bit i < MaxTrackedHops is hop i's.
+const latAbove = 1 << MaxTrackedHops
 
 type flowEntry struct {
 	key         telemetry.FlowKey
@@ -30,7 +32,8 @@ type flowEntry struct {
 	pathHash    uint64
 	npath       uint8 // the path's true length
 	hasLat      bool
-	hopOK       uint8 // bit i: hop[i] holds a latency
+	hopOK       uint8  // bit i: hop[i] holds a latency
+	above       uint16 // bit i: hop[i] is above its level; latAbove: lat is
 	path        [MaxTrackedHops]uint32
 	lat         val
 	hop         [MaxTrackedHops]val
@@ -55,7 +58,8 @@ type swEntry struct {
 	key         swKey
 	first, last int64
 	dev         uint64
-	has         uint8 // bit i: v[i] known
+	has         uint8  // bit i: v[i] known
+	above       uint16 // bit 1 << i: v[i] is above its level
 	seqOK       bool
 	seq         uint32
 	v           [2]val
