@@ -264,7 +264,7 @@ func TestProcessNoAlloc(t *testing.T) {
 func BenchmarkProcess(b *testing.B) { benchProcess(b, 1024) }
 
 // BenchmarkProcessManyFlows is BenchmarkProcess over 32768 flows (detect.max_flows), whose
-// state (about 12 MB) does not fit in the caches: most flow lookups miss.
+// state (about 9 MB) does not fit in the caches: most flow lookups miss.
 func BenchmarkProcessManyFlows(b *testing.B) { benchProcess(b, 32768) }
 
 func benchProcess(b *testing.B, flows int) {
