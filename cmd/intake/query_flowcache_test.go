@@ -287,6 +287,7 @@ func TestFlowCacheRedis(t *testing.T) {
 		c.FlowCache.Rows, c.FlowCache.Buckets = 1, 1
 		c.Export.Redis.Address = raddr
 		c.Export.Redis.HashPeriod = 20 * time.Millisecond
+		c.Export.Redis.Queue = 1000
 	})
 	now := time.Now().UnixNano()
 	p.Process(0, fcReport(1, now-int64(time.Hour), fcHop{1, 10, 1, 1}))
@@ -360,4 +361,73 @@ func TestFlowCacheRedis(t *testing.T) {
 	if f := v.([]any)[0].([]any)[1].([]any); f[11] != "idle" || f[7] != "80" || f[5] != "2" {
 		t.Errorf("aged record %q", f)
 	}
+
+	// Redis goes away mid-run: ingest carries on at full speed (every new flow evicts the
+	// last one), every record is accounted for as sent or dropped, and after the restart
+	// new records reach the (empty, restarted) server.
+	cmd.Process.Kill()
+	cmd.Wait()
+	waitRedis := func(what string, ok func(flowCacheStats) bool) flowCacheStats {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			st := p.stats()
+			if ok(st) {
+				return st
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %+v %+v", what, st.Rings, st.Redis)
+			}
+		}
+	}
+	waitRedis("disconnected", func(st flowCacheStats) bool { return !st.Redis.Connected })
+	start := time.Now()
+	const churn = 20000
+	for i := 0; i < churn; i++ {
+		p.Process(0, fcReport(uint16(100+i%30000), now+int64(i), fcHop{1, 10, 1, 1}))
+	}
+	p.Flush(0)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("%d reports with redis down took %s", churn, d)
+	}
+	sentAtKill := p.stats().Redis.Sent["flow"]
+	st := waitRedis("rings drained", func(st flowCacheStats) bool { return st.Rings.Pending == 0 })
+	// The first churn flow took the bucket the ager had freed; each later one evicted.
+	if st.Evictions.Collision != churn || st.Rings.Exported+st.Rings.Drops != churn+1 {
+		t.Errorf("evictions %d, exported %d, ring drops %d", st.Evictions.Collision, st.Rings.Exported, st.Rings.Drops)
+	}
+	cmd = exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if rc, err = export.DialRedis(raddr, "", 0, time.Second); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	accounted := func(st flowCacheStats) uint64 {
+		r := st.Redis
+		return r.Sent["flow"] + r.Dropped["flow"]["queue_full"] + r.Dropped["flow"]["conn"]
+	}
+	st = waitRedis("reconnected and every record sent or dropped", func(st flowCacheStats) bool {
+		return st.Redis.Connected && st.Redis.Queued == 0 && accounted(st) == st.Rings.Exported
+	})
+	p.Process(0, fcReport(7, now+churn+1, fcHop{9, 1, 1, 1})) // evicts the last churn flow
+	p.Flush(0)
+	st = waitRedis("the record after the restart sent", func(st flowCacheStats) bool {
+		return st.Redis.Queued == 0 && accounted(st) == st.Rings.Exported && st.Rings.Pending == 0
+	})
+	if st.Redis.Dropped["flow"]["queue_full"] == 0 {
+		t.Errorf("no queue_full drops with a 1000-command queue and %d records", churn)
+	}
+	// The restarted server has nothing persisted: it holds what was sent since the kill.
+	if n := xlen("intake:flows"); uint64(n) != st.Redis.Sent["flow"]-sentAtKill {
+		t.Errorf("restarted server holds %d records, sent since the kill %d", n, st.Redis.Sent["flow"]-sentAtKill)
+	}
+	t.Logf("redis down: %d evictions; sent %d, dropped queue_full %d, conn %d; reconnects %d",
+		churn, st.Redis.Sent["flow"], st.Redis.Dropped["flow"]["queue_full"], st.Redis.Dropped["flow"]["conn"], st.Redis.Reconnects)
 }
