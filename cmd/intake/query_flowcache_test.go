@@ -386,7 +386,7 @@ func TestFlowCacheRedis(t *testing.T) {
 		p.Process(0, fcReport(uint16(100+i%30000), now+int64(i), fcHop{1, 10, 1, 1}))
 	}
 	p.Flush(0)
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > 10*time.Second { // blocking on Redis would never finish
 		t.Errorf("%d reports with redis down took %s", churn, d)
 	}
 	sentAtKill := p.stats().Redis.Sent["flow"]
