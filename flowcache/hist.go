@@ -100,6 +100,9 @@ func (h *Histograms) index(sw uint32) int {
 	for i := switchHash(sw); ; i++ {
 		v := h.slots[i&h.smask].Load()
 		if v == 0 {
+			if int(h.n.Load()) >= h.cfg.MaxSwitches {
+				return -1 // full: no lock on the hot path for every unknown switch
+			}
 			return h.insert(sw)
 		}
 		if uint32(v) == sw {
