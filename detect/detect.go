@@ -239,7 +239,7 @@ func (d *Detector) hop(c *[nCounts]uint64, r *telemetry.Report, h *telemetry.Hop
 	s := d.swShard(h.NodeID)
 	s.mu.Lock()
 	if f&qf != 0 {
-		en := s.sw(swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue})
+		en := s.sw(swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue}, r.RecvTime)
 		en.touch(r.RecvTime, e.DevTime)
 		e.Key.Queue = h.QueueID
 		if f&telemetry.FQueueOccupancy != 0 {
@@ -259,7 +259,7 @@ func (d *Detector) hop(c *[nCounts]uint64, r *telemetry.Report, h *telemetry.Hop
 		if f&telemetry.FEgressPort != 0 {
 			port = h.EgressPort
 		}
-		en := s.sw(swKey{sw: h.NodeID, id: port, kind: kPort})
+		en := s.sw(swKey{sw: h.NodeID, id: port, kind: kPort}, r.RecvTime)
 		en.touch(r.RecvTime, e.DevTime)
 		e.Key.Port, e.Measurement = port, event.TxUtilization
 		d.check(c, &en.v[0], &en.above, 1, uint64(h.TxUtil), en.has&1 == 0, e)
@@ -267,7 +267,7 @@ func (d *Detector) hop(c *[nCounts]uint64, r *telemetry.Report, h *telemetry.Hop
 		e.Key.Port = 0
 	}
 	if f&telemetry.FBufferOccupancy != 0 {
-		en := s.sw(swKey{sw: h.NodeID, id: uint32(h.BufferID), kind: kBuffer})
+		en := s.sw(swKey{sw: h.NodeID, id: uint32(h.BufferID), kind: kBuffer}, r.RecvTime)
 		en.touch(r.RecvTime, e.DevTime)
 		e.Key.Buffer, e.Measurement = h.BufferID, event.BufferOccupancy
 		d.check(c, &en.v[0], &en.above, 1, uint64(h.BufferOccupancy), en.has&1 == 0, e)
@@ -296,7 +296,7 @@ func (d *Detector) drop(c *[nCounts]uint64, r *telemetry.Report) {
 	e.Key.Switch, e.Key.Reason = r.NodeID, reason
 	s := d.swShard(r.NodeID)
 	s.mu.Lock()
-	en := s.sw(swKey{sw: r.NodeID, id: uint32(reason), kind: kDrop})
+	en := s.sw(swKey{sw: r.NodeID, id: uint32(reason), kind: kDrop}, r.RecvTime)
 	en.touch(r.RecvTime, r.IngressTS)
 	d.check(c, &en.v[0], &en.above, 1, en.v[0].cur+1, en.has == 0, &e)
 	en.has = 1
@@ -311,7 +311,7 @@ func (d *Detector) seq(c *[nCounts]uint64, r *telemetry.Report) {
 	e.Key.Switch, e.Key.HWID = r.NodeID, r.HWID
 	s := d.swShard(r.NodeID)
 	s.mu.Lock()
-	en := s.sw(swKey{sw: r.NodeID, id: uint32(r.HWID), kind: kSeq})
+	en := s.sw(swKey{sw: r.NodeID, id: uint32(r.HWID), kind: kSeq}, r.RecvTime)
 	en.touch(r.RecvTime, r.IngressTS)
 	gaps := en.v[0].cur
 	if en.seqOK {
@@ -356,7 +356,7 @@ func (d *Detector) flow(c *[nCounts]uint64, r *telemetry.Report, hops []telemetr
 	fh := FlowHash(&r.Flow)
 	s := d.shards[shardOf(fh, d.mask)]
 	s.mu.Lock()
-	en, isNew := s.flow(fh, &r.Flow)
+	en, isNew := s.flow(fh, &r.Flow, r.RecvTime)
 	if isNew {
 		en.first = r.RecvTime
 	}

@@ -233,11 +233,15 @@ func (s *shard) lookupFlow(h uint64, k *telemetry.FlowKey) int32 {
 	}
 }
 
-// flow returns the entry for k (hash h), creating it (evicting the least recently updated
-// flow when the shard is full); isNew says it was created.
-func (s *shard) flow(h uint64, k *telemetry.FlowKey) (e *flowEntry, isNew bool) {
+// flow returns the entry for k (hash h) updated at now, creating it (evicting the least
+// recently updated flow when the shard is full); isNew says it was created. An entry
+// already updated at now (the same receive batch) keeps its LRU position: the list stays in
+// order of update time, and the links of hot keys are not rewritten by every report.
+func (s *shard) flow(h uint64, k *telemetry.FlowKey, now int64) (e *flowEntry, isNew bool) {
 	if i := s.lookupFlow(h, k); i >= 0 {
-		s.fl.touch(i)
+		if s.fe[i].last != now {
+			s.fl.touch(i)
+		}
 		return &s.fe[i], false
 	}
 	i := s.fl.alloc()
@@ -259,9 +263,10 @@ func (s *shard) removeFlow(i int32) {
 	s.fl.remove(i)
 }
 
-// sw returns the entry for switch key k, creating it (evicting the least recently updated
-// switch key when the shard is full).
-func (s *shard) sw(k swKey) *swEntry {
+// sw returns the entry for switch key k updated at now, creating it (evicting the least
+// recently updated switch key when the shard is full); as flow, an entry already updated at
+// now keeps its LRU position.
+func (s *shard) sw(k swKey, now int64) *swEntry {
 	h := k.hash()
 	x := &s.sidx
 	tag := uint32(h)
@@ -272,7 +277,9 @@ func (s *shard) sw(k swKey) *swEntry {
 		}
 		if uint32(sl>>32) == tag {
 			if i := int32(uint32(sl)) - 1; s.se[i].key == k {
-				s.sl.touch(i)
+				if s.se[i].last != now {
+					s.sl.touch(i)
+				}
 				return &s.se[i]
 			}
 		}

@@ -42,7 +42,8 @@ func TestIndexChurn(t *testing.T) {
 		k, h := key(n)
 		switch op := rng.IntN(10); {
 		case op < 7: // update: lookup or create (evicting the oldest when full)
-			_, isNew := s.flow(h, &k)
+			e, isNew := s.flow(h, &k, int64(step+1))
+			e.last = int64(step + 1) // as the detector does after flow
 			if isNew == model[k] {
 				t.Fatalf("step %d: key %d: isNew %v, model has it %v", step, n, isNew, model[k])
 			}
