@@ -62,13 +62,18 @@ const (
 type workerCounts struct {
 	local [nCounts]uint64
 	pub   [nCounts]atomic.Uint64
-	_     [64]byte
+	// The newest receive time the worker has seen, and the wall time when it published it.
+	recv    int64
+	pubRecv atomic.Int64
+	pubWall atomic.Int64
+	_       [64]byte
 }
 
 // New builds the cache (allocating the table and the rings). cfg must have passed Validate.
 func New(cfg Config) *FlowCache {
 	f := &FlowCache{cfg: cfg, t: newTable(cfg.Rows, cfg.Buckets, cfg.MaxHops),
-		hist: newHistograms(cfg.Histograms, 1), now: func() int64 { return time.Now().UnixNano() }}
+		hist: newHistograms(cfg.Histograms, 1)}
+	f.now = f.dataClock
 	f.rings = newRingSet(cfg.Rings, cfg.RingEntries, f.t.bktW)
 	f.workers = make([]workerCounts, 1)
 	return f
@@ -96,6 +101,24 @@ func (f *FlowCache) SetLatestSink(period time.Duration, fn func(*Record)) {
 // SetClock replaces the ager's clock (tests).
 func (f *FlowCache) SetClock(now func() int64) { f.now = now }
 
+// dataClock is the ager's clock: the newest receive time the workers have published, moved
+// on by the wall time since it was published. Live, receive times are the wall clock, so
+// this is the wall clock; replaying a capture, receive times are the capture's, and flows
+// age by the capture's time (a wall clock would age a capture from last year at once).
+func (f *FlowCache) dataClock() int64 {
+	var recv, wall int64
+	for i := range f.workers {
+		if r := f.workers[i].pubRecv.Load(); r > recv {
+			recv, wall = r, f.workers[i].pubWall.Load()
+		}
+	}
+	now := time.Now().UnixNano()
+	if wall == 0 {
+		return now
+	}
+	return recv + (now - wall)
+}
+
 // Start implements ingest.Starter: per-worker counters and histogram shards, the drain, the
 // ager and the periodic latest-values walk.
 func (f *FlowCache) Start(workers int) error {
@@ -106,6 +129,9 @@ func (f *FlowCache) Start(workers int) error {
 				w[i].local[j] = f.workers[i].local[j]
 				w[i].pub[j].Store(f.workers[i].pub[j].Load())
 			}
+			w[i].recv = f.workers[i].recv
+			w[i].pubRecv.Store(f.workers[i].pubRecv.Load())
+			w[i].pubWall.Store(f.workers[i].pubWall.Load())
 		}
 		f.workers = w
 	}
@@ -138,8 +164,12 @@ func (f *FlowCache) Stop() error {
 
 // Process implements ingest.Processor: histograms, then the flow's bucket.
 func (f *FlowCache) Process(worker int, r *telemetry.Report) {
-	c := &f.workers[worker].local
+	w := &f.workers[worker]
+	c := &w.local
 	c[cReports]++
+	if r.RecvTime > w.recv {
+		w.recv = r.RecvTime
+	}
 	n := int(r.NHops)
 	if n == 0 {
 		c[cNoHops]++
@@ -200,6 +230,10 @@ func (f *FlowCache) Flush(worker int) {
 		if c.pub[i].Load() != v {
 			c.pub[i].Store(v)
 		}
+	}
+	if c.recv != c.pubRecv.Load() {
+		c.pubWall.Store(time.Now().UnixNano())
+		c.pubRecv.Store(c.recv)
 	}
 }
 

@@ -445,3 +445,25 @@ func TestZeroAlloc(t *testing.T) {
 		t.Errorf("%v allocs per Process", n)
 	}
 }
+
+// TestDataClock: the ager ages a replayed capture by the capture's time, not the wall clock.
+func TestDataClock(t *testing.T) {
+	c := small(1, 4)
+	c.IdleTimeout = time.Minute
+	f := New(c)
+	wall := time.Now().UnixNano()
+	if got := f.dataClock(); got < wall || got > wall+int64(time.Second) {
+		t.Fatalf("before any report the clock is the wall clock: %d vs %d", got, wall)
+	}
+	old := int64(1_700_000_000) * int64(time.Second) // a capture from 2023
+	f.Process(0, report(flow(1), old, hop{1, 1, 1, 1}))
+	f.Process(0, report(flow(2), old+int64(2*time.Minute), hop{1, 1, 1, 1}))
+	f.Flush(0)
+	now := f.dataClock()
+	if now < old+int64(2*time.Minute) || now > old+int64(2*time.Minute+time.Second) {
+		t.Fatalf("clock %d, want the newest receive time %d", now, old+int64(2*time.Minute))
+	}
+	if n := f.Age(now); n != 1 { // flow 1 is two capture minutes old; flow 2 is fresh
+		t.Errorf("aged %d, want 1", n)
+	}
+}
