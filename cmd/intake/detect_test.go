@@ -256,14 +256,14 @@ TIME  change   switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_
 		want string
 	}{
 		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1", "--dst", "10.0.1.2", "--sport", "40001", "--dport", "443", "--proto", "17"},
-			1, "intake query: 404 Not Found: no such flow (unknown, expired or evicted)\n"},
+			1, "intake query flow: 404 Not Found: no such flow (unknown, expired or evicted)\n"},
 		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1", "--dst", "::1"},
-			1, "intake query: 400 Bad Request: parameter src: \"10.0.0.1,::1\": must be IPv4 or IPv6 addresses of one family for src and dst\n"},
-		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1"}, 2, "intake query: --src and --dst are required\n"},
+			1, "intake query flow: 400 Bad Request: parameter src: \"10.0.0.1,::1\": must be IPv4 or IPv6 addresses of one family for src and dst\n"},
+		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1"}, 2, "intake query flow: --src and --dst are required\n"},
 		{[]string{"query", "events", "--addr", httpAddr, "--kind", "bogus"},
-			1, "intake query: 400 Bad Request: parameter kind: \"bogus\": must be a comma-separated list of new_key, path_change, change, above, below, expire\n"},
+			1, "intake query events: 400 Bad Request: parameter kind: \"bogus\": must be a comma-separated list of new_key, path_change, change, above, below, expire\n"},
 		{[]string{"query", "events", "--addr", httpAddr, "--since", "soon"},
-			1, "intake query: 400 Bad Request: parameter since: \"soon\": must be an RFC 3339 time, Unix nanoseconds, or a duration such as 5m\n"},
+			1, "intake query events: 400 Bad Request: parameter since: \"soon\": must be an RFC 3339 time, Unix nanoseconds, or a duration such as 5m\n"},
 	} {
 		code, _, errs := runVerb(tc.args...)
 		if code != tc.code || errs != tc.want {

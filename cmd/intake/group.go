@@ -71,5 +71,17 @@ func (g *group) run(args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return usageErr("unknown subcommand %q (run 'intake %s --help' for the list)", args[0], g.name)
 	}
-	return v.run(args[1:], stdout, stderr)
+	if err := v.run(args[1:], stdout, stderr); err != nil {
+		return &subErr{name: g.name + " " + v.name, err: err}
+	}
+	return nil
 }
+
+// subErr names the subcommand that failed, so that its message starts "intake query flow:".
+type subErr struct {
+	name string
+	err  error
+}
+
+func (e *subErr) Error() string { return e.err.Error() }
+func (e *subErr) Unwrap() error { return e.err }

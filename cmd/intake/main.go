@@ -94,14 +94,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	err := v.run(args[1:], stdout, stderr)
+	name := v.name
+	var se *subErr
+	if errors.As(err, &se) {
+		name = se.name
+	}
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "intake %s: %s\n", v.name, strings.TrimPrefix(err.Error(), "usage: "))
+		fmt.Fprintf(stderr, "intake %s: %s\n", name, strings.TrimPrefix(err.Error(), "usage: "))
 		return 2
 	default:
-		fmt.Fprintf(stderr, "intake %s: %v\n", v.name, err)
+		fmt.Fprintf(stderr, "intake %s: %v\n", name, err)
 		return 1
 	}
 }
