@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"reflect"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -292,4 +293,43 @@ func TestRedisStartAgain(t *testing.T) {
 	if err := s.Stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestRedisStalled stops redis-server (SIGSTOP) mid-run: offers return at once, the stalled
+// batch times out and is counted, and everything is accounted for after SIGCONT.
+func TestRedisStalled(t *testing.T) {
+	port := freePort(t)
+	srv := startRedis(t, port)
+	cfg := redisCfg(port)
+	cfg.Redis.Queue, cfg.Redis.Timeout = 200, 300*time.Millisecond
+	s := export.NewRedis(cfg, nil)
+	s.Start(nil, 0)
+	defer s.Stop(t.Context())
+	ev := &event.Event{Kind: event.KindChange, Measurement: event.FlowLatency}
+	s.OfferEvent(ev)
+	waitFor(t, 10*time.Second, "first event sent", func() bool { return s.Counts().Sent["event"] == 1 })
+
+	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := 0; i < 5000; i++ {
+		ev.Time = int64(i)
+		s.OfferEvent(ev)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("5000 offers to a stalled redis took %s", d)
+	}
+	waitFor(t, 10*time.Second, "the stalled batch timed out", func() bool { return s.Counts().Dropped["event"]["conn"] > 0 })
+	srv.cmd.Process.Signal(syscall.SIGCONT)
+	total := func() uint64 {
+		c := s.Counts()
+		return c.Sent["event"] + c.Dropped["event"]["queue_full"] + c.Dropped["event"]["conn"]
+	}
+	waitFor(t, 20*time.Second, "all 5001 accounted", func() bool { return total() == 5001 && s.Counts().Queued == 0 })
+	c := s.Counts()
+	if c.Dropped["event"]["queue_full"] == 0 || c.Sent["event"] < 2 {
+		t.Errorf("counts %+v", c)
+	}
+	t.Logf("stalled: sent %d, dropped queue_full %d, conn %d, reconnects %d", c.Sent["event"], c.Dropped["event"]["queue_full"], c.Dropped["event"]["conn"], c.Reconnects)
 }
