@@ -85,6 +85,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	rate := fs.Float64("rate", 0, "`PPS` datagrams per second the generator sends (0: as fast as it can)")
 	senders := fs.Int("senders", 1, "`N` generator sockets")
 	sockets := fs.Int("sockets", 0, "`N` collector sockets (SO_REUSEPORT workers); 0: one per core")
+	rcvbuf := fs.Int("rcvbuf", config.DefaultRcvBuf, "receive buffer `bytes` requested per collector socket")
 	cfgPath := fs.String("config", "", "collector configuration `file` (its processor sections apply; listeners and http are replaced)")
 	rounds := fs.Int("rounds", 1, "`N` rounds of both phases, alternating; the median round of each phase counts")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
@@ -98,6 +99,8 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--duration: %v: must be positive", *duration)
 	case *rate < 0:
 		return usageErr("--rate: %g: must be 0 (as fast as possible) or positive", *rate)
+	case *rcvbuf < config.MinRcvBuf || *rcvbuf > config.MaxRcvBuf:
+		return usageErr("--rcvbuf: %d: allowed is %d to %d bytes", *rcvbuf, config.MinRcvBuf, config.MaxRcvBuf)
 	case *rounds < 1 || *rounds > 100:
 		return usageErr("--rounds: %d: allowed is 1 to 100", *rounds)
 	case *senders < 1 || *senders > 256:
@@ -110,7 +113,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	input := gcfg.Input().String()
-	cfg.Listeners = []config.Listener{{Format: input, Address: "127.0.0.1", Sockets: *sockets}}
+	cfg.Listeners = []config.Listener{{Format: input, Address: "127.0.0.1", Sockets: *sockets, RcvBuf: *rcvbuf}}
 	cfg.HTTP.Address = ""
 	cfg.FillDefaults()
 	if *cfgPath == "" {
