@@ -20,16 +20,26 @@ import (
 // gzip-compressed, in batches of at most influxdb.batch (≤ 5000) lines. With the 1.x API the
 // database is created at start and again whenever a write finds it missing.
 type InfluxSink struct {
-	*queued
-	ic      InfluxDB
-	client  *http.Client
-	created atomic.Bool
+	*queued[event.Event]
 }
 
 // NewInfluxDB builds the sink for cfg.InfluxDB.
 func NewInfluxDB(cfg Config, reg *metrics.Registry) *InfluxSink {
 	ic := cfg.InfluxDB
-	s := &InfluxSink{ic: ic, client: &http.Client{Timeout: 15 * time.Second}}
+	enc := &lineEncoder{schema: ic.Schema, intTime: ic.Timestamp == "int"}
+	return &InfluxSink{newQueued[event.Event]("influxdb", cfg, ic.Batch, enc, newInfluxWriter(ic).write, reg)}
+}
+
+// influxWriter posts line protocol to the configured server.
+type influxWriter struct {
+	ic      InfluxDB
+	client  *http.Client
+	created atomic.Bool
+	post    poster
+}
+
+func newInfluxWriter(ic InfluxDB) *influxWriter {
+	w := &influxWriter{ic: ic, client: &http.Client{Timeout: 15 * time.Second}}
 	base := strings.TrimSuffix(ic.URL, "/")
 	q := url.Values{"precision": {"ns"}}
 	var target string
@@ -45,11 +55,11 @@ func NewInfluxDB(cfg Config, reg *metrics.Registry) *InfluxSink {
 	if ic.Token != "" {
 		h.Set("Authorization", "Token "+ic.Token)
 	}
-	post := httpPost(s.client, target, h, ic.Gzip, func(code int, body []byte) error {
+	w.post = httpPost(w.client, target, h, ic.Gzip, func(code int, body []byte) error {
 		// 1.x answers 404 {"error":"database not found: ..."}: create it, then retry.
 		if ic.API == "v1" && code == http.StatusNotFound && strings.Contains(string(body), "database not found") {
-			s.created.Store(false)
-			s.createDatabase()
+			w.created.Store(false)
+			w.createDatabase()
 		}
 		// A batch with points the server refuses (a field type conflict, a point outside
 		// the retention policy) is written but for those: 400 "partial write: ... dropped=N".
@@ -59,14 +69,14 @@ func NewInfluxDB(cfg Config, reg *metrics.Registry) *InfluxSink {
 		}
 		return nil
 	})
-	enc := &lineEncoder{schema: ic.Schema, intTime: ic.Timestamp == "int"}
-	s.queued = newQueued("influxdb", cfg, ic.Batch, enc, func(ctx context.Context, body []byte) error {
-		if ic.API == "v1" && !s.created.Load() {
-			s.createDatabase()
-		}
-		return post(ctx, body)
-	}, reg)
-	return s
+	return w
+}
+
+func (w *influxWriter) write(ctx context.Context, body []byte) error {
+	if w.ic.API == "v1" && !w.created.Load() {
+		w.createDatabase()
+	}
+	return w.post(ctx, body)
 }
 
 var partialWrite = regexp.MustCompile(`partial write:.* dropped=(\d+)`)
@@ -74,23 +84,23 @@ var partialWrite = regexp.MustCompile(`partial write:.* dropped=(\d+)`)
 // createDatabase runs CREATE DATABASE (idempotent in InfluxDB 1.x). A server that does not
 // know the statement (VictoriaMetrics, which needs no database) is left alone: the write
 // then tells whether the target works.
-func (s *InfluxSink) createDatabase() {
-	base := strings.TrimSuffix(s.ic.URL, "/")
-	form := url.Values{"q": {fmt.Sprintf("CREATE DATABASE %s", quoteIdent(s.ic.Database))}}
+func (w *influxWriter) createDatabase() {
+	base := strings.TrimSuffix(w.ic.URL, "/")
+	form := url.Values{"q": {fmt.Sprintf("CREATE DATABASE %s", quoteIdent(w.ic.Database))}}
 	req, err := http.NewRequest(http.MethodPost, base+"/query", strings.NewReader(form.Encode()))
 	if err != nil {
 		return
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if s.ic.Token != "" {
-		req.Header.Set("Authorization", "Token "+s.ic.Token)
+	if w.ic.Token != "" {
+		req.Header.Set("Authorization", "Token "+w.ic.Token)
 	}
-	resp, err := s.client.Do(req)
+	resp, err := w.client.Do(req)
 	if err != nil {
 		return
 	}
 	resp.Body.Close()
-	s.created.Store(true) // attempted; a 404 on write brings us back here
+	w.created.Store(true) // attempted; a 404 on write brings us back here
 }
 
 func quoteIdent(s string) string {

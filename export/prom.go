@@ -111,7 +111,7 @@ func (g *Gauges) Offer(e *event.Event) {
 // compression, remote-write 0.1.0): one sample per value, named intake_<measurement>,
 // labelled as the gauges are.
 type RemoteWrite struct {
-	*queued
+	*queued[event.Event]
 }
 
 // NewRemoteWrite builds the sink for cfg.Prometheus.RemoteWrite.

@@ -12,16 +12,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/metrics"
 )
 
-// encoder turns events into a request body for one kind of sink.
-type encoder interface {
+// encoder turns items (events, or flow records already in line protocol) into a request
+// body for one kind of sink.
+type encoder[T any] interface {
 	// points is the number of points e becomes (0: the sink skips it).
-	points(e *event.Event) int
+	points(e *T) int
 	// encode appends the batch's body to dst.
-	encode(dst []byte, batch []event.Event) []byte
+	encode(dst []byte, batch []T) []byte
 }
 
 // poster sends one body. A *permanentError is not retried (the server refused the data).
@@ -45,13 +45,13 @@ const (
 
 // queued is the sink framework: a bounded queue filled by Offer, a goroutine that batches up
 // to batch points or flush time, posts, and retries with backoff.
-type queued struct {
+type queued[T any] struct {
 	name  string
 	cfg   Config
 	batch int
-	enc   encoder
+	enc   encoder[T]
 	post  poster
-	q     chan event.Event
+	q     chan T
 
 	Sent, Retried, Failures          atomic.Uint64
 	DropQueue, DropRejected, DropEnd atomic.Uint64
@@ -63,8 +63,8 @@ type queued struct {
 	done     chan struct{}
 }
 
-func newQueued(name string, cfg Config, batch int, enc encoder, post poster, reg *metrics.Registry) *queued {
-	s := &queued{name: name, cfg: cfg, batch: batch, enc: enc, post: post, q: make(chan event.Event, cfg.Queue),
+func newQueued[T any](name string, cfg Config, batch int, enc encoder[T], post poster, reg *metrics.Registry) *queued[T] {
+	s := &queued[T]{name: name, cfg: cfg, batch: batch, enc: enc, post: post, q: make(chan T, cfg.Queue),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if reg != nil {
 		reg.Counter("intake_export_sent_points_total", "Points a sink delivered.", "sink").
@@ -81,10 +81,10 @@ func newQueued(name string, cfg Config, batch int, enc encoder, post poster, reg
 	return s
 }
 
-func (s *queued) Name() string { return s.name }
+func (s *queued[T]) Name() string { return s.name }
 
 // Offer queues e, or counts its points as dropped when the queue is full.
-func (s *queued) Offer(e *event.Event) {
+func (s *queued[T]) Offer(e *T) {
 	n := s.enc.points(e)
 	if n == 0 {
 		return
@@ -97,22 +97,28 @@ func (s *queued) Offer(e *event.Event) {
 }
 
 // Dropped returns all points dropped.
-func (s *queued) Dropped() uint64 {
+func (s *queued[T]) Dropped() uint64 {
 	return s.DropQueue.Load() + s.DropRejected.Load() + s.DropEnd.Load()
 }
 
 // SinkStatus returns the sink's counters.
-func (s *queued) SinkStatus() SinkStatus {
+func (s *queued[T]) SinkStatus() SinkStatus {
 	return SinkStatus{Name: s.name, Sent: s.Sent.Load(), Retried: s.Retried.Load(), Queued: len(s.q),
 		Dropped: map[string]uint64{dropQueueFull: s.DropQueue.Load(), dropRejected: s.DropRejected.Load(), dropShutdown: s.DropEnd.Load()}}
 }
 
-func (s *queued) Start() error {
+// Start starts the sender; after Stop it may be started again (a collector restarted).
+func (s *queued[T]) Start() error {
+	select {
+	case <-s.done:
+		s.stop, s.done, s.stopCtx, s.stopOnce = make(chan struct{}), make(chan struct{}), nil, sync.Once{}
+	default:
+	}
 	go s.run()
 	return nil
 }
 
-func (s *queued) Stop(ctx context.Context) error {
+func (s *queued[T]) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.stopCtx = ctx
 		close(s.stop)
@@ -121,7 +127,7 @@ func (s *queued) Stop(ctx context.Context) error {
 	return nil
 }
 
-func (s *queued) stopping() bool {
+func (s *queued[T]) stopping() bool {
 	select {
 	case <-s.stop:
 		return true
@@ -130,9 +136,9 @@ func (s *queued) stopping() bool {
 	}
 }
 
-func (s *queued) run() {
+func (s *queued[T]) run() {
 	defer close(s.done)
-	batch := make([]event.Event, 0, s.batch)
+	batch := make([]T, 0, s.batch)
 	var body []byte
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -182,7 +188,7 @@ func (s *queued) run() {
 
 // send posts one batch until it is accepted, refused, or the sink stops and its context
 // ends; every point is counted exactly once as sent or dropped.
-func (s *queued) send(body []byte, points uint64) {
+func (s *queued[T]) send(body []byte, points uint64) {
 	backoff := s.cfg.BackoffMin
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -228,7 +234,7 @@ func (s *queued) send(body []byte, points uint64) {
 }
 
 // dropQueued empties the queue into the shutdown drop counter (past the stop deadline).
-func (s *queued) dropQueued() {
+func (s *queued[T]) dropQueued() {
 	for {
 		select {
 		case e := <-s.q:

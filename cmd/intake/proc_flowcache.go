@@ -29,6 +29,7 @@ func init() {
 type flowCacheProc struct {
 	*flowcache.FlowCache
 	redis      *export.RedisSink
+	influx     *export.InfluxRecords // evicted records to export.influxdb
 	bus        *event.Bus
 	ring       int
 	histPeriod time.Duration
@@ -55,6 +56,10 @@ func newFlowCacheProcessor(env *procEnv) (ingest.Processor, error) {
 			p.histPeriod = rc.HashPeriod
 		}
 	}
+	if env.Cfg.Export.InfluxDB.URL != "" {
+		p.influx = export.NewInfluxRecords(env.Cfg.Export, reg)
+		fc.AddSink(p.influx.OfferRecord)
+	}
 	registerFlowCacheMetrics(reg, p)
 	if env.API != nil {
 		registerFlowCacheAPI(env.API, fc, p.stats)
@@ -65,6 +70,11 @@ func newFlowCacheProcessor(env *procEnv) (ingest.Processor, error) {
 func (p *flowCacheProc) Start(workers int) error {
 	if err := p.FlowCache.Start(workers); err != nil {
 		return err
+	}
+	if p.influx != nil {
+		if err := p.influx.Start(); err != nil {
+			return err
+		}
 	}
 	if p.redis == nil {
 		return nil
@@ -106,7 +116,14 @@ func (p *flowCacheProc) exportHistograms() {
 }
 
 func (p *flowCacheProc) Stop() error {
-	err := p.FlowCache.Stop() // drains the rings into the Redis queue first
+	err := p.FlowCache.Stop() // drains the rings into the sinks' queues first
+	if p.influx != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if e := p.influx.Stop(ctx); err == nil {
+			err = e
+		}
+		cancel()
+	}
 	if p.histStop != nil {
 		close(p.histStop)
 		<-p.histDone

@@ -1,0 +1,107 @@
+package export
+
+import (
+	"strconv"
+
+	"github.com/intake-int/intake/flowcache"
+	"github.com/intake-int/intake/metrics"
+)
+
+// InfluxRecords writes the flow cache's evicted flow records (SmartNIC sink §III-C: a flow's
+// final aggregates when it leaves the cache) to the InfluxDB of export.influxdb, in the
+// measurements flow_record (one point per flow) and flow_record_hop (one per hop, source
+// first), through the same bounded, batching, retrying queue as the event sink. Its counters
+// are those of every sink, labelled sink="influxdb_records".
+type InfluxRecords struct {
+	*queued[lineBatch]
+}
+
+// lineBatch is one record already in line protocol, and how many points (lines) it holds:
+// records are encoded when offered, by the goroutine that drains the eviction rings, so the
+// queue keeps no reference to the cache's memory.
+type lineBatch struct {
+	b []byte
+	n int
+}
+
+type lineBatchEncoder struct{}
+
+func (lineBatchEncoder) points(l *lineBatch) int { return l.n }
+
+func (lineBatchEncoder) encode(dst []byte, batch []lineBatch) []byte {
+	for i := range batch {
+		dst = append(dst, batch[i].b...)
+	}
+	return dst
+}
+
+// NewInfluxRecords builds the records sink for cfg.InfluxDB.
+func NewInfluxRecords(cfg Config, reg *metrics.Registry) *InfluxRecords {
+	return &InfluxRecords{newQueued[lineBatch]("influxdb_records", cfg, cfg.InfluxDB.Batch, lineBatchEncoder{},
+		newInfluxWriter(cfg.InfluxDB).write, reg)}
+}
+
+// OfferRecord queues r's points (a flowcache sink: see FlowCache.AddSink).
+func (s *InfluxRecords) OfferRecord(r *flowcache.Record) {
+	b, n := AppendRecordLines(nil, r)
+	s.Offer(&lineBatch{b, n})
+}
+
+// AppendRecordLines appends r as line protocol and returns the number of lines: flow_record
+// with tags src, dst, sport, dport, proto, reason and fields packets, latency_latest,
+// latency_mean (when the reports carried hop latencies), path (string "1:2:3", source first),
+// first and last (receive times, Unix ns), duration_ns; and per hop flow_record_hop with the
+// flow's tags plus hop (1 = source) and switch_id, and fields <metric>_latest and
+// <metric>_mean for each of hop_latency, queue_occupancy and tx_util the reports carried.
+// The timestamp is the flow's last report.
+func AppendRecordLines(b []byte, r *flowcache.Record) ([]byte, int) {
+	k := &r.Flow
+	var tb [8]tag
+	tags := append(tb[:0], tag{"dport", strconv.Itoa(int(k.DstPort))}, tag{"dst", k.DstAddr().String()},
+		tag{"proto", strconv.Itoa(int(k.Proto))}, tag{"reason", r.Reason.String()},
+		tag{"sport", strconv.Itoa(int(k.SrcPort))}, tag{"src", k.SrcAddr().String()})
+	b = append(b, "flow_record"...)
+	b = appendTags(b, tags)
+	b = appendIntField(b, ' ', "packets", r.Packets)
+	if r.LatCount > 0 {
+		b = appendIntField(b, ',', "latency_latest", r.LatLatest)
+		b = appendFloatField(b, "latency_mean", r.LatMean())
+	}
+	b = append(b, `,path="`...)
+	b = append(b, r.PathString()...)
+	b = append(b, '"')
+	b = appendIntField(b, ',', "first", uint64(r.First))
+	b = appendIntField(b, ',', "last", uint64(r.Last))
+	b = appendIntField(b, ',', "duration_ns", uint64(max(r.Last-r.First, 0)))
+	b = appendTime(b, r.Last)
+	n := 1
+	var line []byte
+	for i := range r.Hops {
+		h := &r.Hops[i]
+		ht := append(tags[:len(tags):len(tags)], tag{"hop", strconv.Itoa(i + 1)}, tag{"switch_id", strconv.FormatUint(uint64(h.NodeID), 10)})
+		sortTags(ht)
+		line = appendTags(append(line[:0], "flow_record_hop"...), ht)
+		sep := byte(' ')
+		for m := range flowcache.NumMetrics {
+			if h.Count[m] > 0 {
+				line = appendIntField(line, sep, m.String()+"_latest", h.Latest[m])
+				line = appendFloatField(line, m.String()+"_mean", h.Mean(m))
+				sep = ','
+			}
+		}
+		if sep == ' ' { // a line needs a field: this hop's reports carried none of the metrics
+			continue
+		}
+		b = appendTime(append(b, line...), r.Last)
+		n++
+	}
+	return b, n
+}
+
+// appendFloatField appends ",name=v" with v as an InfluxDB float.
+func appendFloatField(b []byte, name string, v float64) []byte {
+	b = append(b, ',')
+	b = append(b, name...)
+	b = append(b, '=')
+	return strconv.AppendFloat(b, v, 'f', -1, 64)
+}
