@@ -75,6 +75,7 @@ listeners:
   - format: dta
     address: "::1"
     port: 9001
+    coalesce: 0s
 decoder:
   int_port: 5000
 `))
@@ -93,8 +94,14 @@ decoder:
 	if !d.Quirks.INTCollector || d.DTA.KeyLen != 8 || d.DTA.DataLen != 4 || d.INTPort != 5000 || d.GPEPort != 4790 {
 		t.Errorf("listener 0 decoder = %+v", d)
 	}
+	if *c.Listeners[0].Coalesce != DefaultCoalesce {
+		t.Errorf("listener 0 coalesce %v, want the default %v", *c.Listeners[0].Coalesce, DefaultCoalesce)
+	}
 	if d := c.DecoderFor(1); d.Quirks.INTCollector || d.INTPort != 5000 {
 		t.Errorf("listener 1 decoder = %+v", d)
+	}
+	if *c.Listeners[1].Coalesce != 0 {
+		t.Errorf("listener 1 coalesce %v: an explicit 0 (off) must stay", *c.Listeners[1].Coalesce)
 	}
 }
 
@@ -106,7 +113,11 @@ func TestErrors(t *testing.T) {
 		{"listeners:\n  - {format: tr9, port: 1}\n",
 			`listeners[0].format: "tr9": must be one of report, int-md, dta, int-label`},
 		{"listeners:\n  - {format: report, prot: 1}\n",
-			"listeners[0].prot: unknown key (allowed: name, format, address, port, sockets, batch, rcvbuf, max_datagram, decoder)"},
+			"listeners[0].prot: unknown key (allowed: name, format, address, port, sockets, batch, rcvbuf, max_datagram, coalesce, decoder)"},
+		{"listeners:\n  - {format: report, coalesce: 1s}\n",
+			"listeners[0].coalesce: 1s: must be 0 (off) to 100ms (unset: 1ms)"},
+		{"listeners:\n  - {format: report, coalesce: soon}\n",
+			"listeners[0].coalesce: soon: must be a duration such as 1ms"},
 		{"listner: []\n",
 			"listner: unknown key (allowed: listeners, http, decoder, detect, flowcache, dta, label, export)"},
 		{"listeners:\n  - {format: report, port: x}\n",

@@ -91,8 +91,12 @@ func New(cfg config.Config, reg *metrics.Registry, procs ...Processor) (*Collect
 			return nil, fmt.Errorf("listeners[%d].decoder: %w", i, err)
 		}
 		l := &listener{idx: i, cfg: lc, in: in, dec: dec}
+		coalesce := config.DefaultCoalesce
+		if lc.Coalesce != nil {
+			coalesce = *lc.Coalesce
+		}
 		for j := 0; j < lc.Sockets; j++ {
-			w := &worker{id: len(c.workers), l: l, dec: dec, in: in, procs: procs, flushers: flushers}
+			w := &worker{id: len(c.workers), l: l, dec: dec, in: in, procs: procs, flushers: flushers, coalesce: coalesce}
 			l.workers = append(l.workers, w)
 			c.workers = append(c.workers, w)
 		}
@@ -273,12 +277,14 @@ func (c *Collector) register() {
 	kd := r.Counter("intake_kernel_drops_total", "Datagrams the kernel dropped on the listener's sockets (receive buffer full), from SO_RXQ_OVFL.", "listener")
 	rq := r.Gauge("intake_socket_rcvbuf_requested_bytes", "Socket receive buffer requested per socket (config rcvbuf).", "listener")
 	rg := r.Gauge("intake_socket_rcvbuf_granted_bytes", "Socket receive buffer granted per socket, as getsockopt(SO_RCVBUF) reports it (Linux doubles the request for bookkeeping).", "listener")
+	rd := r.Counter("intake_socket_reads_total", "recvmmsg calls that returned datagrams, by listener: received datagrams over it is the mean batch per read.", "listener")
 	so := r.Gauge("intake_listener_sockets", "SO_REUSEPORT sockets (and workers) per listener.", "listener")
 	for _, l := range c.listeners {
 		l := l
 		name, format := l.cfg.Name, l.cfg.Format
 		pk.Func(func() float64 { return float64(sum(l.workers, cPackets)) }, name, format)
 		by.Func(func() float64 { return float64(sum(l.workers, cBytes)) }, name, format)
+		rd.Func(func() float64 { return float64(sum(l.workers, cReads)) }, name)
 		for f := telemetry.Format(1); int(f) < numFormats; f++ {
 			if !formatOn(l.in, f) {
 				continue

@@ -443,3 +443,42 @@ func TestKernelDrops(t *testing.T) {
 	}
 	t.Logf("received %d, kernel drops %d, rcvbuf granted %d", st.PacketsReceived, st.KernelDrops, st.RcvBufGranted)
 }
+
+// TestCoalesce: datagrams arriving 2 ms apart are each read alone without coalescing, and in
+// a couple of reads when a worker waits 50 ms after a read that nearly drained its socket.
+// Every datagram is received either way.
+func TestCoalesce(t *testing.T) {
+	good := goodReports(t)[0]
+	for _, tc := range []struct {
+		coalesce   time.Duration
+		minR, maxR uint64
+	}{{0, 10, 20}, {50 * time.Millisecond, 1, 4}} {
+		co := tc.coalesce
+		cfg := testConfig(config.Listener{Format: "report", Address: "127.0.0.1", Batch: 16, Coalesce: &co})
+		c, err := New(cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		conn, err := net.Dial("udp", loopback(c.ListenerAddr(0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 20; i++ {
+			conn.Write(good)
+			time.Sleep(2 * time.Millisecond)
+		}
+		conn.Close()
+		deadline := time.Now().Add(3 * time.Second)
+		for c.Status().PacketsReceived < 20 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		c.Stop()
+		st := c.Status()
+		if st.PacketsReceived != 20 || st.SocketReads < tc.minR || st.SocketReads > tc.maxR {
+			t.Errorf("coalesce %v: %d datagrams in %d reads; want 20 in %d-%d", co, st.PacketsReceived, st.SocketReads, tc.minR, tc.maxR)
+		}
+	}
+}

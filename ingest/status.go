@@ -30,6 +30,9 @@ type Totals struct {
 	DecodeErrors    ByReason          `json:"decode_errors"`
 	IngestDrops     ByReason          `json:"ingest_drops"`
 	KernelDrops     uint64            `json:"kernel_drops"`
+	// SocketReads is the recvmmsg calls that returned datagrams: packets_received over it
+	// is the mean batch a read took.
+	SocketReads uint64 `json:"socket_reads"`
 }
 
 // ByReason is a total and its breakdown; every reason is listed, zeros included, so that
@@ -155,6 +158,7 @@ func totals(ws []*worker, in []wire.Input) Totals {
 		DecodeErrors:    ByReason{Total: sum(ws, cErrors), ByReason: map[string]uint64{}},
 		IngestDrops:     ByReason{ByReason: map[string]uint64{}},
 		KernelDrops:     sum(ws, cKernelDrops),
+		SocketReads:     sum(ws, cReads),
 	}
 	for f := telemetry.Format(1); int(f) < numFormats; f++ {
 		for _, x := range in {

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
@@ -47,6 +48,7 @@ const (
 	cReports
 	cErrors      // decode errors, all reasons
 	cKernelDrops // cumulative SO_RXQ_OVFL count of the worker's sockets (this and earlier ones)
+	cReads       // recvmmsg calls that returned datagrams
 	cFormat0     // reports by telemetry.Format
 	cReason0     = cFormat0 + numFormats
 	cDrop0       = cReason0 + wire.NumReasons
@@ -80,6 +82,8 @@ type worker struct {
 	sock    *socket // nil when not running
 	touched bool    // RunCapture: handed a datagram since the last flush
 	drain   bool    // count datagrams only (SetDrainOnly)
+
+	coalesce time.Duration // wait after a read that nearly drained the socket (listener's coalesce)
 }
 
 // reportSlack bounds Next calls per datagram beyond its length: every report consumes at
