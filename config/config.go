@@ -44,9 +44,9 @@ const (
 
 // Listener defaults.
 const (
-	DefaultBatch       = 64      // recvmmsg vector length
-	DefaultRcvBuf      = 8 << 20 // SO_RCVBUF requested, bytes
-	DefaultMaxDatagram = 9216    // receive buffer per datagram: a 9000-byte jumbo frame fits
+	DefaultBatch       = 64               // recvmmsg vector length
+	DefaultRcvBuf      = 8 << 20          // SO_RCVBUF requested, bytes
+	DefaultMaxDatagram = 9216             // receive buffer per datagram: a 9000-byte jumbo frame fits
 	DefaultCoalesce    = time.Millisecond // a worker's wait after draining its socket
 	MaxCoalesce        = 100 * time.Millisecond
 	MaxSockets         = 1024
