@@ -41,6 +41,13 @@ type topology struct {
 	in    []uint16 // ingress port per path position
 	out   []uint16 // egress port per path position
 
+	// With Vary < 1, values are state of the network, not of a flow: latency and occupancy
+	// belong to a queue (node, the flow's queue id: INT's queue id names a switch's queue,
+	// as INTCollector keys it), utilization to an egress port (node, egress port). queueOf
+	// and portOf number them per path position.
+	queueOf, portOf []int32
+	nQueues, nPorts int
+
 	everyHop bool     // every hop reports (xd, postcards), not only the sink
 	stream   []int32  // stream of each path position that reports
 	streams  []stream // by index
@@ -114,6 +121,23 @@ func newTopology(cfg Config) (*topology, error) {
 				t.out[p] = uint16(1 + (path[h+1]-1)%32)
 			}
 		}
+	}
+
+	if cfg.Vary < 1 {
+		t.queueOf, t.portOf = make([]int32, cfg.Flows*H), make([]int32, cfg.Flows*H)
+		queues, ports := map[uint64]int32{}, map[uint64]int32{}
+		for p := range t.queueOf {
+			port := uint64(t.nodes[p])<<16 | uint64(t.out[p])
+			queue := uint64(t.nodes[p])<<8 | uint64(p/H%8) // the flow's queue id (builder.qid)
+			if _, ok := queues[queue]; !ok {
+				queues[queue] = int32(len(queues))
+			}
+			if _, ok := ports[port]; !ok {
+				ports[port] = int32(len(ports))
+			}
+			t.queueOf[p], t.portOf[p] = queues[queue], ports[port]
+		}
+		t.nQueues, t.nPorts = len(queues), len(ports)
 	}
 
 	t.stream = make([]int32, cfg.Flows*H)
@@ -231,13 +255,19 @@ type builder struct {
 	util  [telemetry.MaxHops]uint32
 	ingTS [telemetry.MaxHops]uint64
 
-	// last holds every flow hop's last latency, occupancy and utilization (Vary < 1).
-	last []hopState
+	// Vary < 1: every egress queue's last latency and occupancy, every port's utilization.
+	queues []queueState
+	ports  []portState
 }
 
-type hopState struct {
-	drawn          bool
-	lat, occ, util uint32
+type queueState struct {
+	drawn    bool
+	lat, occ uint32
+}
+
+type portState struct {
+	drawn bool
+	util  uint32
 }
 
 func (b *builder) init(t *topology, stream uint64) {
@@ -247,10 +277,7 @@ func (b *builder) init(t *topology, stream uint64) {
 	b.rs = make([]telemetry.Report, t.batch)
 	b.pos = make([]uint32, t.batch)
 	b.n, b.reports = 0, 0
-	b.last = nil
-	if t.cfg.Vary < 1 {
-		b.last = make([]hopState, t.cfg.Flows*t.cfg.Hops)
-	}
+	b.queues, b.ports = make([]queueState, t.nQueues), make([]portState, t.nPorts)
 }
 
 // dgram describes one built datagram.
@@ -332,14 +359,17 @@ func (b *builder) report(r *telemetry.Report, p uint32, hw uint8, seq uint32) {
 	ts := uint64(t0 + b.reports*tick)
 	b.reports++
 	for j := 0; j < H; j++ {
-		if b.last == nil {
+		if t.queueOf == nil {
 			b.lat[j], b.occ[j], b.util[j] = b.draw(t.cfg.Latency), b.draw(t.cfg.Queue), b.draw(t.cfg.Util)
 		} else {
-			s := &b.last[first+j]
-			if !s.drawn || b.rng.Float64() < t.cfg.Vary {
-				*s = hopState{true, b.draw(t.cfg.Latency), b.draw(t.cfg.Queue), b.draw(t.cfg.Util)}
+			q, pt := &b.queues[t.queueOf[first+j]], &b.ports[t.portOf[first+j]]
+			if !q.drawn || b.rng.Float64() < t.cfg.Vary {
+				*q = queueState{true, b.draw(t.cfg.Latency), b.draw(t.cfg.Queue)}
 			}
-			b.lat[j], b.occ[j], b.util[j] = s.lat, s.occ, s.util
+			if !pt.drawn || b.rng.Float64() < t.cfg.Vary {
+				*pt = portState{true, b.draw(t.cfg.Util)}
+			}
+			b.lat[j], b.occ[j], b.util[j] = q.lat, q.occ, pt.util
 		}
 		b.ingTS[j] = ts
 		ts += uint64(b.lat[j]) + linkDelay

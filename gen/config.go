@@ -41,9 +41,11 @@ type Config struct {
 	Latency Dist
 	Queue   Dist
 	Util    Dist
-	// Vary is the probability that a report draws a flow hop's latency, queue occupancy and
-	// utilization anew; otherwise they repeat that flow hop's last values, as in a network
-	// whose state changes now and then. 1 (the default) draws every report's values.
+	// Vary is the probability that a report draws new values for the egress queue (latency,
+	// occupancy) and the egress port (utilization) of each hop it crosses; otherwise they
+	// repeat what the last report through that queue or port carried, as in a network whose
+	// state changes now and then: flows through one queue see one value. 1 (the default)
+	// draws every report's values independently.
 	Vary float64
 	// Batch is reports per datagram: TR v2.0 coalescing (cut short so that a datagram
 	// stays within MTU) and DTA batches. Other formats carry one report per datagram.

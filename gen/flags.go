@@ -31,7 +31,7 @@ func AddFlags(fs *flag.FlagSet, def Config) *Flags {
 	fs.Var(&c.Latency, "latency", "hop latency in ns: `DIST` const:V, uniform:LO:HI or exp:MEAN")
 	fs.Var(&c.Queue, "queue", "queue occupancy: `DIST`")
 	fs.Var(&c.Util, "util", "egress tx utilization: `DIST`")
-	fs.Float64Var(&c.Vary, "vary", c.Vary, "probability `P` that a report draws a flow hop's values anew (else they repeat its last ones)")
+	fs.Float64Var(&c.Vary, "vary", c.Vary, "probability `P` that a report draws new values for each queue and port it crosses (else they repeat the last report's through them)")
 	fs.IntVar(&c.Batch, "batch", c.Batch, "`N` reports per datagram (tr2.0 coalescing within --mtu, dta batches)")
 	fs.IntVar(&c.MTU, "mtu", c.MTU, "largest coalesced UDP payload, `bytes`")
 	fs.IntVar(&c.Payload, "payload", c.Payload, "`bytes` of payload in each report's inner packet")

@@ -372,8 +372,9 @@ func diff(a, b *telemetry.Report) string {
 	return strings.Join(out, "\n")
 }
 
-// TestVary: with Vary 0 a flow hop's latency never changes after its first report; with
-// Vary 0.2 about a fifth of consecutive reports of a flow hop carry a new one; with 1, all do.
+// TestVary: values belong to queues. With Vary 0 every report through a queue (switch,
+// queue id) carries that queue's one latency; with 0.2 about a fifth of
+// consecutive reports through a queue carry a new one; with 1, all do.
 func TestVary(t *testing.T) {
 	for _, tc := range []struct {
 		vary     float64
@@ -382,26 +383,20 @@ func TestVary(t *testing.T) {
 		c := DefaultConfig()
 		c.Vary, c.Flows = tc.vary, 16
 		g := mustNew(t, c)
-		last := map[[2]int]uint32{}
+		last := map[[2]uint32]uint32{}
 		var same, changed int
 		err := g.Walk(4000, func(_ uint64, _ []byte, rs []telemetry.Report) error {
 			for i := range rs {
-				f := -1
-				for j := 0; j < c.Flows; j++ {
-					if k, _ := g.Flow(j); k == rs[i].Flow {
-						f = j
-					}
-				}
-				for h, hop := range rs[i].HopList() {
-					key := [2]int{f, h}
+				for _, h := range rs[i].HopList() {
+					key := [2]uint32{h.NodeID, uint32(h.QueueID)}
 					if v, ok := last[key]; ok {
-						if v == hop.HopLatency {
+						if v == h.HopLatency {
 							same++
 						} else {
 							changed++
 						}
 					}
-					last[key] = hop.HopLatency
+					last[key] = h.HopLatency
 				}
 			}
 			return nil
@@ -410,7 +405,7 @@ func TestVary(t *testing.T) {
 			t.Fatal(err)
 		}
 		if frac := float64(changed) / float64(same+changed); frac < tc.min || frac > tc.max {
-			t.Errorf("vary %g: %d of %d consecutive hop latencies changed (%.3f), want %g-%g", tc.vary, changed, same+changed, frac, tc.min, tc.max)
+			t.Errorf("vary %g: %d of %d consecutive latencies of a queue changed (%.3f), want %g-%g", tc.vary, changed, same+changed, frac, tc.min, tc.max)
 		}
 	}
 	c := DefaultConfig()

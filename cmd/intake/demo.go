@@ -35,7 +35,7 @@ func init() {
 const demoUsage = "[--rate PPS] [--duration D] [--http ADDR] [--top N] [--config FILE] [--fabric] [generator options]\n\n" +
 	"Starts the collector (listeners on loopback ports the kernel picks, so a running intake serve\n" +
 	"is not disturbed; the HTTP API on --http) and sends it telemetry reports (generator options\n" +
-	"as intake gen; default TR v2.0 INT-MD, 5 hops over 16 switches, 200 flows), plus DTA and\n" +
+	"as intake gen; default TR v2.0 INT-MD, 5 hops over 16 switches, 200 flows, --vary 0.01), plus DTA and\n" +
 	"INT-label traffic at a tenth of --rate. Every second it prints reports/s, flows, drops, events,\n" +
 	"the slowest flows and the slowest hops. Ctrl-C (or --duration) stops it with a final summary.\n" +
 	"With --fabric the traffic comes from the emulated INT fabric instead: the INT-label paper's\n" +
@@ -46,6 +46,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("demo", demoUsage, stdout)
 	def := gen.DefaultConfig()
 	def.Flows = 200
+	def.Vary = 0.01 // values change now and then, as a network's do, so events mean something
 	gf := gen.AddFlags(fs, def)
 	rate := fs.Float64("rate", 2000, "`PPS` report datagrams per second")
 	duration := fs.Duration("duration", 0, "stop after `D` (default: at Ctrl-C)")
