@@ -2,11 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/url"
 
-	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/detect"
 )
 
@@ -22,12 +22,8 @@ func init() {
 
 func runQueryFlow(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query flow", "--src IP --dst IP --sport N --dport N --proto N [--addr HOST:PORT] [--json]", stdout)
-	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address`")
-	src := fs.String("src", "", "source `address`")
-	dst := fs.String("dst", "", "destination `address`")
-	sport := fs.Uint("sport", 0, "source `port`")
-	dport := fs.Uint("dport", 0, "destination `port`")
-	proto := fs.Uint("proto", 0, "IP `protocol` number (6 TCP, 17 UDP)")
+	addr := apiFlag(fs)
+	flow := flowFlags(fs)
 	asJSON := fs.Bool("json", false, "print the API's JSON")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -36,10 +32,10 @@ func runQueryFlow(args []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return usageErr("unexpected argument %q", pos[0])
 	}
-	if *src == "" || *dst == "" {
-		return usageErr("--src and --dst are required")
+	q, err := flow()
+	if err != nil {
+		return err
 	}
-	q := url.Values{"src": {*src}, "dst": {*dst}, "sport": {fmt.Sprint(*sport)}, "dport": {fmt.Sprint(*dport)}, "proto": {fmt.Sprint(*proto)}}
 	body, err := detectAPIGet(*addr, "/api/v1/flow", q)
 	if err != nil {
 		return err
@@ -71,6 +67,22 @@ func runQueryFlow(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "  reports %d, first seen %s, last seen %s\n", f.Reports, f.FirstSeen.Format("2006-01-02T15:04:05.000Z07:00"), f.LastSeen.Format("2006-01-02T15:04:05.000Z07:00"))
 	return nil
+}
+
+// flowFlags adds --src, --dst, --sport, --dport and --proto, the flow as the API addresses
+// it; the function returned, called after parsing, gives the query parameters.
+func flowFlags(fs *flag.FlagSet) func() (url.Values, error) {
+	src := fs.String("src", "", "source `address`")
+	dst := fs.String("dst", "", "destination `address`")
+	sport := fs.Uint("sport", 0, "source `port`")
+	dport := fs.Uint("dport", 0, "destination `port`")
+	proto := fs.Uint("proto", 0, "IP `protocol` number (6 TCP, 17 UDP)")
+	return func() (url.Values, error) {
+		if *src == "" || *dst == "" {
+			return nil, usageErr("--src and --dst are required")
+		}
+		return url.Values{"src": {*src}, "dst": {*dst}, "sport": {fmt.Sprint(*sport)}, "dport": {fmt.Sprint(*dport)}, "proto": {fmt.Sprint(*proto)}}, nil
+	}
 }
 
 func opt(p *uint64) string {

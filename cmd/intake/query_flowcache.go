@@ -50,11 +50,7 @@ func apiFlag(fs *flag.FlagSet) *string {
 func runQueryFlowCacheFlow(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query flowcache-flow", "--src IP --dst IP --sport N --dport N --proto N [--addr HOST:PORT] [--json]", stdout)
 	addr := apiFlag(fs)
-	src := fs.String("src", "", "source `address`")
-	dst := fs.String("dst", "", "destination `address`")
-	sport := fs.Uint("sport", 0, "source `port`")
-	dport := fs.Uint("dport", 0, "destination `port`")
-	proto := fs.Uint("proto", 0, "IP `protocol` number (6 TCP, 17 UDP)")
+	flow := flowFlags(fs)
 	asJSON := fs.Bool("json", false, "print the API's JSON")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -63,10 +59,10 @@ func runQueryFlowCacheFlow(args []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return usageErr("unexpected argument %q", pos[0])
 	}
-	if *src == "" || *dst == "" {
-		return usageErr("--src and --dst are required")
+	q, err := flow()
+	if err != nil {
+		return err
 	}
-	q := url.Values{"src": {*src}, "dst": {*dst}, "sport": {fmt.Sprint(*sport)}, "dport": {fmt.Sprint(*dport)}, "proto": {fmt.Sprint(*proto)}}
 	body, err := detectAPIGet(*addr, "/api/v1/flowcache/flow", q)
 	if err != nil {
 		return err
