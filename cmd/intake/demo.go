@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/intake-int/intake/config"
@@ -97,13 +95,8 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	events := env.Bus.Subscribe("demo", 1<<14)
 	defer env.Bus.Unsubscribe(events)
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := runContext(*duration)
 	defer stop()
-	if *duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
-		defer cancel()
-	}
 
 	if err := coll.Start(); err != nil {
 		return err

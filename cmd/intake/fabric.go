@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/intake-int/intake/fabric"
@@ -91,13 +88,8 @@ func runFabric(args []string, stdout, stderr io.Writer) error {
 	if err := f.Listen(ep); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := runContext(*duration)
 	defer stop()
-	if *duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
-		defer cancel()
-	}
 	tp := f.Topology()
 	fmt.Fprintf(stderr, "intake fabric: %s, %d switches, %d hosts, algo %s, T %s; exports to udp %s", tp.Name, tp.Switches(), len(tp.Hosts), *algo, *t, *labelAddr)
 	if rep != "" {

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/intake-int/intake/config"
@@ -131,7 +128,7 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer s.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := runContext(0)
 	defer stop()
 	st, err := s.Run(ctx)
 	if err != nil {

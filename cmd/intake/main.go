@@ -4,13 +4,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // A verb is one subcommand. run gets the arguments after the verb's name; it returns
@@ -109,6 +113,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "intake %s: %v\n", name, err)
 		return 1
 	}
+}
+
+// runContext is done at SIGINT or SIGTERM, or after d when d > 0; cancel releases both.
+func runContext(d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	if d <= 0 {
+		return ctx, stop
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return ctx, func() { cancel(); stop() }
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
