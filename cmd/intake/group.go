@@ -48,8 +48,12 @@ func (g *group) usage(w io.Writer) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	width := 0
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-12s %s\n", n, g.subs[n].summary)
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, n, g.subs[n].summary)
 	}
 	if len(names) == 0 {
 		fmt.Fprintln(w, "  (none yet)")
