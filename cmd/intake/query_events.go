@@ -25,6 +25,20 @@ func init() {
 	})
 }
 
+// apiQuery reads path?q from the collector at addr. With asJSON it prints the API's body as
+// it is and reports done; otherwise it decodes the body into v for the verb's own output.
+func apiQuery(stdout io.Writer, addr, path string, q url.Values, asJSON bool, v any) (done bool, err error) {
+	body, err := detectAPIGet(addr, path, q)
+	if err != nil {
+		return true, err
+	}
+	if asJSON {
+		_, err := stdout.Write(body)
+		return true, err
+	}
+	return false, json.Unmarshal(body, v)
+}
+
 // detectAPIGet reads path?q from the collector at addr into its body, or an error naming the
 // status and the collector's JSON error.
 func detectAPIGet(addr, path string, q url.Values) ([]byte, error) {
@@ -82,18 +96,10 @@ func runQueryEvents(args []string, stdout, stderr io.Writer) error {
 	if *limit > 0 {
 		q.Set("limit", fmt.Sprint(*limit))
 	}
-	body, err := detectAPIGet(*addr, "/api/v1/events", q)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		_, err := stdout.Write(body)
-		return err
-	}
 	var r struct {
 		Events []detect.EventJSON `json:"events"`
 	}
-	if err := json.Unmarshal(body, &r); err != nil {
+	if done, err := apiQuery(stdout, *addr, "/api/v1/events", q, *asJSON, &r); done || err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -36,16 +35,8 @@ func runQueryFlow(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	body, err := detectAPIGet(*addr, "/api/v1/flow", q)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		_, err := stdout.Write(body)
-		return err
-	}
 	var f detect.FlowState
-	if err := json.Unmarshal(body, &f); err != nil {
+	if done, err := apiQuery(stdout, *addr, "/api/v1/flow", q, *asJSON, &f); done || err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "flow %s:%d -> %s:%d proto %d\n", f.Src, f.Sport, f.Dst, f.Dport, f.Proto)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -63,16 +62,8 @@ func runQueryFlowCacheFlow(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	body, err := detectAPIGet(*addr, "/api/v1/flowcache/flow", q)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		_, err := stdout.Write(body)
-		return err
-	}
 	var f flowcache.FlowJSON
-	if err := json.Unmarshal(body, &f); err != nil {
+	if done, err := apiQuery(stdout, *addr, "/api/v1/flowcache/flow", q, *asJSON, &f); done || err != nil {
 		return err
 	}
 	writeCachedFlow(stdout, &f)
@@ -128,16 +119,8 @@ func runQueryTop(args []string, stdout, stderr io.Writer) error {
 	if *by != "latency" && *by != "packets" {
 		return usageErr("--by %q: must be latency or packets", *by)
 	}
-	body, err := detectAPIGet(*addr, "/api/v1/flowcache/top", url.Values{"by": {*by}, "n": {strconv.Itoa(*n)}})
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		_, err := stdout.Write(body)
-		return err
-	}
 	var top topJSON
-	if err := json.Unmarshal(body, &top); err != nil {
+	if done, err := apiQuery(stdout, *addr, "/api/v1/flowcache/top", url.Values{"by": {*by}, "n": {strconv.Itoa(*n)}}, *asJSON, &top); done || err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -176,16 +159,8 @@ func runQueryHistogram(args []string, stdout, stderr io.Writer) error {
 	if *sw == "e2e" && *metric == "hop_latency" {
 		*metric = "latency"
 	}
-	body, err := detectAPIGet(*addr, "/api/v1/histograms/"+url.PathEscape(*sw)+"/"+url.PathEscape(*metric), nil)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		_, err := stdout.Write(body)
-		return err
-	}
 	var h flowcache.HistJSON
-	if err := json.Unmarshal(body, &h); err != nil {
+	if done, err := apiQuery(stdout, *addr, "/api/v1/histograms/"+url.PathEscape(*sw)+"/"+url.PathEscape(*metric), nil, *asJSON, &h); done || err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "switch %s %s: %d samples, %s scale, %d bins\n", h.Switch, h.Metric, h.Total, h.Scale, h.Bins)
@@ -216,16 +191,8 @@ func runQueryFlowCacheStats(args []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return usageErr("unexpected argument %q", pos[0])
 	}
-	body, err := detectAPIGet(*addr, "/api/v1/flowcache/stats", nil)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		_, err := stdout.Write(body)
-		return err
-	}
 	var s flowCacheStats
-	if err := json.Unmarshal(body, &s); err != nil {
+	if done, err := apiQuery(stdout, *addr, "/api/v1/flowcache/stats", nil, *asJSON, &s); done || err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "flow cache  %d rows × %d buckets × %d hops: %d of %d flows (%.2f%%), %d bytes (%.1f per flow)\n",

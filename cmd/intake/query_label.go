@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -16,20 +15,6 @@ import (
 func init() {
 	registerSub("query", verb{name: "ports", summary: "INT-label ports: newest state per (switch, port), age, shift", run: runQueryPorts})
 	registerSub("query", verb{name: "coverage", summary: "INT-label coverage per telemetry interval", run: runQueryCoverage})
-}
-
-// labelQuery reads path?q from the collector at addr. With asJSON it prints the API's body
-// as it is and reports done; otherwise it decodes the body into v for the table.
-func labelQuery(stdout io.Writer, addr, path string, q url.Values, asJSON bool, v any) (done bool, err error) {
-	body, err := detectAPIGet(addr, path, q)
-	if err != nil {
-		return true, err
-	}
-	if asJSON {
-		_, err := stdout.Write(body)
-		return true, err
-	}
-	return false, json.Unmarshal(body, v)
 }
 
 func runQueryPorts(args []string, stdout, stderr io.Writer) error {
@@ -52,7 +37,7 @@ func runQueryPorts(args []string, stdout, stderr io.Writer) error {
 		q.Set("switch_id", fmt.Sprint(*sw))
 	}
 	var pr label.PortsResponse
-	if done, err := labelQuery(stdout, *addr, "/api/v1/label/ports", q, *asJSON, &pr); done || err != nil {
+	if done, err := apiQuery(stdout, *addr, "/api/v1/label/ports", q, *asJSON, &pr); done || err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -82,7 +67,7 @@ func runQueryCoverage(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--windows %d: must be in [1, 1000]", *n)
 	}
 	var cr label.CoverageReport
-	if done, err := labelQuery(stdout, *addr, "/api/v1/label/coverage", url.Values{"windows": {fmt.Sprint(*n)}}, *asJSON, &cr); done || err != nil {
+	if done, err := apiQuery(stdout, *addr, "/api/v1/label/coverage", url.Values{"windows": {fmt.Sprint(*n)}}, *asJSON, &cr); done || err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "telemetry interval %.0f ms, clock %s, %d ports known\n", cr.TelemetryIntervalMs, cr.Clock, cr.PortsKnown)
