@@ -155,6 +155,8 @@ loop:
 		runErr = <-errc
 	}
 	settle(coll)
+	// The last screen's rates are the whole run's: the generators have stopped.
+	scr.lastByFmt, scr.lastT, scr.final = map[string]uint64{}, start, true
 	scr.draw(time.Since(start), coll, watch, events, httpLine, describe())
 	err = coll.Stop()
 	fmt.Fprintf(stdout, "intake demo: stopped after %s\n", time.Since(start).Round(time.Millisecond))
@@ -333,6 +335,7 @@ type demoScreen struct {
 	top       int
 	lastByFmt map[string]uint64
 	lastT     time.Time
+	final     bool // the last screen, after the generators stopped
 	kinds     [event.NumKinds]uint64
 	buf       []event.Event
 }
@@ -363,7 +366,11 @@ func (d *demoScreen) draw(up time.Duration, coll *ingest.Collector, watch *demoW
 	} else {
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "intake demo   up %s   http %s   (Ctrl-C stops)\n", up.Round(time.Second), httpLine)
+	state := "(Ctrl-C stops)"
+	if d.final {
+		state = "(stopped)"
+	}
+	fmt.Fprintf(&b, "intake demo   up %s   http %s   %s\n", up.Round(time.Second), httpLine, state)
 	// reports/s by format over the last draw
 	var perFmt []string
 	var total float64
@@ -377,7 +384,11 @@ func (d *demoScreen) draw(up time.Duration, coll *ingest.Collector, watch *demoW
 		}
 	}
 	d.lastByFmt, d.lastT = st.ReportsByFormat, now
-	fmt.Fprintf(&b, "reports/s   %-10.0f %s\n", total, strings.Join(perFmt, ", "))
+	over := ""
+	if d.final {
+		over = " (mean over the run)"
+	}
+	fmt.Fprintf(&b, "reports/s   %-10.0f %s%s\n", total, strings.Join(perFmt, ", "), over)
 	var qd uint64
 	for _, v := range st.ProcessorQueueDrops {
 		qd += v
