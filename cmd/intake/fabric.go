@@ -40,12 +40,8 @@ func runFabric(args []string, stdout, stderr io.Writer) error {
 	postcard := fs.Int("postcard", 0, "every `n`-th packet makes each switch send an INT-XD postcard (0: off)")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until Ctrl-C)")
 	seed := fs.Uint64("seed", 1, "PCG seed")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErr("unexpected argument %q", pos[0])
 	}
 	cfg := fabric.Config{
 		Routing:       *routing,
@@ -55,6 +51,7 @@ func runFabric(args []string, stdout, stderr io.Writer) error {
 		PostcardEvery: *postcard,
 		Seed:          *seed,
 	}
+	var err error
 	if cfg.Topology, err = loadTopology(*topo); err != nil {
 		return usageErr("--topology: %v", err)
 	}

@@ -54,11 +54,8 @@ type genSummary struct {
 // parseGenArgs parses the arguments of a verb that takes the generator's options and no
 // positional argument, and returns the generator configuration.
 func parseGenArgs(fs *flag.FlagSet, gf *gen.Flags, args []string) (gen.Config, error) {
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return gen.Config{}, err
-	}
-	if fs.NArg() > 0 {
-		return gen.Config{}, usageErr("unexpected argument %q", fs.Arg(0))
 	}
 	cfg, err := gf.Config()
 	if err != nil {

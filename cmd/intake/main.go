@@ -68,6 +68,34 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// parseArgs parses flags that may come before or after positional arguments (the flag
+// package stops at the first non-flag) and returns the positional arguments.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for rest := args; ; {
+		if err := parseFlags(fs, rest); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+}
+
+// parseNoArgs parses the flags of a verb that takes no positional argument.
+func parseNoArgs(fs *flag.FlagSet, args []string) error {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	return nil
+}
+
 func mainUsage(w io.Writer) {
 	fmt.Fprintln(w, "intake: In-band Network Telemetry collection platform")
 	fmt.Fprintln(w, "\nusage: intake <verb> [flags] [args]\n\nverbs:")

@@ -79,12 +79,8 @@ func runQueryEvents(args []string, stdout, stderr io.Writer) error {
 	kind := fs.String("kind", "", "only these `kinds`: new_key, path_change, change, above, below, expire")
 	limit := fs.Int("limit", 0, "at most `N` events, the newest (default: the server's 1000)")
 	asJSON := fs.Bool("json", false, "print the API's JSON")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErr("unexpected argument %q", pos[0])
 	}
 	q := url.Values{}
 	if *since != "" {

@@ -24,12 +24,8 @@ func runQueryFlow(args []string, stdout, stderr io.Writer) error {
 	addr := apiFlag(fs)
 	flow := flowFlags(fs)
 	asJSON := fs.Bool("json", false, "print the API's JSON")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErr("unexpected argument %q", pos[0])
 	}
 	q, err := flow()
 	if err != nil {

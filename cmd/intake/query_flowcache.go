@@ -51,12 +51,8 @@ func runQueryFlowCacheFlow(args []string, stdout, stderr io.Writer) error {
 	addr := apiFlag(fs)
 	flow := flowFlags(fs)
 	asJSON := fs.Bool("json", false, "print the API's JSON")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErr("unexpected argument %q", pos[0])
 	}
 	q, err := flow()
 	if err != nil {
@@ -109,12 +105,8 @@ func runQueryTop(args []string, stdout, stderr io.Writer) error {
 	by := fs.String("by", "packets", "rank by `key`: latency (mean end-to-end) or packets")
 	n := fs.Int("n", 10, "the top `N` flows (1-1000)")
 	asJSON := fs.Bool("json", false, "print the API's JSON")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErr("unexpected argument %q", pos[0])
 	}
 	if *by != "latency" && *by != "packets" {
 		return usageErr("--by %q: must be latency or packets", *by)
@@ -146,12 +138,8 @@ func runQueryHistogram(args []string, stdout, stderr io.Writer) error {
 	sw := fs.String("switch", "", "switch `id`, or e2e for the end-to-end latency")
 	metric := fs.String("metric", "hop_latency", "`metric`: hop_latency, queue_occupancy, tx_util (latency for e2e)")
 	asJSON := fs.Bool("json", false, "print the API's JSON")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErr("unexpected argument %q", pos[0])
 	}
 	if *sw == "" {
 		return usageErr("--switch is required")
@@ -184,12 +172,8 @@ func runQueryFlowCacheStats(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query flowcache-stats", "[--addr HOST:PORT] [--json]", stdout)
 	addr := apiFlag(fs)
 	asJSON := fs.Bool("json", false, "print the API's JSON")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErr("unexpected argument %q", pos[0])
 	}
 	var s flowCacheStats
 	if done, err := apiQuery(stdout, *addr, "/api/v1/flowcache/stats", nil, *asJSON, &s); done || err != nil {

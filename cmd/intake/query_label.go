@@ -22,12 +22,8 @@ func runQueryPorts(args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address`")
 	sw := fs.Int("switch", -1, "only this switch `id`")
 	asJSON := fs.Bool("json", false, "print the API's JSON")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErr("unexpected argument %q", pos[0])
 	}
 	if *sw > 255 || *sw < -1 {
 		return usageErr("--switch %d: must be in [0, 255]", *sw)
@@ -56,12 +52,8 @@ func runQueryCoverage(args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address`")
 	n := fs.Int("windows", 10, "complete telemetry intervals to show")
 	asJSON := fs.Bool("json", false, "print the API's JSON")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErr("unexpected argument %q", pos[0])
 	}
 	if *n < 1 || *n > 1000 {
 		return usageErr("--windows %d: must be in [1, 1000]", *n)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -22,22 +21,6 @@ func init() {
 		summary: "send a capture's UDP telemetry datagrams to a collector",
 		run:     runReplay,
 	})
-}
-
-// parseArgs parses flags that may come before or after positional arguments (the flag
-// package stops at the first non-flag) and returns the positional arguments.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for rest := args; ; {
-		if err := parseFlags(fs, rest); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		rest = fs.Args()[1:]
-	}
 }
 
 // portList is the --dport flag: comma-separated UDP ports.

@@ -64,12 +64,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	check := fs.Bool("check", false, "validate the configuration and exit")
 	dump := fs.Bool("dump", false, "print the effective configuration (defaults filled in) as YAML and exit")
 	capture := fs.String("pcap", "", "process the capture `file` (pcap or pcapng) at full speed through the same workers and processors, print a summary and exit; datagrams go to the listener whose port they are sent to")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErr("unexpected argument %q", pos[0])
 	}
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {

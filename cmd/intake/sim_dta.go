@@ -87,12 +87,8 @@ func runSimDTA(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	svg := fs.String("svg", "", "write a plot to `file` (SVG)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErr("unexpected argument %q", pos[0])
 	}
 	prog := func(label string) func(int, int) {
 		if *quiet {

@@ -31,12 +31,8 @@ func runSimLabelDist(args []string, stdout, stderr io.Writer) error {
 	gname := fs.String("g", "linear", "g, the interval-based probability given f: linear (g(x) = ratio·(1-x), the default) or flat (ratio until f = 1)")
 	maxHop := fs.Int("max-hop", 5, "MAX_hop (Figs. 15-16 use f(i) = i/5: --f F2 --max-hop 6)")
 	asJSON := fs.Bool("json", false, `print {"dist": [P(Z=0..5)], "expectation": E[Z], ...}`)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErr("unexpected argument %q", pos[0])
 	}
 	switch {
 	case *k < 4 || *k%2 != 0:
@@ -104,12 +100,8 @@ func runSimLabel(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
 	seed := fs.Uint64("seed", 1, "PCG seed")
 	long := fs.Bool("long", false, "longer and larger runs: 100 s instead of 20 s per coverage point, Figs. 15-16 simulated on fat trees up to k = 14 with 1,000,000 packets per point")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErr("unexpected argument %q", pos[0])
 	}
 	var only []string
 	if *figs != "" {

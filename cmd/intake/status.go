@@ -28,12 +28,8 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("status", "[--addr HOST:PORT] [--json]", stdout)
 	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address` (http.address in its config)")
 	asJSON := fs.Bool("json", false, "print the status object as the API returns it")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErr("unexpected argument %q", pos[0])
 	}
 	url := *addr
 	if !strings.Contains(url, "://") {
