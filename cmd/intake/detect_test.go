@@ -23,22 +23,7 @@ func serveDetect(t *testing.T, config string) (trAddr, httpAddr string) {
 	var out, errb syncBuffer
 	done := make(chan int, 1)
 	go func() { done <- run([]string{"serve", "--config", cfg}, &out, &errb) }()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if s := errb.String(); strings.Contains(s, "ready;") {
-			for _, line := range strings.Split(s, "\n") {
-				if a, ok := strings.CutPrefix(line, "intake serve: listening for report on udp "); ok {
-					trAddr, _, _ = strings.Cut(a, " ")
-				}
-				if a, ok := strings.CutPrefix(line, "intake serve: http on "); ok {
-					httpAddr, _, _ = strings.Cut(a, " ")
-				}
-			}
-			break
-		}
-	}
-	if trAddr == "" || httpAddr == "" {
-		t.Fatalf("serve did not come up:\n%s", errb.String())
-	}
+	trAddr, httpAddr = serveReady(t, &errb, 10*time.Second)
 	t.Cleanup(func() {
 		syscall.Kill(os.Getpid(), syscall.SIGTERM)
 		select {

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -97,21 +96,9 @@ func TestDTAStoresSurviveKill9(t *testing.T) {
 	}
 	cmd.Wait()
 
-	query := func(args ...string) map[string]any {
-		t.Helper()
-		code, out, errs := runVerb(append([]string{"query"}, args...)...)
-		if code != 0 {
-			t.Fatalf("query %v: %d %s", args, code, errs)
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(out), &m); err != nil {
-			t.Fatalf("query %v: %v: %s", args, err, out)
-		}
-		return m
-	}
 	lost := 0
 	for i := 0; i < n; i++ {
-		m := query("kw", "--store", dir, fmt.Sprint(1000+i))
+		m := queryJSON(t, "kw", "--store", dir, fmt.Sprint(1000+i))
 		if m["status"] != "found" || m["value"] != fmt.Sprintf("0x%08x", 0xabc00000+i) {
 			lost++
 			if lost <= 3 {
@@ -122,7 +109,7 @@ func TestDTAStoresSurviveKill9(t *testing.T) {
 	if lost > 0 {
 		t.Errorf("%d of %d Key-Writes lost by kill -9", lost, n)
 	}
-	if m := query("ki", "--store", dir, "77"); m["count"] != float64(n*(n+1)/2) {
+	if m := queryJSON(t, "ki", "--store", dir, "77"); m["count"] != float64(n*(n+1)/2) {
 		t.Errorf("Key-Increment after kill -9: %v, want count %d", m, n*(n+1)/2)
 	}
 }

@@ -47,6 +47,20 @@ func reportSender(t *testing.T, addr string, dc wire.Config) func(rs ...telemetr
 	}
 }
 
+// queryJSON runs `intake query args...` in-process and decodes its JSON output.
+func queryJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	code, out, errs := runVerb(append([]string{"query"}, args...)...)
+	if code != 0 {
+		t.Fatalf("query %v: %d %s", args, code, errs)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("query %v: %v: %s", args, err, out)
+	}
+	return m
+}
+
 func dtaReport(op telemetry.DTAOp) telemetry.Report {
 	r := telemetry.Report{Format: telemetry.FormatDTA}
 	r.DTA.Op = op
@@ -123,36 +137,24 @@ func TestDTAEndToEnd(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	query := func(args ...string) map[string]any {
-		t.Helper()
-		code, out, errs := runVerb(append([]string{"query"}, args...)...)
-		if code != 0 {
-			t.Fatalf("query %v: %d %s", args, code, errs)
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(out), &m); err != nil {
-			t.Fatalf("query %v: %v: %s", args, err, out)
-		}
-		return m
-	}
 	for _, src := range [][]string{{"--addr", addr}, {"--store", dir}} {
-		if m := query(append([]string{"kw"}, append(src, "0xdeadbeef")...)...); m["status"] != "found" || m["value"] != "0x01020304" || m["votes"] != 4.0 {
+		if m := queryJSON(t, append([]string{"kw"}, append(src, "0xdeadbeef")...)...); m["status"] != "found" || m["value"] != "0x01020304" || m["votes"] != 4.0 {
 			// compat layout, max_redundancy 4 gathered; redundancy 2 wrote copies 0 and 1
 			if m["status"] != "found" || m["value"] != "0x01020304" || m["votes"] != 2.0 {
 				t.Errorf("%v kw: %v", src, m)
 			}
 		}
-		if m := query(append([]string{"kw"}, append(src, "7")...)...); m["status"] != "not_found" {
+		if m := queryJSON(t, append([]string{"kw"}, append(src, "7")...)...); m["status"] != "not_found" {
 			t.Errorf("%v kw of a bad report: %v", src, m)
 		}
-		if m := query(append([]string{"ki"}, append(src, "123")...)...); m["count"] != 10.0 {
+		if m := queryJSON(t, append([]string{"ki"}, append(src, "123")...)...); m["count"] != 10.0 {
 			t.Errorf("%v ki: %v", src, m)
 		}
-		if m := query(append([]string{"list"}, append(src, "--cursor", "2", "3")...)...); m["next_cursor"] != 6.0 || m["overwritten"] != 0.0 ||
+		if m := queryJSON(t, append([]string{"list"}, append(src, "--cursor", "2", "3")...)...); m["next_cursor"] != 6.0 || m["overwritten"] != 0.0 ||
 			len(m["entries"].([]any)) != 4 || m["entries"].([]any)[0] != "0x00000002" {
 			t.Errorf("%v list: %v", src, m)
 		}
-		m := query(append([]string{"postcard"}, append(src, "42")...)...)
+		m := queryJSON(t, append([]string{"postcard"}, append(src, "42")...)...)
 		if h, _ := m["hops"].([]any); m["status"] != "found" || len(h) != 5 || h[0] != 101.0 || h[4] != 105.0 {
 			t.Errorf("%v postcard: %v", src, m)
 		}

@@ -186,6 +186,29 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// serveReady waits up to d for a serve running in this process to say it is ready on errb,
+// and returns the addresses of its first report listener and of its HTTP API.
+func serveReady(t *testing.T, errb *syncBuffer, d time.Duration) (trAddr, httpAddr string) {
+	t.Helper()
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if s := errb.String(); strings.Contains(s, "ready;") {
+			for _, line := range strings.Split(s, "\n") {
+				if a, ok := strings.CutPrefix(line, "intake serve: listening for report on udp "); ok && trAddr == "" {
+					trAddr, _, _ = strings.Cut(a, " ")
+				}
+				if a, ok := strings.CutPrefix(line, "intake serve: http on "); ok {
+					httpAddr, _, _ = strings.Cut(a, " ")
+				}
+			}
+			break
+		}
+	}
+	if trAddr == "" || httpAddr == "" {
+		t.Fatalf("serve did not come up:\n%s", errb.String())
+	}
+	return trAddr, httpAddr
+}
+
 // TestServeSignal runs serve for real: datagrams over loopback, `intake status` against its
 // API, `intake replay` of a capture into it, then SIGTERM and the final summary.
 func TestServeSignal(t *testing.T) {
@@ -199,24 +222,7 @@ http: {address: '127.0.0.1:0'}
 	var out, errb syncBuffer
 	done := make(chan int)
 	go func() { done <- run([]string{"serve", "--config", cfg}, &out, &errb) }()
-	var trAddr, httpAddr string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		s := errb.String()
-		if strings.Contains(s, "ready;") {
-			for _, line := range strings.Split(s, "\n") {
-				if a, ok := strings.CutPrefix(line, "intake serve: listening for report on udp "); ok {
-					trAddr, _, _ = strings.Cut(a, " ")
-				}
-				if a, ok := strings.CutPrefix(line, "intake serve: http on "); ok {
-					httpAddr, _, _ = strings.Cut(a, " ")
-				}
-			}
-			break
-		}
-	}
-	if trAddr == "" || httpAddr == "" {
-		t.Fatalf("serve did not come up:\n%s", errb.String())
-	}
+	trAddr, httpAddr := serveReady(t, &errb, 5*time.Second)
 	conn, err := net.Dial("udp", trAddr)
 	if err != nil {
 		t.Fatal(err)
