@@ -1,4 +1,4 @@
-package api
+package api_test
 
 import (
 	"context"
@@ -11,38 +11,41 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/wire"
 )
 
-func start(t *testing.T) (*Server, *ingest.Collector) {
+// start serves the receive path's status (ingest registers it) and an echo endpoint.
+func start(t *testing.T) (*api.Server, *ingest.Receiver) {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Listeners = []config.Listener{{Name: "dta", Format: "dta", Address: "127.0.0.1", Sockets: 1, Batch: 8, RcvBuf: 1 << 20, MaxDatagram: 2048}}
+	cfg := ingest.Config{Listeners: []ingest.Listener{{Name: "dta", Format: "dta", Address: "127.0.0.1", Sockets: 1, Batch: 8, RcvBuf: 1 << 20, MaxDatagram: 2048}},
+		Decoder: wire.DefaultConfig()}
 	reg := metrics.NewRegistry()
-	c, err := ingest.New(cfg, reg)
+	c, err := ingest.New(cfg, ingest.Deps{Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Start(); err != nil {
+	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	s := New("127.0.0.1:0", reg, c)
+	s := api.New("127.0.0.1:0", reg)
+	c.RegisterAPI(s)
 	s.Handle("GET /api/v1/echo", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		JSON(w, 200, map[string]string{"echo": "ok"})
+		api.JSON(w, 200, map[string]string{"echo": "ok"})
 	}))
-	if err := s.Start(); err != nil {
+	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		s.Stop(context.Background())
-		c.Stop()
+		c.Stop(context.Background())
 	})
 	return s, c
 }
 
-func get(t *testing.T, s *Server, path string) (int, string, string) {
+func get(t *testing.T, s *api.Server, path string) (int, string, string) {
 	t.Helper()
 	resp, err := http.Get("http://" + s.Addr() + path)
 	if err != nil {
@@ -137,14 +140,14 @@ func TestHandleOutsideAPIPanics(t *testing.T) {
 			t.Error("no panic")
 		}
 	}()
-	New("127.0.0.1:0", nil, nil).Handle("/flows", http.NotFoundHandler())
+	api.New("127.0.0.1:0", nil).Handle("/flows", http.NotFoundHandler())
 }
 
 func TestStartStopNoLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for i := 0; i < 3; i++ {
-		s := New("127.0.0.1:0", metrics.NewRegistry(), nil)
-		if err := s.Start(); err != nil {
+		s := api.New("127.0.0.1:0", metrics.NewRegistry())
+		if err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if code, _, _ := get(t, s, "/healthz"); code != 200 {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/intake-int/intake/ingest"
 )
 
 func TestDefault(t *testing.T) {
@@ -86,7 +88,7 @@ decoder:
 		t.Fatalf("%d listeners", len(c.Listeners))
 	}
 	l := c.Listeners[0]
-	if l.Name != "report:9000" || l.Sockets != 3 || l.Batch != DefaultBatch {
+	if l.Name != "report:9000" || l.Sockets != 3 || l.Batch != ingest.DefaultBatch {
 		t.Errorf("listener 0 = %+v", l)
 	}
 	d := c.DecoderFor(0)
@@ -94,8 +96,8 @@ decoder:
 	if !d.Quirks.INTCollector || d.DTA.KeyLen != 8 || d.DTA.DataLen != 4 || d.INTPort != 5000 || d.GPEPort != 4790 {
 		t.Errorf("listener 0 decoder = %+v", d)
 	}
-	if *c.Listeners[0].Coalesce != DefaultCoalesce {
-		t.Errorf("listener 0 coalesce %v, want the default %v", *c.Listeners[0].Coalesce, DefaultCoalesce)
+	if *c.Listeners[0].Coalesce != ingest.DefaultCoalesce {
+		t.Errorf("listener 0 coalesce %v, want the default %v", *c.Listeners[0].Coalesce, ingest.DefaultCoalesce)
 	}
 	if d := c.DecoderFor(1); d.Quirks.INTCollector || d.INTPort != 5000 {
 		t.Errorf("listener 1 decoder = %+v", d)

@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/event"
-	"github.com/intake-int/intake/telemetry"
 )
 
 // EventJSON is an event as the API shows it (GET /api/v1/events, the live stream, `intake
@@ -84,35 +85,40 @@ func ToJSON(seq uint64, e *event.Event) EventJSON {
 }
 
 // Log keeps the most recent events for GET /api/v1/events: a bus consumer drained by its own
-// goroutine into a bounded ring, each event numbered.
+// goroutine into a bounded ring, each event numbered. The Detector owns one (Detector.Log).
 type Log struct {
-	bus  *event.Bus
-	cons *event.Consumer
-	mu   sync.Mutex
-	ring []event.Event
-	seq  uint64 // events stored so far; the newest has seq
-	stop context.CancelFunc
-	done chan struct{}
+	bus    *event.Bus
+	cons   *event.Consumer
+	mu     sync.Mutex
+	ring   []event.Event
+	seq    uint64 // events stored so far; the newest has seq
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
-// NewLog builds a log of size events over bus; Start runs it.
-func NewLog(bus *event.Bus, size, ring int) *Log {
+// newLog builds a log of size events over bus, reading it through a ring of ring events
+// from start to stop.
+func newLog(bus *event.Bus, size, ring int) *Log {
 	return &Log{bus: bus, ring: make([]event.Event, max(size, 1)), cons: bus.Subscribe("log", ring)}
 }
 
-// Consumer returns the log's bus consumer (for its overflow counter).
-func (l *Log) Consumer() *event.Consumer { return l.cons }
+// Log returns the detector's event log (nil before RegisterAPI).
+func (d *Detector) Log() *Log { return d.log }
 
-// Start drains the bus into the log until Stop.
-func (l *Log) Start() {
+// start drains the bus into the log until stop.
+func (l *Log) start() {
+	if l.cancel != nil {
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l.stop, l.done = cancel, make(chan struct{})
+	l.cancel, l.done = cancel, make(chan struct{})
 	go func() {
 		defer close(l.done)
 		buf := make([]event.Event, 256)
 		for l.cons.Wait(ctx) {
 			l.Drain(buf)
 		}
+		l.Drain(buf)
 	}()
 }
 
@@ -132,14 +138,14 @@ func (l *Log) Drain(buf []event.Event) {
 	}
 }
 
-// Stop ends the log's goroutine and leaves the bus.
-func (l *Log) Stop() {
-	if l.stop != nil {
-		l.stop()
+// stop ends the log's goroutine; the log keeps its events and its place on the bus (so
+// that a restart loses nothing published meanwhile).
+func (l *Log) stop() {
+	if l.cancel != nil {
+		l.cancel()
 		<-l.done
-		l.stop = nil
+		l.cancel = nil
 	}
-	l.bus.Unsubscribe(l.cons)
 }
 
 // Query returns the logged events with time ≥ since (Unix ns) and a kind in kinds (all when
@@ -189,7 +195,7 @@ func parseKinds(w http.ResponseWriter, r *http.Request) (map[event.Kind]bool, bo
 		for _, s := range strings.Split(v, ",") {
 			k, ok := event.ParseKind(s)
 			if !ok || k == event.KindPeriodic {
-				badParam(w, "kind", s, "a comma-separated list of "+strings.Join(eventKindNames(), ", "))
+				api.BadParam(w, "kind", s, "a comma-separated list of "+strings.Join(eventKindNames(), ", "))
 				return nil, false
 			}
 			kinds[k] = true
@@ -206,158 +212,168 @@ func eventKindNames() []string {
 	return append(ns, event.KindExpire.String())
 }
 
-// Register adds the detector's endpoints to srv:
+// RegisterAPI adds the detector's endpoints:
 //
 //	GET /api/v1/events?since=&kind=&limit=   recent events (since: RFC 3339, Unix ns or a duration ago)
 //	GET /api/v1/events/stream?kind=          server-sent events, one `data:` JSON event each
 //	GET /api/v1/flow?src=&dst=&sport=&dport=&proto=   a flow's latest values and path
 //	GET /api/v1/thresholds, PUT /api/v1/thresholds    detect.change / detect.above at run time
-func (d *Detector) Register(srv Handler, log *Log) {
-	srv.Handle("GET /api/v1/events", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !checkParams(w, r, "since", "kind", "limit") {
+func (d *Detector) RegisterAPI(s *api.Server) {
+	if d.log == nil {
+		d.log = newLog(d.bus, d.cfg.EventLog, d.cfg.Ring)
+	}
+	s.HandleFunc("GET /api/v1/events", d.handleEvents)
+	s.HandleFunc("GET /api/v1/events/stream", d.handleStream)
+	s.HandleFunc("GET /api/v1/flow", d.handleFlow)
+	s.HandleFunc("GET /api/v1/thresholds", d.handleThresholds)
+	s.HandleFunc("PUT /api/v1/thresholds", d.handleSetThresholds)
+}
+
+func (d *Detector) handleEvents(w http.ResponseWriter, r *http.Request) {
+	if !api.CheckParams(w, r, "since", "kind", "limit") {
+		return
+	}
+	q := r.URL.Query()
+	since, ok := parseSince(q.Get("since"), time.Now())
+	if !ok {
+		api.BadParam(w, "since", q.Get("since"), "an RFC 3339 time, Unix nanoseconds, or a duration such as 5m")
+		return
+	}
+	kinds, ok := parseKinds(w, r)
+	if !ok {
+		return
+	}
+	limit, ok := api.IntParam(w, r, "limit", 1000, 1, math.MaxInt, "a positive integer")
+	if !ok {
+		return
+	}
+	api.JSON(w, http.StatusOK, map[string]any{"events": d.log.Query(since, kinds, limit)})
+}
+
+// handleStream serves the events as server-sent events until the client goes away.
+func (d *Detector) handleStream(w http.ResponseWriter, r *http.Request) {
+	if !api.CheckParams(w, r, "kind") {
+		return
+	}
+	kinds, ok := parseKinds(w, r)
+	if !ok {
+		return
+	}
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		api.Error(w, http.StatusInternalServerError, "streaming unsupported")
+		return
+	}
+	c := d.bus.Subscribe("stream", 4096)
+	defer d.bus.Unsubscribe(c)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, ": intake event stream\n\n")
+	fl.Flush()
+	buf := make([]event.Event, 256)
+	var seq, lost uint64
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
 			return
+		case <-keepalive.C:
+			fmt.Fprintf(w, ": keepalive\n\n")
+		case <-c.Notify():
 		}
-		q := r.URL.Query()
-		since, ok := parseSince(q.Get("since"), time.Now())
-		if !ok {
-			badParam(w, "since", q.Get("since"), "an RFC 3339 time, Unix nanoseconds, or a duration such as 5m")
-			return
-		}
-		kinds, ok := parseKinds(w, r)
-		if !ok {
-			return
-		}
-		limit := 1000
-		if s := q.Get("limit"); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 {
-				badParam(w, "limit", s, "a positive integer")
-				return
-			}
-			limit = n
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"events": log.Query(since, kinds, limit)})
-	}))
-	srv.Handle("GET /api/v1/events/stream", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !checkParams(w, r, "kind") {
-			return
-		}
-		kinds, ok := parseKinds(w, r)
-		if !ok {
-			return
-		}
-		fl, ok := w.(http.Flusher)
-		if !ok {
-			writeError(w, http.StatusInternalServerError, "streaming unsupported")
-			return
-		}
-		c := d.bus.Subscribe("stream", 4096)
-		defer d.bus.Unsubscribe(c)
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.WriteHeader(http.StatusOK)
-		fmt.Fprintf(w, ": intake event stream\n\n")
-		fl.Flush()
-		buf := make([]event.Event, 256)
-		var seq, lost uint64
-		keepalive := time.NewTicker(15 * time.Second)
-		defer keepalive.Stop()
 		for {
-			select {
-			case <-r.Context().Done():
+			n := c.Poll(buf)
+			for i := range buf[:n] {
+				seq++
+				if len(kinds) > 0 && !kinds[buf[i].Kind] {
+					continue
+				}
+				b, _ := json.Marshal(ToJSON(seq, &buf[i]))
+				fmt.Fprintf(w, "event: %s\ndata: %s\n\n", buf[i].Kind, b)
+			}
+			if n < len(buf) {
+				break
+			}
+		}
+		if o := c.Overflow(); o != lost {
+			fmt.Fprintf(w, "event: overflow\ndata: {\"lost\": %d}\n\n", o-lost)
+			lost = o
+		}
+		if fl.Flush(); r.Context().Err() != nil {
+			return
+		}
+	}
+}
+
+func (d *Detector) handleFlow(w http.ResponseWriter, r *http.Request) {
+	if !api.CheckParams(w, r, "src", "dst", "sport", "dport", "proto") {
+		return
+	}
+	k, ok := api.FlowParams(w, r)
+	if !ok {
+		return
+	}
+	fs, found := d.Flow(k)
+	if !found {
+		api.Error(w, http.StatusNotFound, "no such flow (unknown, expired or evicted)")
+		return
+	}
+	api.JSON(w, http.StatusOK, fs)
+}
+
+func (d *Detector) handleThresholds(w http.ResponseWriter, r *http.Request) {
+	if api.CheckParams(w, r) {
+		api.JSON(w, http.StatusOK, d.Thresholds())
+	}
+}
+
+// handleSetThresholds applies a body of {"change": {measurement: value or null}, "above":
+// {...}} all or nothing.
+func (d *Detector) handleSetThresholds(w http.ResponseWriter, r *http.Request) {
+	if !api.CheckParams(w, r) {
+		return
+	}
+	var body map[string]map[string]*uint64
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+	if err := dec.Decode(&body); err != nil {
+		api.Error(w, http.StatusBadRequest, "body: must be {\"change\": {measurement: value or null}, \"above\": {...}}: "+err.Error())
+		return
+	}
+	type set struct {
+		kind event.Kind
+		m    event.Measurement
+		v    uint64
+	}
+	var sets []set
+	for sec, vals := range body {
+		kind := event.KindChange
+		switch sec {
+		case "change":
+		case "above":
+			kind = event.KindAbove
+		default:
+			api.Error(w, http.StatusBadRequest, fmt.Sprintf("body: %q: unknown section (allowed: change, above)", sec))
+			return
+		}
+		for name, v := range vals {
+			m, err := ThresholdMeasurement(name)
+			if err != nil {
+				api.Error(w, http.StatusBadRequest, fmt.Sprintf("body: %s.%s: %v", sec, name, err))
 				return
-			case <-keepalive.C:
-				fmt.Fprintf(w, ": keepalive\n\n")
-			case <-c.Notify():
 			}
-			for {
-				n := c.Poll(buf)
-				for i := range buf[:n] {
-					seq++
-					if len(kinds) > 0 && !kinds[buf[i].Kind] {
-						continue
-					}
-					b, _ := json.Marshal(ToJSON(seq, &buf[i]))
-					fmt.Fprintf(w, "event: %s\ndata: %s\n\n", buf[i].Kind, b)
-				}
-				if n < len(buf) {
-					break
-				}
+			x := uint64(Off)
+			if v != nil {
+				x = *v
 			}
-			if o := c.Overflow(); o != lost {
-				fmt.Fprintf(w, "event: overflow\ndata: {\"lost\": %d}\n\n", o-lost)
-				lost = o
-			}
-			if fl.Flush(); r.Context().Err() != nil {
-				return
-			}
+			sets = append(sets, set{kind, m, x})
 		}
-	}))
-	srv.Handle("GET /api/v1/flow", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !checkParams(w, r, "src", "dst", "sport", "dport", "proto") {
-			return
-		}
-		k, ok := FlowParams(w, r)
-		if !ok {
-			return
-		}
-		fs, found := d.Flow(k)
-		if !found {
-			writeError(w, http.StatusNotFound, "no such flow (unknown, expired or evicted)")
-			return
-		}
-		writeJSON(w, http.StatusOK, fs)
-	}))
-	srv.Handle("GET /api/v1/thresholds", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !checkParams(w, r) {
-			return
-		}
-		writeJSON(w, http.StatusOK, d.Thresholds())
-	}))
-	srv.Handle("PUT /api/v1/thresholds", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !checkParams(w, r) {
-			return
-		}
-		var body map[string]map[string]*uint64
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
-		if err := dec.Decode(&body); err != nil {
-			writeError(w, http.StatusBadRequest, "body: must be {\"change\": {measurement: value or null}, \"above\": {...}}: "+err.Error())
-			return
-		}
-		type set struct {
-			kind event.Kind
-			m    event.Measurement
-			v    uint64
-		}
-		var sets []set
-		for sec, vals := range body {
-			kind := event.KindChange
-			switch sec {
-			case "change":
-			case "above":
-				kind = event.KindAbove
-			default:
-				writeError(w, http.StatusBadRequest, fmt.Sprintf("body: %q: unknown section (allowed: change, above)", sec))
-				return
-			}
-			for name, v := range vals {
-				m, err := ThresholdMeasurement(name)
-				if err != nil {
-					writeError(w, http.StatusBadRequest, fmt.Sprintf("body: %s.%s: %v", sec, name, err))
-					return
-				}
-				x := uint64(Off)
-				if v != nil {
-					x = *v
-				}
-				sets = append(sets, set{kind, m, x})
-			}
-		}
-		for _, s := range sets { // all or nothing: applied once the whole body is valid
-			d.SetThreshold(s.kind, s.m, s.v)
-		}
-		writeJSON(w, http.StatusOK, d.Thresholds())
-	}))
+	}
+	for _, s := range sets {
+		d.SetThreshold(s.kind, s.m, s.v)
+	}
+	api.JSON(w, http.StatusOK, d.Thresholds())
 }
 
 // Thresholds is the GET/PUT /api/v1/thresholds body: measurement names to values; a rule
@@ -379,98 +395,4 @@ func (d *Detector) Thresholds() Thresholds {
 		}
 	}
 	return t
-}
-
-// FlowParams reads src, dst, sport, dport and proto (all required), answering 400 when one
-// is missing or bad.
-func FlowParams(w http.ResponseWriter, r *http.Request) (k telemetry.FlowKey, ok bool) {
-	q := r.URL.Query()
-	num := func(name string, bits int) (uint64, bool) {
-		s := q.Get(name)
-		v, err := strconv.ParseUint(s, 10, bits)
-		if err != nil {
-			badParam(w, name, s, fmt.Sprintf("an integer 0-%d", uint64(1)<<bits-1))
-			return 0, false
-		}
-		return v, true
-	}
-	for _, p := range []string{"src", "dst"} {
-		if q.Get(p) == "" {
-			badParam(w, p, "", "an IPv4 or IPv6 address")
-			return k, false
-		}
-	}
-	sp, ok1 := num("sport", 16)
-	if !ok1 {
-		return k, false
-	}
-	dp, ok2 := num("dport", 16)
-	if !ok2 {
-		return k, false
-	}
-	pr, ok3 := num("proto", 8)
-	if !ok3 {
-		return k, false
-	}
-	k, ok = ParseFlow(q.Get("src"), q.Get("dst"), uint16(sp), uint16(dp), uint8(pr))
-	if !ok {
-		badParam(w, "src", q.Get("src")+","+q.Get("dst"), "IPv4 or IPv6 addresses of one family for src and dst")
-		return k, false
-	}
-	return k, true
-}
-
-// Handler is where Register adds endpoints (*api.Server). detect cannot import package api
-// (api → ingest → config → detect), so the error bodies below are written as api writes
-// them: {"error", "param", "value"}.
-type Handler interface {
-	Handle(pattern string, h http.Handler)
-}
-
-type errorBody struct {
-	Error string `json:"error"`
-	Param string `json:"param,omitempty"`
-	Value string `json:"value,omitempty"`
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
-}
-
-func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, errorBody{Error: msg})
-}
-
-func badParam(w http.ResponseWriter, param, value, allowed string) {
-	writeJSON(w, http.StatusBadRequest, errorBody{
-		Error: fmt.Sprintf("parameter %s: %q: must be %s", param, value, allowed), Param: param, Value: value,
-	})
-}
-
-func checkParams(w http.ResponseWriter, r *http.Request, allowed ...string) bool {
-	for k, vs := range r.URL.Query() {
-		ok := false
-		for _, a := range allowed {
-			ok = ok || a == k
-		}
-		if !ok {
-			v := ""
-			if len(vs) > 0 {
-				v = vs[0]
-			}
-			msg := "none"
-			if len(allowed) > 0 {
-				msg = strings.Join(allowed, ", ")
-			}
-			writeJSON(w, http.StatusBadRequest, errorBody{
-				Error: fmt.Sprintf("unknown parameter %s (allowed: %s)", k, msg), Param: k, Value: v,
-			})
-			return false
-		}
-	}
-	return true
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -25,13 +26,13 @@ type apiFixture struct {
 }
 
 func newAPIFixture(t *testing.T, cfg Config) *apiFixture {
-	bus := &event.Bus{}
-	f := &apiFixture{d: New(cfg, bus), buf: make([]event.Event, 64)}
-	f.log = NewLog(bus, 100, 1024)
-	mux := http.NewServeMux()
-	f.d.Register(mux, f.log)
-	f.srv = httptest.NewServer(mux)
-	t.Cleanup(func() { f.srv.Close(); f.log.Stop() })
+	cfg.EventLog, cfg.Ring = 100, 1024
+	f := &apiFixture{d: New(cfg, Deps{}), buf: make([]event.Event, 64)}
+	srv := api.New("127.0.0.1:0", nil)
+	f.d.RegisterAPI(srv)
+	f.log = f.d.Log()
+	f.srv = httptest.NewServer(srv.Handler())
+	t.Cleanup(f.srv.Close)
 	return f
 }
 

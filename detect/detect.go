@@ -29,10 +29,12 @@
 package detect
 
 import (
+	"context"
 	"math"
 	"sync/atomic"
 
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -40,8 +42,9 @@ import (
 // is above it.
 const Off = math.MaxUint64
 
-// Detector is the event detector. New is inert; Start allocates per-worker counters.
+// Detector is the event detector. New is inert; Start runs the event log.
 type Detector struct {
+	log    *Log
 	cfg    Config
 	bus    *event.Bus
 	shards []*shard
@@ -69,8 +72,25 @@ type workerCounts struct {
 	_     [64]byte
 }
 
-// New builds a detector publishing to bus. cfg must have passed Validate.
-func New(cfg Config, bus *event.Bus) *Detector {
+// Deps are what a Detector works with besides its configuration.
+type Deps struct {
+	// Bus receives the events; the API's event log and stream read it (a private bus when
+	// nil).
+	Bus *event.Bus
+	// Workers is the number of receive workers that call Process (at least 1).
+	Workers int
+	// Metrics, when set, gets the detector's series.
+	Metrics *metrics.Registry
+}
+
+// New builds a detector publishing to deps.Bus. cfg must have passed Validate. It starts
+// nothing: the event log that GET /api/v1/events reads (made by RegisterAPI: without the
+// API nobody reads it) runs between Start and Stop.
+func New(cfg Config, deps Deps) *Detector {
+	bus := deps.Bus
+	if bus == nil {
+		bus = &event.Bus{}
+	}
 	d := &Detector{cfg: cfg, bus: bus, shards: make([]*shard, cfg.Shards), mask: uint64(cfg.Shards - 1)}
 	perFlows := max(1, (cfg.MaxFlows+cfg.Shards-1)/cfg.Shards)
 	perKeys := max(1, (cfg.MaxKeys+cfg.Shards-1)/cfg.Shards)
@@ -91,16 +111,29 @@ func New(cfg Config, bus *event.Bus) *Detector {
 			d.above[m].Store(v)
 		}
 	}
-	d.workers = make([]workerCounts, 1)
+	d.workers = make([]workerCounts, max(deps.Workers, 1))
+	if deps.Metrics != nil {
+		d.registerMetrics(deps.Metrics)
+	}
 	return d
 }
 
 // Name implements ingest.Processor.
 func (d *Detector) Name() string { return "detect" }
 
-// Start implements ingest.Starter.
-func (d *Detector) Start(workers int) error {
-	d.workers = make([]workerCounts, max(workers, 1))
+// Start runs the event log.
+func (d *Detector) Start(context.Context) error {
+	if d.log != nil {
+		d.log.start()
+	}
+	return nil
+}
+
+// Stop ends the event log (the log keeps what it holds for queries).
+func (d *Detector) Stop(context.Context) error {
+	if d.log != nil {
+		d.log.stop()
+	}
 	return nil
 }
 

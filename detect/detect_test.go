@@ -91,7 +91,7 @@ func expect(t *testing.T, step string, got []string, want ...string) {
 func TestChangeAndAboveRules(t *testing.T) {
 	var bus event.Bus
 	c := bus.Subscribe("t", 1024)
-	d := New(testConfig(), &bus)
+	d := New(testConfig(), Deps{Bus: &bus})
 	// Written out explicitly to keep each arithmetic visible.
 	type st struct {
 		lat  uint32
@@ -129,7 +129,7 @@ func TestEndToEnd(t *testing.T) {
 	cfg := testConfig()
 	cfg.Change = map[string]uint64{"flow_latency": 10, "queue_occupancy": 5}
 	cfg.Above = map[string]uint64{"flow_latency": 100, "tx_utilization": 90}
-	d := New(cfg, &bus)
+	d := New(cfg, Deps{Bus: &bus})
 	d.Process(0, report(1, 1, hop{node: 1, lat: 30, qocc: 10, tx: 50}, hop{node: 2, lat: 40}))
 	expect(t, "first", drain(c),
 		"new_key switch queue_occupancy sw1 0->10",
@@ -157,7 +157,7 @@ func TestEndToEnd(t *testing.T) {
 func TestPathChange(t *testing.T) {
 	var bus event.Bus
 	c := bus.Subscribe("t", 1024)
-	d := New(testConfig(), &bus)
+	d := New(testConfig(), Deps{Bus: &bus})
 	d.Process(0, report(1, 1, hop{node: 1, lat: 10}, hop{node: 2, lat: 20}, hop{node: 3, lat: 30}))
 	drain(c)
 	d.Process(0, report(2, 1, hop{node: 1, lat: 10}, hop{node: 4, lat: 20}, hop{node: 3, lat: 100}))
@@ -184,7 +184,7 @@ func TestSeqGapsAndDrops(t *testing.T) {
 	c := bus.Subscribe("t", 1024)
 	cfg := testConfig()
 	cfg.Change = map[string]uint64{"seq_gaps": 0, "drops": 0}
-	d := New(cfg, &bus)
+	d := New(cfg, Deps{Bus: &bus})
 	rep := func(seq uint32, drop bool) *telemetry.Report {
 		var r telemetry.Report
 		r.Has = telemetry.HasNodeID | telemetry.HasSeq
@@ -215,7 +215,7 @@ func TestEvictionAndExpiry(t *testing.T) {
 	c := bus.Subscribe("t", 1024)
 	cfg := testConfig()
 	cfg.Shards, cfg.MaxFlows, cfg.Expire = 1, 2, 10*time.Second
-	d := New(cfg, &bus)
+	d := New(cfg, Deps{Bus: &bus})
 	sec := int64(time.Second)
 	d.Process(0, report(1*sec, 1, hop{node: 1, lat: 10}))
 	d.Process(0, report(2*sec, 2, hop{node: 1, lat: 10}))
@@ -251,7 +251,7 @@ func TestEvictionAndExpiry(t *testing.T) {
 func TestProcessNoAlloc(t *testing.T) {
 	var bus event.Bus
 	bus.Subscribe("t", 1<<10)
-	d := New(DefaultConfig(), &bus)
+	d := New(DefaultConfig(), Deps{Bus: &bus})
 	r := report(1, 1, hop{1, 10, 5, 5}, hop{2, 20, 5, 5}, hop{3, 30, 5, 5}, hop{4, 40, 5, 5}, hop{5, 50, 5, 5})
 	if a := testing.AllocsPerRun(1000, func() { r.RecvTime++; r.Hops[0].HopLatency ^= 0xff; d.Process(0, r) }); a != 0 {
 		t.Fatalf("Process: %v allocs per report", a)
@@ -270,7 +270,7 @@ func BenchmarkProcessManyFlows(b *testing.B) { benchProcess(b, 32768) }
 func benchProcess(b *testing.B, flows int) {
 	var bus event.Bus
 	c := bus.Subscribe("t", 1<<16)
-	d := New(DefaultConfig(), &bus)
+	d := New(DefaultConfig(), Deps{Bus: &bus})
 	rs := make([]*telemetry.Report, flows)
 	for i := range rs {
 		rs[i] = report(1, uint16(i), hop{1, 10, 5, 5}, hop{2, 20, 5, 5}, hop{3, 30, 5, 5}, hop{4, 40, 5, 5}, hop{5, 50, 5, 5})
@@ -303,7 +303,7 @@ func TestSwitchKeyEvictionAndExpiry(t *testing.T) {
 	cfg := testConfig()
 	cfg.Shards, cfg.MaxKeys, cfg.Expire = 1, 3, 10*time.Second
 	cfg.Change = map[string]uint64{"queue_occupancy": 5, "tx_utilization": 5}
-	d := New(cfg, &bus)
+	d := New(cfg, Deps{Bus: &bus})
 	sec := int64(time.Second)
 	// Switch 1: a queue and a port key; switch 2: a queue key. Full at 3 keys.
 	d.Process(0, report(1*sec, 1, hop{node: 1, lat: 10, qocc: 7, tx: 50}))
@@ -356,7 +356,7 @@ func filter(evs []string, s string) []string {
 func TestPathChangeAboveState(t *testing.T) {
 	var bus event.Bus
 	c := bus.Subscribe("t", 1024)
-	d := New(testConfig(), &bus) // change 50, above 200 for flow_hop_latency
+	d := New(testConfig(), Deps{Bus: &bus}) // change 50, above 200 for flow_hop_latency
 	d.Process(0, report(1, 1, hop{node: 1, lat: 10}, hop{node: 2, lat: 300}))
 	expect(t, "first", filter(drain(c), "e2e"),
 		"new_key switch flow_hop_latency sw1 0->10",

@@ -2,7 +2,6 @@ package detect
 
 import (
 	"cmp"
-	"net/netip"
 	"slices"
 	"time"
 
@@ -230,19 +229,6 @@ func (d *Detector) switchValues(sw uint32, fs *FlowState) {
 	}
 }
 
-// ParseFlow builds a flow key from the API's src, dst, sport, dport and proto values.
-func ParseFlow(src, dst string, sport, dport uint16, proto uint8) (telemetry.FlowKey, bool) {
-	var k telemetry.FlowKey
-	s, err1 := netip.ParseAddr(src)
-	t, err2 := netip.ParseAddr(dst)
-	if err1 != nil || err2 != nil || s.Unmap().Is4() != t.Unmap().Is4() {
-		return k, false
-	}
-	k.SetAddrs(s.Unmap(), t.Unmap())
-	k.SrcPort, k.DstPort, k.Proto = sport, dport, proto
-	return k, true
-}
-
 // Stats are the detector's counters.
 type Stats struct {
 	Reports      uint64            `json:"reports"`
@@ -281,8 +267,8 @@ func (d *Detector) Stats() Stats {
 	return st
 }
 
-// RegisterMetrics adds the detector's series to reg.
-func (d *Detector) RegisterMetrics(reg *metrics.Registry) {
+// registerMetrics adds the detector's series to reg.
+func (d *Detector) registerMetrics(reg *metrics.Registry) {
 	reg.Counter("intake_detect_reports_total", "Reports the event detector processed.").
 		Func(func() float64 { return float64(d.sum(cReports)) })
 	reg.Counter("intake_detect_values_total", "Metric values seen by the event detector (INTCollector M_all).").

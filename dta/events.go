@@ -1,6 +1,7 @@
 package dta
 
 import (
+	"context"
 	"encoding/binary"
 
 	"github.com/intake-int/intake/event"
@@ -91,3 +92,47 @@ func (w *EventWriter) Add(e *event.Event) bool {
 
 // Flush writes the partial batch, after each poll of the bus: an event waits for no other.
 func (w *EventWriter) Flush() { w.b.Flush() }
+
+// eventRing is the bus ring of the event list's consumer, in events.
+const eventRing = 1 << 14
+
+// startEvents subscribes to the bus and appends its events to dta.int.event_list until
+// stopEvents (when both are set).
+func (t *Translator) startEvents() {
+	w := t.EventWriter()
+	if w == nil || t.bus == nil {
+		return
+	}
+	t.consumer = t.bus.Subscribe("dta", eventRing)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.evDone = make(chan struct{})
+	c := t.consumer
+	go func() {
+		defer close(t.evDone)
+		buf := make([]event.Event, 256)
+		drain := func() {
+			for n := c.Poll(buf); n > 0; n = c.Poll(buf) {
+				for i := range buf[:n] {
+					w.Add(&buf[i])
+				}
+				w.Flush()
+			}
+		}
+		for c.Wait(ctx) {
+			drain()
+		}
+		drain()
+	}()
+	t.evCancel = cancel
+}
+
+// stopEvents leaves the bus and waits for the consumer to append what it holds.
+func (t *Translator) stopEvents() {
+	if t.consumer == nil {
+		return
+	}
+	t.bus.Unsubscribe(t.consumer)
+	t.evCancel()
+	<-t.evDone
+	t.consumer = nil
+}

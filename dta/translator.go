@@ -1,11 +1,14 @@
 package dta
 
 import (
+	"context"
 	"encoding/binary"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -63,6 +66,12 @@ type Translator struct {
 	batchers []*Batcher
 	stats    []workerStats
 
+	keyLen   int // decoder.dta.key_len, for API queries
+	bus      *event.Bus
+	consumer *event.Consumer // the event list's, between Start and Stop
+	evCancel context.CancelFunc
+	evDone   chan struct{}
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 	// Snapshots counts epoch snapshots taken; Resets, Key-Increment resets.
@@ -70,22 +79,42 @@ type Translator struct {
 	events            atomic.Uint64 // entries the EventWriter queued
 }
 
-// NewTranslator opens (or creates) the stores of cfg.
-func NewTranslator(cfg Config) (*Translator, error) {
-	st, err := OpenStores(&cfg)
-	if err != nil {
-		return nil, err
+// Deps are what a Translator works with besides its configuration.
+type Deps struct {
+	// Workers is the number of receive workers that call Process (at least 1).
+	Workers int
+	// Bus, with dta.int.event_list set, is where the detected events come from that the
+	// translator appends to that list (DTA Table 2).
+	Bus *event.Bus
+	// Metrics, when set, gets the translator's series.
+	Metrics *metrics.Registry
+}
+
+// NewTranslator builds the translator of cfg (which must have passed Validate). It opens
+// nothing: Start opens (or creates) the stores.
+func NewTranslator(cfg Config, deps Deps) *Translator {
+	t := &Translator{Cfg: cfg, stats: make([]workerStats, max(deps.Workers, 1)), bus: deps.Bus}
+	if deps.Metrics != nil {
+		t.registerMetrics(deps.Metrics)
 	}
-	return &Translator{Cfg: cfg, St: st, Cache: st.PC.NewCache(cfg.Postcard.Cache), stats: make([]workerStats, 1)}, nil
+	return t
 }
 
 // Name implements ingest.Processor.
 func (t *Translator) Name() string { return "dta" }
 
-// Start allocates the per-worker batches and starts the reset and snapshot timers.
-func (t *Translator) Start(workers int) error {
-	t.stats = make([]workerStats, workers)
-	t.batchers = make([]*Batcher, workers)
+// Start opens the stores, allocates the per-worker batches and starts the reset and
+// snapshot timers and the event list's consumer.
+func (t *Translator) Start(context.Context) error {
+	if t.stop != nil {
+		return nil
+	}
+	st, err := OpenStores(&t.Cfg)
+	if err != nil {
+		return err
+	}
+	t.St, t.Cache = st, st.PC.NewCache(t.Cfg.Postcard.Cache)
+	t.batchers = make([]*Batcher, len(t.stats))
 	for i := range t.batchers {
 		t.batchers[i] = t.St.AP.NewBatcher(t.Cfg.Append.Batch)
 	}
@@ -100,6 +129,7 @@ func (t *Translator) Start(workers int) error {
 			}
 		})
 	}
+	t.startEvents()
 	return nil
 }
 
@@ -128,13 +158,16 @@ func (t *Translator) Flush(worker int) {
 	}
 }
 
-// Stop writes what is cached and closes the stores.
-func (t *Translator) Stop() error {
-	if t.stop != nil {
-		close(t.stop)
-		t.wg.Wait()
-		t.stop = nil
+// Stop ends the event consumer (after appending what it holds), writes what is cached and
+// closes the stores.
+func (t *Translator) Stop(context.Context) error {
+	if t.stop == nil {
+		return nil
 	}
+	t.stopEvents()
+	close(t.stop)
+	t.wg.Wait()
+	t.stop = nil
 	for _, b := range t.batchers {
 		b.Flush()
 	}

@@ -1,6 +1,7 @@
 package dta
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -36,11 +37,8 @@ func TestTranslatorBadInput(t *testing.T) {
 	cfg := smallConfig(dir)
 	cfg.KeyWrite.Layout = "compat" // 4-byte keys only: the key_length reason
 	cfg.KeyIncrement.Layout = "compat"
-	tr, err := NewTranslator(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Start(1); err != nil {
+	tr := NewTranslator(cfg, Deps{Workers: 1})
+	if err := tr.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var in []telemetry.Report
@@ -108,7 +106,7 @@ func TestTranslatorBadInput(t *testing.T) {
 			t.Errorf("written %s = %d, want 0", n, got)
 		}
 	}
-	if err := tr.Stop(); err != nil { // flushes the Append batches and the postcard cache
+	if err := tr.Stop(context.Background()); err != nil { // flushes the Append batches and the postcard cache
 		t.Fatal(err)
 	}
 	if f := tr.Cache.Flushed.Load() + tr.Cache.Early.Load() + tr.Cache.Complete.Load(); f != 0 {

@@ -5,12 +5,57 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/intake-int/intake/metrics"
 )
 
 // Bus fans events out to its consumers; see the package doc. The zero Bus is ready to use.
 type Bus struct {
-	mu   sync.Mutex                  // serializes Subscribe/Unsubscribe
-	subs atomic.Pointer[[]*Consumer] // copy on write: Publish reads without a lock
+	mu      sync.Mutex                  // serializes Subscribe/Unsubscribe
+	subs    atomic.Pointer[[]*Consumer] // copy on write: Publish reads without a lock
+	retired map[string]uint64           // overflow of unsubscribed consumers, by name
+	ovf     *metrics.Family
+}
+
+// RegisterMetrics puts intake_event_ring_overflow_total{consumer} on reg: every consumer's
+// overflow, summed by consumer name over the bus's life (consumers that left included).
+// Call before the first Subscribe.
+func (b *Bus) RegisterMetrics(reg *metrics.Registry) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.ovf = reg.Counter("intake_event_ring_overflow_total", "Events dropped because a bus consumer's ring was full, by consumer.", "consumer")
+}
+
+// Overflow returns the events consumers named name have lost, over the bus's life.
+func (b *Bus) Overflow(name string) uint64 {
+	b.mu.Lock()
+	n := b.retired[name]
+	b.mu.Unlock()
+	for _, c := range b.Consumers() {
+		if c.name == name {
+			n += c.Overflow()
+		}
+	}
+	return n
+}
+
+// RingStatus is one consumer's ring (GET /api/v1/flowcache/stats lists them: the SmartNIC
+// sink's R_I rings).
+type RingStatus struct {
+	Consumer string `json:"consumer"`
+	Size     int    `json:"size"`
+	Pending  int    `json:"pending"`
+	Drops    uint64 `json:"drops"`
+}
+
+// Rings returns every current consumer's ring status.
+func (b *Bus) Rings() []RingStatus {
+	cs := b.Consumers()
+	out := make([]RingStatus, len(cs))
+	for i, c := range cs {
+		out[i] = RingStatus{Consumer: c.Name(), Size: c.Cap(), Pending: c.Len(), Drops: c.Overflow()}
+	}
+	return out
 }
 
 // Consumer is one subscriber's bounded ring.
@@ -44,6 +89,9 @@ func (b *Bus) Subscribe(name string, size int) *Consumer {
 		c.slots[i].seq.Store(uint64(i))
 	}
 	b.mu.Lock()
+	if b.ovf != nil {
+		b.ovf.Func(func() float64 { return float64(b.Overflow(name)) }, name)
+	}
 	var next []*Consumer
 	if cur := b.subs.Load(); cur != nil {
 		next = slices.Clone(*cur)
@@ -63,6 +111,12 @@ func (b *Bus) Unsubscribe(c *Consumer) {
 		return
 	}
 	next := slices.DeleteFunc(slices.Clone(*cur), func(x *Consumer) bool { return x == c })
+	if len(next) < len(*cur) {
+		if b.retired == nil {
+			b.retired = map[string]uint64{}
+		}
+		b.retired[c.name] += c.Overflow()
+	}
 	b.subs.Store(&next)
 }
 

@@ -71,11 +71,11 @@ func TestSinkAbsentShutdown(t *testing.T) {
 	cfg := exportConfig()
 	cfg.InfluxDB.URL = "http://127.0.0.1:" + strconv.Itoa(freePort(t)) // nobody listens
 	d, bus := detector()
-	p, err := export.New(cfg, bus, d, metrics.NewRegistry(), nil, nil, 0)
+	p, err := export.New(cfg, export.Deps{Bus: bus, Source: d, Metrics: metrics.NewRegistry(), Ring: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Start(1024)
+	p.Start(context.Background())
 	for i, lat := range []uint32{100, 120, 200} {
 		d.Process(0, report(i, lat))
 	}

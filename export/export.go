@@ -54,17 +54,35 @@ type Pipeline struct {
 	fromEvents atomic.Uint64
 	fromPeriod atomic.Uint64
 	expireTick time.Duration
+	ring       int
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-// New builds a pipeline over bus and src with the sinks the configuration turns on (and
-// extra ones, e.g. Redis), registering every counter in reg. values returns the detector's
-// M_all for the reduction factor (nil leaves the factor out). expireTick is how often a
-// snapshot runs for expiry alone when the periodic push is off (0: never).
-func New(cfg Config, bus *event.Bus, src Source, reg *metrics.Registry, gaugeReg *metrics.Registry, values func() uint64, expireTick time.Duration, extra ...Sink) (*Pipeline, error) {
-	p := &Pipeline{cfg: cfg, bus: bus, src: src, values: values, expireTick: expireTick}
+// Deps are what a Pipeline works with besides its configuration.
+type Deps struct {
+	// Bus is where events come from (through a ring of Ring events); Source is what the
+	// periodic push snapshots (the detector).
+	Bus    *event.Bus
+	Ring   int
+	Source Source
+	// Metrics gets the pipeline's and the sinks' counters; Gauges, when set, gets the
+	// latest-value gauges of export.prometheus.gauges (the registry /metrics serves).
+	Metrics, Gauges *metrics.Registry
+	// Values returns the detector's M_all for the reduction factor (nil leaves it out).
+	Values func() uint64
+	// ExpireTick is how often a snapshot runs for expiry alone when the periodic push is
+	// off (0: never).
+	ExpireTick time.Duration
+	// Extra sinks beside those the configuration turns on.
+	Extra []Sink
+}
+
+// New builds a pipeline with the sinks the configuration turns on. It starts nothing.
+func New(cfg Config, deps Deps) (*Pipeline, error) {
+	bus, src, reg, gaugeReg, values := deps.Bus, deps.Source, deps.Metrics, deps.Gauges, deps.Values
+	p := &Pipeline{cfg: cfg, bus: bus, src: src, values: values, expireTick: deps.ExpireTick, ring: max(deps.Ring, 2)}
 	if cfg.Prometheus.Gauges && gaugeReg != nil {
 		p.sinks = append(p.sinks, NewGauges(gaugeReg, cfg.Prometheus.SeriesLimit, reg))
 	}
@@ -74,7 +92,7 @@ func New(cfg Config, bus *event.Bus, src Source, reg *metrics.Registry, gaugeReg
 	if cfg.Prometheus.RemoteWrite != "" {
 		p.sinks = append(p.sinks, NewRemoteWrite(cfg, reg))
 	}
-	p.sinks = append(p.sinks, extra...)
+	p.sinks = append(p.sinks, deps.Extra...)
 	if reg != nil {
 		ex := reg.Counter("intake_export_values_total", "Metric values exported, by source: event (M_event) or periodic push.", "source")
 		ex.Func(func() float64 { return float64(p.fromEvents.Load()) }, "event")
@@ -160,8 +178,15 @@ func (p *Pipeline) Status() Status {
 // Consumer returns the pipeline's bus consumer (nil before Start).
 func (p *Pipeline) Consumer() *event.Consumer { return p.cons }
 
-// Start subscribes to the bus with a ring of ring events and runs the pipeline.
-func (p *Pipeline) Start(ring int) error {
+// Name is the pipeline's component name.
+func (p *Pipeline) Name() string { return "export" }
+
+// Start subscribes to the bus and runs the pipeline and its sinks.
+func (p *Pipeline) Start(context.Context) error {
+	if p.cancel != nil {
+		return nil
+	}
+	ring := p.ring
 	for i, s := range p.sinks {
 		if err := s.Start(); err != nil {
 			for _, t := range p.sinks[:i] {

@@ -31,17 +31,16 @@ import (
 // (the paper's formula: R·k / (E/T + K/P) = 2000 × 17 / (15.18 + 71)).
 func TestReductionSynthetic(t *testing.T) {
 	bus := &event.Bus{}
-	d := detect.New(detect.DefaultConfig(), bus) // T(m) = 50, expire 1 min
+	reg := metrics.NewRegistry()
+	d := detect.New(detect.DefaultConfig(), detect.Deps{Bus: bus, Metrics: reg}) // T(m) = 50, expire 1 min
 	cfg := export.DefaultConfig()
 	cfg.Period = 0 // pushed below, at the run's own times
 	cfg.Prometheus.Gauges = false
-	reg := metrics.NewRegistry()
-	d.RegisterMetrics(reg)
-	p, err := export.New(cfg, bus, d, reg, nil, func() uint64 { return d.Stats().Values }, 0)
+	p, err := export.New(cfg, export.Deps{Bus: bus, Source: d, Metrics: reg, Values: func() uint64 { return d.Stats().Values }, Ring: 1 << 16})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Start(1 << 16); err != nil {
+	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	const flows, rate, secs = 100, 20, 60

@@ -210,7 +210,7 @@ func detector() (*detect.Detector, *event.Bus) {
 	bus := &event.Bus{}
 	cfg := detect.DefaultConfig()
 	cfg.Shards = 4
-	return detect.New(cfg, bus), bus
+	return detect.New(cfg, detect.Deps{Bus: bus}), bus
 }
 
 func exportConfig() export.Config {
@@ -227,11 +227,11 @@ func exportConfig() export.Config {
 func run(t *testing.T, cfg export.Config, reg, gauges *metrics.Registry) *export.Pipeline {
 	t.Helper()
 	d, bus := detector()
-	p, err := export.New(cfg, bus, d, reg, gauges, func() uint64 { return d.Stats().Values }, 0)
+	p, err := export.New(cfg, export.Deps{Bus: bus, Source: d, Metrics: reg, Gauges: gauges, Values: func() uint64 { return d.Stats().Values }, Ring: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Start(1024); err != nil {
+	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for i, lat := range []uint32{100, 120, 200} {
@@ -474,11 +474,11 @@ func TestSinkRestart(t *testing.T) {
 	cfg.InfluxDB.URL, cfg.InfluxDB.Database, cfg.InfluxDB.Batch = s.url, "intake", 10
 	d, bus := detector()
 	d.SetThreshold(event.KindChange, event.FlowHopLatency, 0) // every change of switch 1's latency is an event
-	p, err := export.New(cfg, bus, d, metrics.NewRegistry(), nil, nil, 0)
+	p, err := export.New(cfg, export.Deps{Bus: bus, Source: d, Metrics: metrics.NewRegistry(), Ring: 1 << 12})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Start(1 << 12)
+	p.Start(context.Background())
 	in := p.Sinks()[0].(*export.InfluxSink)
 	i := 0
 	feed := func(n int) {

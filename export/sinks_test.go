@@ -23,11 +23,11 @@ func TestInfluxDBTimestampINT(t *testing.T) {
 	cfg := exportConfig()
 	cfg.InfluxDB.URL, cfg.InfluxDB.Database, cfg.InfluxDB.Timestamp, cfg.InfluxDB.Gzip = s.url, "inttime", "int", false
 	d, bus := detector()
-	p, err := export.New(cfg, bus, d, metrics.NewRegistry(), nil, nil, 0)
+	p, err := export.New(cfg, export.Deps{Bus: bus, Source: d, Metrics: metrics.NewRegistry(), Ring: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Start(1024)
+	p.Start(context.Background())
 	// Device clock: 7 s after base, a report each 10 µs; hop 1 leaves 1500 ns after the
 	// report's ingress time, hop 2 2500 ns; hop 1's latency jumps by 100 (an event).
 	dev := uint64(base) + 7*uint64(time.Second)

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/label"
+	"github.com/intake-int/intake/wire"
 )
 
 // Real time, real UDP over loopback into a real ingest collector running the INT-label
@@ -20,20 +20,19 @@ func TestCollectorCoverageEqualsGroundTruth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time run")
 	}
-	cfg := config.Default()
-	cfg.Listeners = []config.Listener{{Name: "int-label", Format: "int-label", Address: "127.0.0.1", Sockets: 1, Batch: 16, RcvBuf: 4 << 20, MaxDatagram: 2048}}
+	cfg := ingest.Config{Listeners: []ingest.Listener{{Name: "int-label", Format: "int-label", Address: "127.0.0.1", Sockets: 1, Batch: 16, RcvBuf: 4 << 20, MaxDatagram: 2048}}, Decoder: wire.DefaultConfig()}
 	lc := label.DefaultConfig()
 	lc.Clock = label.ClockLabel // windows by label time: independent of loopback jitter
 	lc.ActiveWindows = 3
 	ctl := label.New(lc, nil, nil)
-	coll, err := ingest.New(cfg, nil, ctl)
+	coll, err := ingest.New(cfg, ingest.Deps{Processors: []ingest.Processor{ctl}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := coll.Start(); err != nil {
+	if err := coll.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer coll.Stop()
+	defer coll.Stop(context.Background())
 
 	lp := DefaultLink
 	f, err := New(Config{
@@ -119,13 +118,15 @@ func TestProFeedbackOverControlEndpoint(t *testing.T) {
 	lc.K, lc.LabelingInterval, lc.FeedbackPeriod = 1, 50*time.Millisecond, 5*time.Millisecond
 	hc := label.NewHTTPControl("http://" + ctlAddr)
 	ctl := label.New(lc, hc, nil)
-	cfg := config.Default()
-	cfg.Listeners = []config.Listener{{Name: "int-label", Format: "int-label", Address: "127.0.0.1", Sockets: 1, Batch: 16, RcvBuf: 4 << 20, MaxDatagram: 2048}}
-	coll, err := ingest.New(cfg, nil, ctl)
+	cfg := ingest.Config{Listeners: []ingest.Listener{{Name: "int-label", Format: "int-label", Address: "127.0.0.1", Sockets: 1, Batch: 16, RcvBuf: 4 << 20, MaxDatagram: 2048}}, Decoder: wire.DefaultConfig()}
+	coll, err := ingest.New(cfg, ingest.Deps{Processors: []ingest.Processor{ctl}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := coll.Start(); err != nil {
+	if err := ctl.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := coll.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ep := Endpoints{Label: coll.ListenerAddr(0), Control: ctlAddr}
@@ -136,7 +137,10 @@ func TestProFeedbackOverControlEndpoint(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- f.Run(ctx, ep) }()
 	time.Sleep(1500 * time.Millisecond)
-	if err := coll.Stop(); err != nil { // stops Algorithm 3 and flushes the sender
+	if err := coll.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.Stop(context.Background()); err != nil { // stops Algorithm 3 and flushes the sender
 		t.Fatal(err)
 	}
 	k := ctl.Counters()

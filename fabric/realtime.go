@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/label"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
@@ -253,14 +254,6 @@ func (f *Fabric) View() TopologyView {
 	return v
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	e := json.NewEncoder(w)
-	e.SetIndent("", "  ")
-	e.Encode(v)
-}
-
 // controlHandler serves the control endpoint (docs/fabric.md): the shift channel of
 // label.ControlPath, plus GET /v1/topology and GET /v1/stats for people and the demo.
 func (f *Fabric) controlHandler() http.Handler {
@@ -270,11 +263,11 @@ func (f *Fabric) controlHandler() http.Handler {
 		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&s); err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "body: " + err.Error()})
+			api.Error(w, http.StatusBadRequest, "body: "+err.Error())
 			return
 		}
 		if s.Shift > 16 {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("shift %d: must be at most 16", s.Shift)})
+			api.Error(w, http.StatusBadRequest, fmt.Sprintf("shift %d: must be at most 16", s.Shift))
 			return
 		}
 		ok := false
@@ -284,10 +277,10 @@ func (f *Fabric) controlHandler() http.Handler {
 			}
 		})
 		if !ok {
-			writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no switch %d port %d", s.SwitchID, s.Port)})
+			api.Error(w, http.StatusNotFound, fmt.Sprintf("no switch %d port %d", s.SwitchID, s.Port))
 			return
 		}
-		writeJSON(w, http.StatusOK, s)
+		api.JSON(w, http.StatusOK, s)
 	})
 	mux.HandleFunc("GET "+label.ControlPath, func(w http.ResponseWriter, r *http.Request) {
 		out := label.Shifts{Shifts: []label.Shift{}}
@@ -299,20 +292,20 @@ func (f *Fabric) controlHandler() http.Handler {
 				}
 			}
 		})
-		writeJSON(w, http.StatusOK, out)
+		api.JSON(w, http.StatusOK, out)
 	})
 	mux.HandleFunc("GET /v1/topology", func(w http.ResponseWriter, r *http.Request) {
 		var v TopologyView
 		f.do(func() { v = f.View() })
-		writeJSON(w, http.StatusOK, v)
+		api.JSON(w, http.StatusOK, v)
 	})
 	mux.HandleFunc("GET /v1/stats", func(w http.ResponseWriter, r *http.Request) {
 		var s Stats
 		f.do(func() { s = f.Stats() })
-		writeJSON(w, http.StatusOK, s)
+		api.JSON(w, http.StatusOK, s)
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such endpoint: " + r.Method + " " + r.URL.Path})
+		api.Error(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 	return mux
 }

@@ -9,13 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
-	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/pcap"
 	"github.com/intake-int/intake/telemetry"
+	"github.com/intake-int/intake/wire"
 )
 
 var udpRate = flag.Float64("flowcache.udp-rate", 0, "TestAccuracyUDP: send the trace over loopback UDP at this many datagrams/s (0: skip the test)")
@@ -97,26 +96,28 @@ func walk(t *testing.T, g *gen.Generator, n uint64, fn func(i uint64, b []byte) 
 }
 
 // accCollector is a collector with the flow cache alone, linear histograms of width 1.
-func accCollector(t *testing.T, listener *config.Listener) (*ingest.Collector, *flowcache.FlowCache) {
-	cfg, err := config.Parse(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+func accCollector(t *testing.T, listener *ingest.Listener) (*ingest.Receiver, *flowcache.FlowCache) {
+	cfg := ingest.Config{Listeners: []ingest.Listener{{Format: "report", Port: 32766}}, Decoder: wire.DefaultConfig()}
 	if listener != nil {
-		cfg.Listeners = []config.Listener{*listener}
+		cfg.Listeners = []ingest.Listener{*listener}
 	}
-	fcfg := cfg.FlowCache
+	cfg.FillDefaults()
+	fcfg := flowcache.DefaultConfig()
 	fcfg.Rows, fcfg.Buckets = 1024, 12
 	fcfg.Histograms = flowcache.HistConfig{Scale: "linear", Bins: accBins, MaxSwitches: 64,
 		Width: flowcache.Widths{HopLatency: 1, QueueOccupancy: 1, TxUtil: 1, Latency: 1}}
 	if err := fcfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	fc := flowcache.New(fcfg)
-	coll, err := ingest.New(cfg, metrics.NewRegistry(), fc)
+	fc := flowcache.New(fcfg, flowcache.Deps{Workers: cfg.Workers()})
+	coll, err := ingest.New(cfg, ingest.Deps{Processors: []ingest.Processor{fc}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := fc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fc.Stop(context.Background()) })
 	return coll, fc
 }
 
@@ -212,9 +213,9 @@ func TestAccuracyUDP(t *testing.T) {
 		t.Skip("opt-in: -flowcache.udp-rate N")
 	}
 	g := accGen(t)
-	coll, fc := accCollector(t, &config.Listener{Name: "acc", Format: "report", Address: "127.0.0.1", Port: 0, Sockets: 2,
+	coll, fc := accCollector(t, &ingest.Listener{Name: "acc", Format: "report", Address: "127.0.0.1", Port: 0, Sockets: 2,
 		Batch: 64, RcvBuf: 32 << 20, MaxDatagram: 9216})
-	if err := coll.Start(); err != nil {
+	if err := coll.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	n := uint64(max(*udpRate*2, 100000)) // about 2 s
@@ -236,7 +237,7 @@ func TestAccuracyUDP(t *testing.T) {
 		}
 		last = d
 	}
-	coll.Stop()
+	coll.Stop(context.Background())
 	tr := walk(t, g, stats.Claimed, nil)
 	st := coll.Status()
 	_, path := g.Flow(0)

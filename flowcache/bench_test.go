@@ -37,7 +37,7 @@ func benchCache(b *testing.B) (*FlowCache, []telemetry.FlowKey) {
 	benchOnce.Do(func() {
 		c := DefaultConfig()
 		c.Rows = 1 << 19
-		benchFC = New(c)
+		benchFC = New(c, Deps{})
 		benchKeys = make([]telemetry.FlowKey, benchFlows)
 		r := report(telemetry.FlowKey{}, 1, hop{1, 100, 10, 50}, hop{2, 200, 20, 60}, hop{3, 300, 30, 70}, hop{4, 400, 40, 80}, hop{5, 500, 50, 90})
 		for i := range benchKeys {

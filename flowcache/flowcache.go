@@ -17,11 +17,14 @@
 package flowcache
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -39,6 +42,8 @@ type FlowCache struct {
 	exported   atomic.Uint64 // records handed to the sinks
 	inserts    atomic.Uint64
 
+	bus         *event.Bus
+	statusExtra func() any // the record sinks' status for the stats endpoint
 	sinks       []func(*Record)
 	latest      func(*Record)
 	latestEvery time.Duration
@@ -69,13 +74,28 @@ type workerCounts struct {
 	_       [64]byte
 }
 
+// Deps are what a FlowCache works with besides its configuration.
+type Deps struct {
+	// Workers is the number of receive workers that call Process (at least 1).
+	Workers int
+	// Metrics, when set, gets the cache's series.
+	Metrics *metrics.Registry
+	// Bus, when set, is listed in GET /api/v1/flowcache/stats (its consumers' rings are the
+	// paper's R_I rings).
+	Bus *event.Bus
+}
+
 // New builds the cache (allocating the table and the rings). cfg must have passed Validate.
-func New(cfg Config) *FlowCache {
+func New(cfg Config, deps Deps) *FlowCache {
+	workers := max(deps.Workers, 1)
 	f := &FlowCache{cfg: cfg, t: newTable(cfg.Rows, cfg.Buckets, cfg.MaxHops),
-		hist: newHistograms(cfg.Histograms, 1)}
+		hist: newHistograms(cfg.Histograms, workers), bus: deps.Bus}
 	f.now = f.dataClock
 	f.rings = newRingSet(cfg.Rings, cfg.RingEntries, f.t.bktW)
-	f.workers = make([]workerCounts, 1)
+	f.workers = make([]workerCounts, workers)
+	if deps.Metrics != nil {
+		f.registerMetrics(deps.Metrics)
+	}
 	return f
 }
 
@@ -119,23 +139,11 @@ func (f *FlowCache) dataClock() int64 {
 	return recv + (now - wall)
 }
 
-// Start implements ingest.Starter: per-worker counters and histogram shards, the drain, the
-// ager and the periodic latest-values walk.
-func (f *FlowCache) Start(workers int) error {
-	if workers > len(f.workers) {
-		w := make([]workerCounts, workers)
-		for i := range f.workers {
-			for j := range nCounts {
-				w[i].local[j] = f.workers[i].local[j]
-				w[i].pub[j].Store(f.workers[i].pub[j].Load())
-			}
-			w[i].recv = f.workers[i].recv
-			w[i].pubRecv.Store(f.workers[i].pubRecv.Load())
-			w[i].pubWall.Store(f.workers[i].pubWall.Load())
-		}
-		f.workers = w
+// Start runs the drain, the ager and the periodic latest-values walk.
+func (f *FlowCache) Start(context.Context) error {
+	if f.stop != nil {
+		return nil
 	}
-	f.hist.resize(workers)
 	f.stop = make(chan struct{})
 	f.wg.Add(1)
 	go f.drainLoop()
@@ -150,8 +158,9 @@ func (f *FlowCache) Start(workers int) error {
 	return nil
 }
 
-// Stop implements ingest.Stopper: it stops the goroutines and drains the rings once more.
-func (f *FlowCache) Stop() error {
+// Stop stops the goroutines and drains the rings once more into the sinks (whose queues the
+// caller stops after).
+func (f *FlowCache) Stop(context.Context) error {
 	if f.stop == nil {
 		return nil
 	}

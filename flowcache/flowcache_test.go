@@ -1,6 +1,7 @@
 package flowcache
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -80,7 +81,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestAverages(t *testing.T) {
-	f := New(small(4, 2))
+	f := New(small(4, 2), Deps{})
 	k := flow(1000)
 	f.Process(0, report(k, 100, hop{1, 10, 5, 7}, hop{2, 20, 0, 8}, hop{3, 30, 9, 9}))
 	f.Process(0, report(k, 200, hop{1, 11, 6, 7}, hop{2, 21, 3, 8}, hop{3, 36, 9, 10}))
@@ -120,7 +121,7 @@ func TestAverages(t *testing.T) {
 func TestPathChangeAndTruncation(t *testing.T) {
 	c := small(1, 1)
 	c.MaxHops = 2
-	f := New(c)
+	f := New(c, Deps{})
 	k := flow(1)
 	f.Process(0, report(k, 1, hop{1, 10, 0, 0}, hop{2, 20, 0, 0}))
 	f.Process(0, report(k, 2, hop{1, 30, 0, 0}, hop{5, 40, 0, 0}, hop{6, 1, 1, 1})) // hop 2 changed; 3 hops
@@ -160,7 +161,7 @@ func summary(rs []Record) string {
 }
 
 func TestEvictionOrder(t *testing.T) {
-	f := New(small(1, 3))
+	f := New(small(1, 3), Deps{})
 	got := collect(f)
 	f.Process(0, report(flow(1), 10, hop{1, 1, 1, 1}))
 	f.Process(0, report(flow(2), 20, hop{1, 1, 1, 1}))
@@ -191,7 +192,7 @@ func TestEvictionOrder(t *testing.T) {
 func TestAging(t *testing.T) {
 	c := small(1, 4)
 	c.IdleTimeout = 10 * time.Second
-	f := New(c)
+	f := New(c, Deps{})
 	got := collect(f)
 	s := int64(time.Second)
 	f.Process(0, report(flow(1), 0, hop{1, 1, 1, 1}))
@@ -219,7 +220,7 @@ func TestAging(t *testing.T) {
 func TestAgerGoroutine(t *testing.T) {
 	c := small(1, 4)
 	c.IdleTimeout, c.AgeInterval = time.Second, 10*time.Millisecond
-	f := New(c)
+	f := New(c, Deps{})
 	var mu sync.Mutex
 	var got []Record
 	f.AddSink(func(r *Record) { mu.Lock(); got = append(got, *r); mu.Unlock() })
@@ -227,7 +228,7 @@ func TestAgerGoroutine(t *testing.T) {
 	clock := int64(0)
 	f.SetClock(func() int64 { now.Lock(); defer now.Unlock(); return clock })
 	f.Process(0, report(flow(1), 0, hop{1, 1, 1, 1}))
-	if err := f.Start(1); err != nil {
+	if err := f.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	now.Lock()
@@ -243,7 +244,7 @@ func TestAgerGoroutine(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	f.Stop()
+	f.Stop(context.Background())
 	if s := summary(got); s != "1:idle:1@0" {
 		t.Errorf("aged %q", s)
 	}
@@ -252,7 +253,7 @@ func TestAgerGoroutine(t *testing.T) {
 func TestRingOverflow(t *testing.T) {
 	c := small(1, 1)
 	c.RingEntries = 2
-	f := New(c)
+	f := New(c, Deps{})
 	got := collect(f)
 	for p := uint16(1); p <= 5; p++ {
 		f.Process(0, report(flow(p), int64(p), hop{1, 1, 1, 1}))
@@ -279,7 +280,7 @@ func TestRingOverflow(t *testing.T) {
 func TestRingsByRow(t *testing.T) {
 	c := small(4, 1)
 	c.Rings, c.RingEntries = 2, 2
-	f := New(c)
+	f := New(c, Deps{})
 	// Fill rows until the ring of some row overflows: rings are per row mod 2.
 	for p := uint16(1); p <= 200; p++ {
 		f.Process(0, report(flow(p), int64(p), hop{1, 1, 1, 1}))
@@ -294,7 +295,7 @@ func TestHistogramsLinear(t *testing.T) {
 	c := small(1, 1)
 	c.Histograms = HistConfig{Scale: "linear", Bins: 4, MaxSwitches: 2,
 		Width: Widths{HopLatency: 10, QueueOccupancy: 1, TxUtil: 100, Latency: 50}}
-	f := New(c)
+	f := New(c, Deps{})
 	for _, v := range []uint32{0, 9, 10, 25, 1000} {
 		f.Process(0, report(flow(1), 1, hop{7, v, v, v}))
 	}
@@ -333,7 +334,7 @@ func TestHistogramsLinear(t *testing.T) {
 func TestHistogramsLog(t *testing.T) {
 	c := small(1, 1)
 	c.Histograms.Bins = 8
-	f := New(c)
+	f := New(c, Deps{})
 	for _, v := range []uint32{0, 1, 2, 3, 4, 7, 8, 1 << 30} {
 		f.Process(0, report(flow(1), 1, hop{4294967295, v, 0, 0}))
 	}
@@ -351,9 +352,9 @@ func TestHistogramsLog(t *testing.T) {
 // report is counted exactly once and the sums are exact.
 func TestConcurrent(t *testing.T) {
 	c := small(64, 12)
-	f := New(c)
 	const workers, per = 4, 5000
-	f.Start(workers)
+	f := New(c, Deps{Workers: workers})
+	f.Start(context.Background())
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -381,7 +382,7 @@ func TestConcurrent(t *testing.T) {
 	}()
 	wg.Wait()
 	close(done)
-	f.Stop()
+	f.Stop(context.Background())
 	var pk uint64
 	for p := uint16(0); p < 16; p++ {
 		k := flow(p)
@@ -407,7 +408,7 @@ func TestConcurrent(t *testing.T) {
 }
 
 func TestTop(t *testing.T) {
-	f := New(small(16, 4))
+	f := New(small(16, 4), Deps{})
 	for p := uint16(1); p <= 6; p++ {
 		for i := 0; i < int(p%4)+1; i++ {
 			f.Process(0, report(flow(p), int64(p), hop{1, uint32(p) * 10, 0, 0}, hop{2, 1, 0, 0}))
@@ -433,7 +434,7 @@ func TestTop(t *testing.T) {
 }
 
 func TestZeroAlloc(t *testing.T) {
-	f := New(small(64, 12))
+	f := New(small(64, 12), Deps{})
 	r := report(flow(1), 1, hop{1, 1, 1, 1}, hop{2, 2, 2, 2}, hop{3, 3, 3, 3}, hop{4, 4, 4, 4}, hop{5, 5, 5, 5})
 	i := 0
 	if n := testing.AllocsPerRun(1000, func() {
@@ -450,7 +451,7 @@ func TestZeroAlloc(t *testing.T) {
 func TestDataClock(t *testing.T) {
 	c := small(1, 4)
 	c.IdleTimeout = time.Minute
-	f := New(c)
+	f := New(c, Deps{})
 	wall := time.Now().UnixNano()
 	if got := f.dataClock(); got < wall || got > wall+int64(time.Second) {
 		t.Fatalf("before any report the clock is the wall clock: %d vs %d", got, wall)

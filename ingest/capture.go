@@ -24,16 +24,13 @@ const captureFlush = 64
 // UDP datagram to a listener's port is decoded by that listener's first worker and its
 // reports go to the processors, exactly as if it had arrived on the socket; frames that are
 // not UDP and datagrams to other ports are counted as ingest drops (not_udp, no_listener)
-// on the first listener. RecvTime is the capture timestamp. The processors are started and
-// stopped around the run; the Collector must not be running.
-func (c *Collector) RunCapture(rd *pcap.Reader) (CaptureSummary, error) {
+// on the first listener. RecvTime is the capture timestamp. The processors must be started
+// (and are flushed, not stopped, at the end); the Receiver must not be running.
+func (c *Receiver) RunCapture(rd *pcap.Reader) (CaptureSummary, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.running {
 		return CaptureSummary{}, errors.New("ingest: RunCapture while the collector is running")
-	}
-	if err := c.startProcessors(); err != nil {
-		return CaptureSummary{}, err
 	}
 	var byPort [65536]*worker
 	for _, l := range c.listeners {
@@ -86,12 +83,8 @@ func (c *Collector) RunCapture(rd *pcap.Reader) (CaptureSummary, error) {
 	}
 	first.publish()
 	sum.Elapsed = time.Since(start)
-	perr := c.stopProcessors()
 	if err == io.EOF {
-		err = nil
+		return sum, nil
 	}
-	if err != nil {
-		err = fmt.Errorf("capture: %w", err)
-	}
-	return sum, errors.Join(err, perr)
+	return sum, fmt.Errorf("capture: %w", err)
 }

@@ -11,15 +11,19 @@
 //   - everything that moves is counted: datagrams and bytes per listener, reports per format,
 //     decode errors per reason, datagrams ingest drops per reason, the kernel's own socket
 //     drops (SO_RXQ_OVFL, SO_MEMINFO at Stop), processor queue drops;
-//   - the same worker code runs over a capture file at full speed (Collector.RunCapture).
+//   - the same worker code runs over a capture file at full speed (Receiver.RunCapture).
 //
-// A Collector is inert after New, receives between Start and Stop, and can be started again;
-// its counters are cumulative over its life.
+// A Receiver is inert after New, receives between Start and Stop, and can be started again;
+// its counters are cumulative over its life. It knows the processors only as the small
+// interfaces of processor.go: their lifecycles are the caller's (package collector starts
+// them before the Receiver and stops them after it).
 package ingest
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"runtime"
@@ -27,7 +31,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
@@ -36,7 +39,7 @@ import (
 // listener is one configured port and its workers.
 type listener struct {
 	idx     int
-	cfg     config.Listener
+	cfg     Listener
 	in      wire.Input
 	dec     *wire.Decoder
 	workers []*worker
@@ -47,10 +50,21 @@ type listener struct {
 	rcvbufGranted int
 }
 
-// Collector receives, decodes and dispatches telemetry for every configured listener.
-type Collector struct {
-	cfg       config.Config
+// Deps are what a Receiver works with besides its configuration.
+type Deps struct {
+	// Metrics is where its series go (a fresh registry when nil).
+	Metrics *metrics.Registry
+	// Processors receive every decoded report, in this order.
+	Processors []Processor
+	// Logger (slog.Default() when nil).
+	Logger *slog.Logger
+}
+
+// Receiver receives, decodes and dispatches telemetry for every configured listener.
+type Receiver struct {
+	cfg       Config
 	reg       *metrics.Registry
+	log       *slog.Logger
 	procs     []Processor
 	listeners []*listener
 	workers   []*worker // all workers, indexed by id
@@ -67,17 +81,22 @@ type Collector struct {
 	rates rateState
 }
 
-// New builds a Collector from a validated configuration. It registers its metrics on reg
-// (a fresh registry when nil) and opens nothing: see Start. Processors receive reports in
-// the order given.
-func New(cfg config.Config, reg *metrics.Registry, procs ...Processor) (*Collector, error) {
+// New builds a Receiver from a configuration (defaults are filled in, then it is
+// validated). It registers its metrics and opens nothing: see Start.
+func New(cfg Config, deps Deps) (*Receiver, error) {
+	cfg.Listeners = append([]Listener(nil), cfg.Listeners...)
+	cfg.FillDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	reg, log, procs := deps.Metrics, deps.Logger, deps.Processors
 	if reg == nil {
 		reg = metrics.NewRegistry()
 	}
-	c := &Collector{cfg: cfg, reg: reg, procs: procs, created: time.Now()}
+	if log == nil {
+		log = slog.Default()
+	}
+	c := &Receiver{cfg: cfg, reg: reg, log: log.With("component", "ingest"), procs: procs, created: time.Now()}
 	var flushers []Flusher
 	for _, p := range procs {
 		if f, ok := p.(Flusher); ok {
@@ -91,7 +110,7 @@ func New(cfg config.Config, reg *metrics.Registry, procs ...Processor) (*Collect
 			return nil, fmt.Errorf("listeners[%d].decoder: %w", i, err)
 		}
 		l := &listener{idx: i, cfg: lc, in: in, dec: dec}
-		coalesce := config.DefaultCoalesce
+		coalesce := DefaultCoalesce
 		if lc.Coalesce != nil {
 			coalesce = *lc.Coalesce
 		}
@@ -109,31 +128,28 @@ func New(cfg config.Config, reg *metrics.Registry, procs ...Processor) (*Collect
 // SetDrainOnly makes the workers count datagrams and bytes without decoding them or calling
 // processors: the same sockets and recvmmsg loop as the collector, so its rate is the
 // ceiling the collector is measured against (`intake bench ingest`). Call before Start.
-func (c *Collector) SetDrainOnly(drain bool) {
+func (c *Receiver) SetDrainOnly(drain bool) {
 	for _, w := range c.workers {
 		w.drain = drain
 	}
 }
 
-// Registry returns the registry the Collector's metrics are on.
-func (c *Collector) Registry() *metrics.Registry { return c.reg }
+// Registry returns the registry the Receiver's metrics are on.
+func (c *Receiver) Registry() *metrics.Registry { return c.reg }
 
 // Workers returns the number of workers, the bound on the worker argument of Process.
-func (c *Collector) Workers() int { return len(c.workers) }
+func (c *Receiver) Workers() int { return len(c.workers) }
 
 // Processors returns the processors in call order.
-func (c *Collector) Processors() []Processor { return c.procs }
+func (c *Receiver) Processors() []Processor { return c.procs }
 
-// Start starts the processors, opens every listener's sockets and starts their workers. On
-// error nothing is left open.
-func (c *Collector) Start() (err error) {
+// Start opens every listener's sockets and starts their workers. On error nothing is left
+// open. The processors must be started already.
+func (c *Receiver) Start(context.Context) (err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.running {
 		return errors.New("ingest: already running")
-	}
-	if err := c.startProcessors(); err != nil {
-		return err
 	}
 	defer func() {
 		if err != nil {
@@ -143,13 +159,13 @@ func (c *Collector) Start() (err error) {
 					w.sock = nil
 				}
 			}
-			c.stopProcessors()
 		}
 	}()
 	for _, l := range c.listeners {
 		if err := c.open(l); err != nil {
 			return fmt.Errorf("listener %s: %w", l.cfg.Name, err)
 		}
+		c.log.Debug("listening", "listener", l.cfg.Name, "format", l.cfg.Format, "address", l.boundAddr, "sockets", len(l.workers))
 	}
 	c.stopping.Store(false)
 	c.running = true
@@ -169,7 +185,7 @@ func (c *Collector) Start() (err error) {
 
 // open binds the listener's sockets. With port 0 the first socket's port, picked by the
 // kernel, is the port of the others.
-func (c *Collector) open(l *listener) error {
+func (c *Receiver) open(l *listener) error {
 	port := l.cfg.Port
 	for i, w := range l.workers {
 		network, addr := bindSpec(l.cfg.Address, port)
@@ -189,37 +205,10 @@ func (c *Collector) open(l *listener) error {
 	return nil
 }
 
-func (c *Collector) startProcessors() error {
-	for i, p := range c.procs {
-		if s, ok := p.(Starter); ok {
-			if err := s.Start(len(c.workers)); err != nil {
-				for _, q := range c.procs[:i] {
-					if s, ok := q.(Stopper); ok {
-						s.Stop()
-					}
-				}
-				return fmt.Errorf("processor %s: %w", p.Name(), err)
-			}
-		}
-	}
-	return nil
-}
-
-func (c *Collector) stopProcessors() error {
-	var errs []error
-	for _, p := range c.procs {
-		if s, ok := p.(Stopper); ok {
-			if err := s.Stop(); err != nil {
-				errs = append(errs, fmt.Errorf("processor %s: %w", p.Name(), err))
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// Stop makes every worker drain what its socket holds and return, closes the sockets, then
-// stops the processors. It returns once nothing of the Collector runs.
-func (c *Collector) Stop() error {
+// Stop makes every worker drain what its socket holds and return, and closes the sockets.
+// It returns once no worker runs: a worker returns within one read timeout of being told,
+// so the context's deadline is not needed to bound it.
+func (c *Receiver) Stop(context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.running {
@@ -237,19 +226,19 @@ func (c *Collector) Stop() error {
 	}
 	c.running = false
 	c.started.Store(0)
-	return c.stopProcessors()
+	return nil
 }
 
-// Running reports whether the Collector is between Start and Stop.
-func (c *Collector) Running() bool {
+// Running reports whether the Receiver is between Start and Stop.
+func (c *Receiver) Running() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.running
 }
 
 // ListenerAddr returns the address listener i is bound to ("[::]:32766"), empty when the
-// Collector is not running.
-func (c *Collector) ListenerAddr(i int) string {
+// Receiver is not running.
+func (c *Receiver) ListenerAddr(i int) string {
 	l := c.listeners[i]
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -265,9 +254,9 @@ func sum(ws []*worker, i int) uint64 {
 	return n
 }
 
-// register puts the Collector's series on the registry. The functions read the workers'
+// register puts the Receiver's series on the registry. The functions read the workers'
 // published counters at scrape time.
-func (c *Collector) register() {
+func (c *Receiver) register() {
 	r := c.reg
 	pk := r.Counter("intake_packets_received_total", "Datagrams received (captured frames, offline), by listener and input format.", "listener", "format")
 	by := r.Counter("intake_bytes_received_total", "Bytes of datagram payload received, by listener and input format.", "listener", "format")
@@ -343,10 +332,13 @@ func formatOn(in wire.Input, f telemetry.Format) bool {
 	return false
 }
 
-func (c *Collector) uptime() time.Duration {
+func (c *Receiver) uptime() time.Duration {
 	s := c.started.Load()
 	if s == 0 {
 		return 0
 	}
 	return time.Duration(time.Now().UnixNano() - s)
 }
+
+// Name is the Receiver's component name.
+func (c *Receiver) Name() string { return "ingest" }

@@ -8,9 +8,9 @@ import "github.com/intake-int/intake/telemetry"
 //
 // Process is called for every report, on the hot path: it must not allocate and must not
 // block. The Report is the worker's own and is overwritten by the next one: copy what you
-// keep. worker is in [0, workers) as told to Start; each worker calls from a single goroutine,
-// so state indexed by worker needs no lock, and state shared between workers is sharded by
-// flow key (DESIGN.md). A processor that hands reports to a goroutine of its own does so
+// keep. worker is in [0, Config.Workers()); each worker calls from a single goroutine, so
+// state indexed by worker needs no lock, and state shared between workers is sharded by
+// flow key (docs/design.md, "Rules for the hot path"). A processor that hands reports to a goroutine of its own does so
 // through a bounded queue and counts what does not fit (QueueDropper).
 type Processor interface {
 	// Name labels the processor's counters and status ("detect", "flowcache", ...).
@@ -22,19 +22,6 @@ type Processor interface {
 // has processed one recvmmsg batch (and at the end of a capture), in the worker's goroutine.
 type Flusher interface {
 	Flush(worker int)
-}
-
-// Starter is implemented by processors with set-up work or goroutines. Start is called by
-// Collector.Start before any worker runs, with the number of workers, so that per-worker
-// state can be allocated once.
-type Starter interface {
-	Start(workers int) error
-}
-
-// Stopper is implemented by processors that must drain or release: Stop is called after
-// every worker has returned, so no Process call races it.
-type Stopper interface {
-	Stop() error
 }
 
 // QueueDropper is implemented by processors that queue: QueueDrops returns the number of

@@ -1,6 +1,10 @@
 package ingest
 
 import (
+	"net/http"
+	"strings"
+
+	"github.com/intake-int/intake/api"
 	"sync"
 	"time"
 
@@ -8,7 +12,7 @@ import (
 	"github.com/intake-int/intake/wire"
 )
 
-// Status is the Collector's state for /api/v1/status and `intake status`. Other tools rely on
+// Status is the Receiver's state for /api/v1/status and `intake status`. Other tools rely on
 // packets_received, reports_decoded, decode_errors (total, by_reason), kernel_drops and
 // uptime_s: keep those names.
 type Status struct {
@@ -43,7 +47,7 @@ type ByReason struct {
 }
 
 // Rates are per-second rates over the last sampling interval, computed from counter deltas
-// once a second while the Collector runs (zero until the first sample).
+// once a second while the Receiver runs (zero until the first sample).
 type Rates struct {
 	IntervalS        float64 `json:"interval_s"`
 	PacketsPerS      float64 `json:"packets_per_s"`
@@ -83,7 +87,7 @@ type rateState struct {
 	total Rates
 }
 
-func (c *Collector) snap() snapshot {
+func (c *Receiver) snap() snapshot {
 	s := snapshot{t: time.Now(), v: make([][5]uint64, len(c.listeners)), d: make([][2]uint64, len(c.listeners))}
 	for i, l := range c.listeners {
 		s.v[i] = [5]uint64{sum(l.workers, cPackets), sum(l.workers, cBytes), sum(l.workers, cReports), sum(l.workers, cErrors)}
@@ -114,7 +118,7 @@ func rate(a, b snapshot, i int) Rates {
 }
 
 // sample recomputes the rates every second until done is closed.
-func (c *Collector) sample(done chan struct{}) {
+func (c *Receiver) sample(done chan struct{}) {
 	defer c.wg.Done()
 	c.rates.mu.Lock()
 	c.rates.prev = c.snap()
@@ -180,7 +184,7 @@ func totals(ws []*worker, in []wire.Input) Totals {
 }
 
 // Status returns the counters as of now. The rates are those of the last sampling interval.
-func (c *Collector) Status() Status {
+func (c *Receiver) Status() Status {
 	st := Status{
 		Running:             c.started.Load() != 0,
 		UptimeS:             c.uptime().Seconds(),
@@ -219,4 +223,33 @@ func (c *Collector) Status() Status {
 		}
 	}
 	return st
+}
+
+// RegisterAPI serves GET /api/v1/status.
+func (c *Receiver) RegisterAPI(s *api.Server) {
+	s.HandleFunc("GET /api/v1/status", c.handleStatus)
+}
+
+// handleStatus serves the Status. ?listener=NAME narrows the listeners shown.
+func (c *Receiver) handleStatus(w http.ResponseWriter, r *http.Request) {
+	if !api.CheckParams(w, r, "listener") {
+		return
+	}
+	st := c.Status()
+	if name := r.URL.Query().Get("listener"); name != "" {
+		var names []string
+		var keep []ListenerStatus
+		for _, l := range st.Listeners {
+			names = append(names, l.Name)
+			if l.Name == name {
+				keep = append(keep, l)
+			}
+		}
+		if keep == nil {
+			api.BadParam(w, "listener", name, "one of "+strings.Join(names, ", "))
+			return
+		}
+		st.Listeners = keep
+	}
+	api.JSON(w, http.StatusOK, st)
 }

@@ -1,6 +1,7 @@
 package label
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -400,8 +401,8 @@ func (c *Controller) Tick(now int64) {
 }
 
 // Start runs Tick every feedback_period on the controller clock when a setter is set.
-func (c *Controller) Start(workers int) error {
-	if c.setter == nil {
+func (c *Controller) Start(context.Context) error {
+	if c.setter == nil || c.stop != nil {
 		return nil
 	}
 	c.stop, c.done = make(chan struct{}), make(chan struct{})
@@ -422,7 +423,7 @@ func (c *Controller) Start(workers int) error {
 }
 
 // Stop ends the feedback loop.
-func (c *Controller) Stop() error {
+func (c *Controller) Stop(context.Context) error {
 	if c.stop != nil {
 		close(c.stop)
 		<-c.done

@@ -17,10 +17,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
-	"github.com/intake-int/intake/metrics"
 )
 
 // bench ingest measures the receive path against its ceiling (issue 4, "an honest
@@ -85,7 +84,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	rate := fs.Float64("rate", 0, "`PPS` datagrams per second the generator sends (0: as fast as it can)")
 	senders := fs.Int("senders", 1, "`N` generator sockets")
 	sockets := fs.Int("sockets", 0, "`N` collector sockets (SO_REUSEPORT workers); 0: one per core")
-	rcvbuf := fs.Int("rcvbuf", config.DefaultRcvBuf, "receive buffer `bytes` requested per collector socket")
+	rcvbuf := fs.Int("rcvbuf", ingest.DefaultRcvBuf, "receive buffer `bytes` requested per collector socket")
 	cfgPath := fs.String("config", "", "collector configuration `file` (its processor sections apply; listeners and http are replaced)")
 	rounds := fs.Int("rounds", 1, "`N` rounds of both phases, alternating; the median round of each phase counts")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
@@ -99,21 +98,21 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--duration: %v: must be positive", *duration)
 	case *rate < 0:
 		return usageErr("--rate: %g: must be 0 (as fast as possible) or positive", *rate)
-	case *rcvbuf < config.MinRcvBuf || *rcvbuf > config.MaxRcvBuf:
-		return usageErr("--rcvbuf: %d: allowed is %d to %d bytes", *rcvbuf, config.MinRcvBuf, config.MaxRcvBuf)
+	case *rcvbuf < ingest.MinRcvBuf || *rcvbuf > ingest.MaxRcvBuf:
+		return usageErr("--rcvbuf: %d: allowed is %d to %d bytes", *rcvbuf, ingest.MinRcvBuf, ingest.MaxRcvBuf)
 	case *rounds < 1 || *rounds > 100:
 		return usageErr("--rounds: %d: allowed is 1 to 100", *rounds)
 	case *senders < 1 || *senders > 256:
 		return usageErr("--senders: %d: allowed is 1 to 256", *senders)
-	case *sockets < 0 || *sockets > config.MaxSockets:
-		return usageErr("--sockets: %d: allowed is 0 (one per core) to %d", *sockets, config.MaxSockets)
+	case *sockets < 0 || *sockets > ingest.MaxSockets:
+		return usageErr("--sockets: %d: allowed is 0 (one per core) to %d", *sockets, ingest.MaxSockets)
 	}
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
 		return err
 	}
 	input := gcfg.Input().String()
-	cfg.Listeners = []config.Listener{{Format: input, Address: "127.0.0.1", Sockets: *sockets, RcvBuf: *rcvbuf}}
+	cfg.Listeners = []ingest.Listener{{Format: input, Address: "127.0.0.1", Sockets: *sockets, RcvBuf: *rcvbuf}}
 	cfg.HTTP.Address = ""
 	cfg.FillDefaults()
 	if *cfgPath == "" {
@@ -127,27 +126,33 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		"--duration", duration.String(), "--json", "--quiet")
 
 	phase := func(drain bool) (benchRun, []string, error) {
-		var coll *ingest.Collector
-		var err error
+		// The drain phase runs the receive path alone; the collector phase, what serve runs.
+		var recv *ingest.Receiver
+		var start, stop func(context.Context) error
 		if drain {
-			coll, err = ingest.New(cfg, metrics.NewRegistry())
-			if err == nil {
-				coll.SetDrainOnly(true)
+			r, err := ingest.New(cfg.Ingest(), ingest.Deps{})
+			if err != nil {
+				return benchRun{}, nil, err
 			}
+			r.SetDrainOnly(true)
+			recv, start, stop = r, r.Start, r.Stop
 		} else {
-			coll, _, err = newCollector(&cfg, false)
+			c, err := collector.New(cfg, collector.Options{NoHTTP: true})
+			if err != nil {
+				return benchRun{}, nil, err
+			}
+			recv, start, stop = c.Receiver, c.Start, c.Stop
 		}
-		if err != nil {
-			return benchRun{}, nil, err
-		}
+		coll := recv
 		var names []string
 		for _, p := range coll.Processors() {
 			names = append(names, p.Name())
 		}
-		if err := coll.Start(); err != nil {
+		ctx := context.Background()
+		if err := start(ctx); err != nil {
 			return benchRun{}, nil, err
 		}
-		defer coll.Stop()
+		defer stop(ctx)
 		if *profile != "" && !drain {
 			f, err := os.Create(*profile)
 			if err != nil {
@@ -168,7 +173,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		cpu := processCPU() - cpu0
 		// Stop reads the sockets' final drop counts (SO_MEMINFO): drops after the last
 		// datagram read carry no SO_RXQ_OVFL message.
-		if err := coll.Stop(); err != nil {
+		if err := stop(ctx); err != nil {
 			return benchRun{}, nil, err
 		}
 		st := coll.Status()
@@ -289,7 +294,7 @@ const childEnv = "INTAKE_CHILD"
 
 // settle waits until the collector has read what the kernel still holds: the received count
 // stops moving for 200 ms (at most 3 s).
-func settle(c *ingest.Collector) {
+func settle(c *ingest.Receiver) {
 	last, still := c.Status().PacketsReceived, 0
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && still < 4; {
 		time.Sleep(50 * time.Millisecond)

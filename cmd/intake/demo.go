@@ -11,8 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/telemetry"
@@ -52,6 +54,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	top := fs.Int("top", 5, "`N` slowest flows and switches shown")
 	cfgPath := fs.String("config", "", "collector configuration `file` (its processor sections apply; listeners are replaced)")
 	useFabric := fs.Bool("fabric", false, "send from the emulated INT fabric (the INT-label paper's testbed in real time: switches, ports, paths, coverage) instead of the generator; --rate is then packets/s")
+	lf := addLogFlags(fs)
 	gcfg, err := parseGenArgs(fs, gf, args)
 	if err != nil {
 		return err
@@ -72,7 +75,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg.Listeners = []config.Listener{
+	cfg.Listeners = []ingest.Listener{
 		{Format: "report", Address: "127.0.0.1", Sockets: 1},
 		{Format: "dta", Address: "127.0.0.1", Sockets: 1},
 		{Format: "int-label", Address: "127.0.0.1", Sockets: 1},
@@ -87,42 +90,48 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		defer cleanup()
 	}
 
-	watch := &demoWatch{}
-	coll, env, err := newCollector(&cfg, true, watch)
+	logger, err := lf.logger(stderr)
 	if err != nil {
 		return err
 	}
-	events := env.Bus.Subscribe("demo", 1<<14)
-	defer env.Bus.Unsubscribe(events)
+	coll, err := collector.New(cfg, collector.Options{Logger: logger})
+	if err != nil {
+		return err
+	}
+	if coll.FlowCache == nil {
+		return fmt.Errorf("flowcache.enabled: false: the demo's screen reads the flow cache; turn it on")
+	}
+	events := coll.Bus.Subscribe("demo", 1<<14)
+	defer coll.Bus.Unsubscribe(events)
 
 	ctx, stop := runContext(*duration)
 	defer stop()
 
-	if err := coll.Start(); err != nil {
+	if err := coll.Start(context.Background()); err != nil {
+		if coll.API != nil {
+			err = fmt.Errorf("%w (is intake serve or another demo running? try --http 127.0.0.1:0)", err)
+		}
 		return err
 	}
-	defer coll.Stop()
+	defer func() {
+		c, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		coll.Stop(c)
+	}()
 	httpLine := "off"
-	if srv := env.API; srv != nil {
-		if err := srv.Start(); err != nil {
-			return fmt.Errorf("%w (is intake serve or another demo running? try --http 127.0.0.1:0)", err)
-		}
-		defer func() {
-			c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			srv.Stop(c)
-		}()
+	if srv := coll.API; srv != nil {
 		httpLine = "http://" + srv.Addr()
 	}
+	recv := coll.Receiver
 
 	var wait func() error
 	describe := func() string { return "" }
 	var what string
 	if *useFabric {
-		describe, wait, err = startDemoFabric(ctx, coll.ListenerAddr(0), coll.ListenerAddr(2), *rate)
+		describe, wait, err = startDemoFabric(ctx, recv.ListenerAddr(0), recv.ListenerAddr(2), *rate)
 		what = fmt.Sprintf("the emulated testbed (4 spine, 4 leaf, 4 ToR switches, 8 hosts; INT-MD and INT-label Base A) at %.0f packets/s", *rate)
 	} else {
-		what, wait, err = startDemoGen(ctx, gcfg, *rate, coll)
+		what, wait, err = startDemoGen(ctx, gcfg, *rate, recv)
 	}
 	if err != nil {
 		return err
@@ -130,7 +139,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	errc := make(chan error, 1)
 	go func() { errc <- wait() }()
 
-	scr := newDemoScreen(stdout, *top)
+	scr := newDemoScreen(stdout, *top, coll.FlowCache)
 	fmt.Fprintf(stderr, "intake demo: %s; http %s; Ctrl-C stops\n", what, httpLine)
 	start := time.Now()
 	tick := time.NewTicker(time.Second)
@@ -147,18 +156,20 @@ loop:
 				break loop
 			}
 		case <-tick.C:
-			scr.draw(time.Since(start), coll, watch, events, httpLine, describe())
+			scr.draw(time.Since(start), recv, events, httpLine, describe())
 		}
 	}
 	stop()
 	if errc != nil {
 		runErr = <-errc
 	}
-	settle(coll)
+	settle(recv)
 	// The last screen's rates are the whole run's: the generators have stopped.
 	scr.lastByFmt, scr.lastT, scr.final = map[string]uint64{}, start, true
-	scr.draw(time.Since(start), coll, watch, events, httpLine, describe())
-	err = coll.Stop()
+	scr.draw(time.Since(start), recv, events, httpLine, describe())
+	sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	err = coll.Stop(sctx)
 	fmt.Fprintf(stdout, "intake demo: stopped after %s\n", time.Since(start).Round(time.Millisecond))
 	writeSummary(stdout, coll.Status())
 	return errors.Join(runErr, err)
@@ -168,7 +179,7 @@ loop:
 // to the collector's first listener, and DTA Key-Writes and INT-label exports at a tenth of
 // the rate to its second and third, until ctx is done. It returns what it sends, for the
 // start line, and wait, which returns once every sender has stopped.
-func startDemoGen(ctx context.Context, gcfg gen.Config, rate float64, coll *ingest.Collector) (string, func() error, error) {
+func startDemoGen(ctx context.Context, gcfg gen.Config, rate float64, coll *ingest.Receiver) (string, func() error, error) {
 	dta, label := gcfg, gcfg
 	dta.Format, dta.Batch = "dta", 1
 	label.Format, label.Batch = "int-label", 1
@@ -229,104 +240,6 @@ func scratchDTA(cfg *config.Config) (cleanup func(), err error) {
 	return func() { os.RemoveAll(dir) }, nil
 }
 
-// demoWatch is the demo's own processor: per worker, the latest end-to-end latency and path
-// of each flow (a direct-mapped table) and hop latency per switch, over the last second.
-type demoWatch struct {
-	shards []watchShard
-}
-
-const (
-	watchFlows    = 1 << 12
-	watchSwitches = 1 << 10
-	watchPath     = 8
-	watchProbe    = 8
-)
-
-type watchShard struct {
-	mu    sync.Mutex
-	flows [watchFlows]watchFlow
-	sw    [watchSwitches]watchSwitch
-	_     [64]byte
-}
-
-type watchFlow struct {
-	key     telemetry.FlowKey
-	used    bool
-	seen    int64  // receive time of the last report, Unix ns
-	latency uint64 // the last report's end-to-end latency (sum of hop latencies), ns
-	path    [watchPath]uint32
-	npath   uint8
-}
-
-type watchSwitch struct {
-	node          uint32
-	used          bool
-	sum, n, worst uint64 // hop latency over the current second
-}
-
-func (w *demoWatch) Start(workers int) error {
-	w.shards = make([]watchShard, workers)
-	return nil
-}
-
-func (w *demoWatch) Name() string { return "demo" }
-
-func (w *demoWatch) Process(worker int, r *telemetry.Report) {
-	if r.NHops == 0 || r.Has&telemetry.HasFlow == 0 {
-		return
-	}
-	s := &w.shards[worker]
-	hops := r.HopList()
-	var lat uint64
-	s.mu.Lock()
-	for i := range hops {
-		h := &hops[i]
-		if h.Fields&telemetry.FHopLatency == 0 || h.Fields&telemetry.FNodeID == 0 {
-			continue
-		}
-		lat += uint64(h.HopLatency)
-		sw := &s.sw[h.NodeID%watchSwitches]
-		if !sw.used || sw.node != h.NodeID {
-			*sw = watchSwitch{node: h.NodeID, used: true}
-		}
-		sw.sum += uint64(h.HopLatency)
-		sw.n++
-		sw.worst = max(sw.worst, uint64(h.HopLatency))
-	}
-	f := s.flow(&r.Flow)
-	f.key, f.used, f.seen, f.latency = r.Flow, true, r.RecvTime, lat
-	f.npath = uint8(min(len(hops), watchPath))
-	for i := 0; i < int(f.npath); i++ { // source first
-		f.path[i] = hops[len(hops)-1-i].NodeID
-	}
-	s.mu.Unlock()
-}
-
-// flow returns k's slot: its own among the few its hash probes, else a free one, else the
-// least recently seen of them.
-func (s *watchShard) flow(k *telemetry.FlowKey) *watchFlow {
-	i := flowSlot(k)
-	oldest := &s.flows[i]
-	for j := 0; j < watchProbe; j++ {
-		f := &s.flows[(i+j)%watchFlows]
-		if !f.used || f.key == *k {
-			return f
-		}
-		if f.seen < oldest.seen {
-			oldest = f
-		}
-	}
-	return oldest
-}
-
-func flowSlot(k *telemetry.FlowKey) int {
-	x := uint64(k.Src[12])<<24 | uint64(k.Src[13])<<16 | uint64(k.Src[14])<<8 | uint64(k.Src[15])
-	x = x*0x9e3779b97f4a7c15 ^ (uint64(k.Dst[12])<<24 | uint64(k.Dst[13])<<16 | uint64(k.Dst[14])<<8 | uint64(k.Dst[15]))
-	x = x*0x9e3779b97f4a7c15 ^ (uint64(k.SrcPort)<<24 | uint64(k.DstPort)<<8 | uint64(k.Proto))
-	x *= 0x9e3779b97f4a7c15
-	return int(x >> (64 - 12))
-}
-
 // demoScreen draws the summary: over a terminal it redraws in place, otherwise it prints one
 // block per second.
 type demoScreen struct {
@@ -338,19 +251,30 @@ type demoScreen struct {
 	final     bool // the last screen, after the generators stopped
 	kinds     [event.NumKinds]uint64
 	buf       []event.Event
+	fc        *flowcache.FlowCache
+	hops      map[hopKey]hopSum // per flow and switch, the hop latency sums of the last draw
 }
 
-func newDemoScreen(w io.Writer, top int) *demoScreen {
+// hopKey is one hop of one flow; hopSum its hop-latency sum and count as of a draw.
+type hopKey struct {
+	flow telemetry.FlowKey
+	node uint32
+}
+
+type hopSum struct{ sum, n uint64 }
+
+func newDemoScreen(w io.Writer, top int, fc *flowcache.FlowCache) *demoScreen {
 	tty := false
 	if f, ok := w.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			tty = true
 		}
 	}
-	return &demoScreen{w: w, tty: tty, top: top, buf: make([]event.Event, 4096), lastByFmt: map[string]uint64{}, lastT: time.Now()}
+	return &demoScreen{w: w, tty: tty, top: top, buf: make([]event.Event, 4096), lastByFmt: map[string]uint64{},
+		lastT: time.Now(), fc: fc, hops: map[hopKey]hopSum{}}
 }
 
-func (d *demoScreen) draw(up time.Duration, coll *ingest.Collector, watch *demoWatch, events *event.Consumer, httpLine, source string) {
+func (d *demoScreen) draw(up time.Duration, coll *ingest.Receiver, events *event.Consumer, httpLine, source string) {
 	st := coll.Status()
 	now := time.Now()
 	for n := events.Poll(d.buf); n > 0; n = events.Poll(d.buf) {
@@ -398,12 +322,16 @@ func (d *demoScreen) draw(up time.Duration, coll *ingest.Collector, watch *demoW
 	fmt.Fprintf(&b, "events      new_key %d, path_change %d, change %d, above %d, below %d\n",
 		d.kinds[event.KindNewKey], d.kinds[event.KindPathChange], d.kinds[event.KindChange], d.kinds[event.KindAbove], d.kinds[event.KindBelow])
 
-	flows, switches := watch.take(now.Add(-5 * time.Second).UnixNano())
+	flows, switches := d.flows(now.Add(-5 * time.Second).UnixNano())
 	fmt.Fprintf(&b, "flows       %d active in the last 5 s, through %d switches\n\n", len(flows), len(switches))
-	sort.Slice(flows, func(i, j int) bool { return flows[i].latency > flows[j].latency })
+	sort.Slice(flows, func(i, j int) bool { return flows[i].LatLatest > flows[j].LatLatest })
 	fmt.Fprintf(&b, "slowest flows (end-to-end latency of the last report)\n")
 	for _, f := range flows[:min(d.top, len(flows))] {
-		fmt.Fprintf(&b, "  %-44s %10s   path %s\n", flowString(&f.key), nsString(f.latency), pathString(f.path[:f.npath]))
+		path := make([]uint32, len(f.Hops))
+		for i, h := range f.Hops {
+			path[i] = h.NodeID
+		}
+		fmt.Fprintf(&b, "  %-44s %10s   path %s\n", flowString(&f.Flow), nsString(f.LatLatest), pathString(path))
 	}
 	sort.Slice(switches, func(i, j int) bool { return switches[i].sum*switches[j].n > switches[j].sum*switches[i].n })
 	fmt.Fprintf(&b, "\nslowest hops (hop latency by switch, last second)\n")
@@ -416,42 +344,49 @@ func (d *demoScreen) draw(up time.Duration, coll *ingest.Collector, watch *demoW
 	io.WriteString(d.w, b.String())
 }
 
-// take returns the flows seen since `since` and the switches of the last second (merged over
-// workers), and starts a new second.
-func (w *demoWatch) take(since int64) ([]watchFlow, []watchSwitch) {
-	flows := map[telemetry.FlowKey]watchFlow{}
-	sws := map[uint32]watchSwitch{}
-	for i := range w.shards {
-		s := &w.shards[i]
-		s.mu.Lock()
-		for _, f := range s.flows {
-			if f.used && f.seen >= since {
-				if g, ok := flows[f.key]; !ok || f.seen > g.seen {
-					flows[f.key] = f
-				}
+// switchSum is one switch's hop latency since the last screen: the sum and count of its
+// samples (the flow cache's per-hop sums, differenced), and the largest latest value.
+type switchSum struct {
+	node          uint32
+	sum, n, worst uint64
+}
+
+// flows reads the flow cache: the flows updated since `since`, and per switch the hop
+// latency samples since the last call (from the per-hop running sums of every flow updated
+// since then).
+func (d *demoScreen) flows(since int64) ([]flowcache.Record, []switchSum) {
+	var flows []flowcache.Record
+	sws := map[uint32]*switchSum{}
+	seen := map[hopKey]hopSum{}
+	d.fc.WalkUpdated(since, func(r *flowcache.Record) {
+		flows = append(flows, *r)
+		for _, h := range r.Hops {
+			k := hopKey{r.Flow, h.NodeID}
+			cur := hopSum{h.Sum[flowcache.HopLatency], h.Count[flowcache.HopLatency]}
+			seen[k] = cur
+			prev, ok := d.hops[k]
+			if !ok || cur.n < prev.n { // new, or evicted and back
+				prev = hopSum{}
 			}
-		}
-		for j := range s.sw {
-			x := &s.sw[j]
-			if !x.used || x.n == 0 {
+			if cur.n == prev.n {
 				continue
 			}
-			m := sws[x.node]
-			m.node, m.used, m.sum, m.n, m.worst = x.node, true, m.sum+x.sum, m.n+x.n, max(m.worst, x.worst)
-			sws[x.node] = m
-			x.sum, x.n, x.worst = 0, 0, 0
+			s := sws[h.NodeID]
+			if s == nil {
+				s = &switchSum{node: h.NodeID}
+				sws[h.NodeID] = s
+			}
+			s.sum += cur.sum - prev.sum
+			s.n += cur.n - prev.n
+			s.worst = max(s.worst, h.Latest[flowcache.HopLatency])
 		}
-		s.mu.Unlock()
-	}
-	fl := make([]watchFlow, 0, len(flows))
-	for _, f := range flows {
-		fl = append(fl, f)
-	}
-	sl := make([]watchSwitch, 0, len(sws))
+	})
+	d.hops = seen
+	out := make([]switchSum, 0, len(sws))
 	for _, s := range sws {
-		sl = append(sl, s)
+		out = append(out, *s)
 	}
-	return fl, sl
+	return flows, out
 }
 
 func flowString(k *telemetry.FlowKey) string {

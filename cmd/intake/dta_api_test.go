@@ -10,34 +10,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/intake-int/intake/api"
-	"github.com/intake-int/intake/config"
-	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 )
 
 // The HTTP API's contract (issue 7, docs/dta.md): every path, every JSON key and value
 // form, whole bodies compared, answers and errors alike.
 func TestDTAAPIContract(t *testing.T) {
-	cfg, err := config.Parse(fmt.Appendf(nil, "http: {address: '127.0.0.1:0'}\ndta: {data_dir: %s}\n", t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := metrics.NewRegistry()
-	srv := api.New(cfg.HTTP.Address, reg, nil)
-	p, err := newDTAProcessor(&procEnv{Cfg: &cfg, Metrics: reg, API: srv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := p.(*dtaProc)
-	if err := tr.Start(1); err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Stop()
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop(t.Context())
+	c := startCollector(t, nil)
+	tr, srv := c.Translator, c.API
 
 	kw := func(key, val uint32, n uint8) {
 		r := dtaReport(telemetry.DTAKeyWrite)

@@ -22,20 +22,8 @@ func TestDTABadInputOverTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	coll, _, err := newCollector(&cfg, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tr *dtaProc
-	for _, p := range coll.Processors() {
-		if d, ok := p.(*dtaProc); ok {
-			tr = d
-		}
-	}
-	if err := coll.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer coll.Stop()
+	c := runCollector(t, cfg)
+	coll, tr := c.Receiver, c.Translator
 	conn, err := net.Dial("udp", coll.ListenerAddr(0))
 	if err != nil {
 		t.Fatal(err)

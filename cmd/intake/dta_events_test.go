@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/dta"
 	"github.com/intake-int/intake/event"
@@ -31,29 +33,25 @@ dta:
 	if err != nil {
 		t.Fatal(err)
 	}
-	coll, env, err := newCollector(&cfg, true)
+	c, err := collector.New(cfg, collector.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := env.API
+	srv, coll := c.API, c.Receiver
 	start := time.Now().UnixNano()
-	if err := coll.Start(); err != nil {
+	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	stopped := false
 	stop := func() {
 		if !stopped {
 			stopped = true
-			srv.Stop(t.Context())
-			if err := coll.Stop(); err != nil {
+			if err := c.Stop(context.Background()); err != nil {
 				t.Error(err)
 			}
 		}
 	}
 	defer stop()
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
 	send := reportSender(t, coll.ListenerAddr(0), wire.DefaultConfig())
 	poll := func(src []string, cursor, n int) map[string]any {
 		t.Helper()
@@ -142,12 +140,7 @@ dta:
 	r.Hops[1].HopLatency = 1100
 	send(r)
 	check(api, poll(api, 12, 3), 12, 3)
-	var tr *dtaProc
-	for _, p := range coll.Processors() {
-		if d, ok := p.(*dtaProc); ok {
-			tr = d
-		}
-	}
+	tr := c.Translator
 	if tr == nil {
 		t.Fatal("no dta processor in serve's pipeline")
 	}

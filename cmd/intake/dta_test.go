@@ -10,11 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/dta"
-	"github.com/intake-int/intake/ingest"
-	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
@@ -75,25 +72,8 @@ func TestDTAEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := metrics.NewRegistry()
-	srv := api.New(cfg.HTTP.Address, reg, nil)
-	p, err := newDTAProcessor(&procEnv{Cfg: &cfg, Metrics: reg, API: srv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	coll, err := ingest.New(cfg, reg, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.SetCollector(coll)
-	if err := coll.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer coll.Stop()
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop(t.Context())
+	c := runCollector(t, cfg)
+	srv, coll := c.API, c.Receiver
 
 	send := reportSender(t, coll.ListenerAddr(0), cfg.Decoder)
 	kw := dtaReport(telemetry.DTAKeyWrite)
@@ -129,7 +109,7 @@ func TestDTAEndToEnd(t *testing.T) {
 	send(pcs...)
 
 	addr := srv.Addr()
-	tr := p.(*dtaProc).Translator
+	tr := c.Translator
 	deadline := time.Now().Add(5 * time.Second)
 	for tr.Written(dta.WPostcard) < 5 || tr.Bad(dta.BadListID) < 1 {
 		if time.Now().After(deadline) {

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/ingest"
 )
 
 // TestEndToEnd is issue 4's end-to-end test: intake gen's stream into the collector serve
@@ -24,22 +26,19 @@ import (
 func TestEndToEnd(t *testing.T) {
 	before := runtime.NumGoroutine()
 	cfg := config.Default()
-	cfg.Listeners = []config.Listener{{Format: "report", Address: "127.0.0.1", Sockets: 2}}
+	cfg.Listeners = []ingest.Listener{{Format: "report", Address: "127.0.0.1", Sockets: 2}}
 	cfg.HTTP.Address = "127.0.0.1:0"
 	cfg.DTA.DataDir = t.TempDir()
 	cfg.FillDefaults()
-	coll, env, err := newCollector(&cfg, true)
+	c, err := collector.New(cfg, collector.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := coll.Start(); err != nil {
+	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.API.Start(); err != nil {
-		coll.Stop()
-		t.Fatal(err)
-	}
-	base := "http://" + env.API.Addr()
+	coll := c.Receiver
+	base := "http://" + c.API.Addr()
 
 	gcfg := gen.DefaultConfig()
 	gcfg.Flows, gcfg.Seed = 30, 7
@@ -117,10 +116,7 @@ func TestEndToEnd(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := env.API.Stop(ctx); err != nil {
-		t.Error(err)
-	}
-	if err := coll.Stop(); err != nil {
+	if err := c.Stop(ctx); err != nil {
 		t.Error(err)
 	}
 	http.DefaultClient.CloseIdleConnections()

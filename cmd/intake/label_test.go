@@ -85,9 +85,9 @@ func TestQueryPortsCoverage(t *testing.T) {
 	const ms = int64(time.Millisecond)
 	cfg := label.DefaultConfig()
 	c := label.New(cfg, nil, func() int64 { return 450 * ms })
-	srv := api.New("127.0.0.1:0", nil, nil)
-	registerLabelAPI(srv, c)
-	if err := srv.Start(); err != nil {
+	srv := api.New("127.0.0.1:0", nil)
+	c.RegisterAPI(srv)
+	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Stop(context.Background())

@@ -1,14 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
+	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/config"
-	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
-	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
@@ -55,38 +55,25 @@ func benchPipeline(b *testing.B, vary float64) {
 				cfg.DTA.Enabled = only == "dta"
 				cfg.Label.Enabled = only == "label"
 			}
-			env := &procEnv{Cfg: &cfg, Metrics: metrics.NewRegistry(), Bus: &event.Bus{}}
-			var procs []ingest.Processor
-			for _, f := range serveProcessors {
-				p, err := f(env)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if p != nil {
-					procs = append(procs, p)
-				}
+			cfg.Listeners = []ingest.Listener{{Format: "report", Address: "127.0.0.1", Sockets: 1}}
+			c, err := collector.New(cfg, collector.Options{})
+			if err != nil {
+				b.Fatal(err)
 			}
+			procs := c.Receiver.Processors()
 			if only != "decode" && len(procs) == 0 {
 				b.Skipf("no %s processor", only)
 			}
 			var flushers []ingest.Flusher
 			for _, p := range procs {
-				if s, ok := p.(ingest.Starter); ok {
-					if err := s.Start(1); err != nil {
-						b.Fatal(err)
-					}
-				}
 				if f, ok := p.(ingest.Flusher); ok {
 					flushers = append(flushers, f)
 				}
 			}
-			defer func() {
-				for _, p := range procs {
-					if s, ok := p.(ingest.Stopper); ok {
-						s.Stop()
-					}
-				}
-			}()
+			if err := c.Start(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			defer c.Stop(context.Background())
 			var rd wire.Reader
 			var r telemetry.Report
 			reports := 0

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/export"
 	"github.com/intake-int/intake/flowcache"
 )
 
@@ -111,7 +112,7 @@ func runQueryTop(args []string, stdout, stderr io.Writer) error {
 	if *by != "latency" && *by != "packets" {
 		return usageErr("--by %q: must be latency or packets", *by)
 	}
-	var top topJSON
+	var top flowcache.TopJSON
 	if done, err := apiQuery(stdout, *addr, "/api/v1/flowcache/top", url.Values{"by": {*by}, "n": {strconv.Itoa(*n)}}, *asJSON, &top); done || err != nil {
 		return err
 	}
@@ -175,7 +176,11 @@ func runQueryFlowCacheStats(args []string, stdout, stderr io.Writer) error {
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	var s flowCacheStats
+	// The stats endpoint's body, with the Redis sink's counters typed.
+	var s struct {
+		flowcache.StatsJSON
+		Redis *export.RedisCounts `json:"redis,omitempty"`
+	}
 	if done, err := apiQuery(stdout, *addr, "/api/v1/flowcache/stats", nil, *asJSON, &s); done || err != nil {
 		return err
 	}

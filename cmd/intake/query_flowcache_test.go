@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/api"
+	"github.com/intake-int/intake/collector"
+	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/export"
-	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -38,40 +38,21 @@ func fcReport(sport uint16, t int64, hops ...fcHop) *telemetry.Report {
 	return r
 }
 
-// startFlowCache builds the flow cache processor as serve does, with an HTTP server on a
-// free port, and returns it with the server's address.
-func startFlowCache(t *testing.T, mod func(*config.Config)) (*flowCacheProc, string) {
+// startFlowCache starts a collector with the flow cache alone (a small one, linear
+// histograms) and the HTTP API, and returns it and the API's address.
+func startFlowCache(t *testing.T, mod func(*config.Config)) (*collector.Collector, string) {
 	t.Helper()
-	cfg, err := config.Parse(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.FlowCache.Rows, cfg.FlowCache.Buckets = 16, 4
-	cfg.FlowCache.Histograms.Scale, cfg.FlowCache.Histograms.Bins = "linear", 4
-	cfg.FlowCache.Histograms.Width.HopLatency = 10
-	cfg.FlowCache.Histograms.Width.Latency = 25
-	if mod != nil {
-		mod(&cfg)
-	}
-	reg := metrics.NewRegistry()
-	srv := api.New("127.0.0.1:0", reg, nil)
-	env := &procEnv{Cfg: &cfg, Metrics: reg, API: srv, Bus: &event.Bus{}}
-	p, err := newFlowCacheProcessor(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fp := p.(*flowCacheProc)
-	if err := fp.Start(1); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.Stop(t.Context())
-		fp.Stop()
+	c := startCollector(t, func(cfg *config.Config) {
+		cfg.Detect.Enabled, cfg.DTA.Enabled, cfg.Label.Enabled = false, false, false
+		cfg.FlowCache.Rows, cfg.FlowCache.Buckets = 16, 4
+		cfg.FlowCache.Histograms.Scale, cfg.FlowCache.Histograms.Bins = "linear", 4
+		cfg.FlowCache.Histograms.Width.HopLatency = 10
+		cfg.FlowCache.Histograms.Width.Latency = 25
+		if mod != nil {
+			mod(cfg)
+		}
 	})
-	return fp, srv.Addr()
+	return c, c.API.Addr()
 }
 
 func get(t *testing.T, addr, path string) (int, string) {
@@ -87,10 +68,10 @@ func get(t *testing.T, addr, path string) (int, string) {
 
 func TestFlowCacheAPI(t *testing.T) {
 	p, addr := startFlowCache(t, nil)
-	p.Process(0, fcReport(1000, 100, fcHop{1, 10, 5, 7}, fcHop{2, 20, 0, 8}))
-	p.Process(0, fcReport(1000, 200, fcHop{1, 11, 6, 7}, fcHop{2, 25, 3, 9}))
-	p.Process(0, fcReport(2000, 300, fcHop{1, 40, 1, 1}, fcHop{3, 50, 1, 1}))
-	p.Flush(0)
+	p.FlowCache.Process(0, fcReport(1000, 100, fcHop{1, 10, 5, 7}, fcHop{2, 20, 0, 8}))
+	p.FlowCache.Process(0, fcReport(1000, 200, fcHop{1, 11, 6, 7}, fcHop{2, 25, 3, 9}))
+	p.FlowCache.Process(0, fcReport(2000, 300, fcHop{1, 40, 1, 1}, fcHop{3, 50, 1, 1}))
+	p.FlowCache.Flush(0)
 
 	code, body := get(t, addr, "/api/v1/flowcache/flow?src=10.0.0.1&dst=10.0.0.2&sport=1000&dport=80&proto=17")
 	want := `{
@@ -290,12 +271,12 @@ func TestFlowCacheRedis(t *testing.T) {
 		c.Export.Redis.Queue = 1000
 	})
 	now := time.Now().UnixNano()
-	p.Process(0, fcReport(1, now-int64(time.Hour), fcHop{1, 10, 1, 1}))
-	p.Process(0, fcReport(2, now, fcHop{1, 20, 2, 2})) // evicts flow 1
-	p.Flush(0)
+	p.FlowCache.Process(0, fcReport(1, now-int64(time.Hour), fcHop{1, 10, 1, 1}))
+	p.FlowCache.Process(0, fcReport(2, now, fcHop{1, 20, 2, 2})) // evicts flow 1
+	p.FlowCache.Flush(0)
 	e := event.Event{Time: 5, Kind: event.KindAbove, Scope: event.ScopeSwitch, Measurement: event.TxUtilization,
 		Key: event.Key{Switch: 1, Port: 3}, Prev: 2, Value: 90, Threshold: 80}
-	p.bus.Publish(&e)
+	p.Bus.Publish(&e)
 
 	xlen := func(s string) int64 {
 		v, err := rc.Do(time.Second, "XLEN", s)
@@ -311,7 +292,7 @@ func TestFlowCacheRedis(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("flows %d, events %d, hash %v; stats %+v", xlen("intake:flows"), xlen("intake:events"), ex, p.stats().Redis)
+			t.Fatalf("flows %d, events %d, hash %v; stats %+v", xlen("intake:flows"), xlen("intake:events"), ex, fcStats(p).Redis)
 		}
 	}
 	// The histograms are written beside the flows' hashes.
@@ -349,7 +330,7 @@ func TestFlowCacheRedis(t *testing.T) {
 		}
 	}
 	// The ager: flow 2 idle for longer than idle_timeout goes to the stream too.
-	if n := p.Age(now + int64(2*time.Minute)); n != 1 {
+	if n := p.FlowCache.Age(now + int64(2*time.Minute)); n != 1 {
 		t.Fatalf("aged %d", n)
 	}
 	for deadline := time.Now().Add(10 * time.Second); xlen("intake:flows") != 2; time.Sleep(20 * time.Millisecond) {
@@ -370,7 +351,7 @@ func TestFlowCacheRedis(t *testing.T) {
 	waitRedis := func(what string, ok func(flowCacheStats) bool) flowCacheStats {
 		t.Helper()
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			st := p.stats()
+			st := fcStats(p)
 			if ok(st) {
 				return st
 			}
@@ -383,13 +364,13 @@ func TestFlowCacheRedis(t *testing.T) {
 	start := time.Now()
 	const churn = 20000
 	for i := 0; i < churn; i++ {
-		p.Process(0, fcReport(uint16(100+i%30000), now+int64(i), fcHop{1, 10, 1, 1}))
+		p.FlowCache.Process(0, fcReport(uint16(100+i%30000), now+int64(i), fcHop{1, 10, 1, 1}))
 	}
-	p.Flush(0)
+	p.FlowCache.Flush(0)
 	if d := time.Since(start); d > 10*time.Second { // blocking on Redis would never finish
 		t.Errorf("%d reports with redis down took %s", churn, d)
 	}
-	sentAtKill := p.stats().Redis.Sent["flow"]
+	sentAtKill := fcStats(p).Redis.Sent["flow"]
 	st := waitRedis("rings drained", func(st flowCacheStats) bool { return st.Rings.Pending == 0 })
 	// The first churn flow took the bucket the ager had freed; each later one evicted.
 	if st.Evictions.Collision != churn || st.Rings.Exported+st.Rings.Drops != churn+1 {
@@ -416,8 +397,8 @@ func TestFlowCacheRedis(t *testing.T) {
 	st = waitRedis("reconnected and every record sent or dropped", func(st flowCacheStats) bool {
 		return st.Redis.Connected && st.Redis.Queued == 0 && accounted(st) == st.Rings.Exported
 	})
-	p.Process(0, fcReport(7, now+churn+1, fcHop{9, 1, 1, 1})) // evicts the last churn flow
-	p.Flush(0)
+	p.FlowCache.Process(0, fcReport(7, now+churn+1, fcHop{9, 1, 1, 1})) // evicts the last churn flow
+	p.FlowCache.Flush(0)
 	st = waitRedis("the record after the restart sent", func(st flowCacheStats) bool {
 		return st.Redis.Queued == 0 && accounted(st) == st.Rings.Exported && st.Rings.Pending == 0
 	})
@@ -430,4 +411,16 @@ func TestFlowCacheRedis(t *testing.T) {
 	}
 	t.Logf("redis down: %d evictions; sent %d, dropped queue_full %d, conn %d; reconnects %d",
 		churn, st.Redis.Sent["flow"], st.Redis.Dropped["flow"]["queue_full"], st.Redis.Dropped["flow"]["conn"], st.Redis.Reconnects)
+}
+
+// flowCacheStats is the flow cache's stats with the Redis sink's counters typed.
+type flowCacheStats struct {
+	flowcache.Stats
+	Redis *export.RedisCounts
+}
+
+func fcStats(c *collector.Collector) flowCacheStats {
+	s := c.FlowCache.StatsJSON()
+	rc, _ := s.Redis.(*export.RedisCounts)
+	return flowCacheStats{s.Stats, rc}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,11 +11,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/intake-int/intake/api"
+	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/config"
-	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/ingest"
-	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/pcap"
 )
 
@@ -31,25 +28,6 @@ func init() {
 	})
 }
 
-// procEnv is what a processor is built from: the configuration, the metrics registry its
-// counters go to, the HTTP server its endpoints go to (nil when HTTP is off or for a --pcap
-// run: a factory must check), and the event bus the detector publishes to and the event
-// consumers (exporters, the event log, Redis) subscribe to.
-type procEnv struct {
-	Cfg     *config.Config
-	Metrics *metrics.Registry
-	API     *api.Server
-	Bus     *event.Bus
-}
-
-// ProcessorFactory builds one processor. The processor packages (detect, flowcache, dta,
-// label) append theirs to serveProcessors from an init function in a file of this package
-// of their own (proc_<name>.go), so that serve, demo and bench build the same pipeline. A
-// factory returns a nil Processor when its component is turned off in the configuration.
-type ProcessorFactory func(env *procEnv) (ingest.Processor, error)
-
-var serveProcessors []ProcessorFactory
-
 // loadConfig reads --config, or the defaults without it.
 func loadConfig(path string) (config.Config, error) {
 	if path == "" {
@@ -63,8 +41,13 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	cfgPath := fs.String("config", "", "YAML configuration `file` (default: the built-in defaults, see --dump)")
 	check := fs.Bool("check", false, "validate the configuration and exit")
 	dump := fs.Bool("dump", false, "print the effective configuration (defaults filled in) as YAML and exit")
+	lf := addLogFlags(fs)
 	capture := fs.String("pcap", "", "process the capture `file` (pcap or pcapng) at full speed through the same workers and processors, print a summary and exit; datagrams go to the listener whose port they are sent to")
 	if err := parseNoArgs(fs, args); err != nil {
+		return err
+	}
+	logger, err := lf.logger(stderr)
+	if err != nil {
 		return err
 	}
 	cfg, err := loadConfig(*cfgPath)
@@ -88,11 +71,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 
-	coll, env, err := newCollector(&cfg, *capture == "")
+	coll, err := collector.New(cfg, collector.Options{NoHTTP: *capture != "", Logger: logger})
 	if err != nil {
 		return err
 	}
-	srv := env.API
 	if *capture != "" {
 		return serveCapture(coll, *capture, stdout)
 	}
@@ -102,68 +84,32 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
 
-	if err := coll.Start(); err != nil {
+	if err := coll.Start(context.Background()); err != nil {
 		return err
 	}
 	start := time.Now()
-	for i, l := range cfg.Listeners {
-		fmt.Fprintf(stderr, "intake serve: listening for %s on udp %s (%d sockets)\n", l.Format, coll.ListenerAddr(i), l.Sockets)
+	for i, l := range coll.Config.Listeners {
+		fmt.Fprintf(stderr, "intake serve: listening for %s on udp %s (%d sockets)\n", l.Format, coll.Receiver.ListenerAddr(i), l.Sockets)
 	}
-	if srv != nil {
-		if err := srv.Start(); err != nil {
-			coll.Stop()
-			return err
-		}
+	if srv := coll.API; srv != nil {
 		fmt.Fprintf(stderr, "intake serve: http on %s (/metrics, /healthz, /api/v1/status)\n", srv.Addr())
 	}
 	fmt.Fprintf(stderr, "intake serve: ready; Ctrl-C or SIGTERM stops\n")
 
 	s := <-sig
 	fmt.Fprintf(stderr, "intake serve: %s: draining and stopping\n", s)
-	var errs []error
-	if srv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		errs = append(errs, srv.Stop(ctx))
-		cancel()
-	}
-	errs = append(errs, coll.Stop())
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	err = coll.Stop(ctx)
 	fmt.Fprintf(stdout, "intake serve: stopped after %s\n", time.Since(start).Round(time.Millisecond))
 	writeSummary(stdout, coll.Status())
-	return errors.Join(errs...)
+	return err
 }
 
-// newCollector builds the collector serve runs: every processor of serveProcessors over one
-// metrics registry and event bus, and the HTTP server when withHTTP and the configuration has
-// one (env.API, else nil). demo and bench ingest build theirs here too, so that they measure
-// and show what serve runs; extra processors (the demo's) run after serve's.
-func newCollector(cfg *config.Config, withHTTP bool, extra ...ingest.Processor) (*ingest.Collector, *procEnv, error) {
-	reg := metrics.NewRegistry()
-	var srv *api.Server
-	if cfg.HTTP.Address != "" && withHTTP {
-		srv = api.New(cfg.HTTP.Address, reg, nil)
-	}
-	env := &procEnv{Cfg: cfg, Metrics: reg, API: srv, Bus: &event.Bus{}}
-	var procs []ingest.Processor
-	for _, f := range serveProcessors {
-		p, err := f(env)
-		if err != nil {
-			return nil, nil, err
-		}
-		if p != nil {
-			procs = append(procs, p)
-		}
-	}
-	coll, err := ingest.New(*cfg, reg, append(procs, extra...)...)
-	if err != nil {
-		return nil, nil, err
-	}
-	if srv != nil {
-		srv.SetCollector(coll)
-	}
-	return coll, env, nil
-}
+// stopTimeout bounds a collector's stop: the sinks flush what they hold until then.
+const stopTimeout = 5 * time.Second
 
-func serveCapture(coll *ingest.Collector, path string, stdout io.Writer) error {
+func serveCapture(coll *collector.Collector, path string, stdout io.Writer) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -173,7 +119,7 @@ func serveCapture(coll *ingest.Collector, path string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	sum, err := coll.RunCapture(rd)
+	sum, err := coll.RunCapture(context.Background(), rd)
 	st := coll.Status()
 	rate := 0.0
 	if s := sum.Elapsed.Seconds(); s > 0 {

@@ -1,0 +1,309 @@
+// Package collector is intake's composition root: it builds the pipeline that `intake
+// serve`, `intake demo`, `intake bench ingest` and the end-to-end tests run from the
+// aggregate configuration (package config), and owns its lifecycle (docs/design.md, "The
+// data flow"):
+//
+//	sinks (Redis, InfluxDB flow records, histogram writer, export pipeline)
+//	→ processors (detect, dta, flowcache, label), in the order ingest calls them
+//	→ the receive path (ingest) → the HTTP API
+//
+// Every component is inert after New and has Start(ctx) and Stop(ctx); the Collector starts
+// them in that order and stops them in reverse, so that nothing is offered to a stopped
+// sink and no report reaches a stopped processor. Components register their own metrics and
+// HTTP endpoints; the Collector only wires them together.
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/intake-int/intake/api"
+	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/detect"
+	"github.com/intake-int/intake/dta"
+	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/flowcache"
+	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/label"
+	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/pcap"
+)
+
+// Component is what the Collector starts and stops.
+type Component interface {
+	Name() string
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+}
+
+// Options are the Collector's settings beside the configuration file.
+type Options struct {
+	// NoHTTP leaves the API server out even when http.address is set (a capture run).
+	NoHTTP bool
+	// Logger (slog.Default() when nil).
+	Logger *slog.Logger
+}
+
+// Collector is the whole pipeline. Its fields are the components, for the commands and
+// tests that read their state (nil when turned off in the configuration).
+type Collector struct {
+	Config   config.Config
+	Metrics  *metrics.Registry
+	Bus      *event.Bus
+	Receiver *ingest.Receiver
+	API      *api.Server
+
+	Detector   *detect.Detector
+	Export     *export.Pipeline
+	FlowCache  *flowcache.FlowCache
+	Translator *dta.Translator
+	Label      *label.Controller
+	Redis      *export.RedisSink
+
+	log     *slog.Logger
+	comps   []Component // in start order, without the receiver and the API
+	mu      sync.Mutex
+	running bool
+}
+
+// New builds the pipeline of cfg (defaults filled in, validated). It opens nothing.
+func New(cfg config.Config, opts Options) (*Collector, error) {
+	cfg.FillDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	c := &Collector{Config: cfg, Metrics: metrics.NewRegistry(), Bus: &event.Bus{}, log: log}
+	c.Bus.RegisterMetrics(c.Metrics)
+	in := cfg.Ingest()
+	workers := in.Workers()
+	if cfg.HTTP.Address != "" && !opts.NoHTTP {
+		c.API = api.New(cfg.HTTP.Address, c.Metrics)
+		c.API.SetLogger(log.With("component", "http"))
+	}
+	var procs []ingest.Processor
+	if err := c.buildDetect(workers, &procs); err != nil {
+		return nil, err
+	}
+	c.buildDTA(workers, &procs)
+	c.buildFlowCache(workers, &procs)
+	c.buildLabel(&procs)
+	recv, err := ingest.New(in, ingest.Deps{Metrics: c.Metrics, Processors: procs, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	c.Receiver = recv
+	if c.API != nil {
+		recv.RegisterAPI(c.API)
+		for _, x := range procs {
+			if r, ok := x.(api.Registrar); ok {
+				r.RegisterAPI(c.API)
+			}
+		}
+		if c.Detector != nil {
+			c.API.HandleFunc("GET /api/v1/detect/status", c.handleDetectStatus)
+		}
+	}
+	return c, nil
+}
+
+func (c *Collector) buildDetect(workers int, procs *[]ingest.Processor) error {
+	cfg := c.Config.Detect
+	if !cfg.Enabled {
+		return nil
+	}
+	d := detect.New(cfg, detect.Deps{Bus: c.Bus, Workers: workers, Metrics: c.Metrics})
+	var gauges *metrics.Registry
+	if c.API != nil { // the gauges are for /metrics: without HTTP nobody scrapes them
+		gauges = c.Metrics
+	}
+	expireTick := time.Duration(0)
+	if cfg.Expire > 0 {
+		expireTick = max(cfg.Expire/2, 10*time.Millisecond)
+	}
+	pipe, err := export.New(c.Config.Export, export.Deps{Bus: c.Bus, Ring: cfg.Ring, Source: d, Metrics: c.Metrics,
+		Gauges: gauges, Values: func() uint64 { return d.Stats().Values }, ExpireTick: expireTick})
+	if err != nil {
+		return err
+	}
+	c.Detector, c.Export = d, pipe
+	c.comps = append(c.comps, pipe, d)
+	*procs = append(*procs, d)
+	return nil
+}
+
+func (c *Collector) buildDTA(workers int, procs *[]ingest.Processor) {
+	if !c.Config.DTA.Enabled {
+		return
+	}
+	t := dta.NewTranslator(c.Config.DTA, dta.Deps{Workers: workers, Bus: c.Bus, Metrics: c.Metrics})
+	t.SetKeyLen(c.Config.Decoder.DTA.KeyLen)
+	c.Translator = t
+	c.comps = append(c.comps, t)
+	*procs = append(*procs, t)
+}
+
+// buildFlowCache builds the flow cache and the sinks of its evicted records: Redis (with the
+// detector's threshold and change events, the latest per-flow hashes and the histograms)
+// and InfluxDB.
+func (c *Collector) buildFlowCache(workers int, procs *[]ingest.Processor) {
+	cfg := c.Config.FlowCache
+	if !cfg.Enabled {
+		return
+	}
+	fc := flowcache.New(cfg, flowcache.Deps{Workers: workers, Metrics: c.Metrics, Bus: c.Bus})
+	ex := c.Config.Export
+	// Sinks start before the cache that feeds them.
+	if ex.InfluxDB.URL != "" {
+		rec := export.NewInfluxRecords(ex, c.Metrics)
+		fc.AddSink(rec.OfferRecord)
+		c.comps = append(c.comps, &funcComponent{name: "influxdb-records", start: func(context.Context) error { return rec.Start() }, stop: rec.Stop})
+	}
+	if ex.Redis.Address != "" {
+		r := export.NewRedis(ex, c.Metrics)
+		c.Redis = r
+		fc.AddSink(r.OfferRecord)
+		fc.SetSinkStatus(func() any { cs := r.Counts(); return &cs })
+		ring := c.Config.Detect.Ring
+		c.comps = append(c.comps, &funcComponent{name: "redis", start: func(context.Context) error { return r.Start(c.Bus, ring) }, stop: r.Stop})
+		if p := ex.Redis.HashPeriod; p > 0 {
+			fc.SetLatestSink(p, r.OfferLatest)
+			c.comps = append(c.comps, export.NewHistogramWriter(p, fc.Histograms(), r.OfferHistogram))
+		}
+	}
+	c.FlowCache = fc
+	c.comps = append(c.comps, fc)
+	*procs = append(*procs, fc)
+}
+
+func (c *Collector) buildLabel(procs *[]ingest.Processor) {
+	cfg := c.Config.Label
+	if !cfg.Enabled {
+		return
+	}
+	var setter label.ShiftSetter
+	if cfg.Control != "" {
+		setter = label.NewHTTPControl(cfg.Control)
+	}
+	l := label.New(cfg, setter, nil)
+	l.RegisterMetrics(c.Metrics)
+	c.Label = l
+	c.comps = append(c.comps, l)
+	*procs = append(*procs, l)
+}
+
+// funcComponent adapts a sink whose Start takes other arguments.
+type funcComponent struct {
+	name  string
+	start func(context.Context) error
+	stop  func(context.Context) error
+}
+
+func (f *funcComponent) Name() string                    { return f.name }
+func (f *funcComponent) Start(ctx context.Context) error { return f.start(ctx) }
+func (f *funcComponent) Stop(ctx context.Context) error  { return f.stop(ctx) }
+
+// Start starts the components, the receive path and the HTTP API, in that order. On error
+// what was started is stopped again.
+func (c *Collector) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running {
+		return errors.New("collector: already running")
+	}
+	all := c.all()
+	for i, x := range all {
+		if err := x.Start(ctx); err != nil {
+			err = fmt.Errorf("%s: %w", x.Name(), err)
+			stopAll(context.Background(), all[:i])
+			return err
+		}
+		c.log.Debug("started", "component", x.Name())
+	}
+	c.running = true
+	return nil
+}
+
+// Stop stops everything in reverse start order, each within ctx's deadline, and returns
+// every error joined.
+func (c *Collector) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.running {
+		return nil
+	}
+	c.running = false
+	return stopAll(ctx, c.all())
+}
+
+// all is every component in start order.
+func (c *Collector) all() []Component {
+	all := append(append([]Component(nil), c.comps...), c.Receiver)
+	if c.API != nil {
+		all = append(all, c.API)
+	}
+	return all
+}
+
+func stopAll(ctx context.Context, cs []Component) error {
+	var errs []error
+	for i := len(cs) - 1; i >= 0; i-- {
+		if err := cs[i].Stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", cs[i].Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RunCapture runs a capture through the pipeline at full speed (ingest.Receiver.RunCapture):
+// the components are started before and stopped after; the receive path's sockets and the
+// API are not opened.
+func (c *Collector) RunCapture(ctx context.Context, rd *pcap.Reader) (ingest.CaptureSummary, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running {
+		return ingest.CaptureSummary{}, errors.New("collector: RunCapture while running")
+	}
+	for i, x := range c.comps {
+		if err := x.Start(ctx); err != nil {
+			stopAll(context.Background(), c.comps[:i])
+			return ingest.CaptureSummary{}, fmt.Errorf("%s: %w", x.Name(), err)
+		}
+	}
+	sum, err := c.Receiver.RunCapture(rd)
+	return sum, errors.Join(err, stopAll(ctx, c.comps))
+}
+
+// Status is the receive path's status (GET /api/v1/status).
+func (c *Collector) Status() ingest.Status { return c.Receiver.Status() }
+
+// DetectStatus is GET /api/v1/detect/status: the detector's counters (values seen: M_all)
+// and the export pipeline's (values exported by source, the reduction factor, every sink's
+// sent, retried and dropped points).
+type DetectStatus struct {
+	Detect detect.Stats  `json:"detect"`
+	Export export.Status `json:"export"`
+}
+
+// DetectStatus returns the counters now (zero when detection is off).
+func (c *Collector) DetectStatus() DetectStatus {
+	if c.Detector == nil {
+		return DetectStatus{}
+	}
+	return DetectStatus{Detect: c.Detector.Stats(), Export: c.Export.Status()}
+}
+
+func (c *Collector) handleDetectStatus(w http.ResponseWriter, r *http.Request) {
+	if api.CheckParams(w, r) {
+		api.JSON(w, http.StatusOK, c.DetectStatus())
+	}
+}

@@ -1,0 +1,206 @@
+package ingest
+
+import (
+	"fmt"
+	"net/netip"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/intake-int/intake/wire"
+)
+
+// Listener defaults and limits (docs/config.md, "listeners").
+const (
+	DefaultBatch       = 64               // recvmmsg vector length
+	DefaultRcvBuf      = 8 << 20          // SO_RCVBUF requested, bytes
+	DefaultMaxDatagram = 9216             // receive buffer per datagram: a 9000-byte jumbo frame fits
+	DefaultCoalesce    = time.Millisecond // a worker's wait after draining its socket
+	MaxCoalesce        = 100 * time.Millisecond
+	MaxSockets         = 1024
+	MaxBatch           = 1024 // UIO_MAXIOV
+	MinRcvBuf          = 4096
+	MaxRcvBuf          = 1 << 30
+	MinMaxDatagram     = 512
+	MaxMaxDatagram     = 65535
+)
+
+// Config is the receive path's configuration: the listeners, each with its effective
+// decoder configuration (the aggregate configuration file fills Listener.Decoder).
+type Config struct {
+	Listeners []Listener
+	// Decoder is used by listeners whose Decoder is nil.
+	Decoder wire.Config
+}
+
+// DecoderFor returns the effective decoder configuration of listener i.
+func (c *Config) DecoderFor(i int) wire.Config {
+	if d := c.Listeners[i].Decoder; d != nil {
+		return *d
+	}
+	return c.Decoder
+}
+
+// Workers is the number of receive workers the configuration asks for: the processors'
+// per-worker state is sized by it.
+func (c *Config) Workers() int {
+	n := 0
+	for _, l := range c.Listeners {
+		n += l.Sockets
+	}
+	return n
+}
+
+// Listener is one UDP port receiving one input format.
+type Listener struct {
+	// Name labels the listener's counters; default "<format>:<port>".
+	Name string `yaml:"name"`
+	// Format is what the datagrams hold: one of wire.InputNames().
+	Format string `yaml:"format"`
+	// Address to bind. Empty (the default): every address, IPv4 and IPv6, through dual-stack
+	// IPv6 sockets (IPv4 only where the host has no IPv6). An IPv4 address binds IPv4 only;
+	// an IPv6 address, IPv6 only.
+	Address string `yaml:"address"`
+	// Port to bind; 0 lets the kernel pick a free port, shared by all the listener's sockets.
+	Port int `yaml:"port"`
+	// Sockets is the number of SO_REUSEPORT sockets, each read by its own worker; 0: one per
+	// core (runtime.NumCPU).
+	Sockets int `yaml:"sockets"`
+	// Batch is the recvmmsg vector length: datagrams read per system call.
+	Batch int `yaml:"batch"`
+	// RcvBuf is the socket receive buffer requested, bytes (SO_RCVBUFFORCE when permitted,
+	// else SO_RCVBUF, which net.core.rmem_max caps). The granted size is in the status.
+	RcvBuf int `yaml:"rcvbuf"`
+	// MaxDatagram is the buffer size per datagram; a longer datagram is counted as a drop
+	// (reason oversize), never decoded truncated.
+	MaxDatagram int `yaml:"max_datagram"`
+	// Coalesce is how long a worker waits after a read that found its socket nearly drained
+	// (fewer than half of batch datagrams) before reading again, so that what arrives
+	// meanwhile is read in one batch: fewer wakeups per datagram at moderate rates, for at
+	// most about this much added latency (the receive buffer holds far more). Unset: 1ms;
+	// 0 turns it off. Go rounds sleeps below a millisecond up to about one.
+	Coalesce *time.Duration `yaml:"coalesce"`
+	// Decoder overrides keys of the top-level decoder for this listener only (e.g. quirks of
+	// the switches that send to it). After the configuration is loaded it holds the full
+	// effective configuration.
+	Decoder *wire.Config `yaml:"decoder,omitempty"`
+}
+
+// FillDefaults replaces zero settings with their defaults.
+func (l *Listener) FillDefaults() {
+	if l.Sockets == 0 {
+		l.Sockets = runtime.NumCPU()
+	}
+	if l.Batch == 0 {
+		l.Batch = DefaultBatch
+	}
+	if l.RcvBuf == 0 {
+		l.RcvBuf = DefaultRcvBuf
+	}
+	if l.MaxDatagram == 0 {
+		l.MaxDatagram = DefaultMaxDatagram
+	}
+	if l.Coalesce == nil {
+		d := DefaultCoalesce
+		l.Coalesce = &d
+	}
+	if l.Name == "" {
+		l.Name = l.Format + ":" + strconv.Itoa(l.Port)
+	}
+}
+
+// FillDefaults fills every listener's defaults.
+func (c *Config) FillDefaults() {
+	for i := range c.Listeners {
+		c.Listeners[i].FillDefaults()
+	}
+}
+
+// ConfigError is a configuration error at one key.
+type ConfigError struct {
+	Key   string // dotted path, e.g. "listeners[1].port"
+	Value string // the offending value as written ("" when the key itself is the problem)
+	Msg   string // what is allowed
+}
+
+func (e *ConfigError) Error() string {
+	if e.Value == "" {
+		return e.Key + ": " + e.Msg
+	}
+	return e.Key + ": " + e.Value + ": " + e.Msg
+}
+
+func errAt(key string, value any, format string, args ...any) error {
+	return &ConfigError{Key: key, Value: fmt.Sprint(value), Msg: fmt.Sprintf(format, args...)}
+}
+
+// Validate reports the first invalid listener setting, naming it by its key
+// (listeners[i].port).
+func (c *Config) Validate() error {
+	if len(c.Listeners) == 0 {
+		return &ConfigError{Key: "listeners", Msg: "at least one listener is required"}
+	}
+	type bind struct {
+		addr string
+		port int
+	}
+	seen := map[bind]int{}
+	for i := range c.Listeners {
+		if err := c.Listeners[i].Validate(fmt.Sprintf("listeners[%d]", i)); err != nil {
+			return err
+		}
+		l := &c.Listeners[i]
+		// Two listeners on one port would share it through SO_REUSEPORT and the kernel would
+		// split the datagrams between two formats: refuse.
+		if l.Port != 0 {
+			b := bind{l.Address, l.Port}
+			if j, dup := seen[b]; dup {
+				return errAt(fmt.Sprintf("listeners[%d].port", i), l.Port, "already used by listeners[%d]", j)
+			}
+			seen[b] = i
+		}
+		for j := 0; j < i; j++ {
+			if c.Listeners[j].Name == l.Name {
+				return errAt(fmt.Sprintf("listeners[%d].name", i), l.Name, "already used by listeners[%d]", j)
+			}
+		}
+	}
+	return nil
+}
+
+// Validate checks one listener; key is its path in the configuration ("listeners[0]").
+func (l *Listener) Validate(key string) error {
+	if _, ok := wire.ParseInput(l.Format); !ok {
+		return errAt(key+".format", strconv.Quote(l.Format), "must be one of %s", strings.Join(wire.InputNames(), ", "))
+	}
+	if l.Address != "" {
+		if _, err := netip.ParseAddr(strings.Trim(l.Address, "[]")); err != nil {
+			return errAt(key+".address", strconv.Quote(l.Address), "must be an IPv4 or IPv6 address, or empty for all addresses of both families")
+		}
+	}
+	if l.Port < 0 || l.Port > 65535 {
+		return errAt(key+".port", l.Port, "must be 0-65535 (0: a free port the kernel picks)")
+	}
+	if l.Sockets < 1 || l.Sockets > MaxSockets {
+		return errAt(key+".sockets", l.Sockets, "must be 1-%d (0: one per core)", MaxSockets)
+	}
+	if l.Batch < 1 || l.Batch > MaxBatch {
+		return errAt(key+".batch", l.Batch, "must be 1-%d", MaxBatch)
+	}
+	if l.RcvBuf < MinRcvBuf || l.RcvBuf > MaxRcvBuf {
+		return errAt(key+".rcvbuf", l.RcvBuf, "must be %d-%d bytes (0: %d)", MinRcvBuf, MaxRcvBuf, DefaultRcvBuf)
+	}
+	if l.Coalesce != nil && (*l.Coalesce < 0 || *l.Coalesce > MaxCoalesce) {
+		return errAt(key+".coalesce", *l.Coalesce, "must be 0 (off) to %s (unset: %s)", MaxCoalesce, DefaultCoalesce)
+	}
+	if l.MaxDatagram < MinMaxDatagram || l.MaxDatagram > MaxMaxDatagram {
+		return errAt(key+".max_datagram", l.MaxDatagram, "must be %d-%d bytes (0: %d)", MinMaxDatagram, MaxMaxDatagram, DefaultMaxDatagram)
+	}
+	if l.Decoder != nil {
+		if err := l.Decoder.Validate(); err != nil {
+			return fmt.Errorf("%s.decoder.%w", key, err)
+		}
+	}
+	return nil
+}
