@@ -375,7 +375,6 @@ func prefix(path string, err error) error {
 	return errors.New(path + "." + err.Error())
 }
 
-
 // DecoderFor returns the effective decoder configuration of listener i.
 func (c *Config) DecoderFor(i int) wire.Config {
 	in := c.Ingest()

@@ -115,7 +115,7 @@ func (p *counting) Process(w int, r *telemetry.Report) {
 		p.badTime.Add(1)
 	}
 }
-func (p *counting) Flush(int) { p.flushes.Add(1) }
+func (p *counting) Flush(int)          { p.flushes.Add(1) }
 func (p *counting) QueueDrops() uint64 { return 7 }
 func (p *counting) total() uint64 {
 	var n uint64

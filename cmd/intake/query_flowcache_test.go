@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/collector"
-	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/telemetry"
 )
 
