@@ -73,7 +73,7 @@ func TestEndpoints(t *testing.T) {
 	code, ct, body := get(t, s, "/metrics")
 	if code != 200 || ct != "text/plain; version=0.0.4; charset=utf-8" ||
 		!strings.Contains(body, "# TYPE intake_packets_received_total counter\n") ||
-		!strings.Contains(body, `intake_packets_received_total{listener="dta",format="dta"} 2`+"\n") {
+		!strings.Contains(body, `intake_packets_received_total{format="dta",listener="dta"} 2`+"\n") {
 		t.Errorf("/metrics: %d %s\n%s", code, ct, body)
 	}
 

@@ -96,7 +96,7 @@ func TestReductionSynthetic(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		"intake_detect_values_total ":                    "2040000",
+		"intake_detect_values_total ":                    fmt.Sprint(2040000.0),
 		`intake_export_values_total{source="event"} `:    "911",
 		`intake_export_values_total{source="periodic"} `: "4260",
 		"intake_export_reduction_factor ":                fmt.Sprint(2040000.0 / 5171),

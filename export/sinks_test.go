@@ -102,7 +102,7 @@ func TestGaugesSeriesLimit(t *testing.T) {
 intake_queue_occupancy{queue_id="1",switch_id="3"} 31`; got != want {
 		t.Errorf("gauges:\n%s\nwant\n%s", got, want)
 	}
-	if got, want := text(counters, "intake_export_"), `intake_export_dropped_points_total{sink="prometheus",reason="series_limit"} 1
+	if got, want := text(counters, "intake_export_"), `intake_export_dropped_points_total{reason="series_limit",sink="prometheus"} 1
 intake_export_gauge_series 2
 intake_export_sent_points_total{sink="prometheus"} 4`; got != want {
 		t.Errorf("counters:\n%s\nwant\n%s", got, want)

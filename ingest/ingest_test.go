@@ -296,14 +296,14 @@ func TestMetricsExposition(t *testing.T) {
 	e.add(t, wire.InputDTA, garbage[1])
 	e.add(t, wire.InputDTA, garbage[2])
 	for _, line := range []string{
-		`intake_packets_received_total{listener="dta",format="dta"} 2`,
-		`intake_bytes_received_total{listener="dta",format="dta"} 4`,
-		fmt.Sprintf(`intake_reports_decoded_total{listener="dta",format="dta"} %d`, e.reports),
+		`intake_packets_received_total{format="dta",listener="dta"} 2`,
+		`intake_bytes_received_total{format="dta",listener="dta"} 4`,
+		fmt.Sprintf(`intake_reports_decoded_total{format="dta",listener="dta"} %d`, e.reports),
 		fmt.Sprintf(`intake_decode_errors_total{listener="dta",reason="truncated"} %d`, e.errs["truncated"]),
 		fmt.Sprintf(`intake_decode_errors_total{listener="dta",reason="unsupported"} %d`, e.errs["unsupported"]),
 		`intake_ingest_drops_total{listener="dta",reason="oversize"} 0`,
 		`intake_kernel_drops_total{listener="dta"} 0`,
-		`intake_socket_rcvbuf_requested_bytes{listener="dta"} 1048576`,
+		`intake_socket_rcvbuf_requested_bytes{listener="dta"} 1.048576e+06`,
 		`intake_listener_sockets{listener="dta"} 1`,
 		`# TYPE intake_packets_received_total counter`,
 		`# TYPE intake_uptime_seconds gauge`,
