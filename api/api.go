@@ -127,6 +127,5 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 		Error(w, http.StatusServiceUnavailable, "no metrics registry")
 		return
 	}
-	w.Header().Set("Content-Type", metrics.ContentType)
-	s.reg.WriteText(w)
+	s.reg.Handler().ServeHTTP(w, r)
 }

@@ -71,10 +71,25 @@ func TestEndpoints(t *testing.T) {
 		t.Errorf("/healthz: %d %q", code, body)
 	}
 	code, ct, body := get(t, s, "/metrics")
-	if code != 200 || ct != "text/plain; version=0.0.4; charset=utf-8" ||
+	// client_golang's text format (it adds the escaping scheme to the content type).
+	if code != 200 || !strings.HasPrefix(ct, "text/plain; version=0.0.4; charset=utf-8") ||
 		!strings.Contains(body, "# TYPE intake_packets_received_total counter\n") ||
-		!strings.Contains(body, `intake_packets_received_total{format="dta",listener="dta"} 2`+"\n") {
+		!strings.Contains(body, `intake_packets_received_total{format="dta",listener="dta"} 2`+"\n") ||
+		!strings.Contains(body, "\ngo_goroutines ") || !strings.Contains(body, "\nprocess_cpu_seconds_total ") {
 		t.Errorf("/metrics: %d %s\n%s", code, ct, body)
+	}
+	// OpenMetrics when the scraper asks for it.
+	req, _ := http.NewRequest("GET", "http://"+s.Addr()+"/metrics", nil)
+	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	om, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") ||
+		!strings.HasSuffix(string(om), "# EOF\n") || !strings.Contains(string(om), "intake_packets_received_total{") {
+		t.Errorf("/metrics as OpenMetrics: %s\n%s", ct, om)
 	}
 
 	code, ct, body = get(t, s, "/api/v1/status")

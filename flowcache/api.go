@@ -165,4 +165,5 @@ func (f *FlowCache) registerMetrics(reg *metrics.Registry) {
 	c("intake_flowcache_ring_drops_total", "Evicted flow records dropped because their eviction ring was full.", func(s Stats) uint64 { return s.Rings.Drops })
 	c("intake_flowcache_records_exported_total", "Evicted flow records taken from the eviction rings and handed to the sinks.", func(s Stats) uint64 { return s.Rings.Exported })
 	c("intake_flowcache_histogram_switch_overflow_total", "Hop samples not binned because histograms.max_switches switches already had histograms.", func(s Stats) uint64 { return s.SwitchOverflow })
+	f.hist.registerMetrics(reg)
 }

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/intake-int/intake/metrics"
 )
 
 // Histograms are the per-switch distributions of §III-C ("Tracking Distribution for INT
@@ -245,4 +247,55 @@ func uitoa(v uint32) string {
 			return string(b[i:])
 		}
 	}
+}
+
+// promHist renders histogram k of switch index si for Prometheus: cumulative counts by upper
+// bound, divided by per (1e9 turns nanoseconds into seconds), and the sum estimated from
+// the bins' midpoints (the cache counts per bin only; the open last bin counts at its lower
+// bound).
+func (h *Histograms) promHist(si, k int, per float64, c []uint64, buckets map[float64]uint64) (count uint64, sum float64) {
+	clear(buckets)
+	h.counts(si, k, c)
+	for i, n := range c {
+		lo, hi, closed := h.bounds(k, i)
+		count += n
+		if !closed {
+			sum += float64(n) * float64(lo)
+			continue
+		}
+		sum += float64(n) * (float64(lo) + float64(hi)) / 2
+		buckets[float64(hi)/per] = count
+	}
+	return count, sum / per
+}
+
+// registerMetrics exposes the histograms as Prometheus histograms, read at scrape time:
+// intake_flowcache_hop_latency_seconds, _queue_occupancy and _tx_utilization by switch, and
+// intake_flowcache_e2e_latency_seconds.
+func (h *Histograms) registerMetrics(reg *metrics.Registry) {
+	fams := [NumMetrics]struct {
+		name, help string
+		per        float64
+	}{
+		HopLatency:     {"intake_flowcache_hop_latency_seconds", "Hop latency reported by each switch (flow cache histograms; _sum estimated from bin midpoints).", 1e9},
+		QueueOccupancy: {"intake_flowcache_queue_occupancy", "Queue occupancy reported by each switch, in the switch's units (flow cache histograms; _sum estimated from bin midpoints).", 1},
+		TxUtil:         {"intake_flowcache_tx_utilization", "Egress port tx utilization reported by each switch, in the switch's units (flow cache histograms; _sum estimated from bin midpoints).", 1},
+	}
+	for m, f := range fams {
+		reg.Histogram(f.name, f.help, "switch").Collect(func(emit func(uint64, float64, map[float64]uint64, ...string)) {
+			c, b := make([]uint64, h.bins), map[float64]uint64{}
+			for _, sw := range h.Switches() {
+				if si := h.lookup(sw); si >= 0 {
+					n, s := h.promHist(si, m, f.per, c, b)
+					emit(n, s, b, uitoa(sw))
+				}
+			}
+		})
+	}
+	reg.Histogram("intake_flowcache_e2e_latency_seconds", "End-to-end latency of the reports (flow cache histogram; _sum estimated from bin midpoints).").
+		Func(func() (uint64, float64, map[float64]uint64) {
+			b := map[float64]uint64{}
+			n, s := h.promHist(0, e2eHist, 1e9, make([]uint64, h.bins), b)
+			return n, s, b
+		})
 }
