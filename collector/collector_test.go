@@ -1,0 +1,101 @@
+package collector
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/ingest"
+)
+
+func testConfig(t *testing.T) config.Config {
+	cfg, err := config.Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listeners = []ingest.Listener{{Format: "report", Address: "127.0.0.1", Sockets: 1}}
+	cfg.HTTP.Address = "127.0.0.1:0"
+	cfg.DTA.DataDir = t.TempDir()
+	return cfg
+}
+
+// Start brings every component up (sinks, processors, receiver, API); Stop brings them
+// down in reverse and leaves no goroutine; a failed Start (the API's port taken) stops what
+// it had started, so the receive path is not left running.
+func TestLifecycle(t *testing.T) {
+	before := runtime.NumGoroutine()
+	a, err := New(testConfig(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range a.all() {
+		names = append(names, c.Name())
+	}
+	if got, want := strings.Join(names, " "), "export detect dta flowcache label ingest http"; got != want {
+		t.Errorf("start order %q, want %q", got, want)
+	}
+	ctx := context.Background()
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err == nil {
+		t.Error("second Start succeeded")
+	}
+
+	cfg := testConfig(t)
+	cfg.HTTP.Address = a.API.Addr()
+	b, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Start(ctx)
+	if err == nil || !strings.HasPrefix(err.Error(), "http: http.address "+cfg.HTTP.Address) {
+		t.Errorf("Start with the API's port taken: %v", err)
+	}
+	if b.Receiver.Running() {
+		t.Error("the receive path runs after a failed Start")
+	}
+	if err := b.Stop(ctx); err != nil {
+		t.Errorf("Stop after a failed Start: %v", err)
+	}
+
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := a.Stop(sctx); err != nil {
+		t.Fatal(err)
+	}
+	if a.Receiver.Running() {
+		t.Error("the receive path runs after Stop")
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Errorf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// A configuration with every processor off still runs the receive path and the API.
+func TestNothingOn(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Detect.Enabled, cfg.FlowCache.Enabled, cfg.DTA.Enabled, cfg.Label.Enabled = false, false, false, false
+	c, err := New(cfg, Options{NoHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.API != nil || len(c.Receiver.Processors()) != 0 || len(c.all()) != 1 {
+		t.Errorf("api %v, %d processors, %d components", c.API, len(c.Receiver.Processors()), len(c.all()))
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
