@@ -17,7 +17,7 @@ import (
 )
 
 // Detected events → an Append list (DTA Table 2), end to end: TR reports over loopback into
-// serve's pipeline (newCollector: the detector publishes, the DTA consumer appends), then
+// serve's pipeline (collector.New: the detector publishes, the DTA consumer appends), then
 // the list read through the API and through --store, entry by entry.
 func TestDTAEventList(t *testing.T) {
 	dir := t.TempDir()
