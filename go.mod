@@ -2,14 +2,14 @@ module github.com/intake-int/intake
 
 go 1.26.8
 
-require gopkg.in/yaml.v3 v3.0.1
-
 require golang.org/x/sys v0.49.0
 
 require (
 	github.com/golang/snappy v1.0.0
 	github.com/prometheus/common v0.72.0
 )
+
+require go.yaml.in/yaml/v3 v3.0.6
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
