@@ -386,7 +386,7 @@ func (d *Detector) flow(c *[nCounts]uint64, r *telemetry.Report, hops []telemetr
 	}
 	e.DevTime = dev
 
-	fh := FlowHash(&r.Flow)
+	fh := telemetry.FlowHash(&r.Flow)
 	s := d.shards[shardOf(fh, d.mask)]
 	s.mu.Lock()
 	en, isNew := s.flow(fh, &r.Flow, r.RecvTime)

@@ -150,7 +150,7 @@ type SwitchValue struct {
 
 // Flow returns the latest state of flow k, and the switch keys of the switches on its path.
 func (d *Detector) Flow(k telemetry.FlowKey) (FlowState, bool) {
-	h := FlowHash(&k)
+	h := telemetry.FlowHash(&k)
 	s := d.shards[shardOf(h, d.mask)]
 	s.mu.Lock()
 	i := s.lookupFlow(h, &k)

@@ -1,7 +1,6 @@
 package detect
 
 import (
-	"encoding/binary"
 	"sync"
 
 	"github.com/intake-int/intake/telemetry"
@@ -319,16 +318,6 @@ func mix(x uint64) uint64 {
 	x *= 0x94d049bb133111eb
 	x ^= x >> 31
 	return x
-}
-
-// FlowHash is the fixed hash that places a flow key in a shard.
-func FlowHash(k *telemetry.FlowKey) uint64 {
-	le := binary.LittleEndian
-	a := le.Uint64(k.Src[8:]) * k1
-	b := le.Uint64(k.Dst[8:]) * k2
-	c := (le.Uint64(k.Src[:8]) ^ le.Uint64(k.Dst[:8])<<1) * k3
-	d := (uint64(k.SrcPort) | uint64(k.DstPort)<<16 | uint64(k.Proto)<<32) * k4
-	return mix(a ^ b ^ c ^ d)
 }
 
 func switchHash(sw uint32) uint64 { return mix(uint64(sw) * k1) }

@@ -31,7 +31,7 @@ func TestIndexChurn(t *testing.T) {
 		var k telemetry.FlowKey
 		k.SetAddrs(netip.AddrFrom4([4]byte{10, 0, byte(n >> 8), byte(n)}), netip.MustParseAddr("10.9.9.9"))
 		k.SrcPort, k.Proto = uint16(n), 17
-		h := FlowHash(&k)
+		h := telemetry.FlowHash(&k)
 		if n%3 == 0 { // collide: one of three home positions near the end of the array
 			h = h&^0xffffffff | uint64(s.fidx.mask-uint64(n%9/3))
 		}

@@ -23,13 +23,13 @@ func BenchmarkUpdate5HopsStaged(b *testing.B) {
 	for i := 0; i < b.N; i += G {
 		for j := 0; j < G; j++ {
 			k := &keys[(i+j)&(benchFlows-1)]
-			h := Hash(k)
+			h := telemetry.FlowHash(k)
 			off := f.t.rowOff(h & f.t.mask)
 			acc += f.t.mem[off]
 		}
 		for j := 0; j < G; j++ {
 			k := &keys[(i+j)&(benchFlows-1)]
-			h := Hash(k)
+			h := telemetry.FlowHash(k)
 			off := f.t.rowOff(h & f.t.mask)
 			tag := uint32(h>>32) | 1
 			for bi, g := range f.t.tags(off) {

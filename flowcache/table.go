@@ -1,7 +1,6 @@
 package flowcache
 
 import (
-	"encoding/binary"
 	"math/bits"
 	"runtime"
 	"sync/atomic"
@@ -146,29 +145,6 @@ func (t *table) hopSlots(boff int) []hopSlot {
 	return unsafe.Slice((*hopSlot)(unsafe.Pointer(&t.mem[boff+hdrBytes/8])), t.hops)
 }
 
-// Hash is the table's fixed flow hash (seeded, not per process, so that another process can
-// find a flow's row): 64-bit multiply-mix over the 5-tuple's words. The row is the low bits,
-// the tag the high half.
-func Hash(k *telemetry.FlowKey) uint64 {
-	const (
-		s0 = 0xa0761d6478bd642f
-		s1 = 0xe7037ed1a0b428db
-		s2 = 0x8ebc6af09c88c6e3
-		s3 = 0x589965cc75374cc3
-	)
-	le := binary.LittleEndian
-	a := le.Uint64(k.Src[0:8]) ^ le.Uint64(k.Dst[0:8])<<1
-	b := le.Uint64(k.Src[8:16])
-	c := le.Uint64(k.Dst[8:16])
-	d := uint64(k.SrcPort) | uint64(k.DstPort)<<16 | uint64(k.Proto)<<32
-	if k.IPv6 {
-		d |= 1 << 40
-	}
-	h := mix(a^s0, b^s1)
-	h = mix(h^c, d^s2)
-	return mix(h^s3, h>>29^s1)
-}
-
 func mix(a, b uint64) uint64 {
 	hi, lo := bits.Mul64(a, b)
 	return hi ^ lo
@@ -179,7 +155,7 @@ func mix(a, b uint64) uint64 {
 // lat/nlat are the report's end-to-end latency and the count of hop latencies in it.
 // It returns what it did.
 func (t *table) update(r *telemetry.Report, lat uint64, nlat int, rings *ringSet) (inserted, evicted bool) {
-	h := Hash(&r.Flow)
+	h := telemetry.FlowHash(&r.Flow)
 	row := h & t.mask
 	tag := uint32(h>>32) | 1
 	off := t.rowOff(row)
@@ -266,7 +242,7 @@ func (t *table) update(r *telemetry.Report, lat uint64, nlat int, rings *ringSet
 
 // lookup copies flow k's bucket into rec.
 func (t *table) lookup(k *telemetry.FlowKey, rec *Record) bool {
-	h := Hash(k)
+	h := telemetry.FlowHash(k)
 	tag := uint32(h>>32) | 1
 	off := t.rowOff(h & t.mask)
 	lk := t.lockRow(off)

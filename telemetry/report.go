@@ -16,6 +16,8 @@
 package telemetry
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"net/netip"
 )
 
@@ -485,4 +487,33 @@ type LabelItem struct {
 	EnqQDepth    uint32 // 24 bits
 	DeqTimedelta uint32 // queueing latency
 	DeqQDepth    uint32 // 24 bits
+}
+
+// FlowHash is intake's one flow hash, fixed (seeded, not per process, so that another
+// process can compute where a flow lives): a 64-bit multiply-mix over the 5-tuple's words.
+// The flow cache takes its row from the low bits and its tag from the high half; the event
+// detector its shard from bits 40 and up and its index from the low 32 bits.
+func FlowHash(k *FlowKey) uint64 {
+	const (
+		s0 = 0xa0761d6478bd642f
+		s1 = 0xe7037ed1a0b428db
+		s2 = 0x8ebc6af09c88c6e3
+		s3 = 0x589965cc75374cc3
+	)
+	le := binary.LittleEndian
+	a := le.Uint64(k.Src[0:8]) ^ le.Uint64(k.Dst[0:8])<<1
+	b := le.Uint64(k.Src[8:16])
+	c := le.Uint64(k.Dst[8:16])
+	d := uint64(k.SrcPort) | uint64(k.DstPort)<<16 | uint64(k.Proto)<<32
+	if k.IPv6 {
+		d |= 1 << 40
+	}
+	h := mulMix(a^s0, b^s1)
+	h = mulMix(h^c, d^s2)
+	return mulMix(h^s3, h>>29^s1)
+}
+
+func mulMix(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return hi ^ lo
 }
