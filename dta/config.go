@@ -1,12 +1,13 @@
 // Package dta owns the DTA translator and its write-only stores in shared memory: the four
-// primitives of Direct Telemetry Access (DTA §3-4, appendix A) — Key-Write, Key-Increment,
-// Postcarding and Append — and DART's key-value store with its analysis (DART §3-5).
+// primitives of Direct Telemetry Access (DTA §3-4, appendix A.1-A.4) — Key-Write,
+// Key-Increment, Postcarding and Append — and DART's key-value store (DART §3).
 //
 // The papers write reports straight into collector memory with RDMA and answer queries from
 // that memory. intake's translator (Translator, an ingest.Processor) does the writing in
 // software, into mmap'd files (Region) that a second process can map read-only and query
-// without asking the collector; docs/dta-layout.md is the binary layout. Bounds (eqs. 1-8)
-// and the Monte Carlo behind `intake sim dta` are in bounds.go and sim.go.
+// without asking the collector; docs/dta-layout.md is the binary layout. The papers'
+// analysis (DTA appendix A.5-A.6, DART §4) and the Monte Carlo behind `intake sim dta` are
+// package sim/dtasim's, over this package's stores (AnonRegion, KeyWrite).
 package dta
 
 import (

@@ -14,8 +14,8 @@ import (
 // 32 bits of fmix64(h ^ 0xC2B2AE3D27D4EB4F), cut to b bits. Deriving all N addresses from
 // one key hash costs one pass over the key, so N only adds a multiply-xorshift per copy.
 //
-// Compat layout (the public prototype, spec §2): checksum = CRC-32 IEEE of the key's 4
-// bytes little-endian; copy n at CRC-32 IEEE(key LE ‖ byte n) mod M.
+// Compat layout (the public prototype jonlanglet/DTA; docs/dta-layout.md): checksum = CRC-32
+// IEEE of the key's 4 bytes little-endian; copy n at CRC-32 IEEE(key LE ‖ byte n) mod M.
 
 const (
 	phi     = 0x9E3779B97F4A7C15

@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// The public prototype's CRC test vectors (dta-int-label-intcollector.md §2).
+// The public prototype's CRC test vectors (jonlanglet/DTA; docs/dta-layout.md, "Hash
+// functions").
 func TestCompatVectors(t *testing.T) {
 	for _, v := range []struct {
 		key, csum uint32

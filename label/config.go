@@ -1,10 +1,12 @@
 // Package label owns INT-label's controller (INT-label §2 "Telemetry data collection", §3.2,
-// §3.4; the prototype's Redis controller, dta-int-label-intcollector.md §3): the database
-// that keeps the newest state per (device, egress port) by label time (Algorithm 4), the
-// coverage rate per telemetry interval (§6.2: ports updated over ports carrying traffic), the
-// age of every port, and the adaptive feedback of Algorithm 3 that raises and lowers each
-// port's shift S (labeling interval T/2^S) over a control channel. It also holds the labeling
-// times analysis of §4.3 (Z_A, Z_B).
+// §3.4; in the authors' prototype, a Redis-backed controller): the database that keeps the
+// newest state per (device, egress port) by label time (Algorithm 4), the coverage rate per
+// telemetry interval (§6.2: ports updated over ports carrying traffic), the age of every
+// port, and the adaptive feedback of Algorithm 3 that raises and lowers each port's shift S
+// (labeling interval T/2^S) over a control channel (docs/label.md). It also holds Base B's
+// probability functions F1-F3 (§3.1), which the emulated fabric's switches evaluate; the
+// labeling-times analysis of §4.3 and the reproduction of §6.2's figures are package
+// sim/labelsim's.
 //
 // The controller is an ingest.Processor: Process runs on the receive workers, allocates
 // nothing per report, and locks one stripe (one switch's port table) per item.

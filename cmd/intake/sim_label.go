@@ -10,12 +10,13 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/intake-int/intake/fabric/repro"
 	"github.com/intake-int/intake/label"
+	"github.com/intake-int/intake/sim/labelsim"
 )
 
 // intake sim label-dist: the labeling-times analysis of INT-label §4.3.
 // intake sim label: the §6.2 evaluation on the emulated testbed.
+// The work is package sim/labelsim's; this file parses flags and prints.
 
 func init() {
 	registerSub("sim", verb{name: "label-dist", summary: "INT-label §4.3: distribution and expectation of labeling times Z_A, Z_B", run: runSimLabelDist})
@@ -48,15 +49,15 @@ func runSimLabelDist(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageErr("--f %v", err)
 	}
-	g, err := label.ParseG(*gname)
+	g, err := labelsim.ParseG(*gname)
 	if err != nil {
 		return usageErr("--g %v", err)
 	}
-	var d label.Dist
+	var d labelsim.Dist
 	if *algo == "a" {
-		d = label.DistA(*k, *ratio)
+		d = labelsim.DistA(*k, *ratio)
 	} else {
-		d = label.DistB(*k, *ratio, f, g, *maxHop)
+		d = labelsim.DistB(*k, *ratio, f, g, *maxHop)
 	}
 	if *asJSON {
 		out := struct {
@@ -69,7 +70,7 @@ func runSimLabelDist(args []string, stdout, stderr io.Writer) error {
 			Hops        [6]float64 `json:"hops"`
 			Dist        [6]float64 `json:"dist"`
 			Expectation float64    `json:"expectation"`
-		}{*algo, *k, *ratio, "", "", *maxHop, label.HopDist(*k), d.P, d.Expectation}
+		}{*algo, *k, *ratio, "", "", *maxHop, labelsim.HopDist(*k), d.P, d.Expectation}
 		if *algo == "b" {
 			out.F, out.G = string(f), string(g)
 		}
@@ -82,7 +83,7 @@ func runSimLabelDist(args []string, stdout, stderr io.Writer) error {
 		name = fmt.Sprintf("Z_B (Base B, %s, g %s, MAX_hop %d)", f, g, *maxHop)
 	}
 	fmt.Fprintf(stdout, "%s, k = %d, T_s/T = %g\n", name, *k, *ratio)
-	hd := label.HopDist(*k)
+	hd := labelsim.HopDist(*k)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "s\tP(Z = s)\tP(H = s)\t\n")
 	for s := range d.P {
@@ -95,7 +96,7 @@ func runSimLabelDist(args []string, stdout, stderr io.Writer) error {
 
 func runSimLabel(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("sim label", "[--fig ID,...] [--out DIR] [--json] [--seed N] [--long]", stdout)
-	figs := fs.String("fig", "", "comma-separated figures (default all): "+strings.Join(repro.IDs(), ", "))
+	figs := fs.String("fig", "", "comma-separated figures (default all): "+strings.Join(labelsim.IDs(), ", "))
 	out := fs.String("out", "", "write one SVG plot per figure into `dir`")
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
 	seed := fs.Uint64("seed", 1, "PCG seed")
@@ -107,17 +108,17 @@ func runSimLabel(args []string, stdout, stderr io.Writer) error {
 	if *figs != "" {
 		for _, id := range strings.Split(*figs, ",") {
 			ok := false
-			for _, k := range repro.IDs() {
+			for _, k := range labelsim.IDs() {
 				ok = ok || k == id
 			}
 			if !ok {
-				return usageErr("--fig %q: must be among %s", id, strings.Join(repro.IDs(), ", "))
+				return usageErr("--fig %q: must be among %s", id, strings.Join(labelsim.IDs(), ", "))
 			}
 			only = append(only, id)
 		}
 	}
 	start := time.Now()
-	res, err := repro.Reproduce(repro.Options{Long: *long, Seed: *seed, Progress: func(id string) {
+	res, err := labelsim.Reproduce(labelsim.Options{Long: *long, Seed: *seed, Progress: func(id string) {
 		fmt.Fprintf(stderr, "intake sim label: %s (%s)\n", id, time.Since(start).Round(time.Millisecond))
 	}}, only...)
 	if err != nil {
@@ -128,12 +129,7 @@ func runSimLabel(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		for i := range res {
-			fh, err := os.Create(filepath.Join(*out, "label-"+res[i].ID+".svg"))
-			if err != nil {
-				return err
-			}
-			repro.WriteSVG(fh, &res[i])
-			if err := fh.Close(); err != nil {
+			if err := os.WriteFile(filepath.Join(*out, "label-"+res[i].ID+".svg"), res[i].Chart().SVG(), 0o644); err != nil {
 				return err
 			}
 		}
@@ -142,7 +138,7 @@ func runSimLabel(args []string, stdout, stderr io.Writer) error {
 		e := json.NewEncoder(stdout)
 		e.SetIndent("", "  ")
 		return e.Encode(struct {
-			Figures []repro.Figure `json:"figures"`
+			Figures []labelsim.Figure `json:"figures"`
 		}{res})
 	}
 	for _, f := range res {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/intake-int/intake/dta"
+	"github.com/intake-int/intake/sim/dtasim"
 )
 
 // intake sim dta-bounds: --json's keys are exactly kw_empty, kw_wrong (and with --values and
@@ -21,7 +21,7 @@ func TestSimDTABounds(t *testing.T) {
 		want map[string]float64
 	}{
 		{[]string{"--n", "2", "--alpha", "0.1", "--bits", "32", "--json"},
-			map[string]float64{"kw_empty": dta.KWEmpty(2, 0.1, 32), "kw_wrong": dta.KWWrong(2, 0.1, 32)}},
+			map[string]float64{"kw_empty": dtasim.KWEmpty(2, 0.1, 32), "kw_wrong": dtasim.KWWrong(2, 0.1, 32)}},
 		{[]string{"--n", "2", "--alpha", "0.1", "--bits", "32", "--values", "262144", "--hops", "5", "--json"},
 			map[string]float64{"kw_empty": 0.03285853993348377, "kw_wrong": 1.5300949979422426e-11, "pc_empty": 0.032858539879675595, "pc_wrong": 5.566559347829482e-23}},
 	} {
@@ -40,7 +40,7 @@ func TestSimDTABounds(t *testing.T) {
 			}
 		}
 	}
-	if e := dta.KWEmpty(2, 0.1, 32); e >= 0.033 { // the paper: < 3.3%
+	if e := dtasim.KWEmpty(2, 0.1, 32); e >= 0.033 { // the paper: < 3.3%
 		t.Errorf("kw_empty %g", e)
 	}
 	code, out, _ := runVerb("sim", "dta-bounds", "--n", "1", "--alpha", "0.1", "--bits", "32", "--values", "2", "--hops", "1")
@@ -79,12 +79,12 @@ func TestSimDTARun(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("%d %s", code, errs)
 	}
-	var r dta.SimResult
+	var r dtasim.SimResult
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
 	if r.Queries != 65536 || r.Load != 1 || r.Wrong != 0 || len(r.Buckets) != 20 ||
-		math.Abs(r.Success-r.Expected) > 4*dta.StdErr(r.Expected, r.Queries) {
+		math.Abs(r.Success-r.Expected) > 4*dtasim.StdErr(r.Expected, r.Queries) {
 		t.Errorf("result: queries %d load %g success %g (analysis %g) wrong %g buckets %d", r.Queries, r.Load, r.Success, r.Expected, r.Wrong, len(r.Buckets))
 	}
 	b, err := os.ReadFile(svg)

@@ -1,6 +1,10 @@
-package label
+package labelsim
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/intake-int/intake/label"
+)
 
 // The labeling times analysis of INT-label §4.3: the distribution of the number of items a
 // packet carries at its last hop (Z_A for Base A, Z_B for Base B) in a k-ary fat tree when
@@ -20,47 +24,6 @@ func HopDist(k int) [MaxPathHops + 1]float64 {
 	d[3] = (h - 1) * h / n
 	d[5] = (float64(k) - 1) * h * h / n
 	return d
-}
-
-// F is a Base B probability function f(INT_num) (§3.1, Fig. 19).
-type F string
-
-const (
-	F1 F = "F1" // f(0) = 0, f(i) = 1: the paper's default
-	F2 F = "F2" // f(i) = i / (MAX_hop − 1)
-	F3 F = "F3" // f(i) = i / (MAX_hop − 1) · interval / T
-)
-
-// ParseF checks a probability function name.
-func ParseF(s string) (F, error) {
-	switch F(s) {
-	case F1, F2, F3:
-		return F(s), nil
-	}
-	return "", fmt.Errorf("%q: must be one of F1, F2, F3", s)
-}
-
-// Eval returns f(n) for an item count n; frac is (CT − LT)/T, used by F3 only. Specific-flow
-// packets carry INT_num ≥ MAX_hop and get 1.
-func (f F) Eval(n, maxHop int, frac float64) float64 {
-	if n <= 0 {
-		return 0
-	}
-	if n >= maxHop-1 {
-		if f == F3 && n < maxHop {
-			return min(frac, 1)
-		}
-		return 1
-	}
-	switch f {
-	case F1:
-		return 1
-	case F2:
-		return float64(n) / float64(maxHop-1)
-	case F3:
-		return float64(n) / float64(maxHop-1) * min(frac, 1)
-	}
-	return 0
 }
 
 // G names the choice of g, the interval-based labeling probability once f is known (§4.3
@@ -117,7 +80,7 @@ func DistA(k int, r float64) Dist {
 // DistB returns Z_B with the recursion of §4.3:
 // P(W_{n+1} = i) = P(W_n = i)(1 − g(f(i)) − f(i)) + P(W_n = i−1)(f(i−1) + g(f(i−1))),
 // W_1 = (1 − r, r). For F3, f is evaluated at interval/T = 1/2, its mean over an interval.
-func DistB(k int, r float64, f F, g G, maxHop int) Dist {
+func DistB(k int, r float64, f label.F, g G, maxHop int) Dist {
 	hd := HopDist(k)
 	var w, next [MaxPathHops + 1]float64
 	w[0], w[1] = 1-r, r

@@ -1,4 +1,4 @@
-package dta
+package dtasim
 
 import (
 	"math"

@@ -1,12 +1,12 @@
-package repro
+package labelsim
 
 import (
 	"github.com/intake-int/intake/fabric"
 	"github.com/intake-int/intake/label"
 )
 
-// flagPro is the adaptive labeling of the authors' prototype (INT-label §5, "Adaptive
-// labeling"; dta-int-label-intcollector.md §3), the controller behind the paper's Figs. 12
+// flagPro is the adaptive labeling of the authors' public prototype (INT-label §5, "Adaptive
+// labeling"; docs/label-results.md, "Fig. 12"), the controller behind the paper's Figs. 12
 // and 13. Its Reg2 is a flag, not the shift S of Algorithm 3: every item refreshes a port's
 // aging entry, whose TTL is TIME_OUT (the telemetry interval T_i); when the entry expires the
 // controller sets the port's flag and the port labels every packet; the flag is cleared

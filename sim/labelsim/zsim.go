@@ -1,4 +1,4 @@
-package repro
+package labelsim
 
 import (
 	"time"
@@ -26,7 +26,7 @@ type zSim struct {
 type zResult struct {
 	R    float64 // labels / packet-hops
 	EZ   float64
-	Dist [label.MaxPathHops + 1]float64
+	Dist [MaxPathHops + 1]float64
 }
 
 func (z zSim) run() (zResult, error) {
@@ -65,7 +65,7 @@ func (z zSim) run() (zResult, error) {
 	}
 	res.EZ = float64(s1.ExportedItems-s0.ExportedItems) / d
 	labeled := 0.0
-	for n := 1; n <= label.MaxPathHops; n++ {
+	for n := 1; n <= MaxPathHops; n++ {
 		c := float64(s1.ItemsHist[n] - s0.ItemsHist[n])
 		res.Dist[n] = c / d
 		labeled += c

@@ -1,9 +1,4 @@
-// Package repro reproduces INT-label's evaluation (INT-label §6.2, Figs. 6-9, 11-13, 15-19)
-// on the emulated testbed of package fabric, in virtual time, with the collector's
-// controller (package label) in the loop where the figure needs it (Pro). Each experiment
-// returns a Figure: series of (x, y) points with the conditions they were measured under,
-// which cmd/intake prints as tables, JSON and SVG.
-package repro
+package labelsim
 
 import (
 	"fmt"
@@ -19,6 +14,8 @@ type Series struct {
 	Name string    `json:"name"`
 	X    []float64 `json:"x"`
 	Y    []float64 `json:"y"`
+	// Analysis marks a curve computed rather than measured (drawn dashed).
+	Analysis bool `json:"-"`
 }
 
 // Figure is one reproduced figure.

@@ -1,4 +1,4 @@
-package repro
+package labelsim
 
 import (
 	"fmt"
@@ -187,7 +187,7 @@ type zFigure struct {
 func (z zFigure) fill(fig *Figure, o Options) error {
 	var an [2]Series
 	for i, a := range ab {
-		an[i].Name = algoName(a, false) + ": analysis"
+		an[i].Name, an[i].Analysis = algoName(a, false)+": analysis", true
 		for _, x := range z.xs {
 			an[i].X, an[i].Y = append(an[i].X, x), append(an[i].Y, z.analysis(x, a == fabric.AlgoB))
 		}
@@ -204,7 +204,7 @@ func (z zFigure) fill(fig *Figure, o Options) error {
 	}
 	for _, a := range ab {
 		sim := Series{Name: algoName(a, false) + ": simulated"}
-		at := Series{Name: algoName(a, false) + ": analysis at measured r"}
+		at := Series{Name: algoName(a, false) + ": analysis at measured r", Analysis: true}
 		for _, x := range z.simXs {
 			// r is the per-hop labeling probability Base A shows in this traffic: T_s/T as
 			// the emulator realizes it, the input of both analyses.
@@ -214,13 +214,13 @@ func (z zFigure) fill(fig *Figure, o Options) error {
 				return err
 			}
 			res := ra
-			e := label.DistA(za.K, ra.R).Expectation
+			e := DistA(za.K, ra.R).Expectation
 			if a == fabric.AlgoB {
 				zb := z.sim(x, fabric.AlgoB)
 				if res, err = run(zb); err != nil {
 					return err
 				}
-				e = label.DistB(zb.K, ra.R, label.F2, label.GLinear, 6).Expectation
+				e = DistB(zb.K, ra.R, label.F2, GLinear, 6).Expectation
 			}
 			sim.X, sim.Y = append(sim.X, x), append(sim.Y, res.EZ)
 			at.X, at.Y = append(at.X, x), append(at.Y, e)
@@ -250,9 +250,9 @@ func fig15(o Options) (Figure, error) {
 	z := zFigure{
 		analysis: func(k float64, b bool) float64 {
 			if b {
-				return label.DistB(int(k), 0.01, label.F2, label.GLinear, 6).Expectation
+				return DistB(int(k), 0.01, label.F2, GLinear, 6).Expectation
 			}
-			return label.DistA(int(k), 0.01).Expectation
+			return DistA(int(k), 0.01).Expectation
 		},
 		simXs: []float64{4, 6, 8},
 		sim: func(k float64, a fabric.Algo) zSim {
@@ -287,9 +287,9 @@ func fig16(o Options) (Figure, error) {
 	z := zFigure{
 		analysis: func(x float64, b bool) float64 {
 			if b {
-				return label.DistB(20, x/100, label.F2, label.GLinear, 6).Expectation
+				return DistB(20, x/100, label.F2, GLinear, 6).Expectation
 			}
-			return label.DistA(20, x/100).Expectation
+			return DistA(20, x/100).Expectation
 		},
 		xs: xs, simXs: xs,
 		sim: func(x float64, a fabric.Algo) zSim {

@@ -1,16 +1,20 @@
-package dta
+package dtasim
 
 import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
+
+	"github.com/intake-int/intake/dta"
 )
 
 // The Monte Carlo behind `intake sim dta` (DART §5.1-5.2, DTA §6.5.2-6.5.3): K distinct keys
-// are inserted, oldest first, into a real Key-Write store of M slots (anonymous memory, the
-// same code as the collector's), then queried; each answer is success (the inserted value),
-// empty (not found or ambiguous) or wrong, tallied by key age (later inserts / M = α).
+// are inserted, oldest first, into a real Key-Write store of M slots (dta.AnonRegion: anonymous
+// memory, the same store code as the collector's), then queried; each answer is success (the
+// inserted value), empty (not found or ambiguous) or wrong, tallied by key age (later inserts
+// / M = α).
 
 // SimConfig is one Monte Carlo run.
 type SimConfig struct {
@@ -54,17 +58,31 @@ type SimResult struct {
 	Buckets  []SimBucket `json:"buckets"`
 }
 
+// mix64 is the splitmix64 finalizer, a bijection with full avalanche: the keys it makes from
+// distinct indices are distinct. (It is the mixer of dta's hash too, but the two need not
+// agree: the keys only have to be distinct and look random.)
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xBF58476D1CE4E5B9
+	x ^= x >> 27
+	x *= 0x94D049BB133111EB
+	x ^= x >> 31
+	return x
+}
+
 func simKey(seed uint64, i int) (k [8]byte) {
-	binary.LittleEndian.PutUint64(k[:], fmix64(uint64(i)^seed)) // a bijection: keys are distinct
+	binary.LittleEndian.PutUint64(k[:], mix64(uint64(i)^seed))
 	return
 }
 
 func simValue(seed uint64, i int, w int) (v [32]byte) {
 	for j := 0; j < w; j += 8 {
-		binary.LittleEndian.PutUint64(v[j:], fmix64(uint64(i)*0x2545F4914F6CDD1D+uint64(j)+seed+1))
+		binary.LittleEndian.PutUint64(v[j:], mix64(uint64(i)*0x2545F4914F6CDD1D+uint64(j)+seed+1))
 	}
 	return
 }
+
+func pow2(n int) bool { return n > 0 && bits.OnesCount(uint(n)) == 1 }
 
 // SimKW runs one Monte Carlo.
 func SimKW(c SimConfig) (SimResult, error) {
@@ -77,13 +95,13 @@ func SimKW(c SimConfig) (SimResult, error) {
 	if c.MaxQueries < 1 {
 		c.MaxQueries = 10_000_000
 	}
-	kc := KWConfig{Layout: "default", Slots: c.Slots, MaxRedundancy: c.N, ChecksumBits: c.Bits, ValueBytes: c.ValueBytes, Threshold: 1}
-	r, err := AnonRegion(KWHeader(kc, c.Seed))
+	kc := dta.KWConfig{Layout: "default", Slots: c.Slots, MaxRedundancy: c.N, ChecksumBits: c.Bits, ValueBytes: c.ValueBytes, Threshold: 1}
+	r, err := dta.AnonRegion(dta.KWHeader(kc, c.Seed))
 	if err != nil {
 		return SimResult{}, err
 	}
 	defer r.Close()
-	s, err := NewKeyWrite(r)
+	s, err := dta.NewKeyWrite(r)
 	if err != nil {
 		return SimResult{}, err
 	}
@@ -114,7 +132,7 @@ func SimKW(c SimConfig) (SimResult, error) {
 	var keys [group][8]byte
 	var kp [group][]byte
 	var ids [group]int
-	var out [group]KWResult
+	var out [group]dta.KWResult
 	for j := range kp {
 		kp[j] = keys[j][:]
 	}
@@ -135,7 +153,7 @@ func SimKW(c SimConfig) (SimResult, error) {
 			b.alphaSum += float64(age) / M
 			res.Expected += KWSuccess(c.N, float64(age)/M, c.Bits)
 			switch {
-			case a.Status != Found:
+			case a.Status != dta.Found:
 				b.empty++
 			case bytes.Equal(a.Bytes(), v[:c.ValueBytes]):
 				b.ok++

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSimLabelDistJSON(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"sim", "label-dist", "--k", "4", "--ratio", "1", "--algo", "a", "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var v struct {
+		Dist        []float64 `json:"dist"`
+		Expectation float64   `json:"expectation"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatal(err)
+	}
+	// ratio 1: every switch labels, Z_A = H: E = (1·1 + 3·2 + 5·12)/15
+	if len(v.Dist) != 6 || v.Expectation < 4.4666 || v.Expectation > 4.4667 {
+		t.Fatalf("%s", out.String())
+	}
+	// Base B with F1 at T_s/T = 1/2: unlabeled until a first label (probability 1/2 per
+	// hop), then labeled at every later hop (f = 1). H = 1, 3, 5 with probabilities
+	// 1/15, 2/15, 12/15 (k = 4); E = (1/2 + 2·17/8 + 12·129/32)/15 = 53.125/15.
+	out.Reset()
+	if code := run([]string{"sim", "label-dist", "--k", "4", "--ratio", "0.5", "--algo", "b", "--f", "F1", "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{(0.5 + 2*0.125 + 12.0/32) / 15, (0.5 + 2*0.125 + 12.0/32) / 15, (2*0.25 + 12.0/16) / 15, (2*0.5 + 12.0/8) / 15, 12.0 / 4 / 15, 12.0 / 2 / 15}
+	for s := range want {
+		if math.Abs(v.Dist[s]-want[s]) > 1e-12 {
+			t.Fatalf("P(Z_B = %d) = %v, want %v (%s)", s, v.Dist[s], want[s], out.String())
+		}
+	}
+	if math.Abs(v.Expectation-53.125/15) > 1e-12 {
+		t.Fatalf("E[Z_B] = %v, want %v", v.Expectation, 53.125/15)
+	}
+	errb.Reset()
+	if code := run([]string{"sim", "label-dist", "--f", "F9"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `--f "F9": must be one of F1, F2, F3`) {
+		t.Fatalf("bad --f: exit %d, %q", code, errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"sim", "label-dist", "--algo", "c"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `--algo "c": must be a or b`) {
+		t.Fatalf("bad --algo: exit %d, %q", code, errb.String())
+	}
+}
+
+func TestSimLabelOneFigure(t *testing.T) {
+	var out, errb bytes.Buffer
+	dir := t.TempDir()
+	if code := run([]string{"sim", "label", "--fig", "fig19", "--json", "--out", dir}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var v struct {
+		Figures []struct {
+			ID     string `json:"id"`
+			Series []struct {
+				Y []float64 `json:"y"`
+			} `json:"series"`
+		} `json:"figures"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || len(v.Figures) != 1 || v.Figures[0].ID != "fig19" {
+		t.Fatalf("%v %s", err, out.String())
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "label-fig19.svg"))
+	if err != nil || !strings.HasPrefix(string(svg), "<svg") || !strings.Contains(string(svg), "Impact of the probability function (Base B)") {
+		t.Errorf("--out: %v %.200s", err, svg)
+	}
+}
