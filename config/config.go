@@ -1,7 +1,7 @@
 // Package config owns intake's configuration file: one YAML document, read strictly (an
 // unknown key stops start-up), with documented defaults that Default returns and `intake
 // serve --dump` prints. Every error names the key as a dotted path, the value and what is
-// allowed, e.g. `listeners[1].port: 70000: must be 0-65535` (DESIGN.md, "What bad input
+// allowed, e.g. `listeners[1].port: 70000: must be 0-65535` (docs/design.md, "What bad input
 // gets"). docs/config.md is the reference for each key.
 //
 // The top-level Config is a plain struct with one field per component, each section's type,
@@ -33,7 +33,7 @@ import (
 	"github.com/intake-int/intake/wire"
 )
 
-// Default ports (DESIGN.md, "Interfaces users see"). The INT-label port is intake's choice:
+// Default ports (docs/design.md, "Interfaces users see"). The INT-label port is intake's choice:
 // INT-label names none.
 const (
 	PortReport    = 32766

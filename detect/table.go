@@ -302,7 +302,7 @@ func (s *shard) removeSw(i int32) {
 	s.sl.remove(i)
 }
 
-// Hashes are fixed (DESIGN.md: no per-process seed), so that shard placement is reproducible.
+// Hashes are fixed (docs/design.md, "Rules for the hot path": no per-process seed), so that shard placement is reproducible.
 const (
 	k1 = 0x9e3779b97f4a7c15
 	k2 = 0xc2b2ae3d27d4eb4f

@@ -25,7 +25,7 @@
 // its Subscribe returned.
 //
 // For example, a consumer that exports hop latency, queue occupancy and tx utilization T and
-// C events (issue 6, Redis):
+// C events (the SmartNIC sink's Redis export):
 //
 //	c := bus.Subscribe("redis", 1<<16)
 //	defer bus.Unsubscribe(c)

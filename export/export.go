@@ -1,6 +1,6 @@
 // Package export owns the sinks intake pushes events and periodic snapshots to: InfluxDB line
 // protocol over HTTP (1.x and 2.x), Prometheus gauges on /metrics, Prometheus remote write
-// (and, from issue 6, Redis). It is INTCollector's exporter (§III-E1: push on every event and
+// (and Redis). It is INTCollector's exporter (§III-E1: push on every event and
 // periodically, so that the database knows a silent key is alive) and its database choice
 // (§III-E2: a push-capable database with custom timestamps).
 //

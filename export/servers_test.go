@@ -25,7 +25,7 @@ import (
 	"github.com/intake-int/intake/telemetry"
 )
 
-// The servers these tests start are Debian's (DESIGN.md, "Real components").
+// The servers these tests start are Debian's (docs/design.md, "Real components").
 func need(t *testing.T, bin, pkg string) string {
 	t.Helper()
 	p, err := exec.LookPath(bin)

@@ -12,7 +12,7 @@ import (
 )
 
 // The table H_P is one []uint64: rows one after the other, each a header followed by its
-// buckets. Nothing in it is a pointer, so the GC never scans it (DESIGN.md).
+// buckets. Nothing in it is a pointer, so the GC never scans it (docs/design.md, "Rules for the hot path").
 //
 // Row header (hdrWords words, a multiple of 8 so that it fills whole 64-byte lines): a
 // 32-bit spin lock, then one 32-bit tag per bucket. A tag is the high half of the flow's

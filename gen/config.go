@@ -67,7 +67,7 @@ type Config struct {
 	Fresh bool
 }
 
-// DTAConfig holds the DTA options (DTA §3-4; dta-int-label-intcollector.md §1).
+// DTAConfig holds the DTA options (DTA §3-4; docs/wire-dta-label.md).
 type DTAConfig struct {
 	// Op is the primitive: key-write, key-increment, postcard or append.
 	Op string

@@ -3,8 +3,8 @@
 // v1.0 and v2.0 with INT-MD stacks or INT-XD per-hop metadata, DTA primitives and batches,
 // INT-label exports), and a sender that blasts it at a socket with sendmmsg.
 //
-// It exists so that intake can be measured and tested without a switch (DESIGN.md, "gen";
-// issue 4 item 5). Two properties make it useful for that:
+// It exists so that intake can be measured and tested without a switch (docs/design.md;
+// docs/gen.md). Two properties make it useful for that:
 //   - Sending costs no encoding. Datagrams are prebuilt into a ring; a lap of the ring is
 //     sent again with only the sequence numbers rewritten, so the send loop is a copy, a
 //     patch and a sendmmsg, with no allocation.

@@ -1,7 +1,7 @@
 // Package ingest owns intake's receive path: the UDP sockets telemetry arrives on, the
 // workers that read them, and the hand-off of every decoded report to the processors. It is
 // INTCollector's fast path (§III: parse and filter at line rate, nothing per packet but the
-// work), with the shape of akvorado's inlet and goflow2's receiver (DESIGN.md):
+// work), with the shape of akvorado's inlet and goflow2's receiver (docs/design.md, "Style"):
 //
 //   - per listener, N UDP sockets bound to one port with SO_REUSEPORT (the kernel spreads
 //     datagrams over them by flow hash), each read by its own goroutine with recvmmsg into

@@ -1,5 +1,5 @@
 // Package metrics owns intake's own metric registry: counters, gauges and histograms with
-// fixed label sets, exposed at /metrics ("everything that moves gets a counter", DESIGN.md).
+// fixed label sets, exposed at /metrics ("everything that moves gets a counter", docs/design.md).
 // It is built on the Prometheus client library (github.com/prometheus/client_golang): a
 // Registry wraps a prometheus.Registry, every family is a prometheus.Collector of its own
 // that turns its series into constant metrics at scrape time, and exposition (Handler,

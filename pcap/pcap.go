@@ -4,7 +4,7 @@
 // intake replays and decodes captures (the `decode` and `replay` verbs, golden files in
 // testdata/) without libpcap or cgo, and on the hot path of a replay, so the Reader hands out
 // one packet at a time from a buffer it reuses, and UDP walks headers in place: neither
-// allocates per packet (DESIGN.md, hot-path rules). Both treat their input as hostile, as
+// allocates per packet (docs/design.md, hot-path rules). Both treat their input as hostile, as
 // every telemetry input is: a malformed file is an error naming the record or block and its
 // file offset, never a panic, and a frame that does not hold a whole UDP datagram is simply
 // not one.

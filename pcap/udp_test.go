@@ -117,7 +117,7 @@ func TestUDP(t *testing.T) {
 }
 
 func TestAppendUDPFrame(t *testing.T) {
-	// The ONOS capture's outer headers (int-formats.md §6) with a correct IPv4 checksum and DF,
+	// The ONOS capture's outer headers (testdata/onos-bmv2-int.pcap) with a correct IPv4 checksum and DF,
 	// and TTL 255 as BMv2 sent it.
 	f := UDPFrame{
 		SrcMAC: [6]byte{0, 0, 0, 0, 3, 4}, DstMAC: [6]byte{0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff},

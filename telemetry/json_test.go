@@ -20,7 +20,7 @@ func jsonCases() []struct {
 	flow6.SetAddrs(netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2"))
 	flow6.SrcPort, flow6.DstPort, flow6.Proto = 5000, 6000, 17
 
-	// ONOS BMv2 report (int-formats.md §6): TR v0.5, F, hw_id 1, seq 0, INT v0.5, 3 hops.
+	// ONOS BMv2 report (testdata/onos-bmv2-int.pcap): TR v0.5, F, hw_id 1, seq 0, INT v0.5, 3 hops.
 	onos := Report{Format: FormatTR05, Flags: FlagFlow, Has: HasSeq | HasIngressTS | HasFlow, HWID: 1, Flow: flow}
 	onos.INT.Version = INT05
 	for _, id := range []uint32{2, 3, 1} {

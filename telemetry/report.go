@@ -5,7 +5,7 @@
 // v0.5, v1.0 or v2.0, P4.org Applications WG), one raw INT-MD data packet as an INT sink sees
 // it, one DTA primitive (DTA paper §3), or one INT-label export (INT-label paper §2). Its
 // layout is fixed-size and allocation-free: hops and label items live in arrays inside the
-// struct, so a worker can reuse one Report for every packet it decodes (DESIGN.md, hot-path
+// struct, so a worker can reuse one Report for every packet it decodes (docs/design.md, hot-path
 // rules). Only the first NHops hops and the first NLabels items are meaningful; the rest of
 // each array is left dirty by Reset, which is why Equal, and not ==, compares two Reports.
 //

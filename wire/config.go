@@ -38,7 +38,7 @@ type Config struct {
 	DTA DTAConfig `yaml:"dta" json:"dta"`
 }
 
-// Quirks are producer deviations from the specifications (int-formats.md §5).
+// Quirks are producer deviations from the specifications (docs/wire-formats.md, "Producer quirks").
 type Quirks struct {
 	// INTCollector: INT v1.0 queue id/occupancy split 16/16, and level-2 port ids read as
 	// one 4-byte word (tu-nv/INTCollector's parser and generator).

@@ -9,7 +9,7 @@ import (
 // This file reads and writes the DTA reporting protocol (DTA §4, Figure 4: a DTA header
 // naming the primitive, then the primitive's sub-header; §5.1: reporters build both in the
 // data plane). The paper leaves the bytes open; intake follows the public prototype
-// (dta-int-label-intcollector.md §1): two base-header layouts, chosen by dta.header_len,
+// (docs/wire-dta-label.md): two base-header layouts, chosen by dta.header_len,
 // and sub-headers whose key and value widths are dta.key_len and dta.data_len, since the
 // paper (§4) makes them per-deployment choices.
 //

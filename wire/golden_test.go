@@ -6,7 +6,7 @@ import (
 	"github.com/intake-int/intake/telemetry"
 )
 
-// Hand-checked byte vectors: the worked examples of int-formats.md §3, as the P4.org specs
+// Hand-checked byte vectors: the worked examples of the P4.org specs, as they
 // give them, with every decoded field asserted.
 
 // frame wraps an L4 payload in Ethernet / IPv4 (DSCP dscp) / TCP or UDP.

@@ -4,7 +4,7 @@ import "github.com/intake-int/intake/telemetry"
 
 // This file walks the data packet inside a report (or a raw INT-MD packet): Ethernet with
 // VLAN/QinQ, IPv4 with options, IPv6 with extension headers, TCP with options, UDP; finds
-// the flow 5-tuple; and finds INT by the rules of int-formats.md §7.3: a DSCP match commits
+// the flow 5-tuple; and finds INT by the rules of docs/wire-formats.md: a DSCP match commits
 // the decoder, a shim that validates at the L4 payload is accepted, the v2.x UDP INT port,
 // VXLAN-GPE next protocols, Geneve option classes and a GRE protocol.
 

@@ -8,7 +8,7 @@ import (
 
 // This file decodes embedded INT: the shims (TCP/UDP, VXLAN-GPE, Geneve, GRE), the INT
 // metadata header of v0.5, v1.0 and v2.0/v2.1 (MD and MX), and the per-hop metadata stack
-// (int-formats.md §2). The stack is newest hop first in every version, and so is the hop list.
+// (docs/wire-formats.md). The stack is newest hop first in every version, and so is the hop list.
 
 // itemSize is the size in bytes of instruction bit (0 = MSB) for INT version v.
 func (rd *Reader) itemSize(v telemetry.INTVersion, bit int) int {

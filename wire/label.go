@@ -5,7 +5,7 @@ import "github.com/intake-int/intake/telemetry"
 // This file reads and writes INT-label exports: what a last-hop switch sends the collector
 // after it strips the INT-label header from a labeled packet (INT-label §2 "Forwarding
 // behaviors", §3.4 Algorithm 4). The export is the INT OPTION followed by the item stack,
-// newest first, in the public prototype's layout (dta-int-label-intcollector.md §3).
+// newest first, in the public prototype's layout (docs/wire-dta-label.md).
 //
 // The paper's option keeps the original IP protocol (NH) in its first byte and marks
 // specific-flow telemetry by INT_num > MAX_hop (§3.3). The prototype, which intake follows,

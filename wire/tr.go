@@ -6,11 +6,11 @@ import (
 	"github.com/intake-int/intake/telemetry"
 )
 
-// This file decodes Telemetry Reports v0.5, v1.0 and v2.0 (int-formats.md §1). A report's
+// This file decodes Telemetry Reports v0.5, v1.0 and v2.0 (docs/wire-formats.md). A report's
 // own per-hop metadata becomes the reporting node's hop, first in the hop list; the INT stack
 // in its inner packet follows (package telemetry, normal form).
 
-// startReport tells the report version from the first nibble (int-formats.md §1.5, with the
+// startReport tells the report version from the first nibble (docs/wire-formats.md, with the
 // TR05Ver1 quirk of §4) and decodes the first report.
 func (rd *Reader) startReport(r *telemetry.Report) error {
 	b := rd.b
@@ -340,7 +340,7 @@ func (rd *Reader) tr20Inner(r *telemetry.Report, p []byte, base int, inType uint
 			}
 			v := p[pos+4 : pos+4+n]
 			var link telemetry.LinkType
-			switch typ { // TLV types are InType - 2 for packets (int-formats.md §4)
+			switch typ { // TLV types are InType - 2 for packets (docs/wire-formats.md)
 			case 1:
 				link = telemetry.LinkEthernet
 			case 2:

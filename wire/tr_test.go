@@ -57,7 +57,7 @@ func nodeIDs(r *telemetry.Report) []uint32 {
 	return ids
 }
 
-// The one public capture of an INT report (int-formats.md §6): ONOS basic pipeline on BMv2,
+// The one public capture of an INT report (testdata/onos-bmv2-int.pcap): ONOS basic pipeline on BMv2,
 // TR v0.5 with the older 2-bit-Ver INT header over TCP, marked by DSCP 0x01.
 const onosFrame = "000000000304aabbccddeeff08004500007b00000000ff1100000a0003050a000204000004d200670000002000010000000000000000ffffffffffff00000000010108004504004500010000400663cb0a0001010a000203f93c04d200000000000000005002200019cf00000100070000012003800000000000000200000003000000010604d20061"
 

@@ -2,7 +2,7 @@
 // normalized telemetry.Reports, and the encoders that build the same datagrams (used by tests,
 // the generator and the emulated fabric).
 //
-// Formats, as ../shared/specs/int-formats.md and dta-int-label-intcollector.md digest them:
+// Formats, as docs/wire-formats.md and docs/wire-dta-label.md describe them:
 //   - Telemetry Report v0.5, v1.0 and v2.0 (P4.org Applications WG), with the inner packet
 //     (Ethernet, VLAN/QinQ, IPv4 with options, IPv6 with extension headers, TCP, UDP) and the
 //     INT embedded in it: INT v0.5 (with tail), v1.0 and v2.0/v2.1 INT-MD and INT-MX, over

@@ -22,7 +22,7 @@ import (
 	"github.com/intake-int/intake/ingest"
 )
 
-// bench ingest measures the receive path against its ceiling (issue 4, "an honest
+// bench ingest measures the receive path against its ceiling ("an honest
 // benchmark"): the same generator settings are sent for the same time first to a collector
 // that only drains and counts its sockets, then to the full collector serve runs, with every
 // processor the configuration turns on. The generator runs as a child process (`intake gen`),

@@ -30,7 +30,7 @@ func init() {
 }
 
 // defaultPorts are the UDP destination ports decode maps to an input without --port
-// (DESIGN.md, "Interfaces users see"; int-formats.md §1.1).
+// (docs/design.md, "Interfaces users see"; docs/wire-formats.md).
 var defaultPorts = map[uint16]wire.Input{
 	32766: wire.InputReport, // ONOS, SD-Fabric, int-host-reporter, host-int
 	54321: wire.InputReport, // INTCollector, GEANT

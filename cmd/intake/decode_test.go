@@ -17,7 +17,7 @@ import (
 	"github.com/intake-int/intake/wire"
 )
 
-// hexb decodes hex written with spaces and '|' separators, as int-formats.md §3 writes its
+// hexb decodes hex written with spaces and '|' separators, as the P4.org specifications' worked examples writes its
 // vectors.
 func hexb(t testing.TB, s string) []byte {
 	t.Helper()
@@ -65,7 +65,7 @@ func udpFrame(src string, dport uint16, payload []byte) []byte {
 	return pcap.AppendUDPFrame(nil, &f, payload)
 }
 
-// The ONOS BMv2 frame of int-formats.md §6, and the parts of it the tests reuse.
+// The ONOS BMv2 frame of testdata/onos-bmv2-int.pcap, and the parts of it the tests reuse.
 const onosHex = "000000000304aabbccddeeff08004500007b00000000ff1100000a0003050a000204000004d200670000" +
 	"002000010000000000000000ffffffffffff00000000010108004504004500010000400663cb0a0001010a000203" +
 	"f93c04d200000000000000005002200019cf00000100070000012003800000000000000200000003000000010604d20061"
@@ -78,7 +78,7 @@ const innerNoINT = "ffffffffffff 000000000101 0800 | 45000020 00010000 40110000 
 func captureFrames(t *testing.T) [][]byte {
 	onos := hexb(t, onosHex)
 	return [][]byte{
-		// 1: TR v0.5 flow report with a Switch Local header (int-formats.md §3), port 32766.
+		// 1: TR v0.5 flow report with a Switch Local header (the P4.org specifications' worked examples), port 32766.
 		udpFrame("10.0.3.1", 32766, hexb(t, "02200001 0000000a 11223344 | 00000001 00030004 02000100 11223400 |"+innerNoINT)),
 		// 2: TR v0.5 drop report (§3), port 54321.
 		udpFrame("10.0.3.1", 54321, hexb(t, "01800001 0000000b 11223344 | 00000001 00030000 001d0000 |"+innerNoINT)),
@@ -224,7 +224,7 @@ func TestDecodeCaptureJSON(t *testing.T) {
 }
 
 // TestDecodeONOSCapture decodes the committed real capture (testdata/onos-bmv2-int.pcap,
-// int-formats.md §6) with the README's command.
+// testdata/onos-bmv2-int.pcap) with the README's command.
 func TestDecodeONOSCapture(t *testing.T) {
 	const path = "../../testdata/onos-bmv2-int.pcap"
 	code, out, errb := runVerb("decode", "--json", "--port", "1234=report", path)

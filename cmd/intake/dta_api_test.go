@@ -13,7 +13,7 @@ import (
 	"github.com/intake-int/intake/telemetry"
 )
 
-// The HTTP API's contract (issue 7, docs/dta.md): every path, every JSON key and value
+// The HTTP API's contract (docs/dta.md): every path, every JSON key and value
 // form, whole bodies compared, answers and errors alike.
 func TestDTAAPIContract(t *testing.T) {
 	c := startCollector(t, nil)

@@ -18,7 +18,7 @@ import (
 // TestDTAStoresSurviveKill9 runs serve as a separate process, writes Key-Writes and
 // Key-Increments into its stores over UDP, kills it with SIGKILL once it has processed them,
 // and reads every key back from the store directory (intake query --store): the stores live
-// in mapped files, so a kill loses at most the writes in flight (issue 7), and these were not.
+// in mapped files, so a kill loses at most the writes in flight (docs/dta.md), and these were not.
 func TestDTAStoresSurviveKill9(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := filepath.Join(t.TempDir(), "intake.yaml")

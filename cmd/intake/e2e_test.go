@@ -18,7 +18,7 @@ import (
 	"github.com/intake-int/intake/ingest"
 )
 
-// TestEndToEnd is issue 4's end-to-end test: intake gen's stream into the collector serve
+// TestEndToEnd is the receive path's end-to-end test: intake gen's stream into the collector serve
 // builds (every default processor, the HTTP API) over loopback, below capacity, with
 // malformed datagrams interleaved. Every count is exact: datagrams, reports, decode errors by
 // reason, each flow's reports and path as the detector's flow API gives them; and stopping

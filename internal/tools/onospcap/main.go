@@ -2,7 +2,7 @@
 // producer: the ONOS BMv2 "basic" pipeline INT report (one 137-byte frame; 177 bytes with
 // the pcap file and record headers) from
 // serkantul/prometheus_int_exporter (src/test/resources/int_report.pcap), rebuilt from the
-// hex dump in ../shared/specs/int-formats.md §6 rather than copied, so that its provenance
+// hex dump of the ONOS project's BMv2 report rather than copied, so that its provenance
 // is the documented bytes. The capture time is fixed (the original's is not documented), so
 // the output is byte-for-byte reproducible; main_test.go checks the committed file.
 //
