@@ -166,7 +166,7 @@ func (r rwEncoder) encode(dst []byte, batch []event.Event) []byte {
 		lb = lb[:0]
 		lb = append(lb, 1<<3|1) // field 1, fixed64
 		lb = binary.LittleEndian.AppendUint64(lb, math.Float64bits(float64(e.Value)))
-		lb = append(lb, 2<<3|0) // field 2, varint
+		lb = append(lb, 2<<3) // field 2, varint (wire type 0)
 		lb = binary.AppendUvarint(lb, uint64(e.Time/1e6))
 		ts = pbBytes(ts, 2, string(lb))
 		dst = pbBytes(dst, 1, string(ts))

@@ -73,6 +73,8 @@ func (e *Error) Error() string {
 }
 
 // Done is returned by Reader.Next when the input holds no more reports.
+//
+//lint:ignore ST1012 Done is the end of the input, as io.EOF is, not a failure
 var Done = errors.New("wire: no more reports")
 
 // ReasonOf returns the Reason of a decode error, or ReasonNone for nil and Done.

@@ -226,5 +226,3 @@ func (o Options) dur(d time.Duration) time.Duration {
 	}
 	return d
 }
-
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }
