@@ -4,9 +4,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"runtime"
-	"syscall"
 	"testing"
-	"unsafe"
 )
 
 // Benchmarks of the store paths, each beside a baseline of plain random 8-byte writes into
@@ -26,12 +24,6 @@ func cpuClock(b *testing.B) func() {
 		b.ReportMetric(float64(threadCPU()-start)/float64(b.N), "cpu-ns/op")
 		runtime.UnlockOSThread()
 	}
-}
-
-func threadCPU() int64 {
-	var ts syscall.Timespec
-	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 3 /* CLOCK_THREAD_CPUTIME_ID */, uintptr(unsafe.Pointer(&ts)), 0)
-	return ts.Nano()
 }
 
 // baseline writes random 8-byte words into a region of its own as large as r's data: never

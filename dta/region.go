@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unsafe"
 )
@@ -17,7 +16,8 @@ import (
 // process maps the same file read-only and sees every write as it lands, which is intake's
 // stand-in for RDMA's direct memory access. The data area holds no pointers, so the garbage
 // collector never scans it, and a store survives a restart: kill -9 loses only the writes
-// in flight, since the kernel owns the pages.
+// in flight, since the kernel owns the pages. The mapping calls are per OS: region_linux.go,
+// region_unix.go (macOS, the BSDs), region_other.go (Windows: read-only opens read the file).
 
 // Primitive numbers, as in the region header (and the DTA opcodes).
 const (
@@ -169,7 +169,7 @@ func CreateRegion(path string, h Header, huge bool) (*Region, error) {
 	} else if fsize != size {
 		return nil, fmt.Errorf("%s: %d bytes, the configuration needs %d: geometry changed (remove the file or restore the configuration)", path, fsize, size)
 	}
-	mem, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	mem, err := mapFile(f, int(size), true)
 	if err != nil {
 		return nil, fmt.Errorf("%s: mmap: %w", path, err)
 	}
@@ -183,13 +183,13 @@ func CreateRegion(path string, h Header, huge bool) (*Region, error) {
 			err = fmt.Errorf("geometry in the file (%s) differs from the configuration (%s): remove the file or restore the configuration", &old, &h)
 		}
 		if err != nil {
-			syscall.Munmap(mem)
+			unmapMem(mem)
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		r.Hdr = old
 	}
 	if huge {
-		r.Huge = syscall.Madvise(mem, 14 /* MADV_HUGEPAGE */) == nil
+		r.Huge = adviseHuge(mem)
 	}
 	return r, nil
 }
@@ -218,7 +218,7 @@ func OpenRegion(path string) (*Region, error) {
 	if fsize < headerSize {
 		return nil, fmt.Errorf("%s: %d bytes: not a DTA region", path, fsize)
 	}
-	mem, err := syscall.Mmap(int(f.Fd()), 0, int(fsize), syscall.PROT_READ, syscall.MAP_SHARED)
+	mem, err := mapFile(f, int(fsize), false)
 	if err != nil {
 		return nil, fmt.Errorf("%s: mmap: %w", path, err)
 	}
@@ -227,7 +227,7 @@ func OpenRegion(path string) (*Region, error) {
 		err = fmt.Errorf("header says %d data bytes, the file has %d", h.DataLen, fsize-headerSize)
 	}
 	if err != nil {
-		syscall.Munmap(mem)
+		unmapMem(mem)
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &Region{Path: path, Hdr: h, ReadOnly: true, mem: mem, Data: mem[headerSize:]}, nil
@@ -236,13 +236,13 @@ func OpenRegion(path string) (*Region, error) {
 // AnonRegion is a region in private anonymous memory: simulations and benchmarks.
 func AnonRegion(h Header) (*Region, error) {
 	size := headerSize + int(h.DataLen)
-	mem, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	mem, err := mapAnon(size)
 	if err != nil {
 		return nil, fmt.Errorf("anonymous region of %d bytes: %w", size, err)
 	}
 	h.put(mem)
 	r := &Region{Hdr: h, mem: mem, Data: mem[headerSize:]}
-	r.Huge = syscall.Madvise(mem, 14) == nil
+	r.Huge = adviseHuge(mem)
 	return r, nil
 }
 
@@ -251,11 +251,7 @@ func (r *Region) Sync() error {
 	if r.ReadOnly || r.Path == "" {
 		return nil
 	}
-	_, _, e := syscall.Syscall(syscall.SYS_MSYNC, uintptr(unsafe.Pointer(&r.mem[0])), uintptr(len(r.mem)), syscall.MS_ASYNC)
-	if e != 0 {
-		return e
-	}
-	return nil
+	return syncMem(r.mem)
 }
 
 // Snapshot copies the whole region (header and data) to path: an epoch snapshot. Writes
@@ -273,7 +269,7 @@ func (r *Region) Close() error {
 	if r.mem == nil {
 		return nil
 	}
-	err := syscall.Munmap(r.mem)
+	err := unmapMem(r.mem)
 	r.mem, r.Data = nil, nil
 	return err
 }

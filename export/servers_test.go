@@ -355,7 +355,7 @@ func TestInfluxDB1(t *testing.T) {
 // vmExport returns name's samples in VictoriaMetrics as "labels: value@ms ..." lines.
 func vmExport(t *testing.T, s *server, match string) string {
 	http.Get(s.url + "/internal/force_flush")
-	resp, err := http.Get(s.url + "/api/v1/export?" + url.Values{"match[]": {match}}.Encode())
+	resp, err := http.Get(s.url + "/api/v1/export?" + url.Values{"match[]": {match}, "end": {fmt.Sprint(time.Now().Add(time.Hour).Unix())}}.Encode())
 	if err != nil {
 		t.Fatal(err)
 	}

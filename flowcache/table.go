@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -94,26 +92,9 @@ func newTable(rows, buckets, hops int) *table {
 	var mapping []byte
 	t.mem, mapping = allocWords(rows * t.rowW)
 	if mapping != nil {
-		runtime.AddCleanup(t, func(b []byte) { unix.Munmap(b) }, mapping)
+		runtime.AddCleanup(t, unmapWords, mapping)
 	}
 	return t
-}
-
-// allocWords returns n zeroed words. A large table is mapped outside the Go heap with
-// transparent huge pages requested (MADV_HUGEPAGE): its accesses are random by design, and
-// with 4 KiB pages nearly every update would also miss the TLB (on a VM, a nested page walk
-// costs more than the update). The mapping is released when the table is collected.
-func allocWords(n int) ([]uint64, []byte) {
-	const hugeMin = 4 << 20
-	if n*8 < hugeMin {
-		return make([]uint64, n), nil
-	}
-	b, err := unix.Mmap(-1, 0, n*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		return make([]uint64, n), nil
-	}
-	unix.Madvise(b, unix.MADV_HUGEPAGE) // advice only: without THP the table still works
-	return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), n), b
 }
 
 func (t *table) rowOff(row uint64) int { return int(row) * t.rowW }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -15,6 +13,11 @@ import (
 
 	"golang.org/x/sys/unix"
 )
+
+// CheckReceivePath reports whether this system has the UDP receive path: nil on Linux, whose
+// recvmmsg, SO_REUSEPORT and SO_RXQ_OVFL the sockets below use. socket_other.go is the
+// other systems' version, which refuses.
+func CheckReceivePath() error { return nil }
 
 // oobSize is the control buffer per message: room for one SO_RXQ_OVFL message (a uint32).
 var oobSize = unix.CmsgSpace(4)
@@ -181,25 +184,6 @@ func (s *socket) memDrops() (uint32, bool) {
 }
 
 func (s *socket) close() error { return s.conn.Close() }
-
-// bindSpec returns the network and address to bind for a listener. An empty address binds
-// every address of both families: Go's "udp" network with a wildcard address opens an IPv6
-// socket with IPV6_V6ONLY off (IPv4 arrives IPv4-mapped), or an IPv4 socket on hosts without
-// IPv6. An explicit address binds its own family only.
-func bindSpec(address string, port int) (network, addr string) {
-	p := strconv.Itoa(port)
-	if address == "" {
-		return "udp", ":" + p
-	}
-	a, err := netip.ParseAddr(address)
-	if err != nil { // validated by config; keep net's error for anything else
-		return "udp", net.JoinHostPort(address, p)
-	}
-	if a.Is4() {
-		return "udp4", net.JoinHostPort(a.String(), p)
-	}
-	return "udp6", net.JoinHostPort(a.String(), p)
-}
 
 // maxDrainBatches bounds the drain at Stop, so that a sender that never stops cannot hold
 // Stop up: 64 batches of 64 is more than a default receive buffer holds of small reports.

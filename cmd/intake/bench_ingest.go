@@ -12,9 +12,7 @@ import (
 	"os/exec"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/intake-int/intake/collector"
@@ -106,6 +104,9 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--senders: %d: allowed is 1 to 256", *senders)
 	case *sockets < 0 || *sockets > ingest.MaxSockets:
 		return usageErr("--sockets: %d: allowed is 0 (one per core) to %d", *sockets, ingest.MaxSockets)
+	}
+	if err := cmp.Or(ingest.CheckReceivePath(), gen.CheckSend()); err != nil {
+		return err
 	}
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
@@ -304,32 +305,4 @@ func settle(c *ingest.Receiver) {
 			still++
 		}
 	}
-}
-
-// softnetDrops is the host's count of packets dropped because a CPU's input backlog was full
-// (/proc/net/softnet_stat, second column, summed over CPUs): where loopback datagrams are
-// lost before any socket sees them. 0 where the file is unreadable.
-func softnetDrops() uint64 {
-	b, err := os.ReadFile("/proc/net/softnet_stat")
-	if err != nil {
-		return 0
-	}
-	var n uint64
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 1 {
-			if v, err := strconv.ParseUint(f[1], 16, 32); err == nil {
-				n += v
-			}
-		}
-	}
-	return n
-}
-
-// processCPU is this process's user plus system CPU time.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

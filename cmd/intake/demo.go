@@ -70,6 +70,9 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	if gcfg.Format == "dta" || gcfg.Format == "int-label" {
 		return usageErr("--format: %s: the demo's main stream is telemetry reports (tr0.5, tr1.0, tr2.0); DTA and INT-label streams run beside it", gcfg.Format)
 	}
+	if err := ingest.CheckReceivePath(); err != nil { // the demo's collector listens
+		return err
+	}
 
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {

@@ -4,10 +4,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,7 +23,7 @@ func serveDetect(t *testing.T, config string) (trAddr, httpAddr string) {
 	go func() { done <- run([]string{"serve", "--config", cfg}, &out, &errb) }()
 	trAddr, httpAddr = serveReady(t, &errb, 10*time.Second)
 	t.Cleanup(func() {
-		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		sigterm()
 		select {
 		case code := <-done:
 			if code != 0 {

@@ -104,6 +104,9 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	if _, _, err := net.SplitHostPort(*to); err != nil {
 		return usageErr("--to %q: want HOST:PORT", *to)
 	}
+	if err := gen.CheckSend(); err != nil {
+		return err
+	}
 
 	start := time.Now()
 	g, err := gen.New(cfg)

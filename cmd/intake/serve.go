@@ -70,6 +70,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%s: ok: %d listeners (%s), http %s\n", src, len(cfg.Listeners), strings.Join(ls, ", "), orNone(cfg.HTTP.Address))
 		return nil
 	}
+	if *capture == "" { // --pcap needs no socket; the listeners need Linux
+		if err := ingest.CheckReceivePath(); err != nil {
+			return err
+		}
+	}
 
 	coll, err := collector.New(cfg, collector.Options{NoHTTP: *capture != "", Logger: logger})
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -267,7 +266,7 @@ http: {address: '127.0.0.1:0'}
 		t.Errorf("status: %d\n%s%s", code, sout, serr)
 	}
 
-	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	sigterm()
 	select {
 	case code := <-done:
 		if code != 0 {

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// bench ingest's Linux readers; bench_ingest_other.go has the stand-ins for the systems where
+// bench ingest refuses to run (the receive path and the sender are Linux's).
+
+// softnetDrops is the host's count of packets dropped because a CPU's input backlog was full
+// (/proc/net/softnet_stat, second column, summed over CPUs): where loopback datagrams are
+// lost before any socket sees them. 0 where the file is unreadable.
+func softnetDrops() uint64 {
+	b, err := os.ReadFile("/proc/net/softnet_stat")
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 {
+			if v, err := strconv.ParseUint(f[1], 16, 32); err == nil {
+				n += v
+			}
+		}
+	}
+	return n
+}
+
+// processCPU is this process's user plus system CPU time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

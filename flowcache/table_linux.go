@@ -1,0 +1,29 @@
+package flowcache
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// allocWords returns n zeroed words, and the mapping behind them when there is one (for
+// unmapWords). A large table is mapped outside the Go heap with transparent huge pages
+// requested (MADV_HUGEPAGE): its accesses are random by design, and with 4 KiB pages nearly
+// every update would also miss the TLB (on a VM, a nested page walk costs more than the
+// update). The mapping is released when the table is collected. table_unix.go is the other
+// Unix systems' version (no huge-page advice), table_other.go the fallback (Go memory).
+func allocWords(n int) ([]uint64, []byte) {
+	const hugeMin = 4 << 20
+	if n*8 < hugeMin {
+		return make([]uint64, n), nil
+	}
+	b, err := unix.Mmap(-1, 0, n*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return make([]uint64, n), nil
+	}
+	unix.Madvise(b, unix.MADV_HUGEPAGE) // advice only: without THP the table still works
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), n), b
+}
+
+// unmapWords releases a mapping of allocWords.
+func unmapWords(b []byte) { unix.Munmap(b) }

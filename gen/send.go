@@ -1,0 +1,54 @@
+package gen
+
+import (
+	"io"
+	"time"
+)
+
+// SendConfig says where and how fast a Sender sends.
+type SendConfig struct {
+	// To is the collector, HOST:PORT (IPv4 or IPv6).
+	To string
+	// Sockets is how many sockets send in parallel, each from its own goroutine and source
+	// port, so that a collector's SO_REUSEPORT sockets share the load. Default 1.
+	Sockets int
+	// Rate is the total datagrams per second; 0 sends as fast as the sockets go.
+	Rate float64
+	// Count stops a run after this many datagrams (0: no limit).
+	Count uint64
+	// Duration stops a run after this long (0: no limit).
+	Duration time.Duration
+	// Vector is the datagrams per sendmmsg call. Default 64.
+	Vector int
+	// SndBuf is the socket send buffer requested, bytes. Default 4 MiB.
+	SndBuf int
+	// Progress, when set, gets a line a second while a run lasts.
+	Progress io.Writer
+}
+
+// Stats is what a run sent. Datagrams, Reports and Bytes count what the kernel accepted;
+// a datagram it refused (for instance ECONNREFUSED after an ICMP port unreachable) counts
+// as a send error and is not retried, as a switch would not retry it.
+type Stats struct {
+	Datagrams  uint64
+	Reports    uint64
+	Bytes      uint64
+	SendErrors uint64
+	// Claimed is how many datagrams of the stream the run used (sent or failed): the n for
+	// Generator.Truth.
+	Claimed uint64
+	Elapsed time.Duration
+}
+
+// DatagramsPerSec is the achieved datagram rate.
+func (s Stats) DatagramsPerSec() float64 { return per(s.Datagrams, s.Elapsed) }
+
+// ReportsPerSec is the achieved report rate.
+func (s Stats) ReportsPerSec() float64 { return per(s.Reports, s.Elapsed) }
+
+func per(n uint64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}

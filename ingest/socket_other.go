@@ -1,0 +1,39 @@
+//go:build !linux
+
+package ingest
+
+import (
+	"fmt"
+	"net"
+	"runtime"
+	"sync/atomic"
+)
+
+// The UDP receive path is Linux's (socket_linux.go): one SO_REUSEPORT socket per worker,
+// spread by the kernel's flow hash, read in batches with recvmmsg, its drops counted with
+// SO_RXQ_OVFL and SO_MEMINFO. Elsewhere Start refuses with CheckReceivePath's error; what
+// needs no socket still works: RunCapture (serve --pcap), the decoders, the processors.
+
+// CheckReceivePath reports whether this system has the UDP receive path: an error naming
+// the system, off Linux.
+func CheckReceivePath() error {
+	return fmt.Errorf("ingest: the UDP receive path needs Linux (recvmmsg, SO_REUSEPORT, SO_RXQ_OVFL); this is %s", runtime.GOOS)
+}
+
+// socket is what the rest of the package reads of one; openSocket never returns one here.
+type socket struct {
+	conn          *net.UDPConn
+	rcvbufGranted int
+}
+
+// openSocket refuses: see CheckReceivePath.
+func openSocket(network, address string, rcvbuf, batch, size int) (*socket, error) {
+	return nil, CheckReceivePath()
+}
+
+func (s *socket) close() error { return s.conn.Close() }
+
+// run and finish are the socket worker's; with no socket opened, Start never calls them.
+func (w *worker) run(stopping *atomic.Bool) {}
+
+func (w *worker) finish() {}
