@@ -124,13 +124,16 @@ type Status struct {
 }
 
 // SinkStatus is one sink's counters: points sent, sent again after a failure, dropped by
-// reason, and events waiting in its queue.
+// reason, and events waiting in its queue; and its last error (a failed or refused batch,
+// e.g. the server's answer) with its time, RFC 3339 (both absent before any error).
 type SinkStatus struct {
-	Name    string            `json:"name"`
-	Sent    uint64            `json:"sent"`
-	Retried uint64            `json:"retried"`
-	Dropped map[string]uint64 `json:"dropped"`
-	Queued  int               `json:"queued"`
+	Name          string            `json:"name"`
+	Sent          uint64            `json:"sent"`
+	Retried       uint64            `json:"retried"`
+	Dropped       map[string]uint64 `json:"dropped"`
+	Queued        int               `json:"queued"`
+	LastError     string            `json:"last_error,omitempty"`
+	LastErrorTime string            `json:"last_error_time,omitempty"`
 }
 
 // Status returns the pipeline's counters now. A sink that does not count (an extra sink

@@ -56,6 +56,7 @@ type queued[T any] struct {
 	Sent, Retried, Failures          atomic.Uint64
 	DropQueue, DropRejected, DropEnd atomic.Uint64
 	Batches                          atomic.Uint64
+	lastErr                          lastError
 
 	stop     chan struct{}
 	stopCtx  context.Context
@@ -101,10 +102,37 @@ func (s *queued[T]) Dropped() uint64 {
 	return s.DropQueue.Load() + s.DropRejected.Load() + s.DropEnd.Load()
 }
 
-// SinkStatus returns the sink's counters.
+// SinkStatus returns the sink's counters and its last error.
 func (s *queued[T]) SinkStatus() SinkStatus {
-	return SinkStatus{Name: s.name, Sent: s.Sent.Load(), Retried: s.Retried.Load(), Queued: len(s.q),
+	st := SinkStatus{Name: s.name, Sent: s.Sent.Load(), Retried: s.Retried.Load(), Queued: len(s.q),
 		Dropped: map[string]uint64{dropQueueFull: s.DropQueue.Load(), dropRejected: s.DropRejected.Load(), dropShutdown: s.DropEnd.Load()}}
+	st.LastError, st.LastErrorTime = s.lastErr.get()
+	return st
+}
+
+// lastError is a sink's most recent error and its time. It is set on the error path only
+// (a failed or refused batch), so its mutex costs nothing while writes succeed.
+type lastError struct {
+	mu  sync.Mutex
+	msg string
+	at  time.Time
+}
+
+func (l *lastError) set(err error) {
+	now := time.Now()
+	l.mu.Lock()
+	l.msg, l.at = err.Error(), now
+	l.mu.Unlock()
+}
+
+// get returns the message and its time as RFC 3339 (both empty before any error).
+func (l *lastError) get() (msg, at string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.at.IsZero() {
+		return "", ""
+	}
+	return l.msg, l.at.Format(time.RFC3339Nano)
 }
 
 // Start starts the sender; after Stop it may be started again (a collector restarted).
@@ -203,6 +231,7 @@ func (s *queued[T]) send(body []byte, points uint64) {
 			return
 		}
 		s.Failures.Add(1)
+		s.lastErr.set(err)
 		var perm *permanentError
 		if errors.As(err, &perm) {
 			if perm.partial > 0 && perm.partial < points {

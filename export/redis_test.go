@@ -1,11 +1,18 @@
 package export_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/netip"
+	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -332,4 +339,58 @@ func TestRedisStalled(t *testing.T) {
 		t.Errorf("counts %+v", c)
 	}
 	t.Logf("stalled: sent %d, dropped queue_full %d, conn %d, reconnects %d", c.Sent["event"], c.Dropped["event"]["queue_full"], c.Dropped["event"]["conn"], c.Reconnects)
+}
+
+// TestInfluxDBLastError: an influxd with authentication on answers intake's writes (no
+// credentials) 401; the sink counts the points as rejected and shows the server's answer
+// and its time as last_error. A sink without errors shows neither key.
+func TestInfluxDBLastError(t *testing.T) {
+	bin := need(t, "influxd", "influxdb")
+	dir := t.TempDir()
+	port, rpc := freePort(t), freePort(t)
+	conf := fmt.Sprintf("reporting-disabled = true\nbind-address = \"127.0.0.1:%d\"\n[meta]\n  dir = \"%s/meta\"\n"+
+		"[data]\n  dir = \"%s/data\"\n  wal-dir = \"%s/wal\"\n  query-log-enabled = false\n"+
+		"[http]\n  bind-address = \"127.0.0.1:%d\"\n  log-enabled = false\n  auth-enabled = true\n"+
+		"[monitor]\n  store-enabled = false\n[logging]\n  level = \"error\"\n", rpc, dir, dir, dir, port)
+	cf := filepath.Join(dir, "influxdb.conf")
+	os.WriteFile(cf, []byte(conf), 0o644)
+	srv := newServer(t, bin, []string{"-config", cf}, port)
+	srv.start(t, "/ping")
+	// With authentication on, the first thing influxd takes is its admin user.
+	resp, err := http.PostForm(srv.url+"/query", url.Values{"q": {"CREATE USER admin WITH PASSWORD 'pw' WITH ALL PRIVILEGES"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("CREATE USER: %s %s", resp.Status, b)
+	}
+
+	cfg := exportConfig()
+	cfg.InfluxDB.URL = srv.url
+	in := export.NewInfluxDB(cfg, nil)
+	if st, _ := json.Marshal(in.SinkStatus()); strings.Contains(string(st), "last_error") {
+		t.Errorf("a sink without errors shows a last error: %s", st)
+	}
+	if err := in.Start(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	in.Offer(&event.Event{Time: time.Now().UnixNano(), Kind: event.KindChange, Scope: event.ScopeE2E,
+		Measurement: event.FlowLatency, Key: event.Key{Flow: testFlow()}, Value: 200, Prev: 100, Threshold: 50})
+	waitFor(t, 10*time.Second, "the points rejected", func() bool { return in.SinkStatus().Dropped["rejected"] == 2 })
+	in.Stop(t.Context())
+	st := in.SinkStatus()
+	if !strings.Contains(st.LastError, "401 Unauthorized") || !strings.Contains(st.LastError, `"error":"unable to parse authentication credentials"`) {
+		t.Errorf("last_error %q, want influxd's 401 and its body", st.LastError)
+	}
+	if at, err := time.Parse(time.RFC3339, st.LastErrorTime); err != nil || at.Before(start) || at.After(time.Now()) {
+		t.Errorf("last_error_time %q: %v", st.LastErrorTime, err)
+	}
+	if st.Sent != 0 || st.Retried != 0 {
+		t.Errorf("status %+v", st)
+	}
+	js, _ := json.Marshal(st)
+	t.Logf("status: %s", js)
 }
