@@ -9,7 +9,12 @@ require (
 	github.com/prometheus/common v0.72.0
 )
 
-require go.yaml.in/yaml/v3 v3.0.6
+require (
+	github.com/redis/go-redis/v9 v9.23.0
+	go.yaml.in/yaml/v3 v3.0.6
+)
+
+require go.uber.org/atomic v1.12.0 // indirect
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -131,7 +131,8 @@ func (c *Collector) buildDetect(workers int, procs *[]ingest.Processor) error {
 		expireTick = max(cfg.Expire/2, 10*time.Millisecond)
 	}
 	pipe, err := export.New(c.Config.Export, export.Deps{Bus: c.Bus, Ring: cfg.Ring, Source: d, Metrics: c.Metrics,
-		Gauges: gauges, Values: func() uint64 { return d.Stats().Values }, ExpireTick: expireTick})
+		Gauges: gauges, Values: func() uint64 { return d.Stats().Values }, ExpireTick: expireTick,
+		Logger: c.log.With("component", "export")})
 	if err != nil {
 		return err
 	}
@@ -165,16 +166,18 @@ func (c *Collector) buildFlowCache(workers int, procs *[]ingest.Processor) {
 	// Sinks start before the cache that feeds them.
 	if ex.InfluxDB.URL != "" {
 		rec := export.NewInfluxRecords(ex, c.Metrics)
+		rec.SetLogger(c.log.With("component", "export"))
 		fc.AddSink(rec.OfferRecord)
-		c.comps = append(c.comps, &funcComponent{name: "influxdb-records", start: func(context.Context) error { return rec.Start() }, stop: rec.Stop})
+		c.comps = append(c.comps, rec)
 	}
-	if ex.Redis.Address != "" {
+	if ex.Redis.Enabled() {
 		r := export.NewRedis(ex, c.Metrics)
+		r.SetLogger(c.log.With("component", "export"))
 		c.Redis = r
 		fc.AddSink(r.OfferRecord)
 		fc.SetSinkStatus(func() any { cs := r.Counts(); return &cs })
-		ring := c.Config.Detect.Ring
-		c.comps = append(c.comps, &funcComponent{name: "redis", start: func(context.Context) error { return r.Start(c.Bus, ring) }, stop: r.Stop})
+		r.Events(c.Bus, c.Config.Detect.Ring)
+		c.comps = append(c.comps, r)
 		if p := ex.Redis.HashPeriod; p > 0 {
 			fc.SetLatestSink(p, r.OfferLatest)
 			c.comps = append(c.comps, export.NewHistogramWriter(p, fc.Histograms(), r.OfferHistogram))
@@ -200,17 +203,6 @@ func (c *Collector) buildLabel(procs *[]ingest.Processor) {
 	c.comps = append(c.comps, l)
 	*procs = append(*procs, l)
 }
-
-// funcComponent adapts a sink whose Start takes other arguments.
-type funcComponent struct {
-	name  string
-	start func(context.Context) error
-	stop  func(context.Context) error
-}
-
-func (f *funcComponent) Name() string                    { return f.name }
-func (f *funcComponent) Start(ctx context.Context) error { return f.start(ctx) }
-func (f *funcComponent) Stop(ctx context.Context) error  { return f.stop(ctx) }
 
 // Start starts the components, the receive path and the HTTP API, in that order. On error
 // what was started is stopped again.

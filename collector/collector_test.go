@@ -99,3 +99,21 @@ func TestNothingOn(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A Redis sink configured by URL alone (no address) is built and wired to the flow cache
+// and the event bus.
+func TestRedisByURL(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Export.Redis.URL = "redis://127.0.0.1:1/0"
+	c, err := New(cfg, Options{NoHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, x := range c.all() {
+		names = append(names, x.Name())
+	}
+	if c.Redis == nil || !strings.Contains(strings.Join(names, " "), "redis histogram-writer flowcache") {
+		t.Errorf("redis %v, components %v", c.Redis, names)
+	}
+}

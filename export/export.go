@@ -18,6 +18,7 @@ package export
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -37,7 +38,7 @@ type Source interface {
 type Sink interface {
 	Name() string
 	Offer(e *event.Event)
-	Start() error
+	Start(ctx context.Context) error
 	// Stop flushes what it can until ctx ends, then drops (and counts) the rest.
 	Stop(ctx context.Context) error
 }
@@ -77,6 +78,8 @@ type Deps struct {
 	ExpireTick time.Duration
 	// Extra sinks beside those the configuration turns on.
 	Extra []Sink
+	// Logger is where the sinks log their errors (slog.Default() when nil).
+	Logger *slog.Logger
 }
 
 // New builds a pipeline with the sinks the configuration turns on. It starts nothing.
@@ -93,6 +96,13 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 		p.sinks = append(p.sinks, NewRemoteWrite(cfg, reg))
 	}
 	p.sinks = append(p.sinks, deps.Extra...)
+	if deps.Logger != nil {
+		for _, s := range p.sinks {
+			if l, ok := s.(interface{ SetLogger(*slog.Logger) }); ok {
+				l.SetLogger(deps.Logger)
+			}
+		}
+	}
 	if reg != nil {
 		ex := reg.Counter("intake_export_values_total", "Metric values exported, by source: event (M_event) or periodic push.", "source")
 		ex.Func(func() float64 { return float64(p.fromEvents.Load()) }, "event")
@@ -142,13 +152,16 @@ type Status struct {
 }
 
 // SinkStatus is one sink's counters: points sent, sent again after a failure, dropped by
-// reason, and events waiting in its queue.
+// reason, and events waiting in its queue; and its last error (a failed or refused batch,
+// e.g. the server's answer) with its time, RFC 3339 (both absent before any error).
 type SinkStatus struct {
-	Name    string            `json:"name"`
-	Sent    uint64            `json:"sent"`
-	Retried uint64            `json:"retried"`
-	Dropped map[string]uint64 `json:"dropped"`
-	Queued  int               `json:"queued"`
+	Name          string            `json:"name"`
+	Sent          uint64            `json:"sent"`
+	Retried       uint64            `json:"retried"`
+	Dropped       map[string]uint64 `json:"dropped"`
+	Queued        int               `json:"queued"`
+	LastError     string            `json:"last_error,omitempty"`
+	LastErrorTime string            `json:"last_error_time,omitempty"`
 }
 
 // Status returns the pipeline's counters now. A sink that does not count (an extra sink
@@ -182,13 +195,13 @@ func (p *Pipeline) Consumer() *event.Consumer { return p.cons }
 func (p *Pipeline) Name() string { return "export" }
 
 // Start subscribes to the bus and runs the pipeline and its sinks.
-func (p *Pipeline) Start(context.Context) error {
+func (p *Pipeline) Start(ctx context.Context) error {
 	if p.cancel != nil {
 		return nil
 	}
 	ring := p.ring
 	for i, s := range p.sinks {
-		if err := s.Start(); err != nil {
+		if err := s.Start(ctx); err != nil {
 			for _, t := range p.sinks[:i] {
 				t.Stop(context.Background())
 			}

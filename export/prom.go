@@ -67,10 +67,10 @@ func (g *Gauges) SinkStatus() SinkStatus {
 	return SinkStatus{Name: g.Name(), Sent: g.Set.Load(), Dropped: map[string]uint64{"series_limit": g.Dropped.Load()}}
 }
 
-func (g *Gauges) Name() string               { return "prometheus" }
-func (g *Gauges) Start() error               { return nil }
-func (g *Gauges) Stop(context.Context) error { return nil }
-func (g *Gauges) Series() int                { return int(g.n.Load()) }
+func (g *Gauges) Name() string                { return "prometheus" }
+func (g *Gauges) Start(context.Context) error { return nil }
+func (g *Gauges) Stop(context.Context) error  { return nil }
+func (g *Gauges) Series() int                 { return int(g.n.Load()) }
 
 // Offer sets, creates or (for KindExpire) deletes the key's gauge.
 func (g *Gauges) Offer(e *event.Event) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -56,6 +57,7 @@ type queued[T any] struct {
 	Sent, Retried, Failures          atomic.Uint64
 	DropQueue, DropRejected, DropEnd atomic.Uint64
 	Batches                          atomic.Uint64
+	lastErr                          lastError
 
 	stop     chan struct{}
 	stopCtx  context.Context
@@ -101,14 +103,67 @@ func (s *queued[T]) Dropped() uint64 {
 	return s.DropQueue.Load() + s.DropRejected.Load() + s.DropEnd.Load()
 }
 
-// SinkStatus returns the sink's counters.
+// SinkStatus returns the sink's counters and its last error.
 func (s *queued[T]) SinkStatus() SinkStatus {
-	return SinkStatus{Name: s.name, Sent: s.Sent.Load(), Retried: s.Retried.Load(), Queued: len(s.q),
+	st := SinkStatus{Name: s.name, Sent: s.Sent.Load(), Retried: s.Retried.Load(), Queued: len(s.q),
 		Dropped: map[string]uint64{dropQueueFull: s.DropQueue.Load(), dropRejected: s.DropRejected.Load(), dropShutdown: s.DropEnd.Load()}}
+	st.LastError, st.LastErrorTime = s.lastErr.get()
+	return st
+}
+
+// lastError is a sink's most recent error and its time. It is set on the error path only
+// (a failed or refused batch), so its mutex costs nothing while writes succeed. Errors are
+// also logged (level warn, to log or slog.Default), at most one line per sink every logEvery, with the
+// count of those not logged since: a server that is down for an hour is a few hundred lines,
+// not one per retry.
+type lastError struct {
+	mu         sync.Mutex
+	msg        string
+	at         time.Time
+	logged     time.Time
+	suppressed int
+	log        *slog.Logger
+}
+
+// logEvery is the least time between two logged errors of one sink.
+const logEvery = 10 * time.Second
+
+func (l *lastError) set(sink string, err error) {
+	now := time.Now()
+	l.mu.Lock()
+	l.msg, l.at = err.Error(), now
+	log := now.Sub(l.logged) >= logEvery
+	n := l.suppressed
+	if log {
+		l.logged, l.suppressed = now, 0
+	} else {
+		l.suppressed++
+	}
+	l.mu.Unlock()
+	if log {
+		lg := l.log
+		if lg == nil {
+			lg = slog.Default()
+		}
+		lg.Warn("export failed", "sink", sink, "error", err, "errors_not_logged", n)
+	}
+}
+
+// get returns the message and its time as RFC 3339 (both empty before any error).
+func (l *lastError) get() (msg, at string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.at.IsZero() {
+		return "", ""
+	}
+	return l.msg, l.at.Format(time.RFC3339Nano)
 }
 
 // Start starts the sender; after Stop it may be started again (a collector restarted).
-func (s *queued[T]) Start() error {
+// SetLogger sets where the sink logs its errors. Call before Start.
+func (s *queued[T]) SetLogger(l *slog.Logger) { s.lastErr.log = l }
+
+func (s *queued[T]) Start(context.Context) error {
 	select {
 	case <-s.done:
 		s.stop, s.done, s.stopCtx, s.stopOnce = make(chan struct{}), make(chan struct{}), nil, sync.Once{}
@@ -203,6 +258,7 @@ func (s *queued[T]) send(body []byte, points uint64) {
 			return
 		}
 		s.Failures.Add(1)
+		s.lastErr.set(s.name, err)
 		var perm *permanentError
 		if errors.As(err, &perm) {
 			if perm.partial > 0 && perm.partial < points {

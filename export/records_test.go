@@ -43,7 +43,7 @@ func TestInfluxRecords(t *testing.T) {
 	cfg.InfluxDB.URL, cfg.InfluxDB.Database = s.url, "records"
 	reg := metrics.NewRegistry()
 	sink := export.NewInfluxRecords(cfg, reg)
-	if err := sink.Start(); err != nil {
+	if err := sink.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	sink.OfferRecord(evicted())
@@ -74,7 +74,7 @@ func TestInfluxRecordsRestart(t *testing.T) {
 	cfg.InfluxDB.URL, cfg.InfluxDB.Database = s.url, "restart"
 	sink := export.NewInfluxRecords(cfg, nil)
 	for i := 0; i < 2; i++ {
-		if err := sink.Start(); err != nil {
+		if err := sink.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		r := evicted()

@@ -1,16 +1,19 @@
 package export
 
 import (
-	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
-	"net"
+	"log/slog"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/flowcache"
@@ -23,12 +26,14 @@ import (
 // with MAXLEN ~), and the latest aggregates of every flow updated in the last hash_period to
 // a hash per flow (HSET, then EXPIRE ttl).
 //
-// It speaks RESP2 itself over one TCP connection: commands are queued already encoded in a
-// bounded queue (full: dropped and counted), written in pipelined batches of up to
-// redis.batch commands, and their replies read in order. A failed connection drops the
-// commands whose replies did not arrive (counted, reason conn: an XADD is not idempotent, so
-// they are not sent twice) and is redialled with exponential backoff while the queue keeps
-// filling; nothing here ever waits on ingest's side.
+// The client is go-redis (redis.UniversalClient: one server, a Sentinel-monitored master or
+// a cluster, docs/config.md). The offerer only encodes an entry's fields and queues them in a
+// bounded queue (full: dropped and counted); one writer goroutine turns up to redis.batch
+// commands at a time into one pipeline and counts every reply. A failed connection drops
+// the commands whose replies did not arrive (counted, reason conn: an XADD is not idempotent,
+// so go-redis's retries are off and nothing is sent twice); the writer then PINGs, with
+// exponential backoff, until the server answers again, while the queue keeps filling.
+// Nothing here ever waits on ingest's side.
 
 // Kinds of Redis writes, the kind label of the counters.
 const (
@@ -52,10 +57,20 @@ const (
 
 var redisDropNames = [numRedisDrops]string{"queue_full", "conn", "rejected", "shutdown"}
 
+// redisItem is one queued write: a stream entry's fields (event, flow), or a hash's key and
+// its field/value pairs (hash, histogram: HSET and EXPIRE).
 type redisItem struct {
-	kind uint8
-	cmds int
-	buf  []byte
+	kind   uint8
+	key    string
+	fields []string
+}
+
+// cmds is the number of commands the item becomes.
+func (it *redisItem) cmds() int {
+	if it.kind == redisHash || it.kind == redisHist {
+		return 2
+	}
+	return 1
 }
 
 // RedisSink writes to Redis; see above. NewRedis is inert; Start connects and runs.
@@ -69,8 +84,14 @@ type RedisSink struct {
 	dropped    [numRedisKinds][numRedisDrops]atomic.Uint64
 	reconnects atomic.Uint64
 	connected  atomic.Bool
+	lastErr    lastError
+
+	maxLen string // XADD MAXLEN ~ maxLen
+	ttl    string // EXPIRE key ttl, seconds
+	args   []any  // the writer's command arguments
 
 	bus  *event.Bus
+	ring int
 	cons *event.Consumer
 
 	stop     chan struct{}
@@ -79,10 +100,12 @@ type RedisSink struct {
 	wg       sync.WaitGroup
 }
 
-// NewRedis builds the sink for cfg.Redis and registers its counters in reg (may be nil).
+// NewRedis builds the sink for cfg.Redis (validated) and registers its counters in reg (may
+// be nil).
 func NewRedis(cfg Config, reg *metrics.Registry) *RedisSink {
 	s := &RedisSink{cfg: cfg.Redis, bmin: cfg.BackoffMin, bmax: cfg.BackoffMax,
-		q: make(chan redisItem, cfg.Redis.Queue)}
+		q:      make(chan redisItem, cfg.Redis.Queue),
+		maxLen: strconv.Itoa(cfg.Redis.MaxLen), ttl: strconv.FormatInt(int64(cfg.Redis.TTL/time.Second), 10)}
 	if reg != nil {
 		sf := reg.Counter("intake_export_redis_sent_total", "Redis writes acknowledged, by kind (event: XADD to the events stream, flow: XADD of an evicted flow record, hash: HSET and EXPIRE of a flow's latest aggregates, histogram: HSET and EXPIRE of a switch's histogram).", "kind")
 		df := reg.Counter("intake_export_redis_dropped_total", "Redis writes dropped, by kind and reason (queue_full, conn: the connection failed before the reply, rejected: an error reply, shutdown).", "kind", "reason")
@@ -107,19 +130,23 @@ func NewRedis(cfg Config, reg *metrics.Registry) *RedisSink {
 	return s
 }
 
-// RedisCounts are the sink's counters by kind ("event", "flow", "hash").
+// RedisCounts are the sink's counters by kind ("event", "flow", "hash", "histogram"), and
+// its last error (a failed connect or write, or an error reply) with its time (RFC 3339).
 type RedisCounts struct {
-	Sent       map[string]uint64            `json:"sent"`
-	Dropped    map[string]map[string]uint64 `json:"dropped"`
-	Reconnects uint64                       `json:"reconnects"`
-	Connected  bool                         `json:"connected"`
-	Queued     int                          `json:"queued"`
+	Sent          map[string]uint64            `json:"sent"`
+	Dropped       map[string]map[string]uint64 `json:"dropped"`
+	Reconnects    uint64                       `json:"reconnects"`
+	Connected     bool                         `json:"connected"`
+	Queued        int                          `json:"queued"`
+	LastError     string                       `json:"last_error,omitempty"`
+	LastErrorTime string                       `json:"last_error_time,omitempty"`
 }
 
 // Counts returns the counters.
 func (s *RedisSink) Counts() RedisCounts {
 	c := RedisCounts{Sent: map[string]uint64{}, Dropped: map[string]map[string]uint64{},
 		Reconnects: s.reconnects.Load(), Connected: s.connected.Load(), Queued: len(s.q)}
+	c.LastError, c.LastErrorTime = s.lastErr.get()
 	for k := range numRedisKinds {
 		c.Sent[redisKindNames[k]] = s.sent[k].Load()
 		m := map[string]uint64{}
@@ -134,18 +161,36 @@ func (s *RedisSink) Counts() RedisCounts {
 // Consumer returns the sink's event-bus consumer (nil before Start or without a bus).
 func (s *RedisSink) Consumer() *event.Consumer { return s.cons }
 
-// Start subscribes to bus (when not nil) with a ring of ring events, the sink's own R_I
-// ring, and starts the writer. A stopped sink can be started again (a collector restart).
-func (s *RedisSink) Start(bus *event.Bus, ring int) error {
+// Events makes the sink take the threshold and change events from bus, through a ring of
+// ring events (its own R_I ring) subscribed at Start. Call before Start.
+func (s *RedisSink) Events(bus *event.Bus, ring int) { s.bus, s.ring = bus, ring }
+
+// Name is the sink's component name.
+func (s *RedisSink) Name() string { return "redis" }
+
+// SetLogger sets where the sink logs its errors. Call before Start.
+func (s *RedisSink) SetLogger(l *slog.Logger) { s.lastErr.log = l }
+
+// Start subscribes to the event bus (when Events set one) and starts the writer with a new
+// client. A stopped sink can be started again (a collector restart). It fails only when the
+// TLS files cannot be loaded; the server need not be up.
+func (s *RedisSink) Start(context.Context) error {
+	if s.stop != nil {
+		return nil
+	}
+	opts, err := s.cfg.universalOptions()
+	if err != nil {
+		return err
+	}
+	client := redis.NewUniversalClient(opts)
 	s.stop, s.stopOnce, s.stopCtx = make(chan struct{}), sync.Once{}, nil
-	if bus != nil {
-		s.bus = bus
-		s.cons = bus.Subscribe("redis", ring)
+	if s.bus != nil {
+		s.cons = s.bus.Subscribe("redis", s.ring)
 		s.wg.Add(1)
 		go s.readEvents()
 	}
 	s.wg.Add(1)
-	go s.write()
+	go s.write(client)
 	return nil
 }
 
@@ -162,6 +207,7 @@ func (s *RedisSink) Stop(ctx context.Context) error {
 	s.wg.Wait()
 	if s.cons != nil {
 		s.bus.Unsubscribe(s.cons)
+		s.cons = nil
 	}
 	s.stop = nil
 	return nil
@@ -203,56 +249,50 @@ func RedisEvent(e *event.Event) bool {
 	return false
 }
 
-func (s *RedisSink) offer(kind uint8, cmds int, buf []byte) {
+func (s *RedisSink) offer(kind uint8, key string, fields []string) {
 	select {
-	case s.q <- redisItem{kind: kind, cmds: cmds, buf: buf}:
+	case s.q <- redisItem{kind: kind, key: key, fields: fields}:
 	default:
 		s.dropped[kind][redisDropQueue].Add(1)
 	}
 }
+
+// redisEventFields is the most strings AppendRedisEvent appends (a flow's event at a switch).
+const redisEventFields = 28
 
 // OfferEvent queues XADD of e to the events stream when RedisEvent(e).
 func (s *RedisSink) OfferEvent(e *event.Event) {
 	if !RedisEvent(e) {
 		return
 	}
-	f := AppendRedisEvent(nil, e)
-	s.offer(redisEvent, 1, s.xadd(s.cfg.EventsStream, f))
+	s.offer(redisEvent, "", AppendRedisEvent(make([]string, 0, redisEventFields), e))
+}
+
+// redisRecordFields is the most strings AppendRedisRecord appends for r.
+func redisRecordFields(r *flowcache.Record) int {
+	return 26 + len(r.Hops)*(2+4*int(flowcache.NumMetrics))
 }
 
 // OfferRecord queues XADD of an evicted flow record to the flows stream.
 func (s *RedisSink) OfferRecord(r *flowcache.Record) {
-	f := AppendRedisRecord(nil, r, true)
-	s.offer(redisFlow, 1, s.xadd(s.cfg.FlowsStream, f))
+	s.offer(redisFlow, "", AppendRedisRecord(make([]string, 0, redisRecordFields(r)), r, true))
 }
 
 // OfferLatest queues HSET of a flow's latest aggregates and EXPIRE of its hash.
 func (s *RedisSink) OfferLatest(r *flowcache.Record) {
-	key := RedisFlowKey(s.cfg.HashPrefix, r)
-	f := AppendRedisRecord(nil, r, false)
-	args := append([]string{"HSET", key}, f...)
-	buf := AppendCommand(nil, args...)
-	buf = AppendCommand(buf, "EXPIRE", key, strconv.FormatInt(int64(s.cfg.TTL/time.Second), 10))
-	s.offer(redisHash, 2, buf)
+	s.offer(redisHash, RedisFlowKey(s.cfg.HashPrefix, r), AppendRedisRecord(make([]string, 0, redisRecordFields(r)), r, false))
 }
 
 // OfferHistogram queues HSET of one histogram as the hash <histogram_prefix><switch>:<metric>
 // (fields scale, bins, total, and one per non-empty bin: its lower bound → its count) and
 // EXPIRE of it.
 func (s *RedisSink) OfferHistogram(h *flowcache.HistJSON) {
-	key := s.cfg.HistogramPrefix + h.Switch + ":" + h.Metric
-	args := []string{"HSET", key, "scale", h.Scale, "bins", strconv.Itoa(h.Bins), "total", u(h.Total)}
+	f := make([]string, 0, 6+2*len(h.Counts))
+	f = append(f, "scale", h.Scale, "bins", strconv.Itoa(h.Bins), "total", u(h.Total))
 	for _, b := range h.Counts {
-		args = append(args, u(b.Lo), u(b.Count))
+		f = append(f, u(b.Lo), u(b.Count))
 	}
-	buf := AppendCommand(nil, args...)
-	buf = AppendCommand(buf, "EXPIRE", key, strconv.FormatInt(int64(s.cfg.TTL/time.Second), 10))
-	s.offer(redisHist, 2, buf)
-}
-
-func (s *RedisSink) xadd(stream string, fields []string) []byte {
-	args := append([]string{"XADD", stream, "MAXLEN", "~", strconv.Itoa(s.cfg.MaxLen), "*"}, fields...)
-	return AppendCommand(nil, args...)
+	s.offer(redisHist, s.cfg.HistogramPrefix+h.Switch+":"+h.Metric, f)
 }
 
 // RedisFlowKey is a flow's hash key: prefix + "src,dst,sport,dport,proto".
@@ -323,29 +363,27 @@ func (s *RedisSink) stopping() bool {
 	}
 }
 
-// write is the writer goroutine: connect, gather a batch, pipeline it, count the replies.
-func (s *RedisSink) write() {
+// write is the writer goroutine: make sure the server answers, gather a batch, pipeline it,
+// count the replies.
+func (s *RedisSink) write(client redis.UniversalClient) {
 	defer s.wg.Done()
-	var c *RedisConn
 	defer func() {
-		if c != nil {
-			c.Close()
-		}
+		client.Close()
 		s.connected.Store(false)
 		s.dropQueued()
 	}()
+	pipe := client.Pipeline()
 	backoff := s.bmin
 	dials := 0
+	up := false
 	batch := make([]redisItem, 0, 64)
-	var buf []byte
 	for {
-		if c == nil {
+		if !up {
 			if s.stopping() && (len(s.q) == 0 || s.stopCtx.Err() != nil) {
 				return
 			}
-			var err error
-			c, err = DialRedis(s.cfg.Address, s.cfg.Password, s.cfg.DB, s.cfg.Timeout)
-			if err != nil {
+			if err := s.ping(client); err != nil {
+				s.lastErr.set("redis", err)
 				if s.stopping() {
 					return // nowhere to flush to
 				}
@@ -363,6 +401,7 @@ func (s *RedisSink) write() {
 			}
 			dials++
 			backoff = s.bmin
+			up = true
 			s.connected.Store(true)
 		}
 		batch = batch[:0]
@@ -375,63 +414,125 @@ func (s *RedisSink) write() {
 			}
 			continue
 		}
-		cmds := batch[0].cmds
+		cmds := batch[0].cmds()
 	gather:
 		for cmds < s.cfg.Batch {
 			select {
 			case it := <-s.q:
 				batch = append(batch, it)
-				cmds += it.cmds
+				cmds += it.cmds()
 			default:
 				break gather
 			}
 		}
-		buf = buf[:0]
-		for _, it := range batch {
-			buf = append(buf, it.buf...)
-		}
-		if err := s.send(c, buf, batch); err != nil {
-			c.Close()
-			c = nil
+		if err := s.send(pipe, batch); err != nil {
+			s.lastErr.set("redis", err)
+			up = false
 			s.connected.Store(false)
 		}
 	}
 }
 
-// send pipelines one batch and counts every item as sent, rejected or (when the connection
-// fails first) dropped.
-func (s *RedisSink) send(c *RedisConn, buf []byte, batch []redisItem) error {
-	c.conn.SetDeadline(time.Now().Add(s.cfg.Timeout))
-	_, err := c.conn.Write(buf)
-	done := 0
-	if err == nil {
-		for ; done < len(batch); done++ {
-			it := &batch[done]
-			rejected := false
-			for j := 0; j < it.cmds && err == nil; j++ {
-				var rerr error
-				_, rerr = c.read()
-				var re RedisError
-				if errors.As(rerr, &re) {
-					rejected = true
-				} else if rerr != nil {
-					err = rerr
-				}
+// ping checks that the server (the master, every cluster node asked) answers: it connects
+// when there is no connection, authenticating and selecting the database.
+func (s *RedisSink) ping(client redis.UniversalClient) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.Timeout)
+	defer cancel()
+	return client.Ping(ctx).Err()
+}
+
+// send pipelines one batch and counts every item as sent, rejected (an error reply) or
+// dropped (reason conn: the connection failed before all its replies arrived). It returns
+// the connection's error, if any.
+func (s *RedisSink) send(pipe redis.Pipeliner, batch []redisItem) error {
+	// The commands' arguments are slices of one reused array; a field is passed as a
+	// *string into its item (go-redis writes *string as the string), so that the fields are
+	// neither copied nor boxed one by one.
+	n := 0
+	for i := range batch {
+		n += len(batch[i].fields) + 9
+	}
+	if cap(s.args) < n {
+		s.args = make([]any, 0, n)
+	}
+	a := s.args[:0]
+	ctx := context.Background()
+	cmd := func(start int) {
+		pipe.Do(ctx, a[start:len(a):len(a)]...).SetFirstKeyPos(1)
+	}
+	for i := range batch {
+		it := &batch[i]
+		start := len(a)
+		switch it.kind {
+		case redisEvent, redisFlow:
+			stream := &s.cfg.EventsStream
+			if it.kind == redisFlow {
+				stream = &s.cfg.FlowsStream
 			}
-			if err != nil {
-				break
-			}
-			if rejected {
-				s.dropped[it.kind][redisDropRejected].Add(1)
-			} else {
-				s.sent[it.kind].Add(1)
-			}
+			a = append(a, "xadd", stream, "maxlen", "~", &s.maxLen, "*")
+			a = appendPtrs(a, it.fields)
+			cmd(start)
+		default:
+			a = append(a, "hset", &it.key)
+			a = appendPtrs(a, it.fields)
+			cmd(start)
+			start = len(a)
+			a = append(a, "expire", &it.key, &s.ttl)
+			cmd(start)
 		}
 	}
-	for _, it := range batch[done:] {
-		s.dropped[it.kind][redisDropConn].Add(1)
+	cmds, _ := pipe.Exec(ctx)
+	clear(a) // let the items go
+	s.args = a[:0]
+	var connErr, rejected error
+	for i := range batch {
+		it := &batch[i]
+		n := it.cmds()
+		var conn, rej error
+		for _, c := range cmds[:min(n, len(cmds))] {
+			if err := c.Err(); err != nil {
+				if isReplyError(err) {
+					rej = err
+				} else {
+					conn = err
+				}
+			}
+		}
+		if len(cmds) < n && conn == nil {
+			conn = errors.New("redis: reply missing") // never: Exec returns every command queued
+		}
+		cmds = cmds[min(n, len(cmds)):]
+		switch {
+		case conn != nil:
+			s.dropped[it.kind][redisDropConn].Add(1)
+			connErr = conn
+		case rej != nil:
+			s.dropped[it.kind][redisDropRejected].Add(1)
+			if rejected == nil {
+				rejected = rej
+			}
+		default:
+			s.sent[it.kind].Add(1)
+		}
 	}
-	return err
+	if rejected != nil && connErr == nil {
+		s.lastErr.set("redis", rejected)
+	}
+	return connErr
+}
+
+func appendPtrs(a []any, fields []string) []any {
+	for j := range fields {
+		a = append(a, &fields[j])
+	}
+	return a
+}
+
+// isReplyError reports whether err is the server's error reply to a command (the command
+// was refused; the connection is fine).
+func isReplyError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
 }
 
 func (s *RedisSink) dropQueued() {
@@ -445,135 +546,144 @@ func (s *RedisSink) dropQueued() {
 	}
 }
 
-// RedisConn is a minimal RESP2 client connection: enough for the sink (pipelined writes) and
-// for tests and tools reading streams and hashes back.
-type RedisConn struct {
-	conn net.Conn
-	r    *bufio.Reader
-}
-
-// RedisError is an error reply ("-ERR ...").
-type RedisError string
-
-func (e RedisError) Error() string { return string(e) }
-
-// DialRedis connects to addr and, when set, sends AUTH password and SELECT db.
-func DialRedis(addr, password string, db int, timeout time.Duration) (*RedisConn, error) {
-	nc, err := net.DialTimeout("tcp", addr, timeout)
+// universalOptions are go-redis's options for the configured server: one address or URL, a
+// Sentinel-monitored master, or a cluster.
+func (r *Redis) universalOptions() (*redis.UniversalOptions, error) {
+	o := &redis.UniversalOptions{
+		ClientName: "intake",
+		Username:   r.Username,
+		Password:   r.Password,
+		DB:         r.DB,
+		// One writer: one connection (per node), the pipelines on it, not on a pool of their
+		// own.
+		PoolSize:         1,
+		PipelinePoolSize: -1,
+		// An XADD is not idempotent: a batch whose connection failed is dropped and counted,
+		// never sent again.
+		MaxRetries: -1,
+		// The sink's own backoff paces the reconnects.
+		DialerRetries: 1,
+		DialTimeout:   r.Timeout,
+		ReadTimeout:   r.Timeout,
+		WriteTimeout:  r.Timeout,
+	}
+	tlsOn := r.TLS
+	var base *tls.Config
+	switch {
+	case r.URL != "":
+		u, err := redis.ParseURL(r.URL)
+		if err != nil {
+			return nil, fmt.Errorf("redis.url: %w", err)
+		}
+		o.Addrs = []string{u.Addr}
+		if o.Username == "" {
+			o.Username = u.Username
+		}
+		if o.Password == "" {
+			o.Password = u.Password
+		}
+		if o.DB == 0 {
+			o.DB = u.DB
+		}
+		if u.ClientName != "" {
+			o.ClientName = u.ClientName
+		}
+		o.Protocol = u.Protocol
+		if u.TLSConfig != nil {
+			tlsOn, base = true, u.TLSConfig
+		}
+	case r.Sentinel.Master != "":
+		o.MasterName = r.Sentinel.Master
+		o.Addrs = append([]string(nil), r.Sentinel.Addresses...)
+		o.SentinelUsername, o.SentinelPassword = r.Sentinel.Username, r.Sentinel.Password
+	case len(r.Cluster.Addresses) > 0:
+		o.Addrs = append([]string(nil), r.Cluster.Addresses...)
+		o.IsClusterMode = true
+	default:
+		o.Addrs = []string{r.Address}
+	}
+	tc, err := r.tlsConfig(tlsOn, base)
 	if err != nil {
 		return nil, err
 	}
-	c := &RedisConn{conn: nc, r: bufio.NewReaderSize(nc, 64<<10)}
-	if password != "" {
-		if _, err := c.Do(timeout, "AUTH", password); err != nil {
-			nc.Close()
-			return nil, fmt.Errorf("redis %s: AUTH: %w", addr, err)
-		}
+	o.TLSConfig = tc
+	return o, nil
+}
+
+// tlsConfig is the client's TLS configuration (nil when on is false), from base (a rediss://
+// URL's) or a new one, with the configured CA, client certificate, server name and
+// verification.
+func (r *Redis) tlsConfig(on bool, base *tls.Config) (*tls.Config, error) {
+	if !on {
+		return nil, nil
 	}
-	if db != 0 {
-		if _, err := c.Do(timeout, "SELECT", strconv.Itoa(db)); err != nil {
-			nc.Close()
-			return nil, fmt.Errorf("redis %s: SELECT %d: %w", addr, db, err)
-		}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if base != nil {
+		tc = base.Clone()
 	}
-	return c, nil
+	if r.TLSCA != "" {
+		pem, err := os.ReadFile(r.TLSCA)
+		if err != nil {
+			return nil, fmt.Errorf("redis.tls_ca: %q: must be a readable PEM file of CA certificates: %v", r.TLSCA, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("redis.tls_ca: %q: must be a PEM file of CA certificates: none found", r.TLSCA)
+		}
+		tc.RootCAs = pool
+	}
+	if r.TLSCert != "" || r.TLSKey != "" {
+		cert, err := tls.LoadX509KeyPair(r.TLSCert, r.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("redis.tls_cert: %q: must be a PEM certificate with its key in redis.tls_key (%q): %v", r.TLSCert, r.TLSKey, err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	if r.TLSServerName != "" {
+		tc.ServerName = r.TLSServerName
+	}
+	if r.TLSInsecureSkipVerify {
+		tc.InsecureSkipVerify = true
+	}
+	return tc, nil
+}
+
+// RedisConn is a plain client connection for tests and tools that read the sink's streams
+// and hashes back (go-redis speaking RESP2, so that replies keep their RESP2 shapes).
+type RedisConn struct {
+	c *redis.Client
+}
+
+// DialRedis connects to addr, sending AUTH password and SELECT db when set, and checks that
+// the server answers PING.
+func DialRedis(addr, password string, db int, timeout time.Duration) (*RedisConn, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, Password: password, DB: db, Protocol: 2,
+		PoolSize: 1, PipelinePoolSize: -1, MaxRetries: -1, DialerRetries: 1,
+		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("redis %s: %w", addr, err)
+	}
+	return &RedisConn{c: c}, nil
 }
 
 // Close closes the connection.
-func (c *RedisConn) Close() error { return c.conn.Close() }
+func (c *RedisConn) Close() error { return c.c.Close() }
 
 // Do sends one command and returns its reply: string (simple or bulk), int64, nil, or
-// []any for arrays; an error reply is a RedisError.
+// []any for arrays; an error reply is a redis.Error.
 func (c *RedisConn) Do(timeout time.Duration, args ...string) (any, error) {
-	c.conn.SetDeadline(time.Now().Add(timeout))
-	if _, err := c.conn.Write(AppendCommand(nil, args...)); err != nil {
-		return nil, err
+	a := make([]any, len(args))
+	for i, s := range args {
+		a[i] = s
 	}
-	return c.read()
-}
-
-// AppendCommand appends args as a RESP array of bulk strings.
-func AppendCommand(b []byte, args ...string) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, '\r', '\n')
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, a...)
-		b = append(b, '\r', '\n')
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	v, err := c.c.Do(ctx, a...).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
 	}
-	return b
-}
-
-var errProtocol = errors.New("redis: protocol error")
-
-func (c *RedisConn) line() ([]byte, error) {
-	l, err := c.r.ReadSlice('\n')
-	if err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	if len(l) < 3 || l[len(l)-2] != '\r' {
-		return nil, errProtocol
-	}
-	return l[:len(l)-2], nil
-}
-
-// read reads one reply.
-func (c *RedisConn) read() (any, error) {
-	l, err := c.line()
-	if err != nil {
-		return nil, err
-	}
-	switch l[0] {
-	case '+':
-		return string(l[1:]), nil
-	case '-':
-		return nil, RedisError(l[1:])
-	case ':':
-		return strconv.ParseInt(string(l[1:]), 10, 64)
-	case '$':
-		n, err := strconv.Atoi(string(l[1:]))
-		if err != nil || n < -1 || n > 512<<20 {
-			return nil, errProtocol
-		}
-		if n == -1 {
-			return nil, nil
-		}
-		b := make([]byte, n+2)
-		if _, err := io.ReadFull(c.r, b); err != nil {
-			return nil, err
-		}
-		return string(b[:n]), nil
-	case '*':
-		n, err := strconv.Atoi(string(l[1:]))
-		if err != nil || n < -1 || n > 1<<24 {
-			return nil, errProtocol
-		}
-		if n == -1 {
-			return nil, nil
-		}
-		a := make([]any, n)
-		var first error
-		for i := range a {
-			v, err := c.read()
-			var re RedisError
-			if errors.As(err, &re) {
-				if first == nil {
-					first = err
-				}
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			a[i] = v
-		}
-		return a, first
-	}
-	return nil, errProtocol
+	return v, err
 }

@@ -19,18 +19,22 @@ func addLogFlags(fs *flag.FlagSet) logFlags {
 	}
 }
 
-// logger builds the slog logger the flags ask for, writing to w.
+// logger builds the slog logger the flags ask for, writing to w. The collector hands it to
+// the components (it is not made the process default: the tests run verbs in process).
 func (f logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*f.level)); err != nil {
 		return nil, usageErr("--log-level: %q: must be debug, info, warn or error", *f.level)
 	}
 	o := &slog.HandlerOptions{Level: lv}
+	var h slog.Handler
 	switch strings.ToLower(*f.format) {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, o)), nil
+		h = slog.NewTextHandler(w, o)
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, o)), nil
+		h = slog.NewJSONHandler(w, o)
+	default:
+		return nil, usageErr("--log-format: %q: must be text or json", *f.format)
 	}
-	return nil, usageErr("--log-format: %q: must be text or json", *f.format)
+	return slog.New(h), nil
 }
