@@ -97,20 +97,15 @@ func (a *API) handleKW(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) handleKI(w http.ResponseWriter, r *http.Request) {
-	if !api.CheckParams(w, r) {
-		return
-	}
-	k, ks, ok := a.key(w, r)
-	if !ok {
-		return
-	}
-	if st := a.open(w); st != nil {
-		ans, err := st.QueryKI(k, ks)
-		a.answer(w, ks, ans, err)
-	}
+	keyed(a, w, r, (*Stores).QueryKI)
 }
 
 func (a *API) handlePostcard(w http.ResponseWriter, r *http.Request) {
+	keyed(a, w, r, (*Stores).QueryPostcard)
+}
+
+// keyed serves a query by key alone (no parameters).
+func keyed[T any](a *API, w http.ResponseWriter, r *http.Request, query func(st *Stores, k []byte, ks string) (T, error)) {
 	if !api.CheckParams(w, r) {
 		return
 	}
@@ -119,7 +114,7 @@ func (a *API) handlePostcard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if st := a.open(w); st != nil {
-		ans, err := st.QueryPostcard(k, ks)
+		ans, err := query(st, k, ks)
 		a.answer(w, ks, ans, err)
 	}
 }
