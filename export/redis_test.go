@@ -499,11 +499,7 @@ func TestRedisURL(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	s := export.NewRedis(cfg, nil)
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop(t.Context())
+	s := startRedisSink(t, cfg)
 	offerEach(t, s)
 	checkEach(t, check)
 	if n := goRedis(t, &redis.Options{Addr: redisAddr(port), Password: "s3cret"}).DBSize(t.Context()).Val(); n != 0 {
@@ -696,11 +692,7 @@ func TestRedisTLS(t *testing.T) {
 			if err := cfg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			s := export.NewRedis(cfg, nil)
-			if err := s.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			defer s.Stop(t.Context())
+			s := startRedisSink(t, cfg)
 			offerEach(t, s)
 			checkEach(t, check)
 			noDrops(t, s)
@@ -763,11 +755,7 @@ func TestRedisSentinel(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	s := export.NewRedis(cfg, nil)
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop(t.Context())
+	s := startRedisSink(t, cfg)
 	offerEach(t, s)
 	checkEach(t, master)
 	noDrops(t, s)
@@ -804,11 +792,7 @@ func TestRedisCluster(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	s := export.NewRedis(cfg, nil)
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop(t.Context())
+	s := startRedisSink(t, cfg)
 	offerEach(t, s)
 	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{redisAddr(port)}})
 	defer cl.Close()
@@ -976,4 +960,15 @@ func TestRedisStopDrains(t *testing.T) {
 	if n := do(t, rc, "XLEN", "intake:flows").(int64); n != 5000 {
 		t.Errorf("XLEN %d, want 5000", n)
 	}
+}
+
+// startRedisSink starts a sink on cfg, stopped when the test ends.
+func startRedisSink(t *testing.T, cfg export.Config) *export.RedisSink {
+	t.Helper()
+	s := export.NewRedis(cfg, nil)
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Stop(context.Background()) })
+	return s
 }

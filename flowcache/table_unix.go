@@ -1,4 +1,4 @@
-//go:build unix && !linux
+//go:build unix
 
 package flowcache
 
@@ -9,9 +9,11 @@ import (
 )
 
 // allocWords returns n zeroed words, and the mapping behind them when there is one (for
-// unmapWords). As on Linux (table_linux.go), a large table is mapped outside the Go heap,
-// so that the garbage collector neither scans nor copies it; the huge-page advice is
-// Linux's and is not asked for here.
+// unmapWords). A large table is mapped outside the Go heap, so that the garbage collector
+// neither scans nor copies it, with transparent huge pages requested where the system has
+// them (adviseHuge): its accesses are random by design, and with 4 KiB pages nearly every
+// update would also miss the TLB (on a VM, a nested page walk costs more than the update).
+// table_other.go is the fallback (Go memory).
 func allocWords(n int) ([]uint64, []byte) {
 	const hugeMin = 4 << 20
 	if n*8 < hugeMin {
@@ -21,6 +23,7 @@ func allocWords(n int) ([]uint64, []byte) {
 	if err != nil {
 		return make([]uint64, n), nil
 	}
+	adviseHuge(b)
 	return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), n), b
 }
 
