@@ -1,0 +1,125 @@
+package capture
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/intake-int/intake/telemetry"
+	"github.com/intake-int/intake/wire"
+)
+
+// AppendJSON appends the item as one line of JSON: {"frame":N, then the report's keys
+// (telemetry.AppendJSON), or for an error "error" and, for a *wire.Error, "reason",
+// "header", "field" and "offset".
+func (it *Item) AppendJSON(b []byte) []byte {
+	if it.Err != nil {
+		b = fmt.Appendf(b, `{"frame":%d,"error":%s`, it.Frame, jsonString(it.Err.Error()))
+		var we *wire.Error
+		if errors.As(it.Err, &we) {
+			b = fmt.Appendf(b, `,"reason":%s,"header":%s,"field":%s,"offset":%d`,
+				jsonString(we.Reason.String()), jsonString(we.Header), jsonString(we.Field), we.Offset)
+		}
+		return append(b, "}\n"...)
+	}
+	b = append(b, `{"frame":`...)
+	b = strconv.AppendInt(b, int64(it.Frame), 10)
+	mark := len(b)
+	b = telemetry.AppendJSON(b, it.Report)
+	b[mark] = ',' // the report's opening brace continues the object
+	return append(b, '\n')
+}
+
+func jsonString(s string) []byte {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// AppendText appends the item as a readable block: a line naming the frame, the format and
+// the transport, then one line per field the report carries, then a blank line.
+func (it *Item) AppendText(b []byte) []byte {
+	if it.Err != nil {
+		return fmt.Appendf(b, "frame %d: error: %v\n", it.Frame, it.Err)
+	}
+	r := it.Report
+	b = fmt.Appendf(b, "frame %d", it.Frame)
+	if it.Index > 1 {
+		b = fmt.Appendf(b, " report %d", it.Index)
+	}
+	b = fmt.Appendf(b, ": %s", r.Format)
+	if dg := &it.Datagram; it.UDP {
+		b = fmt.Appendf(b, " (udp %s > %s, %s)", netip.AddrPortFrom(dg.Src, dg.SrcPort), netip.AddrPortFrom(dg.Dst, dg.DstPort), it.Input)
+	}
+	b = append(b, '\n')
+	if r.Has&telemetry.HasNodeID != 0 {
+		b = fmt.Appendf(b, "  node_id     %d\n", r.NodeID)
+	}
+	tr := r.Format == telemetry.FormatTR05 || r.Format == telemetry.FormatTR10 || r.Format == telemetry.FormatTR20
+	if tr {
+		b = fmt.Appendf(b, "  hw_id       %d\n", r.HWID)
+	}
+	if r.Has&telemetry.HasSeq != 0 {
+		b = fmt.Appendf(b, "  seq         %d\n", r.Seq)
+	}
+	if tr || r.Flags != 0 {
+		var names [4]string
+		fl := strings.Join(r.Flags.Names(names[:0]), " ")
+		if fl == "" {
+			fl = "-"
+		}
+		b = fmt.Appendf(b, "  flags       %s\n", fl)
+	}
+	if r.Has&telemetry.HasIngressTS != 0 {
+		b = fmt.Appendf(b, "  ingress_ts  %d\n", r.IngressTS)
+	}
+	if r.Has&telemetry.HasDropReason != 0 {
+		b = fmt.Appendf(b, "  drop_reason %d\n", r.DropReason)
+	}
+	if r.Has&telemetry.HasFlow != 0 {
+		fk := &r.Flow
+		b = fmt.Appendf(b, "  flow        %s > %s proto %d\n",
+			netip.AddrPortFrom(fk.SrcAddr(), fk.SrcPort), netip.AddrPortFrom(fk.DstAddr(), fk.DstPort), fk.Proto)
+	}
+	if r.INT.Version != telemetry.INTNone {
+		b = fmt.Appendf(b, "  int_version %s\n", r.INT.Version)
+	}
+	for i := range r.HopList() {
+		h := &r.Hops[i]
+		b = fmt.Appendf(b, "  hop %-7d", i+1)
+		for j, name := range telemetry.FieldNames {
+			if v, ok := h.Value(telemetry.Field(1) << j); ok {
+				b = fmt.Appendf(b, " %s=%d", name, v)
+			}
+		}
+		if i == 0 && r.ReporterHop {
+			b = append(b, " (reporter)"...)
+		}
+		b = append(b, '\n')
+	}
+	if r.Format == telemetry.FormatDTA {
+		d := &r.DTA
+		b = fmt.Appendf(b, "  dta         %s", d.Op)
+		switch d.Op {
+		case telemetry.DTAKeyWrite:
+			b = fmt.Appendf(b, " redundancy=%d key=%#x data=%#x", d.Redundancy, d.KeyBytes(), d.DataBytes())
+		case telemetry.DTAKeyIncrement:
+			b = fmt.Appendf(b, " redundancy=%d key=%#x counter=%d", d.Redundancy, d.KeyBytes(), d.Counter)
+		case telemetry.DTAPostcard:
+			b = fmt.Appendf(b, " key=%#x hop=%d data=%#x", d.KeyBytes(), d.Hop, d.DataBytes())
+		case telemetry.DTAAppend:
+			b = fmt.Appendf(b, " list=%d data=%#x", d.ListID, d.DataBytes())
+		}
+		b = append(b, '\n')
+	}
+	if r.LabelSpecific {
+		b = append(b, "  label       specific flow\n"...)
+	}
+	for i, l := range r.LabelList() {
+		b = fmt.Appendf(b, "  item %-6d switch_id=%d ingress_port=%d egress_port=%d ingress_ts=%d egress_ts=%d enq_ts=%d enq_qdepth=%d deq_timedelta=%d deq_qdepth=%d\n",
+			i+1, l.SwitchID, l.IngressPort, l.EgressPort, l.IngressTS, l.EgressTS, l.EnqTS, l.EnqQDepth, l.DeqTimedelta, l.DeqQDepth)
+	}
+	return append(b, '\n')
+}
