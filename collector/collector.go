@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -298,4 +299,19 @@ func (c *Collector) handleDetectStatus(w http.ResponseWriter, r *http.Request) {
 	if api.CheckParams(w, r) {
 		api.JSON(w, http.StatusOK, c.DetectStatus())
 	}
+}
+
+// ScratchDTA points the DTA stores of a run on the defaults (demo, bench) at a new temporary
+// directory, so that they neither need nor overwrite a serving collector's; cleanup removes
+// it.
+func ScratchDTA(cfg *config.Config) (cleanup func(), err error) {
+	if !cfg.DTA.Enabled {
+		return func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "intake-dta-")
+	if err != nil {
+		return nil, err
+	}
+	cfg.DTA.DataDir = dir
+	return func() { os.RemoveAll(dir) }, nil
 }

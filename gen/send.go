@@ -1,7 +1,10 @@
 package gen
 
 import (
+	"context"
+	"errors"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -51,4 +54,28 @@ func per(n uint64, d time.Duration) float64 {
 		return 0
 	}
 	return float64(n) / d.Seconds()
+}
+
+// StartAll runs the senders concurrently until ctx is done (or each has sent its Count or
+// Duration). The returned wait blocks until all have stopped, closes them, and returns their
+// errors; a cancelled ctx is not one.
+func StartAll(ctx context.Context, snds ...*Sender) (wait func() error) {
+	errs := make([]error, len(snds))
+	var wg sync.WaitGroup
+	for i, snd := range snds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := snd.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				errs[i] = err
+			}
+		}()
+	}
+	return func() error {
+		wg.Wait()
+		for _, s := range snds {
+			s.Close()
+		}
+		return errors.Join(errs...)
+	}
 }

@@ -4,9 +4,10 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/intake-int/intake/api"
 	"sync"
 	"time"
+
+	"github.com/intake-int/intake/api"
 
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
@@ -252,4 +253,18 @@ func (c *Receiver) handleStatus(w http.ResponseWriter, r *http.Request) {
 		st.Listeners = keep
 	}
 	api.JSON(w, http.StatusOK, st)
+}
+
+// Settle waits until the receiver has read what the kernel still held when the senders
+// stopped: the received count stops moving for 200 ms (at most 3 s).
+func (c *Receiver) Settle() {
+	last, still := c.Status().PacketsReceived, 0
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && still < 4; {
+		time.Sleep(50 * time.Millisecond)
+		if n := c.Status().PacketsReceived; n != last {
+			last, still = n, 0
+		} else {
+			still++
+		}
+	}
 }

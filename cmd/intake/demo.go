@@ -8,12 +8,12 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/fabric"
 	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
@@ -86,7 +86,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	cfg.HTTP.Address = *httpAddr
 	cfg.FillDefaults()
 	if *cfgPath == "" {
-		cleanup, err := scratchDTA(&cfg)
+		cleanup, err := collector.ScratchDTA(&cfg)
 		if err != nil {
 			return err
 		}
@@ -131,7 +131,11 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	describe := func() string { return "" }
 	var what string
 	if *useFabric {
-		describe, wait, err = startDemoFabric(ctx, recv.ListenerAddr(0), recv.ListenerAddr(2), *rate)
+		var live *fabric.Live
+		live, err = fabric.StartLive(ctx, recv.ListenerAddr(0), recv.ListenerAddr(2), *rate)
+		if err == nil {
+			describe, wait = live.Describe, live.Wait
+		}
 		what = fmt.Sprintf("the emulated testbed (4 spine, 4 leaf, 4 ToR switches, 8 hosts; INT-MD and INT-label Base A) at %.0f packets/s", *rate)
 	} else {
 		what, wait, err = startDemoGen(ctx, gcfg, *rate, recv)
@@ -166,7 +170,7 @@ loop:
 	if errc != nil {
 		runErr = <-errc
 	}
-	settle(recv)
+	recv.Settle()
 	// The last screen's rates are the whole run's: the generators have stopped.
 	scr.lastByFmt, scr.lastT, scr.final = map[string]uint64{}, start, true
 	scr.draw(time.Since(start), recv, events, httpLine, describe())
@@ -209,38 +213,7 @@ func startDemoGen(ctx context.Context, gcfg gen.Config, rate float64, coll *inge
 		}
 		senders = append(senders, snd)
 	}
-	errs := make([]error, len(senders))
-	var wg sync.WaitGroup
-	for i, snd := range senders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := snd.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				errs[i] = err
-			}
-		}()
-	}
-	return what, func() error {
-		wg.Wait()
-		for _, s := range senders {
-			s.Close()
-		}
-		return errors.Join(errs...)
-	}, nil
-}
-
-// scratchDTA points the DTA stores of a run on the defaults (demo, bench) at a temporary
-// directory, so that they neither need nor overwrite the collector's; cleanup removes it.
-func scratchDTA(cfg *config.Config) (cleanup func(), err error) {
-	if !cfg.DTA.Enabled {
-		return func() {}, nil
-	}
-	dir, err := os.MkdirTemp("", "intake-dta-")
-	if err != nil {
-		return nil, err
-	}
-	cfg.DTA.DataDir = dir
-	return func() { os.RemoveAll(dir) }, nil
+	return what, gen.StartAll(ctx, senders...), nil
 }
 
 // demoScreen draws the summary: over a terminal it redraws in place, otherwise it prints one
@@ -254,17 +227,8 @@ type demoScreen struct {
 	final     bool // the last screen, after the generators stopped
 	kinds     [event.NumKinds]uint64
 	buf       []event.Event
-	fc        *flowcache.FlowCache
-	hops      map[hopKey]hopSum // per flow and switch, the hop latency sums of the last draw
+	recent    *flowcache.Recent
 }
-
-// hopKey is one hop of one flow; hopSum its hop-latency sum and count as of a draw.
-type hopKey struct {
-	flow telemetry.FlowKey
-	node uint32
-}
-
-type hopSum struct{ sum, n uint64 }
 
 func newDemoScreen(w io.Writer, top int, fc *flowcache.FlowCache) *demoScreen {
 	tty := false
@@ -274,7 +238,7 @@ func newDemoScreen(w io.Writer, top int, fc *flowcache.FlowCache) *demoScreen {
 		}
 	}
 	return &demoScreen{w: w, tty: tty, top: top, buf: make([]event.Event, 4096), lastByFmt: map[string]uint64{},
-		lastT: time.Now(), fc: fc, hops: map[hopKey]hopSum{}}
+		lastT: time.Now(), recent: fc.NewRecent()}
 }
 
 func (d *demoScreen) draw(up time.Duration, coll *ingest.Receiver, events *event.Consumer, httpLine, source string) {
@@ -325,7 +289,7 @@ func (d *demoScreen) draw(up time.Duration, coll *ingest.Receiver, events *event
 	fmt.Fprintf(&b, "events      new_key %d, path_change %d, change %d, above %d, below %d\n",
 		d.kinds[event.KindNewKey], d.kinds[event.KindPathChange], d.kinds[event.KindChange], d.kinds[event.KindAbove], d.kinds[event.KindBelow])
 
-	flows, switches := d.flows(now.Add(-5 * time.Second).UnixNano())
+	flows, switches := d.recent.Read(now.Add(-5 * time.Second).UnixNano())
 	fmt.Fprintf(&b, "flows       %d active in the last 5 s, through %d switches\n\n", len(flows), len(switches))
 	sort.Slice(flows, func(i, j int) bool { return flows[i].LatLatest > flows[j].LatLatest })
 	fmt.Fprintf(&b, "slowest flows (end-to-end latency of the last report)\n")
@@ -336,60 +300,15 @@ func (d *demoScreen) draw(up time.Duration, coll *ingest.Receiver, events *event
 		}
 		fmt.Fprintf(&b, "  %-44s %10s   path %s\n", flowString(&f.Flow), nsString(f.LatLatest), pathString(path))
 	}
-	sort.Slice(switches, func(i, j int) bool { return switches[i].sum*switches[j].n > switches[j].sum*switches[i].n })
+	sort.Slice(switches, func(i, j int) bool { return switches[i].Sum*switches[j].N > switches[j].Sum*switches[i].N })
 	fmt.Fprintf(&b, "\nslowest hops (hop latency by switch, last second)\n")
 	for _, s := range switches[:min(d.top, len(switches))] {
-		fmt.Fprintf(&b, "  switch %-8d mean %10s   max %10s   %d reports\n", s.node, nsString(s.sum/s.n), nsString(s.worst), s.n)
+		fmt.Fprintf(&b, "  switch %-8d mean %10s   max %10s   %d reports\n", s.Node, nsString(s.Sum/s.N), nsString(s.Latest), s.N)
 	}
 	if source != "" {
 		fmt.Fprintf(&b, "\n%s\n", strings.TrimRight(source, "\n"))
 	}
 	io.WriteString(d.w, b.String())
-}
-
-// switchSum is one switch's hop latency since the last screen: the sum and count of its
-// samples (the flow cache's per-hop sums, differenced), and the largest latest value.
-type switchSum struct {
-	node          uint32
-	sum, n, worst uint64
-}
-
-// flows reads the flow cache: the flows updated since `since`, and per switch the hop
-// latency samples since the last call (from the per-hop running sums of every flow updated
-// since then).
-func (d *demoScreen) flows(since int64) ([]flowcache.Record, []switchSum) {
-	var flows []flowcache.Record
-	sws := map[uint32]*switchSum{}
-	seen := map[hopKey]hopSum{}
-	d.fc.WalkUpdated(since, func(r *flowcache.Record) {
-		flows = append(flows, *r)
-		for _, h := range r.Hops {
-			k := hopKey{r.Flow, h.NodeID}
-			cur := hopSum{h.Sum[flowcache.HopLatency], h.Count[flowcache.HopLatency]}
-			seen[k] = cur
-			prev, ok := d.hops[k]
-			if !ok || cur.n < prev.n { // new, or evicted and back
-				prev = hopSum{}
-			}
-			if cur.n == prev.n {
-				continue
-			}
-			s := sws[h.NodeID]
-			if s == nil {
-				s = &switchSum{node: h.NodeID}
-				sws[h.NodeID] = s
-			}
-			s.sum += cur.sum - prev.sum
-			s.n += cur.n - prev.n
-			s.worst = max(s.worst, h.Latest[flowcache.HopLatency])
-		}
-	})
-	d.hops = seen
-	out := make([]switchSum, 0, len(sws))
-	for _, s := range sws {
-		out = append(out, *s)
-	}
-	return flows, out
 }
 
 func flowString(k *telemetry.FlowKey) string {

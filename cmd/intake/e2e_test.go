@@ -83,7 +83,7 @@ func TestEndToEnd(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	settle(coll)
+	coll.Settle()
 	truth := g.Truth(n)
 
 	var st struct {

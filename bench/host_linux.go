@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"os"
@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// bench ingest's Linux readers; bench_ingest_other.go has the stand-ins for the systems where
+// The host readers of a measurement; host_other.go has the stand-ins for the systems where
 // bench ingest refuses to run (the receive path and the sender are Linux's).
 
 // softnetDrops is the host's count of packets dropped because a CPU's input backlog was full

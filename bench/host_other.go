@@ -1,10 +1,10 @@
 //go:build !linux
 
-package main
+package bench
 
 import "time"
 
-// Stand-ins for bench ingest's Linux readers (bench_ingest_linux.go): off Linux bench ingest
+// Stand-ins for bench ingest's Linux readers (host_linux.go): off Linux bench ingest
 // refuses before measuring anything, since the receive path (ingest.CheckReceivePath) and the
 // sender (gen.CheckSend) are Linux's.
 

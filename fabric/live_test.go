@@ -1,4 +1,4 @@
-package main
+package fabric
 
 import (
 	"context"
@@ -9,16 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/fabric"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
 
-// startDemoFabric for about a second against two loopback sockets: every datagram decodes
+// StartLive for about a second against two loopback sockets: every datagram decodes
 // with intake's decoder, the reports to INT-MD paths of the testbed's switches (1, 3 or 5
 // hops, every hop a testbed switch, the reporter the last one), the exports to items of
 // the testbed's switch ids.
-func TestStartDemoFabric(t *testing.T) {
+func TestStartLive(t *testing.T) {
 	listen := func() net.PacketConn {
 		c, err := net.ListenPacket("udp", "127.0.0.1:0")
 		if err != nil {
@@ -52,21 +51,21 @@ func TestStartDemoFabric(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	describe, wait, err := startDemoFabric(ctx, repC.LocalAddr().String(), labC.LocalAddr().String(), 2000)
+	live, err := StartLive(ctx, repC.LocalAddr().String(), labC.LocalAddr().String(), 2000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(700 * time.Millisecond)
-	screen := describe()
-	if err := wait(); err != nil {
+	screen := live.Describe()
+	if err := live.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
 
-	tb := fabric.Testbed(fabric.DefaultLink)
+	tb := Testbed(DefaultLink)
 	ids := map[uint32]bool{}
 	for _, n := range tb.Nodes {
-		if n.Kind == fabric.Switch {
+		if n.Kind == Switch {
 			ids[uint32(n.ID)] = true
 		}
 	}
@@ -136,15 +135,15 @@ func TestStartDemoFabric(t *testing.T) {
 	}
 	for _, want := range []string{"fabric: testbed, 12 switches, 8 servers", "distinct paths in", "coverage by ground truth (per 100ms): last window "} {
 		if !strings.Contains(screen, want) {
-			t.Fatalf("describe() = %q: no %q", screen, want)
+			t.Fatalf("Describe() = %q: no %q", screen, want)
 		}
 	}
 	if lines := strings.Count(screen, "\n"); lines != 3 {
-		t.Fatalf("describe() has %d lines: %q", lines, screen)
+		t.Fatalf("Describe() has %d lines: %q", lines, screen)
 	}
 	t.Logf("%d reports, %d exports (%d items)\n%s", len(got["report"]), len(got["label"]), items, screen)
 
-	if _, _, err := startDemoFabric(context.Background(), "127.0.0.1:1", "127.0.0.1:2", 0); err == nil || err.Error() != "fabric demo: rate 0: must be in (0, 1e6] packets per second" {
+	if _, err := StartLive(context.Background(), "127.0.0.1:1", "127.0.0.1:2", 0); err == nil || err.Error() != "fabric demo: rate 0: must be in (0, 1e6] packets per second" {
 		t.Fatalf("rate 0: %v", err)
 	}
 }

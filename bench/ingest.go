@@ -1,0 +1,198 @@
+// Package bench measures intake on the machine it runs on. Ingest (`intake bench ingest`)
+// is the receive path against its ceiling: the same load, sent for the same time, first to
+// a receiver that only drains and counts its sockets, then to the full collector serve
+// runs, with every processor the configuration turns on. The sender is the caller's (the
+// verb runs `intake gen` as a child process, so that this process's CPU time is the
+// collector's alone).
+package bench
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"time"
+
+	"github.com/intake-int/intake/collector"
+	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/ingest"
+)
+
+// IngestConfig is one ingest measurement.
+type IngestConfig struct {
+	// Collector is the configuration of both phases: its first listener receives; the drain
+	// phase uses only the listeners.
+	Collector config.Config
+	// Send sends the load to addr (the first listener's) and returns what was sent; it
+	// must return once the phase's load is sent.
+	Send func(addr string) (gen.Stats, error)
+	// Rounds of both phases, alternating; each phase's median round counts. Default 1.
+	Rounds int
+	// CPUProfile, if set, is a file the collector phase's CPU profile is written to (the
+	// last round's).
+	CPUProfile string
+	// Progress, if set, is told when a phase starts.
+	Progress func(round, rounds int, phase string)
+}
+
+// Phase is one phase's outcome (the median round's).
+type Phase struct {
+	Sent      gen.Stats
+	Received  uint64 // datagrams
+	Reports   uint64 // decoded (drain: received × reports per datagram)
+	Errors    uint64
+	Kernel    uint64 // the collector's sockets' drops (receive buffer full)
+	Backlog   uint64 // the whole host's input backlog drops over the phase (softnet_stat)
+	CPU       time.Duration
+	ReportsPS float64
+	Loss      float64
+}
+
+// CPUPerReport is CPU nanoseconds per decoded report; 0 without reports.
+func (p Phase) CPUPerReport() float64 {
+	if p.Reports == 0 {
+		return 0
+	}
+	return float64(p.CPU.Nanoseconds()) / float64(p.Reports)
+}
+
+// IngestResult is a measurement: the JSON of `bench ingest --json` (the first five keys are
+// the contract) and the two phases.
+type IngestResult struct {
+	DrainReportsPerS     float64  `json:"drain_reports_per_s"`
+	CollectorReportsPerS float64  `json:"collector_reports_per_s"`
+	CPUNsPerReport       float64  `json:"cpu_ns_per_report"`
+	Loss                 float64  `json:"loss"`
+	Ratio                float64  `json:"ratio"`
+	DrainLoss            float64  `json:"drain_loss"`
+	DrainCPUNsPerReport  float64  `json:"drain_cpu_ns_per_report"`
+	DurationS            float64  `json:"duration_s"`
+	Rounds               int      `json:"rounds"`
+	Format               string   `json:"format"`
+	ReportsPerDatagram   float64  `json:"reports_per_datagram"`
+	DatagramsSent        uint64   `json:"datagrams_sent"`
+	KernelDrops          uint64   `json:"kernel_drops"`
+	BacklogDrops         uint64   `json:"backlog_drops"`
+	DecodeErrors         uint64   `json:"decode_errors"`
+	Processors           []string `json:"processors"`
+	Sockets              int      `json:"sockets"`
+
+	Drain, Full Phase `json:"-"`
+}
+
+// Ingest runs the measurement. The caller fills Format and DurationS of the result, which
+// it knows from the load it sends.
+func Ingest(cfg IngestConfig) (IngestResult, error) {
+	rounds := max(cfg.Rounds, 1)
+	// Rounds alternate the phases, so that a machine whose load drifts weighs on both alike.
+	var as, bs []Phase
+	var procs []string
+	for round := 1; round <= rounds; round++ {
+		if cfg.Progress != nil {
+			cfg.Progress(round, rounds, "drain")
+		}
+		a, _, err := cfg.phase(true)
+		if err != nil {
+			return IngestResult{}, fmt.Errorf("drain phase: %w", err)
+		}
+		if cfg.Progress != nil {
+			cfg.Progress(round, rounds, "collector")
+		}
+		b, names, err := cfg.phase(false)
+		if err != nil {
+			return IngestResult{}, fmt.Errorf("collector phase: %w", err)
+		}
+		as, bs, procs = append(as, a), append(bs, b), names
+	}
+	a, b := median(as), median(bs)
+	res := IngestResult{DrainReportsPerS: a.ReportsPS, CollectorReportsPerS: b.ReportsPS, Loss: b.Loss,
+		DrainLoss: a.Loss, Rounds: rounds, DatagramsSent: b.Sent.Datagrams, KernelDrops: b.Kernel,
+		BacklogDrops: b.Backlog, DecodeErrors: b.Errors, Processors: procs, Sockets: cfg.Collector.Listeners[0].Sockets,
+		CPUNsPerReport: b.CPUPerReport(), DrainCPUNsPerReport: a.CPUPerReport(), Drain: a, Full: b}
+	if procs == nil {
+		res.Processors = []string{}
+	}
+	if b.Sent.Datagrams > 0 {
+		res.ReportsPerDatagram = float64(b.Sent.Reports) / float64(b.Sent.Datagrams)
+	}
+	if a.ReportsPS > 0 {
+		res.Ratio = b.ReportsPS / a.ReportsPS
+	}
+	return res, nil
+}
+
+// phase runs the receive path alone (drain) or what serve runs, sends the load, and reads
+// the counters.
+func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
+	var recv *ingest.Receiver
+	var start, stop func(context.Context) error
+	if drain {
+		r, err := ingest.New(cfg.Collector.Ingest(), ingest.Deps{})
+		if err != nil {
+			return Phase{}, nil, err
+		}
+		r.SetDrainOnly(true)
+		recv, start, stop = r, r.Start, r.Stop
+	} else {
+		c, err := collector.New(cfg.Collector, collector.Options{NoHTTP: true})
+		if err != nil {
+			return Phase{}, nil, err
+		}
+		recv, start, stop = c.Receiver, c.Start, c.Stop
+	}
+	var names []string
+	for _, p := range recv.Processors() {
+		names = append(names, p.Name())
+	}
+	ctx := context.Background()
+	if err := start(ctx); err != nil {
+		return Phase{}, nil, err
+	}
+	defer stop(ctx)
+	if cfg.CPUProfile != "" && !drain {
+		f, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			return Phase{}, nil, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return Phase{}, nil, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	cpu0, backlog0 := processCPU(), softnetDrops()
+	sent, err := cfg.Send(recv.ListenerAddr(0))
+	if err != nil {
+		return Phase{}, nil, err
+	}
+	recv.Settle()
+	cpu := processCPU() - cpu0
+	// Stop reads the sockets' final drop counts (SO_MEMINFO): drops after the last datagram
+	// read carry no SO_RXQ_OVFL message.
+	if err := stop(ctx); err != nil {
+		return Phase{}, nil, err
+	}
+	st := recv.Status()
+	r := Phase{Sent: sent, Received: st.PacketsReceived, Reports: st.ReportsDecoded,
+		Errors: st.DecodeErrors.Total, Kernel: st.KernelDrops, Backlog: softnetDrops() - backlog0, CPU: cpu}
+	if drain && sent.Datagrams > 0 {
+		r.Reports = uint64(float64(r.Received) * float64(sent.Reports) / float64(sent.Datagrams))
+	}
+	if s := sent.Elapsed.Seconds(); s > 0 {
+		r.ReportsPS = float64(r.Reports) / s
+	}
+	if sent.Datagrams > 0 && r.Received < sent.Datagrams {
+		r.Loss = float64(sent.Datagrams-r.Received) / float64(sent.Datagrams)
+	}
+	return r, names, nil
+}
+
+// median returns the phase with the median report rate.
+func median(rs []Phase) Phase {
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(x, y Phase) int { return cmp.Compare(x.ReportsPS, y.ReportsPS) })
+	return rs[len(rs)/2]
+}
