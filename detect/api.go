@@ -49,6 +49,37 @@ type KeyJSON struct {
 
 func ptr[T any](v T) *T { return &v }
 
+// String writes the key for a table: "SRC:SPORT->DST:DPORT/PROTO" for a flow, then
+// name=value for each other part it has.
+func (k KeyJSON) String() string {
+	var parts []string
+	if k.Src != "" {
+		parts = append(parts, fmt.Sprintf("%s:%d->%s:%d/%d", k.Src, deref(k.Sport), k.Dst, deref(k.Dport), deref(k.Proto)))
+	}
+	parts = appendPart(parts, "switch_id", k.SwitchID)
+	parts = appendPart(parts, "queue_id", k.QueueID)
+	parts = appendPart(parts, "port", k.Port)
+	parts = appendPart(parts, "buffer_id", k.BufferID)
+	parts = appendPart(parts, "reason", k.Reason)
+	parts = appendPart(parts, "hw_id", k.HWID)
+	return strings.Join(parts, " ")
+}
+
+func appendPart[T any](parts []string, name string, v *T) []string {
+	if v == nil {
+		return parts
+	}
+	return append(parts, fmt.Sprintf("%s=%v", name, *v))
+}
+
+func deref[T any](p *T) T {
+	var z T
+	if p == nil {
+		return z
+	}
+	return *p
+}
+
 // ToJSON renders e (with its log sequence number).
 func ToJSON(seq uint64, e *event.Event) EventJSON {
 	j := EventJSON{

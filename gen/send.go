@@ -79,3 +79,41 @@ func StartAll(ctx context.Context, snds ...*Sender) (wait func() error) {
 		return errors.Join(errs...)
 	}
 }
+
+// Summary is a run as `intake gen --json` prints it.
+type Summary struct {
+	To                 string  `json:"to"`
+	Format             string  `json:"format"`
+	Mode               string  `json:"mode,omitempty"`
+	Seed               uint64  `json:"seed"`
+	Flows              int     `json:"flows"`
+	Switches           int     `json:"switches"`
+	Hops               int     `json:"hops"`
+	ReportsPerDatagram int     `json:"reports_per_datagram"`
+	Datagrams          uint64  `json:"datagrams"`
+	Reports            uint64  `json:"reports"`
+	Bytes              uint64  `json:"bytes"`
+	SendErrors         uint64  `json:"send_errors"`
+	ElapsedS           float64 `json:"elapsed_s"`
+	DatagramsPerS      float64 `json:"datagrams_per_s"`
+	ReportsPerS        float64 `json:"reports_per_s"`
+}
+
+// Summary describes a run of g to the collector at to that sent st.
+func (g *Generator) Summary(to string, st Stats) Summary {
+	cfg := g.Config()
+	s := Summary{To: to, Format: cfg.Format, Seed: cfg.Seed, Flows: cfg.Flows, Switches: cfg.Switches,
+		Hops: cfg.Hops, ReportsPerDatagram: g.Batch(), Datagrams: st.Datagrams, Reports: st.Reports,
+		Bytes: st.Bytes, SendErrors: st.SendErrors, ElapsedS: st.Elapsed.Seconds(),
+		DatagramsPerS: st.DatagramsPerSec(), ReportsPerS: st.ReportsPerSec()}
+	if cfg.isReport() {
+		s.Mode = cfg.Mode
+	}
+	return s
+}
+
+// Stats is what the summary says was sent.
+func (s *Summary) Stats() Stats {
+	return Stats{Datagrams: s.Datagrams, Reports: s.Reports, Bytes: s.Bytes, SendErrors: s.SendErrors,
+		Elapsed: time.Duration(s.ElapsedS * float64(time.Second))}
+}

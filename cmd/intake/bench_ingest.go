@@ -150,12 +150,11 @@ func runGenChild(args []string) (gen.Stats, error) {
 	if err := cmd.Run(); err != nil {
 		return gen.Stats{}, fmt.Errorf("intake gen: %v: %s", err, strings.TrimSpace(errb.String()))
 	}
-	var s genSummary
+	var s gen.Summary
 	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
 		return gen.Stats{}, fmt.Errorf("intake gen: unreadable summary %q: %v", out.String(), err)
 	}
-	return gen.Stats{Datagrams: s.Datagrams, Reports: s.Reports, Bytes: s.Bytes, SendErrors: s.SendErrors,
-		Elapsed: time.Duration(s.ElapsedS * float64(time.Second))}, nil
+	return s.Stats(), nil
 }
 
 // childEnv marks a process that bench started as intake itself; the tests' TestMain reads it

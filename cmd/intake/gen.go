@@ -32,25 +32,6 @@ const genUsage = "[--to HOST:PORT] [--format tr0.5|tr1.0|tr2.0|dta|int-label] [-
 	"interrupted. The default target is 127.0.0.1:32766 for reports, :40040 for dta and :40050\n" +
 	"for int-label."
 
-// genSummary is the --json object.
-type genSummary struct {
-	To                 string  `json:"to"`
-	Format             string  `json:"format"`
-	Mode               string  `json:"mode,omitempty"`
-	Seed               uint64  `json:"seed"`
-	Flows              int     `json:"flows"`
-	Switches           int     `json:"switches"`
-	Hops               int     `json:"hops"`
-	ReportsPerDatagram int     `json:"reports_per_datagram"`
-	Datagrams          uint64  `json:"datagrams"`
-	Reports            uint64  `json:"reports"`
-	Bytes              uint64  `json:"bytes"`
-	SendErrors         uint64  `json:"send_errors"`
-	ElapsedS           float64 `json:"elapsed_s"`
-	DatagramsPerS      float64 `json:"datagrams_per_s"`
-	ReportsPerS        float64 `json:"reports_per_s"`
-}
-
 // parseGenArgs parses the arguments of a verb that takes the generator's options and no
 // positional argument, and returns the generator configuration.
 func parseGenArgs(fs *flag.FlagSet, gf *gen.Flags, args []string) (gen.Config, error) {
@@ -136,14 +117,7 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	}
 
 	if *asJSON {
-		sum := genSummary{To: *to, Format: cfg.Format, Seed: cfg.Seed, Flows: cfg.Flows, Switches: cfg.Switches,
-			Hops: cfg.Hops, ReportsPerDatagram: g.Batch(), Datagrams: st.Datagrams, Reports: st.Reports,
-			Bytes: st.Bytes, SendErrors: st.SendErrors, ElapsedS: st.Elapsed.Seconds(),
-			DatagramsPerS: st.DatagramsPerSec(), ReportsPerS: st.ReportsPerSec()}
-		if cfg.Format != "dta" && cfg.Format != "int-label" {
-			sum.Mode = cfg.Mode
-		}
-		b, err := json.Marshal(sum)
+		b, err := json.Marshal(g.Summary(*to, st))
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/dta"
 )
@@ -121,9 +122,9 @@ func runQueryDTA(prim string, args []string, stdout io.Writer) error {
 }
 
 // apiGet prints the JSON body of GET addr+path?q, or returns the API's error (the request
-// as the other query verbs make it, detectAPIGet).
+// as the other query verbs make it).
 func apiGet(addr, path string, q url.Values, stdout io.Writer) error {
-	body, err := detectAPIGet(addr, path, q)
+	body, err := api.Get(addr, path, q)
 	if ue := (*url.Error)(nil); errors.As(err, &ue) {
 		return fmt.Errorf("%w; --store DIR reads a store directory without a collector", err)
 	}

@@ -1,16 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/detect"
 )
@@ -28,7 +27,7 @@ func init() {
 // apiQuery reads path?q from the collector at addr. With asJSON it prints the API's body as
 // it is and reports done; otherwise it decodes the body into v for the verb's own output.
 func apiQuery(stdout io.Writer, addr, path string, q url.Values, asJSON bool, v any) (done bool, err error) {
-	body, err := detectAPIGet(addr, path, q)
+	body, err := api.Get(addr, path, q)
 	if err != nil {
 		return true, err
 	}
@@ -37,39 +36,6 @@ func apiQuery(stdout io.Writer, addr, path string, q url.Values, asJSON bool, v 
 		return true, err
 	}
 	return false, json.Unmarshal(body, v)
-}
-
-// detectAPIGet reads path?q from the collector at addr into its body, or an error naming the
-// status and the collector's JSON error.
-func detectAPIGet(addr, path string, q url.Values) ([]byte, error) {
-	u := addr
-	if !strings.Contains(u, "://") {
-		u = "http://" + u
-	}
-	u = strings.TrimSuffix(u, "/") + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get(u)
-	if err != nil {
-		return nil, fmt.Errorf("%w (is 'intake serve' running with http.address %s?)", err, addr)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			return nil, fmt.Errorf("%s: %s", resp.Status, e.Error)
-		}
-		return nil, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(body))
-	}
-	return body, nil
 }
 
 func runQueryEvents(args []string, stdout, stderr io.Writer) error {
@@ -111,7 +77,7 @@ func runQueryEvents(args []string, stdout, stderr io.Writer) error {
 		}
 		// Fixed-width nanoseconds (RFC 3339 would trim trailing zeros), so columns align.
 		at := time.Unix(0, e.TimeNS).UTC().Format("2006-01-02T15:04:05.000000000Z07:00")
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", at, e.Kind, e.Scope, e.Measurement, keyString(e.Key), prev, val, th)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", at, e.Kind, e.Scope, e.Measurement, e.Key, prev, val, th)
 	}
 	tw.Flush()
 	fmt.Fprintf(stdout, "%d events\n", len(r.Events))
@@ -124,33 +90,6 @@ func joinPath(p []uint32) string {
 		s[i] = fmt.Sprint(id)
 	}
 	return strings.Join(s, ":")
-}
-
-func keyString(k detect.KeyJSON) string {
-	var parts []string
-	if k.Src != "" {
-		parts = append(parts, fmt.Sprintf("%s:%d->%s:%d/%d", k.Src, deref(k.Sport), k.Dst, deref(k.Dport), deref(k.Proto)))
-	}
-	add := func(name string, v any) { parts = append(parts, name+"="+fmt.Sprint(v)) }
-	if k.SwitchID != nil {
-		add("switch_id", *k.SwitchID)
-	}
-	if k.QueueID != nil {
-		add("queue_id", *k.QueueID)
-	}
-	if k.Port != nil {
-		add("port", *k.Port)
-	}
-	if k.BufferID != nil {
-		add("buffer_id", *k.BufferID)
-	}
-	if k.Reason != nil {
-		add("reason", *k.Reason)
-	}
-	if k.HWID != nil {
-		add("hw_id", *k.HWID)
-	}
-	return strings.Join(parts, " ")
 }
 
 func deref[T any](p *T) T {

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -31,31 +27,9 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	url := *addr
-	if !strings.Contains(url, "://") {
-		url = "http://" + url
-	}
-	url = strings.TrimSuffix(url, "/") + "/api/v1/status"
-	client := &http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get(url)
-	if err != nil {
-		return fmt.Errorf("%w (is 'intake serve' running with http.address %s?)", err, *addr)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s: %s", url, resp.Status, bytes.TrimSpace(body))
-	}
-	if *asJSON {
-		_, err := stdout.Write(body)
-		return err
-	}
 	var st ingest.Status
-	if err := json.Unmarshal(body, &st); err != nil {
-		return fmt.Errorf("%s: %w", url, err)
+	if done, err := apiQuery(stdout, *addr, "/api/v1/status", nil, *asJSON, &st); done || err != nil {
+		return err
 	}
 	printStatus(stdout, *addr, &st)
 	return nil
