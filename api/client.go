@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"time"
@@ -29,6 +30,21 @@ func Get(addr, path string, q url.Values) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (is 'intake serve' running with http.address %s?)", err, addr)
 	}
+	return result(resp)
+}
+
+// Serve answers GET path?q with r's handlers in process, as Get would over HTTP: `intake
+// query --store` answers exactly what a collector's API answers.
+func Serve(r Registrar, path string, q url.Values) ([]byte, error) {
+	s := New("", nil)
+	r.RegisterAPI(s)
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path+"?"+q.Encode(), nil))
+	return result(rec.Result())
+}
+
+// result reads a response's body, or the error it carries.
+func result(resp *http.Response) ([]byte, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {

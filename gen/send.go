@@ -56,10 +56,31 @@ func per(n uint64, d time.Duration) float64 {
 	return float64(n) / d.Seconds()
 }
 
-// StartAll runs the senders concurrently until ctx is done (or each has sent its Count or
-// Duration). The returned wait blocks until all have stopped, closes them, and returns their
-// errors; a cancelled ctx is not one.
-func StartAll(ctx context.Context, snds ...*Sender) (wait func() error) {
+// A Target is one stream Start sends: Config's datagrams as Send says.
+type Target struct {
+	Config Config
+	Send   SendConfig
+}
+
+// Start builds a generator and a sender for each target and runs them concurrently until
+// ctx is done (or each has sent its Count or Duration). The returned wait blocks until all
+// have stopped, closes them, and returns their errors; a cancelled ctx is not one.
+func Start(ctx context.Context, targets ...Target) (gens []*Generator, wait func() error, err error) {
+	var snds []*Sender
+	for _, t := range targets {
+		g, err := New(t.Config)
+		var snd *Sender
+		if err == nil {
+			snd, err = NewSender(g, t.Send)
+		}
+		if err != nil {
+			for _, s := range snds {
+				s.Close()
+			}
+			return nil, nil, err
+		}
+		gens, snds = append(gens, g), append(snds, snd)
+	}
 	errs := make([]error, len(snds))
 	var wg sync.WaitGroup
 	for i, snd := range snds {
@@ -71,13 +92,13 @@ func StartAll(ctx context.Context, snds ...*Sender) (wait func() error) {
 			}
 		}()
 	}
-	return func() error {
+	return gens, func() error {
 		wg.Wait()
 		for _, s := range snds {
 			s.Close()
 		}
 		return errors.Join(errs...)
-	}
+	}, nil
 }
 
 // Summary is a run as `intake gen --json` prints it.

@@ -159,3 +159,17 @@ func BenchmarkAppendJSON(b *testing.B) {
 		buf = AppendJSON(buf[:0], r)
 	}
 }
+
+func TestFlowKeyString(t *testing.T) {
+	var k FlowKey
+	k.SetAddrs(netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"))
+	k.SrcPort, k.DstPort, k.Proto = 1000, 80, 6
+	if got, want := k.String(), "10.0.0.1:1000 > 10.0.0.2:80 tcp"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	k.SetAddrs(netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2"))
+	k.Proto = 132
+	if got, want := k.String(), "[2001:db8::1]:1000 > [2001:db8::2]:80 proto 132"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}

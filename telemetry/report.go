@@ -19,6 +19,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"net/netip"
+	"strconv"
 )
 
 // Capacities of the fixed arrays in a Report. A packet that carries more is a decode error
@@ -245,6 +246,19 @@ func addr(b [16]byte, v6 bool) netip.Addr {
 		return a.Unmap()
 	}
 	return a
+}
+
+// String writes the flow as "SRC:SPORT > DST:DPORT PROTO" (IPv6 addresses bracketed; tcp and
+// udp by name, other protocols as "proto N").
+func (k *FlowKey) String() string {
+	proto := "proto " + strconv.Itoa(int(k.Proto))
+	switch k.Proto {
+	case 6:
+		proto = "tcp"
+	case 17:
+		proto = "udp"
+	}
+	return netip.AddrPortFrom(k.SrcAddr(), k.SrcPort).String() + " > " + netip.AddrPortFrom(k.DstAddr(), k.DstPort).String() + " " + proto
 }
 
 // SetAddrs sets source and destination from netip addresses; both must be of one family.

@@ -17,7 +17,6 @@ import (
 	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
-	"github.com/intake-int/intake/telemetry"
 )
 
 // demo is intake's main job on its defaults, with nothing to set up: the collector serve runs
@@ -190,30 +189,14 @@ func startDemoGen(ctx context.Context, gcfg gen.Config, rate float64, coll *inge
 	dta, label := gcfg, gcfg
 	dta.Format, dta.Batch = "dta", 1
 	label.Format, label.Batch = "int-label", 1
-	streams := []struct {
-		cfg  gen.Config
-		rate float64
-	}{{gcfg, rate}, {dta, rate / 10}, {label, rate / 10}}
-	var senders []*gen.Sender
-	var what string
-	for i, s := range streams {
-		g, err := gen.New(s.cfg)
-		if err == nil && i == 0 {
-			what = fmt.Sprintf("%s to %s at %.0f datagrams/s", g, coll.ListenerAddr(0), rate)
-		}
-		var snd *gen.Sender
-		if err == nil {
-			snd, err = gen.NewSender(g, gen.SendConfig{To: coll.ListenerAddr(i), Rate: s.rate})
-		}
-		if err != nil {
-			for _, s := range senders {
-				s.Close()
-			}
-			return "", nil, err
-		}
-		senders = append(senders, snd)
+	gens, wait, err := gen.Start(ctx,
+		gen.Target{Config: gcfg, Send: gen.SendConfig{To: coll.ListenerAddr(0), Rate: rate}},
+		gen.Target{Config: dta, Send: gen.SendConfig{To: coll.ListenerAddr(1), Rate: rate / 10}},
+		gen.Target{Config: label, Send: gen.SendConfig{To: coll.ListenerAddr(2), Rate: rate / 10}})
+	if err != nil {
+		return "", nil, err
 	}
-	return what, gen.StartAll(ctx, senders...), nil
+	return fmt.Sprintf("%s to %s at %.0f datagrams/s", gens[0], coll.ListenerAddr(0), rate), wait, nil
 }
 
 // demoScreen draws the summary: over a terminal it redraws in place, otherwise it prints one
@@ -298,7 +281,7 @@ func (d *demoScreen) draw(up time.Duration, coll *ingest.Receiver, events *event
 		for i, h := range f.Hops {
 			path[i] = h.NodeID
 		}
-		fmt.Fprintf(&b, "  %-44s %10s   path %s\n", flowString(&f.Flow), nsString(f.LatLatest), pathString(path))
+		fmt.Fprintf(&b, "  %-44s %10s   path %s\n", f.Flow.String(), nsString(f.LatLatest), pathString(path))
 	}
 	sort.Slice(switches, func(i, j int) bool { return switches[i].Sum*switches[j].N > switches[j].Sum*switches[i].N })
 	fmt.Fprintf(&b, "\nslowest hops (hop latency by switch, last second)\n")
@@ -309,18 +292,6 @@ func (d *demoScreen) draw(up time.Duration, coll *ingest.Receiver, events *event
 		fmt.Fprintf(&b, "\n%s\n", strings.TrimRight(source, "\n"))
 	}
 	io.WriteString(d.w, b.String())
-}
-
-func flowString(k *telemetry.FlowKey) string {
-	proto := fmt.Sprint(k.Proto)
-	switch k.Proto {
-	case 6:
-		proto = "tcp"
-	case 17:
-		proto = "udp"
-	}
-	src, dst := k.SrcAddr(), k.DstAddr()
-	return fmt.Sprintf("%s:%d > %s:%d %s", src, k.SrcPort, dst, k.DstPort, proto)
 }
 
 func pathString(p []uint32) string {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -69,55 +68,32 @@ func runQueryDTA(prim string, args []string, stdout io.Writer) error {
 	case limit != nil && (*limit < 1 || *limit > 100000):
 		return usageErr("--limit %d: allowed is 1 to 100000", *limit)
 	}
+	u := "/api/v1/dta/" + prim + "/" + url.PathEscape(pos[0])
+	q := url.Values{}
+	if t != nil && *t > 0 {
+		q.Set("t", strconv.Itoa(*t))
+	}
+	if name != nil && *name != "kw" {
+		q.Set("store", *name)
+	}
+	if cursor != nil {
+		q.Set("cursor", strconv.FormatUint(*cursor, 10))
+		q.Set("limit", strconv.Itoa(*limit))
+	}
 	if *store == "" {
-		u := "/api/v1/dta/" + prim + "/" + url.PathEscape(pos[0])
-		q := url.Values{}
-		if t != nil && *t > 0 {
-			q.Set("t", strconv.Itoa(*t))
-		}
-		if name != nil && *name != "kw" {
-			q.Set("store", *name)
-		}
-		if cursor != nil {
-			q.Set("cursor", strconv.FormatUint(*cursor, 10))
-			q.Set("limit", strconv.Itoa(*limit))
-		}
 		return apiGet(*addr, u, q, stdout)
 	}
+	// The store directory answers through the same handlers, in process.
 	st, err := dta.OpenStoresReadOnly(*store)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	var ans any
-	if prim == "list" {
-		id, err := strconv.Atoi(pos[0])
-		if err != nil {
-			return usageErr("list id %q: not a number", pos[0])
-		}
-		ans, err = st.PollList(id, *cursor, *limit)
-		if err != nil {
-			return err
-		}
-	} else {
-		k, err := dta.ParseKey(pos[0], *keyLen)
-		if err != nil {
-			return usageErr("key %q: %v", pos[0], err)
-		}
-		switch prim {
-		case "kw":
-			ans, err = st.QueryKW(*name, k, pos[0], *t)
-		case "ki":
-			ans, err = st.QueryKI(k, pos[0])
-		case "postcard":
-			ans, err = st.QueryPostcard(k, pos[0])
-		}
-		if err != nil {
-			return err
-		}
+	body, err := api.Serve(dta.NewAPI(st, *keyLen), u, q)
+	if err != nil {
+		return err
 	}
-	b, _ := json.MarshalIndent(ans, "", "  ")
-	_, err = fmt.Fprintf(stdout, "%s\n", b)
+	_, err = stdout.Write(body)
 	return err
 }
 

@@ -72,7 +72,8 @@ func flowFlags(fs *flag.FlagSet) func() (url.Values, error) {
 	}
 }
 
-func opt(p *uint64) string {
+// opt prints an optional value, "-" when absent.
+func opt[T any](p *T) string {
 	if p == nil {
 		return "-"
 	}

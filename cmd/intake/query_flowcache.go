@@ -71,7 +71,7 @@ func writeCachedFlow(w io.Writer, f *flowcache.FlowJSON) {
 	fmt.Fprintf(w, "flow %s:%d -> %s:%d proto %d\n", f.Src, f.Sport, f.Dst, f.Dport, f.Proto)
 	fmt.Fprintf(w, "  packets  %d (first %s, last %s)\n", f.Packets, f.FirstSeen, f.LastSeen)
 	if f.Latency.Latest != nil {
-		fmt.Fprintf(w, "  latency  latest %d, mean %s\n", *f.Latency.Latest, fmtMean(f.Latency.Mean))
+		fmt.Fprintf(w, "  latency  latest %d, mean %s\n", *f.Latency.Latest, opt(f.Latency.Mean))
 	}
 	trunc := ""
 	if f.Truncated {
@@ -86,18 +86,11 @@ func writeCachedFlow(w io.Writer, f *flowcache.FlowJSON) {
 			mean *float64
 		}{{"hop_latency", h.Latest.HopLatency, h.Mean.HopLatency}, {"queue_occupancy", h.Latest.QueueOccupancy, h.Mean.QueueOccupancy}, {"tx_util", h.Latest.TxUtil, h.Mean.TxUtil}} {
 			if m.v != nil {
-				fmt.Fprintf(w, "  %s %d (mean %s)", m.name, *m.v, fmtMean(m.mean))
+				fmt.Fprintf(w, "  %s %d (mean %s)", m.name, *m.v, opt(m.mean))
 			}
 		}
 		fmt.Fprintln(w)
 	}
-}
-
-func fmtMean(p *float64) string {
-	if p == nil {
-		return "-"
-	}
-	return strconv.FormatFloat(*p, 'f', -1, 64)
 }
 
 func runQueryTop(args []string, stdout, stderr io.Writer) error {

@@ -1,7 +1,9 @@
 package labelsim
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/intake-int/intake/fabric"
@@ -189,8 +191,16 @@ func IDs() []string {
 	return ids
 }
 
-// Reproduce runs the figures named in only (all when empty).
+// ErrUnknownFigure is Reproduce's error for an id not among IDs.
+var ErrUnknownFigure = errors.New("unknown figure")
+
+// Reproduce runs the figures named in only (all when empty), in IDs' order.
 func Reproduce(o Options, only ...string) ([]Figure, error) {
+	for _, id := range only {
+		if !contains(IDs(), id) {
+			return nil, fmt.Errorf("%q: %w (allowed: %s)", id, ErrUnknownFigure, strings.Join(IDs(), ", "))
+		}
+	}
 	var out []Figure
 	for _, e := range suite {
 		if len(only) > 0 && !contains(only, e.id) {
