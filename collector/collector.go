@@ -198,8 +198,7 @@ func (c *Collector) buildLabel(procs *[]ingest.Processor) {
 	if cfg.Control != "" {
 		setter = label.NewHTTPControl(cfg.Control)
 	}
-	l := label.New(cfg, setter, nil)
-	l.RegisterMetrics(c.Metrics)
+	l := label.New(cfg, label.Deps{Setter: setter, Metrics: c.Metrics})
 	c.Label = l
 	c.comps = append(c.comps, l)
 	*procs = append(*procs, l)

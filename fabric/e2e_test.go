@@ -24,7 +24,7 @@ func TestCollectorCoverageEqualsGroundTruth(t *testing.T) {
 	lc := label.DefaultConfig()
 	lc.Clock = label.ClockLabel // windows by label time: independent of loopback jitter
 	lc.ActiveWindows = 3
-	ctl := label.New(lc, nil, nil)
+	ctl := label.New(lc, label.Deps{})
 	coll, err := ingest.New(cfg, ingest.Deps{Processors: []ingest.Processor{ctl}})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestProFeedbackOverControlEndpoint(t *testing.T) {
 	lc := label.DefaultConfig()
 	lc.K, lc.LabelingInterval, lc.FeedbackPeriod = 1, 50*time.Millisecond, 5*time.Millisecond
 	hc := label.NewHTTPControl("http://" + ctlAddr)
-	ctl := label.New(lc, hc, nil)
+	ctl := label.New(lc, label.Deps{Setter: hc})
 	cfg := ingest.Config{Listeners: []ingest.Listener{{Name: "int-label", Format: "int-label", Address: "127.0.0.1", Sockets: 1, Batch: 16, RcvBuf: 4 << 20, MaxDatagram: 2048}}, Decoder: wire.DefaultConfig()}
 	coll, err := ingest.New(cfg, ingest.Deps{Processors: []ingest.Processor{ctl}})
 	if err != nil {

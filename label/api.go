@@ -36,9 +36,9 @@ func (c *Controller) handleCoverage(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// RegisterMetrics puts the controller's counters on reg (and the control channel's, when
+// registerMetrics puts the controller's counters on reg (and the control channel's, when
 // the shift setter is an HTTPControl).
-func (c *Controller) RegisterMetrics(reg *metrics.Registry) {
+func (c *Controller) registerMetrics(reg *metrics.Registry) {
 	cnt := func(name, help string, fn func(Counters) uint64) {
 		reg.Counter(name, help).Func(func() float64 { return float64(fn(c.Counters())) })
 	}

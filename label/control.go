@@ -2,6 +2,7 @@ package label
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -45,21 +46,27 @@ type HTTPControl struct {
 	client *http.Client
 	q      chan Shift
 	done   chan struct{}
+	start  sync.Once
 	once   sync.Once
 
 	Sent, Errors, Drops atomic.Uint64
 }
 
-// NewHTTPControl starts a sender to base (e.g. http://127.0.0.1:8050).
+// NewHTTPControl returns a sender to base (e.g. http://127.0.0.1:8050); Start starts it
+// (the Controller's Start does), and updates queued before are sent then.
 func NewHTTPControl(base string) *HTTPControl {
-	h := &HTTPControl{
+	return &HTTPControl{
 		url:    strings.TrimSuffix(base, "/") + ControlPath,
 		client: &http.Client{Timeout: 2 * time.Second},
 		q:      make(chan Shift, 4096),
 		done:   make(chan struct{}),
 	}
-	go h.loop()
-	return h
+}
+
+// Start starts the sending goroutine; later calls do nothing.
+func (h *HTTPControl) Start(context.Context) error {
+	h.start.Do(func() { go h.loop() })
+	return nil
 }
 
 // SetShift implements ShiftSetter: it queues the update, counting it as dropped when the
@@ -96,8 +103,10 @@ func (h *HTTPControl) send(s Shift) error {
 	return nil
 }
 
-// Close sends what is queued and stops the sender.
+// Close sends what is queued and stops the sender; a sender never started is started for
+// that.
 func (h *HTTPControl) Close() {
+	h.Start(context.Background())
 	h.once.Do(func() { close(h.q) })
 	<-h.done
 }

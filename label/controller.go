@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -77,18 +78,34 @@ type Controller struct {
 	done   chan struct{}
 }
 
-// New builds a controller. setter may be nil (no feedback); now is the controller's clock
-// (nil: the wall clock in Unix ns), the clock Tick, ages and receive windows use.
-func New(cfg Config, setter ShiftSetter, now func() int64) *Controller {
+// Deps are what a Controller uses from outside.
+type Deps struct {
+	// Setter receives Algorithm 3's shift updates (an HTTPControl, or the emulated
+	// fabric); nil: no feedback.
+	Setter ShiftSetter
+	// Now is the controller's clock, the one Tick, ages and receive windows use (nil: the
+	// wall clock in Unix ns).
+	Now func() int64
+	// Metrics, if set, gets the controller's series (intake_label_*).
+	Metrics *metrics.Registry
+}
+
+// New builds a controller; it is inert until Start (which starts the feedback loop, and the
+// setter if it has a Start).
+func New(cfg Config, deps Deps) *Controller {
+	now := deps.Now
 	if now == nil {
 		now = func() int64 { return time.Now().UnixNano() }
 	}
 	c := &Controller{
 		cfg: cfg, ti: int64(cfg.TelemetryInterval), kT: int64(cfg.K * float64(cfg.LabelingInterval)),
 		labelClock: cfg.Clock == ClockLabel, active: int64(cfg.ActiveWindows),
-		setter: setter, now: now, known: make([]uint16, 0, 1024),
+		setter: deps.Setter, now: now, known: make([]uint16, 0, 1024),
 	}
 	c.maxWin.Store(-1)
+	if deps.Metrics != nil {
+		c.registerMetrics(deps.Metrics)
+	}
 	return c
 }
 
@@ -401,9 +418,14 @@ func (c *Controller) Tick(now int64) {
 }
 
 // Start runs Tick every feedback_period on the controller clock when a setter is set.
-func (c *Controller) Start(context.Context) error {
+func (c *Controller) Start(ctx context.Context) error {
 	if c.setter == nil || c.stop != nil {
 		return nil
+	}
+	if s, ok := c.setter.(interface{ Start(context.Context) error }); ok {
+		if err := s.Start(ctx); err != nil {
+			return err
+		}
 	}
 	c.stop, c.done = make(chan struct{}), make(chan struct{})
 	go func() {

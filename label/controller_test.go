@@ -29,7 +29,7 @@ const ms = int64(time.Millisecond)
 
 // Algorithm 4: the newest label time wins whatever the arrival order.
 func TestNewestLabelTimeWins(t *testing.T) {
-	c := New(DefaultConfig(), nil, func() int64 { return 1000 * ms })
+	c := New(DefaultConfig(), Deps{Now: func() int64 { return 1000 * ms }})
 	c.Process(0, export(10*ms, telemetry.LabelItem{SwitchID: 3, EgressPort: 2, EgressTS: 500, DeqTimedelta: 7}))
 	c.Process(0, export(11*ms, telemetry.LabelItem{SwitchID: 3, EgressPort: 2, EgressTS: 400, DeqTimedelta: 9}))
 	c.Process(0, export(12*ms, telemetry.LabelItem{SwitchID: 3, EgressPort: 2, EgressTS: 600, DeqTimedelta: 5},
@@ -52,7 +52,7 @@ func TestNewestLabelTimeWins(t *testing.T) {
 func TestCoverageWindows(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.ActiveWindows = 2
-	c := New(cfg, nil, nil)
+	c := New(cfg, Deps{})
 	it := func(sw uint8) telemetry.LabelItem {
 		return telemetry.LabelItem{SwitchID: sw, EgressPort: 1, EgressTS: 1}
 	}
@@ -84,7 +84,7 @@ func TestProRaisesAndLowersShift(t *testing.T) {
 	cfg.MaxShift = 3
 	cfg.ActiveWindows = 60
 	s := &shifts{}
-	c := New(cfg, s, nil)
+	c := New(cfg, Deps{Setter: s})
 	item := telemetry.LabelItem{SwitchID: 4, EgressPort: 3}
 	update := func(now int64) {
 		item.EgressTS = uint64(now)
@@ -150,7 +150,7 @@ func TestStaleItemsDoNotRefreshAge(t *testing.T) {
 	cfg := DefaultConfig() // k·T = 100 ms
 	cfg.ActiveWindows = 60
 	s := &shifts{}
-	c := New(cfg, s, nil)
+	c := New(cfg, Deps{Setter: s})
 	c.Process(0, export(0, telemetry.LabelItem{SwitchID: 2, EgressPort: 1, EgressTS: 1000}))
 	for now := int64(10 * ms); now <= 300*ms; now += 10 * ms {
 		c.Process(0, export(now, telemetry.LabelItem{SwitchID: 2, EgressPort: 1, EgressTS: 999}))

@@ -19,7 +19,7 @@ import (
 func TestQueryPortsCoverage(t *testing.T) {
 	const ms = int64(time.Millisecond)
 	cfg := label.DefaultConfig()
-	c := label.New(cfg, nil, func() int64 { return 450 * ms })
+	c := label.New(cfg, label.Deps{Now: func() int64 { return 450 * ms }})
 	srv := api.New("127.0.0.1:0", nil)
 	c.RegisterAPI(srv)
 	if err := srv.Start(context.Background()); err != nil {

@@ -127,7 +127,7 @@ func Run(s Setup) (Result, error) {
 		lc := label.DefaultConfig()
 		lc.TelemetryInterval, lc.LabelingInterval, lc.K = s.Ti, s.T, s.K
 		lc.ActiveWindows = 60
-		ctl := label.New(lc, f, f.Now)
+		ctl := label.New(lc, label.Deps{Setter: f, Now: f.Now})
 		truth.Next = procSink{ctl}
 		if s.ProFlag {
 			f.SetTick(5*time.Millisecond, newFlagPro(ctl, f, int64(s.Ti)).tick)
