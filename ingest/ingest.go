@@ -115,7 +115,8 @@ func New(cfg Config, deps Deps) (*Receiver, error) {
 			coalesce = *lc.Coalesce
 		}
 		for j := 0; j < lc.Sockets; j++ {
-			w := &worker{id: len(c.workers), l: l, dec: dec, in: in, procs: procs, flushers: flushers, coalesce: coalesce}
+			w := &worker{id: len(c.workers), l: l, dec: dec, in: in, procs: procs, flushers: flushers, coalesce: coalesce,
+				wlog: workerLog{log: c.log}}
 			l.workers = append(l.workers, w)
 			c.workers = append(c.workers, w)
 		}

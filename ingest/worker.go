@@ -84,6 +84,8 @@ type worker struct {
 	drain   bool    // count datagrams only (SetDrainOnly)
 
 	coalesce time.Duration // wait after a read that nearly drained the socket (listener's coalesce)
+
+	wlog workerLog
 }
 
 // reportSlack bounds Next calls per datagram beyond its length: every report consumes at
@@ -119,6 +121,7 @@ func (w *worker) datagram(b []byte, now int64) {
 		reason := wire.BadValue
 		if e, ok := err.(*wire.Error); ok && int(e.Reason) < wire.NumReasons {
 			reason = e.Reason
+			w.wlog.sample = *e
 		}
 		w.local[cErrors]++
 		w.local[cReason0+int(reason)]++
@@ -144,6 +147,7 @@ func (w *worker) publish() {
 			w.published[i] = v
 		}
 	}
+	w.checkLog()
 }
 
 // count returns a published counter; any goroutine may call it.
