@@ -48,7 +48,7 @@ func NewGauges(reg *metrics.Registry, limit int, counters *metrics.Registry) *Ga
 		for i, t := range ts {
 			labels[i] = t.k
 		}
-		g.fams[m] = reg.Gauge(promName(m), "Latest "+m.String()+" per key (intake event detector, export.prometheus.gauges).", labels...)
+		g.fams[m] = reg.Gauge(promName(m), "Latest "+m.String()+" per key, in the unit the switch reports (intake event detector, export.prometheus.gauges).", labels...)
 	}
 	if counters != nil {
 		counters.Gauge("intake_export_gauge_series", "Gauge series of the latest values (export.prometheus.gauges).").
