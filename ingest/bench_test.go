@@ -44,13 +44,13 @@ func BenchmarkHotPath(b *testing.B) {
 		b.Skip("TR v2.0 encoder not ready")
 	}
 	w, p, n := filled(b, wire.InputReport, good[:1])
-	w.batch(n)
+	w.batch(0, n)
 	if w.local[cReports] != uint64(n) || w.local[cErrors] != 0 {
 		b.Fatalf("reference batch: %d reports, %d errors", w.local[cReports], w.local[cErrors])
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		w.batch(n)
+		w.batch(0, n)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/report")
 	_ = p.n
@@ -66,7 +66,7 @@ func BenchmarkHotPathMixed(b *testing.B) {
 	w, _, n := filled(b, wire.InputReport, append([][]byte{good[1]}, garbage...))
 	b.ReportAllocs()
 	for b.Loop() {
-		w.batch(n)
+		w.batch(0, n)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/datagram")
 }
@@ -77,7 +77,7 @@ func TestHotPathAllocs(t *testing.T) {
 		t.Skip("TR v2.0 encoder not ready")
 	}
 	w, _, n := filled(t, wire.InputReport, append(good, garbage...))
-	if a := testing.AllocsPerRun(100, func() { w.batch(n) }); a != 0 {
+	if a := testing.AllocsPerRun(100, func() { w.batch(0, n) }); a != 0 {
 		t.Errorf("%v allocations per batch, want 0", a)
 	}
 }

@@ -81,6 +81,11 @@ type Listener struct {
 	// most about this much added latency (the receive buffer holds far more). Unset: 1ms;
 	// 0 turns it off. Go rounds sleeps below a millisecond up to about one.
 	Coalesce *time.Duration `yaml:"coalesce"`
+	// GRO turns on UDP generic receive offload (UDP_GRO) where the kernel has it: the kernel
+	// may hand the worker a run of datagrams of one flow as one super-datagram, which the
+	// worker splits by the segment size the kernel reports. Unset: on. Each receive buffer
+	// is then 64 KiB, the largest super-datagram.
+	GRO *bool `yaml:"gro"`
 	// Decoder overrides keys of the top-level decoder for this listener only (e.g. quirks of
 	// the switches that send to it). After the configuration is loaded it holds the full
 	// effective configuration.
@@ -104,6 +109,10 @@ func (l *Listener) FillDefaults() {
 	if l.Coalesce == nil {
 		d := DefaultCoalesce
 		l.Coalesce = &d
+	}
+	if l.GRO == nil {
+		on := true
+		l.GRO = &on
 	}
 	if l.Name == "" {
 		l.Name = l.Format + ":" + strconv.Itoa(l.Port)

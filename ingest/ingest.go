@@ -190,7 +190,7 @@ func (c *Receiver) open(l *listener) error {
 	port := l.cfg.Port
 	for i, w := range l.workers {
 		network, addr := bindSpec(l.cfg.Address, port)
-		s, err := openSocket(network, addr, l.cfg.RcvBuf, l.cfg.Batch, l.cfg.MaxDatagram)
+		s, err := openSocket(network, addr, l.cfg.RcvBuf, l.cfg.Batch, l.cfg.MaxDatagram, *l.cfg.GRO)
 		if err != nil {
 			return err
 		}
@@ -207,8 +207,8 @@ func (c *Receiver) open(l *listener) error {
 }
 
 // Stop makes every worker drain what its socket holds and return, and closes the sockets.
-// It returns once no worker runs: a worker returns within one read timeout of being told,
-// so the context's deadline is not needed to bound it.
+// It returns once no worker runs: a worker blocked in its read is woken at once, and its
+// drain is bounded, so the context's deadline is not needed to bound it.
 func (c *Receiver) Stop(context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -216,9 +216,8 @@ func (c *Receiver) Stop(context.Context) error {
 		return nil
 	}
 	c.stopping.Store(true)
-	past := time.Unix(1, 0)
 	for _, w := range c.workers {
-		w.sock.conn.SetReadDeadline(past) // wakes the worker out of the netpoller
+		w.sock.wake()
 	}
 	close(c.sampler)
 	c.wg.Wait()
@@ -268,6 +267,7 @@ func (c *Receiver) register() {
 	rq := r.Gauge("intake_socket_rcvbuf_requested_bytes", "Socket receive buffer requested per socket (config rcvbuf).", "listener")
 	rg := r.Gauge("intake_socket_rcvbuf_granted_bytes", "Socket receive buffer granted per socket, as getsockopt(SO_RCVBUF) reports it (Linux doubles the request for bookkeeping).", "listener")
 	rd := r.Counter("intake_socket_reads_total", "recvmmsg calls that returned datagrams, by listener: received datagrams over it is the mean batch per read.", "listener")
+	gr := r.Counter("intake_gro_datagrams_total", "Datagrams that arrived coalesced in GRO super-datagrams (UDP_GRO), after splitting; included in packets received.", "listener")
 	so := r.Gauge("intake_listener_sockets", "SO_REUSEPORT sockets (and workers) per listener.", "listener")
 	for _, l := range c.listeners {
 		l := l
@@ -275,6 +275,7 @@ func (c *Receiver) register() {
 		pk.Func(func() float64 { return float64(sum(l.workers, cPackets)) }, name, format)
 		by.Func(func() float64 { return float64(sum(l.workers, cBytes)) }, name, format)
 		rd.Func(func() float64 { return float64(sum(l.workers, cReads)) }, name)
+		gr.Func(func() float64 { return float64(sum(l.workers, cGRO)) }, name)
 		for f := telemetry.Format(1); int(f) < numFormats; f++ {
 			if !formatOn(l.in, f) {
 				continue

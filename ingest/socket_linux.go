@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -19,36 +20,48 @@ import (
 // other systems' version, which refuses.
 func CheckReceivePath() error { return nil }
 
-// oobSize is the control buffer per message: room for one SO_RXQ_OVFL message (a uint32).
-var oobSize = unix.CmsgSpace(4)
+// oobSize is the control buffer per message: room for an SO_RXQ_OVFL message (a uint32)
+// and a UDP_GRO message (an int, the segment size).
+var oobSize = 2 * unix.CmsgSpace(4)
+
+// groBufSize is the receive buffer per message with GRO on: the largest super-datagram.
+const groBufSize = 65535
+
+// readTimeout bounds a blocking read (SO_RCVTIMEO). Stop wakes a worker at once (shutdown);
+// the timeout is the safety net should that ever not reach it.
+const readTimeout = 250 * time.Millisecond
 
 // socket is one SO_REUSEPORT UDP socket and the recvmmsg buffers of the worker reading it,
-// allocated once and reused for every batch.
+// allocated once and reused for every batch. Its file descriptor is blocking: the worker
+// sleeps in recvmmsg on its own locked thread instead of cycling through the netpoller
+// (and a goroutine switch) per batch.
 type socket struct {
-	conn *net.UDPConn
+	conn *net.UDPConn // owns the descriptor and the bound address
 	rc   syscall.RawConn
+	fd   uintptr
 
 	batch int
-	size  int // bytes per datagram buffer
+	size  int  // bytes per datagram buffer
+	max   int  // the longest datagram taken (max_datagram); longer ones are oversize
+	gro   bool // UDP_GRO is on: datagrams may be super-datagrams
 
 	bufs []byte
 	iovs []unix.Iovec
 	oob  []byte
 	msgs []unix.Mmsghdr
-
-	// Results of the last recvmmsg, set by recv (a method value bound once, so that
-	// RawConn.Read does not allocate a closure per call).
-	n      int
-	errno  syscall.Errno
-	recvFn func(fd uintptr) bool
+	// name0 receives the source address of the first message of a batch, only so that the
+	// empty read that ends a wait at Stop (no address) tells itself apart from an empty
+	// datagram (see run).
+	name0 [unix.SizeofSockaddrInet6]byte
 
 	rcvbufGranted int
 }
 
 // openSocket binds one socket of listener l. The first socket of a listener with port 0
-// gets a port from the kernel; the caller binds the others to it.
-func openSocket(network, address string, rcvbuf, batch, size int) (*socket, error) {
-	s := &socket{batch: batch, size: size}
+// gets a port from the kernel; the caller binds the others to it. With gro, UDP_GRO is
+// asked for; s.gro says whether the kernel has it.
+func openSocket(network, address string, rcvbuf, batch, size int, gro bool) (*socket, error) {
+	s := &socket{batch: batch, size: size, max: size}
 	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
 		err := rc.Control(func(fd uintptr) {
@@ -65,12 +78,25 @@ func openSocket(network, address string, rcvbuf, batch, size int) (*socket, erro
 		s.conn.Close()
 		return nil, err
 	}
+	var serr error
 	s.rc.Control(func(fd uintptr) {
+		s.fd = fd
 		s.rcvbufGranted, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF)
+		if gro {
+			s.gro = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1) == nil
+		}
+		tv := unix.NsecToTimeval(int64(readTimeout))
+		serr = errors.Join(unix.SetsockoptTimeval(int(fd), unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv),
+			unix.SetNonblock(int(fd), false))
 	})
-
+	if serr != nil {
+		s.conn.Close()
+		return nil, serr
+	}
+	if s.gro {
+		s.size = max(s.size, groBufSize)
+	}
 	s.alloc()
-	s.recvFn = s.recv
 	return s, nil
 }
 
@@ -89,6 +115,7 @@ func (s *socket) alloc() {
 		h.Control = &s.oob[i*oobSize]
 		h.SetControllen(oobSize)
 	}
+	s.msgs[0].Hdr.Name = &s.name0[0]
 }
 
 // setupFD runs before bind: SO_REUSEPORT so that the listener's sockets share the port (the
@@ -110,60 +137,76 @@ func setupFD(fd, rcvbuf int) error {
 	return nil
 }
 
-// recv is called by RawConn.Read when the socket may be readable. Returning false parks the
-// goroutine in the netpoller until it is.
-func (s *socket) recv(fd uintptr) bool {
-	n, e := s.recvmmsg(fd)
-	if e == unix.EAGAIN || e == unix.EINTR {
-		return false
+// recvmmsg reads up to a batch: with wait it blocks until the first datagram (or the read
+// timeout, or shutdown) and then takes what is queued (MSG_WAITFORONE); without, it only
+// takes what is queued. The system call goes through the runtime's syscall entry, so that
+// a long wait hands the worker's P to other goroutines.
+func (s *socket) recvmmsg(wait bool) (int, syscall.Errno) {
+	flags := uintptr(unix.MSG_DONTWAIT)
+	if wait {
+		flags = unix.MSG_WAITFORONE
 	}
-	s.n, s.errno = n, e
-	return true
-}
-
-func (s *socket) recvmmsg(fd uintptr) (int, syscall.Errno) {
-	n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&s.msgs[0])),
-		uintptr(s.batch), unix.MSG_DONTWAIT, 0, 0)
+	s.msgs[0].Hdr.Namelen = uint32(len(s.name0))
+	n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, s.fd, uintptr(unsafe.Pointer(&s.msgs[0])),
+		uintptr(s.batch), flags, 0, 0)
 	return int(n), e
 }
 
-// read blocks until a batch arrives; it returns the number of datagrams, or an error once
-// the read deadline is set (Stop) or the socket closed.
+// read blocks until a batch arrives and returns the number of datagrams: 0 after the read
+// timeout, or when Stop has shut the socket down and nothing is left.
 func (s *socket) read() (int, error) {
-	if err := s.rc.Read(s.recvFn); err != nil {
-		return 0, err
+	for {
+		n, e := s.recvmmsg(true)
+		switch e {
+		case 0:
+			return n, nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return 0, nil
+		}
+		return 0, e
 	}
-	if s.errno != 0 {
-		return 0, s.errno
-	}
-	return s.n, nil
 }
 
-// readNow reads what is queued without waiting: 0 when nothing is. It is for draining after
-// Stop has set the deadline, which makes RawConn.Read return before trying.
+// readNow reads what is queued without waiting: 0 when nothing is.
 func (s *socket) readNow() int {
-	var n int
-	var e syscall.Errno
-	s.rc.Control(func(fd uintptr) { n, e = s.recvmmsg(fd) })
+	n, e := s.recvmmsg(false)
 	if e != 0 {
 		return 0
 	}
 	return n
 }
 
-// datagram returns datagram i of the last batch, whether the kernel truncated it, and the
-// socket's drop counter if the message carried one.
-func (s *socket) datagram(i int) (b []byte, trunc bool, drops uint32, hasDrops bool) {
+// wake makes a worker blocked in read return: shutdown(SHUT_RD) sets the socket's
+// receive-shutdown flag, which ends a blocking wait even on an unconnected UDP socket (the
+// call itself reports ENOTCONN there), while what is queued can still be read.
+func (s *socket) wake() { unix.Shutdown(int(s.fd), unix.SHUT_RD) }
+
+// datagram returns datagram i of the last batch, whether the kernel truncated it, the
+// socket's drop counter if the message carried one, and the GRO segment size if the kernel
+// coalesced datagrams into it (0 otherwise).
+func (s *socket) datagram(i int) (b []byte, trunc bool, drops uint32, hasDrops bool, seg int) {
 	m := &s.msgs[i]
 	b = s.bufs[i*s.size : i*s.size+int(m.Len)]
 	trunc = m.Hdr.Flags&unix.MSG_TRUNC != 0
-	// The kernel attaches SO_RXQ_OVFL only once the socket has dropped something.
-	if cl := int(m.Hdr.Controllen); cl >= unix.CmsgLen(4) {
-		oob := s.oob[i*oobSize : i*oobSize+cl]
+	// The kernel attaches SO_RXQ_OVFL only once the socket has dropped something, UDP_GRO
+	// only to a super-datagram.
+	oob := s.oob[i*oobSize : i*oobSize+int(m.Hdr.Controllen)]
+	for len(oob) >= unix.CmsgLen(4) {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
-		if h.Level == unix.SOL_SOCKET && h.Type == unix.SO_RXQ_OVFL && int(h.Len) >= unix.CmsgLen(4) {
-			drops, hasDrops = binary.NativeEndian.Uint32(oob[unix.CmsgLen(0):]), true
+		hl := int(h.Len)
+		if hl < unix.CmsgLen(4) || hl > len(oob) {
+			break
 		}
+		v := binary.NativeEndian.Uint32(oob[unix.CmsgLen(0):])
+		switch {
+		case h.Level == unix.SOL_SOCKET && h.Type == unix.SO_RXQ_OVFL:
+			drops, hasDrops = v, true
+		case h.Level == unix.SOL_UDP && h.Type == unix.UDP_GRO:
+			seg = int(v)
+		}
+		oob = oob[min(unix.CmsgSpace(hl-unix.CmsgLen(0)), len(oob)):]
 	}
 	m.Hdr.SetControllen(oobSize) // the kernel wrote the length used; restore the capacity
 	return
@@ -173,14 +216,10 @@ func (s *socket) datagram(i int) (b []byte, trunc bool, drops uint32, hasDrops b
 // wait for the next datagram: the final count at Stop.
 func (s *socket) memDrops() (uint32, bool) {
 	var mi [unix.SK_MEMINFO_VARS]uint32
-	var ok bool
-	s.rc.Control(func(fd uintptr) {
-		l := uint32(unsafe.Sizeof(mi))
-		_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, fd, unix.SOL_SOCKET, unix.SO_MEMINFO,
-			uintptr(unsafe.Pointer(&mi[0])), uintptr(unsafe.Pointer(&l)), 0)
-		ok = e == 0 && l > unix.SK_MEMINFO_DROPS*4
-	})
-	return mi[unix.SK_MEMINFO_DROPS], ok
+	l := uint32(unsafe.Sizeof(mi))
+	_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, s.fd, unix.SOL_SOCKET, unix.SO_MEMINFO,
+		uintptr(unsafe.Pointer(&mi[0])), uintptr(unsafe.Pointer(&l)), 0)
+	return mi[unix.SK_MEMINFO_DROPS], e == 0 && l > unix.SK_MEMINFO_DROPS*4
 }
 
 func (s *socket) close() error { return s.conn.Close() }
@@ -189,23 +228,34 @@ func (s *socket) close() error { return s.conn.Close() }
 // Stop up: 64 batches of 64 is more than a default receive buffer holds of small reports.
 const maxDrainBatches = 64
 
-// run is a socket worker's loop: read a batch, decode every datagram, flush, publish; until
-// Stop sets the read deadline. It then drains what the socket already holds and returns.
+// run is a socket worker's loop, on its own locked thread: block in recvmmsg for a batch,
+// decode every datagram, flush, publish; until Stop wakes it. It then drains what the socket
+// already holds and returns.
 func (w *worker) run(stopping *atomic.Bool) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	s := w.sock
 	for {
 		n, err := s.read()
-		if err != nil {
-			if stopping.Load() || errors.Is(err, net.ErrClosed) {
-				for i := 0; i < maxDrainBatches; i++ {
-					n := s.readNow()
-					if n == 0 {
-						break
-					}
-					w.batch(n)
-				}
-				return
+		if stopping.Load() {
+			// The wait that shutdown ended reads as an empty message without a source
+			// address, always the first of its batch (the rest are read without waiting).
+			if n > 0 && s.msgs[0].Len == 0 && s.msgs[0].Hdr.Namelen == 0 {
+				s.msgs[0].Hdr.SetControllen(oobSize)
+				w.batch(1, n)
+			} else if n > 0 {
+				w.batch(0, n)
 			}
+			for i := 0; i < maxDrainBatches; i++ {
+				n := s.readNow()
+				if n == 0 {
+					break
+				}
+				w.batch(0, n)
+			}
+			return
+		}
+		if err != nil {
 			// Not expected from a bound UDP socket (ENOMEM under memory pressure); count it
 			// and back off rather than spin.
 			w.drop(DropRecvError)
@@ -213,37 +263,70 @@ func (w *worker) run(stopping *atomic.Bool) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		w.batch(n)
+		if n == 0 {
+			continue // the read timeout
+		}
+		w.batch(0, n)
 		// A read that found the socket nearly drained means datagrams come slower than the
 		// worker reads them: waiting a moment lets the next read take many at once, instead
-		// of paying a wakeup (expensive, in a VM above all) for every datagram or two.
-		if n < s.batch/2 && w.coalesce > 0 && !stopping.Load() {
-			time.Sleep(w.coalesce)
+		// of paying a wakeup (expensive, in a VM above all) for every datagram or two. The
+		// thread sleeps in the kernel: the goroutine stays on it, and the scheduler is not
+		// involved.
+		if n < s.batch/2 && w.coalesce > 0 {
+			ts := unix.NsecToTimespec(int64(w.coalesce))
+			unix.Nanosleep(&ts, nil)
 		}
 	}
 }
 
-// batch handles the n datagrams of the last recvmmsg.
-func (w *worker) batch(n int) {
+// batch handles datagrams from to n of the last recvmmsg.
+func (w *worker) batch(from, n int) {
 	s := w.sock
-	w.local[cReads]++
+	if from < n {
+		w.local[cReads]++
+	}
 	now := time.Now().UnixNano()
-	for i := 0; i < n; i++ {
-		b, trunc, drops, has := s.datagram(i)
+	for i := from; i < n; i++ {
+		b, trunc, drops, has, seg := s.datagram(i)
 		if has {
 			w.local[cKernelDrops] = w.kdBase + uint64(drops)
 		}
-		if trunc || w.drain {
+		if trunc || (seg <= 0 && len(b) > s.max) {
+			// Counted as read, at most max_datagram bytes, as without GRO's larger buffers.
 			w.local[cPackets]++
-			w.local[cBytes] += uint64(len(b))
-			if trunc {
-				w.drop(DropOversize)
-			}
+			w.local[cBytes] += uint64(min(len(b), s.max))
+			w.drop(DropOversize)
 			continue
 		}
-		w.datagram(b, now)
+		if seg <= 0 || seg >= len(b) {
+			w.one(b, now)
+			continue
+		}
+		// A GRO super-datagram: the datagrams of one flow, each seg bytes but the last.
+		for len(b) > 0 {
+			k := min(seg, len(b))
+			w.local[cGRO]++
+			if k > s.max {
+				w.local[cPackets]++
+				w.local[cBytes] += uint64(s.max)
+				w.drop(DropOversize)
+			} else {
+				w.one(b[:k], now)
+			}
+			b = b[k:]
+		}
 	}
 	w.endBatch()
+}
+
+// one handles one datagram: decoded, or only counted in drain mode.
+func (w *worker) one(b []byte, now int64) {
+	if w.drain {
+		w.local[cPackets]++
+		w.local[cBytes] += uint64(len(b))
+		return
+	}
+	w.datagram(b, now)
 }
 
 // finish records the socket's final drop count once the worker has returned, and closes it.

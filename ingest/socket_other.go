@@ -27,11 +27,13 @@ type socket struct {
 }
 
 // openSocket refuses: see CheckReceivePath.
-func openSocket(network, address string, rcvbuf, batch, size int) (*socket, error) {
+func openSocket(network, address string, rcvbuf, batch, size int, gro bool) (*socket, error) {
 	return nil, CheckReceivePath()
 }
 
 func (s *socket) close() error { return s.conn.Close() }
+
+func (s *socket) wake() {}
 
 // run and finish are the socket worker's; with no socket opened, Start never calls them.
 func (w *worker) run(stopping *atomic.Bool) {}

@@ -38,6 +38,9 @@ type Totals struct {
 	// SocketReads is the recvmmsg calls that returned datagrams: packets_received over it
 	// is the mean batch a read took.
 	SocketReads uint64 `json:"socket_reads"`
+	// GRODatagrams is the datagrams that arrived coalesced in GRO super-datagrams (UDP_GRO),
+	// counted after splitting; they are in packets_received too.
+	GRODatagrams uint64 `json:"gro_datagrams"`
 }
 
 // ByReason is a total and its breakdown; every reason is listed, zeros included, so that
@@ -164,6 +167,7 @@ func totals(ws []*worker, in []wire.Input) Totals {
 		IngestDrops:     ByReason{ByReason: map[string]uint64{}},
 		KernelDrops:     sum(ws, cKernelDrops),
 		SocketReads:     sum(ws, cReads),
+		GRODatagrams:    sum(ws, cGRO),
 	}
 	for f := telemetry.Format(1); int(f) < numFormats; f++ {
 		for _, x := range in {

@@ -49,6 +49,7 @@ const (
 	cErrors      // decode errors, all reasons
 	cKernelDrops // cumulative SO_RXQ_OVFL count of the worker's sockets (this and earlier ones)
 	cReads       // recvmmsg calls that returned datagrams
+	cGRO         // datagrams that arrived inside GRO super-datagrams
 	cFormat0     // reports by telemetry.Format
 	cReason0     = cFormat0 + numFormats
 	cDrop0       = cReason0 + wire.NumReasons
