@@ -25,9 +25,17 @@ type SendConfig struct {
 	Vector int
 	// SndBuf is the socket send buffer requested, bytes. Default 4 MiB.
 	SndBuf int
+	// GSO, above 1, sends up to this many consecutive datagrams of one size as one
+	// UDP_SEGMENT super-datagram, which the kernel (or the NIC) splits into datagrams: the
+	// sender's cost per datagram drops, and a UDP_GRO receiver on loopback gets them whole.
+	// At most MaxGSO.
+	GSO int
 	// Progress, when set, gets a line a second while a run lasts.
 	Progress io.Writer
 }
+
+// MaxGSO is the most datagrams a GSO send carries (the kernel's UDP_MAX_SEGMENTS).
+const MaxGSO = 64
 
 // Stats is what a run sent. Datagrams, Reports and Bytes count what the kernel accepted;
 // a datagram it refused (for instance ECONNREFUSED after an ICMP port unreachable) counts

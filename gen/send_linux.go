@@ -2,6 +2,7 @@ package gen
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -45,6 +46,14 @@ type worker struct {
 	nrep  []int // reports in each queued datagram
 	share float64
 
+	// With GSO: the vectors sent are groups of datagrams, gmsgs[m] covering datagrams
+	// gfirst[m] to gfirst[m]+gcnt[m]-1, with a UDP_SEGMENT control message in gctl.
+	gmsgs  []unix.Mmsghdr
+	gfirst []int
+	gcnt   []int
+	gctl   []byte
+	vec    []unix.Mmsghdr // what send sends: msgs, or gmsgs
+
 	// sendmmsg's arguments and results, for sendFn (a method value bound once so that
 	// RawConn.Write does not allocate a closure per call).
 	off, k int
@@ -75,6 +84,8 @@ func NewSender(g *Generator, cfg SendConfig) (*Sender, error) {
 		return nil, fmt.Errorf("rate: %g: must be 0 (as fast as possible) or positive", cfg.Rate)
 	case cfg.Duration < 0:
 		return nil, fmt.Errorf("duration: %v: must not be negative", cfg.Duration)
+	case cfg.GSO < 0 || cfg.GSO > MaxGSO:
+		return nil, fmt.Errorf("gso: %d: allowed is 0 (off) to %d datagrams per send", cfg.GSO, MaxGSO)
 	}
 	raddr, err := net.ResolveUDPAddr("udp", cfg.To)
 	if err != nil {
@@ -120,8 +131,68 @@ func (s *Sender) newWorker(raddr *net.UDPAddr) (*worker, error) {
 		w.msgs[i].Hdr.Iov = &w.iovs[i]
 		w.msgs[i].Hdr.Iovlen = 1
 	}
+	w.vec = w.msgs
+	if s.cfg.GSO > 1 {
+		var serr error
+		w.rc.Control(func(fd uintptr) {
+			// Probe: a kernel without UDP GSO refuses the option.
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT, 0)
+		})
+		if serr != nil {
+			conn.Close()
+			return nil, fmt.Errorf("gso: UDP_SEGMENT: %w", serr)
+		}
+		cs := unix.CmsgSpace(2)
+		w.gmsgs = make([]unix.Mmsghdr, v)
+		w.gfirst, w.gcnt = make([]int, v), make([]int, v)
+		w.gctl = make([]byte, v*cs)
+		for m := range w.gmsgs {
+			h := (*unix.Cmsghdr)(unsafe.Pointer(&w.gctl[m*cs]))
+			h.Level, h.Type = unix.SOL_UDP, unix.UDP_SEGMENT
+			h.SetLen(unix.CmsgLen(2))
+		}
+		w.vec = w.gmsgs
+	}
 	w.sendFn = w.send
 	return w, nil
+}
+
+// maxGSOBytes bounds a GSO super-datagram's payload (IPv6's 65535-byte payload, less the
+// UDP header).
+const maxGSOBytes = 65535 - 8
+
+// group packs datagrams 0..k-1 into GSO sends: runs of up to cfg.GSO consecutive
+// datagrams of one size (the last of a run may be shorter), and returns the number of sends.
+func (w *worker) group(k int) int {
+	cs := unix.CmsgSpace(2)
+	m := 0
+	for j := 0; j < k; m++ {
+		start, seg := j, int(w.iovs[j].Len)
+		total := seg
+		for j++; j < k && j-start < w.s.cfg.GSO; j++ {
+			l := int(w.iovs[j].Len)
+			if l > seg || total+l > maxGSOBytes {
+				break
+			}
+			total += l
+			if l < seg {
+				j++
+				break
+			}
+		}
+		h := &w.gmsgs[m].Hdr
+		h.Iov, h.Iovlen = &w.iovs[start], uint64(j-start)
+		w.gfirst[m], w.gcnt[m] = start, j-start
+		if j-start > 1 {
+			binary.NativeEndian.PutUint16(w.gctl[m*cs+unix.CmsgLen(0):], uint16(seg))
+			h.Control = &w.gctl[m*cs]
+			h.SetControllen(unix.CmsgLen(2))
+		} else {
+			h.Control = nil
+			h.SetControllen(0)
+		}
+	}
+	return m
 }
 
 // LocalAddrs returns the sockets' source addresses.
@@ -303,23 +374,31 @@ func (w *worker) step(k int) (bool, error) {
 	}
 	w.claimed += uint64(k)
 
+	sends := k
+	if w.gmsgs != nil {
+		sends = w.group(k)
+	}
 	var sent, reports, bytes, errs uint64
-	for off := 0; off < k; {
-		w.off, w.k = off, k
+	for off := 0; off < sends; {
+		w.off, w.k = off, sends
 		if err := w.rc.Write(w.sendFn); err != nil {
 			return false, err // the socket was closed
 		}
 		if w.errno != 0 {
-			// The kernel refused the datagram at off (a pending ICMP error, a full device
-			// queue): count it and go on with the next.
-			errs++
+			// The kernel refused the send at off (a pending ICMP error, a full device
+			// queue): count its datagrams and go on with the next.
+			a, b := w.span(off)
+			errs += uint64(b - a)
 			off++
 			continue
 		}
-		for j := off; j < off+w.n; j++ {
-			sent++
-			reports += uint64(w.nrep[j])
-			bytes += uint64(w.iovs[j].Len)
+		for m := off; m < off+w.n; m++ {
+			a, b := w.span(m)
+			for j := a; j < b; j++ {
+				sent++
+				reports += uint64(w.nrep[j])
+				bytes += uint64(w.iovs[j].Len)
+			}
 		}
 		off += w.n
 	}
@@ -330,10 +409,18 @@ func (w *worker) step(k int) (bool, error) {
 	return true, nil
 }
 
+// span returns the datagrams of send m: m itself, or its GSO group.
+func (w *worker) span(m int) (int, int) {
+	if w.gmsgs == nil {
+		return m, m + 1
+	}
+	return w.gfirst[m], w.gfirst[m] + w.gcnt[m]
+}
+
 // send is called by RawConn.Write when the socket may be writable; returning false parks
 // the goroutine until it is.
 func (w *worker) send(fd uintptr) bool {
-	n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&w.msgs[w.off])),
+	n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&w.vec[w.off])),
 		uintptr(w.k-w.off), unix.MSG_DONTWAIT, 0, 0)
 	if e == unix.EAGAIN || e == unix.EINTR {
 		return false

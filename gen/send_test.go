@@ -84,13 +84,18 @@ func TestSendExact(t *testing.T) {
 		sockets int
 		network string
 		n       int
+		gso     int
 	}{
-		"tr2.0-batch8":                 {func(c *Config) { c.Batch, c.Ring = 8, 500 }, 1, "udp4", 1500},
-		"tr0.5-fresh":                  {func(c *Config) { c.Format, c.Fresh = "tr0.5", true }, 1, "udp4", 800},
-		"tr2.0-fresh-batch16-2sockets": {func(c *Config) { c.Fresh, c.Batch, c.Fields = true, 16, 9 }, 2, "udp4", 600},
-		"tr1.0-xd-2sockets":            {func(c *Config) { c.Format, c.Mode, c.Ring = "tr1.0", "xd", 300 }, 2, "udp4", 1000},
-		"dta-postcard-ipv6":            {func(c *Config) { c.Format, c.DTA.Op, c.DTA.HeaderLen, c.Batch, c.Ring = "dta", "postcard", 3, 16, 200 }, 1, "udp6", 700},
-		"int-label":                    {func(c *Config) { c.Format, c.Ring = "int-label", 100 }, 1, "udp4", 300},
+		"tr2.0-batch8":                 {func(c *Config) { c.Batch, c.Ring = 8, 500 }, 1, "udp4", 1500, 0},
+		"tr0.5-fresh":                  {func(c *Config) { c.Format, c.Fresh = "tr0.5", true }, 1, "udp4", 800, 0},
+		"tr2.0-fresh-batch16-2sockets": {func(c *Config) { c.Fresh, c.Batch, c.Fields = true, 16, 9 }, 2, "udp4", 600, 0},
+		"tr1.0-xd-2sockets":            {func(c *Config) { c.Format, c.Mode, c.Ring = "tr1.0", "xd", 300 }, 2, "udp4", 1000, 0},
+		"dta-postcard-ipv6":            {func(c *Config) { c.Format, c.DTA.Op, c.DTA.HeaderLen, c.Batch, c.Ring = "dta", "postcard", 3, 16, 200 }, 1, "udp6", 700, 0},
+		"int-label":                    {func(c *Config) { c.Format, c.Ring = "int-label", 100 }, 1, "udp4", 300, 0},
+		// GSO: the kernel splits each send back into the datagrams, in order.
+		"tr2.0-gso8":             {func(c *Config) { c.Ring = 300 }, 1, "udp4", 1000, 8},
+		"tr2.0-batch8-gso64":     {func(c *Config) { c.Batch, c.Ring = 8, 500 }, 1, "udp4", 1500, 64},
+		"dta-postcard-ipv6-gso4": {func(c *Config) { c.Format, c.DTA.Op, c.DTA.HeaderLen, c.Batch, c.Ring = "dta", "postcard", 3, 16, 200 }, 1, "udp6", 700, 4},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := DefaultConfig()
@@ -102,7 +107,7 @@ func TestSendExact(t *testing.T) {
 			}
 			rx := receiver(t, tc.network, addr)
 			got := receive(rx, tc.n)
-			_, st := send(t, g, SendConfig{To: rx.LocalAddr().String(), Sockets: tc.sockets, Rate: 20000, Count: uint64(tc.n), Vector: 32})
+			_, st := send(t, g, SendConfig{To: rx.LocalAddr().String(), Sockets: tc.sockets, Rate: 20000, Count: uint64(tc.n), Vector: 32, GSO: tc.gso})
 			dgrams := <-got
 			if len(dgrams) != tc.n || st.Datagrams != uint64(tc.n) || st.Claimed != uint64(tc.n) || st.SendErrors != 0 {
 				t.Fatalf("received %d, stats %+v; want %d", len(dgrams), st, tc.n)
@@ -264,29 +269,36 @@ func TestSendNoAlloc(t *testing.T) {
 	c.Ring, c.Batch = 100, 4
 	g := mustNew(t, c)
 	rx := receiver(t, "udp4", "127.0.0.1:0")
-	s, err := NewSender(g, SendConfig{To: rx.LocalAddr().String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	w := s.workers[0]
-	if a := testing.AllocsPerRun(50, func() {
-		if _, err := w.step(16); err != nil {
+	for _, gso := range []int{0, 8} {
+		s, err := NewSender(g, SendConfig{To: rx.LocalAddr().String(), GSO: gso})
+		if err != nil {
 			t.Fatal(err)
 		}
-	}); a != 0 {
-		t.Fatalf("%.1f allocations per step", a)
+		defer s.Close()
+		w := s.workers[0]
+		if a := testing.AllocsPerRun(50, func() {
+			if _, err := w.step(16); err != nil {
+				t.Fatal(err)
+			}
+		}); a != 0 {
+			t.Fatalf("gso %d: %.1f allocations per step", gso, a)
+		}
 	}
 }
 
 // BenchmarkSend is the send loop's cost per datagram: ring copy, sequence patch and
 // sendmmsg of 64, to a loopback socket that is not read (the kernel drops what overflows,
 // which the sender does not see).
-func BenchmarkSend(b *testing.B) {
+func BenchmarkSend(b *testing.B) { benchSend(b, 0) }
+
+// BenchmarkSendGSO is BenchmarkSend with 16 datagrams per UDP_SEGMENT send.
+func BenchmarkSendGSO(b *testing.B) { benchSend(b, 16) }
+
+func benchSend(b *testing.B, gso int) {
 	c := DefaultConfig()
 	g := mustNew(b, c)
 	rx := receiver(b, "udp4", "127.0.0.1:0")
-	s, err := NewSender(g, SendConfig{To: rx.LocalAddr().String(), Count: uint64(b.N)})
+	s, err := NewSender(g, SendConfig{To: rx.LocalAddr().String(), Count: uint64(b.N), GSO: gso})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func init() {
 	})
 }
 
-const benchIngestUsage = "[--duration D] [--rate PPS] [--senders N] [--sockets N] [--config FILE] [--json]\n" +
+const benchIngestUsage = "[--duration D] [--rate PPS] [--senders N] [--gso N] [--sockets N] [--config FILE] [--json]\n" +
 	"       [generator options, as intake gen: --format, --batch, --hops, --flows, ...]\n\n" +
 	"Runs the generator against (a) a receiver that only drains and counts its sockets and (b) the\n" +
 	"full collector (the processors of --config, default all), for --duration each, over loopback.\n" +
@@ -44,6 +44,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	duration := fs.Duration("duration", 5*time.Second, "`D` each phase sends for")
 	rate := fs.Float64("rate", 0, "`PPS` datagrams per second the generator sends (0: as fast as it can)")
 	senders := fs.Int("senders", 1, "`N` generator sockets")
+	gso := fs.Int("gso", 0, "the generator sends up to `N` datagrams per UDP_SEGMENT (GSO) send (0: off)")
 	sockets := fs.Int("sockets", 0, "`N` collector sockets (SO_REUSEPORT workers); 0: one per core")
 	rcvbuf := fs.Int("rcvbuf", ingest.DefaultRcvBuf, "receive buffer `bytes` requested per collector socket")
 	cfgPath := fs.String("config", "", "collector configuration `file` (its processor sections apply; listeners and http are replaced)")
@@ -65,6 +66,8 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--rounds: %d: allowed is 1 to 100", *rounds)
 	case *senders < 1 || *senders > 256:
 		return usageErr("--senders: %d: allowed is 1 to 256", *senders)
+	case *gso < 0 || *gso > gen.MaxGSO:
+		return usageErr("--gso: %d: allowed is 0 (off) to %d", *gso, gen.MaxGSO)
 	case *sockets < 0 || *sockets > ingest.MaxSockets:
 		return usageErr("--sockets: %d: allowed is 0 (one per core) to %d", *sockets, ingest.MaxSockets)
 	}
@@ -86,7 +89,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		}
 		defer cleanup()
 	}
-	genArgs := append(passGenFlags(fs), "--rate", fmt.Sprint(*rate), "--sockets", fmt.Sprint(*senders),
+	genArgs := append(passGenFlags(fs), "--rate", fmt.Sprint(*rate), "--sockets", fmt.Sprint(*senders), "--gso", fmt.Sprint(*gso),
 		"--duration", duration.String(), "--json", "--quiet")
 
 	res, err := bench.Ingest(bench.IngestConfig{

@@ -27,7 +27,7 @@ func init() {
 const genUsage = "[--to HOST:PORT] [--format tr0.5|tr1.0|tr2.0|dta|int-label] [--mode md|xd] [--int-version V]\n" +
 	"       [--hops N] [--fields N | --bitmap 0x...] [--flows N] [--switches N]\n" +
 	"       [--latency DIST] [--queue DIST] [--util DIST] [--batch N] [--rate PPS]\n" +
-	"       [--duration D | --count N] [--seed S] [--json]\n\n" +
+	"       [--duration D | --count N] [--gso N] [--seed S] [--json]\n\n" +
 	"DIST is const:V, uniform:LO:HI or exp:MEAN. Without --duration or --count, gen sends until\n" +
 	"interrupted. The default target is 127.0.0.1:32766 for reports, :40040 for dta and :40050\n" +
 	"for int-label."
@@ -54,6 +54,7 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	count := fs.Uint64("count", 0, "stop after `N` datagrams")
 	sockets := fs.Int("sockets", 1, "`N` sending sockets, each with its own source port and goroutine")
 	vector := fs.Int("vector", 64, "`N` datagrams per sendmmsg call")
+	gso := fs.Int("gso", 0, "send up to `N` equal-size datagrams as one UDP_SEGMENT (GSO) super-datagram (0: off)")
 	asJSON := fs.Bool("json", false, "print the final summary as one JSON object")
 	quiet := fs.Bool("quiet", false, "no start and progress lines on stderr")
 	cfg, err := parseGenArgs(fs, gf, args)
@@ -71,6 +72,8 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--sockets: %d: allowed is 1 to 256", *sockets)
 	case *vector < 1 || *vector > 1024:
 		return usageErr("--vector: %d: allowed is 1 to 1024", *vector)
+	case *gso < 0 || *gso > gen.MaxGSO:
+		return usageErr("--gso: %d: allowed is 0 (off) to %d", *gso, gen.MaxGSO)
 	}
 	if *to == "" {
 		port := config.PortReport
@@ -104,7 +107,7 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 		progress = stderr
 	}
 	s, err := gen.NewSender(g, gen.SendConfig{To: *to, Sockets: *sockets, Rate: *rate, Count: *count,
-		Duration: *duration, Vector: *vector, Progress: progress})
+		Duration: *duration, Vector: *vector, GSO: *gso, Progress: progress})
 	if err != nil {
 		return err
 	}
