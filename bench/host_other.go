@@ -13,3 +13,6 @@ func softnetDrops() uint64 { return 0 }
 
 // processCPU: not measured; 0.
 func processCPU() time.Duration { return 0 }
+
+// systemCPU: not measured; 0.
+func systemCPU() time.Duration { return 0 }

@@ -7,12 +7,19 @@
 package bench
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/exec"
 	"runtime/pprof"
 	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/intake-int/intake/collector"
@@ -36,6 +43,11 @@ type IngestConfig struct {
 	CPUProfile string
 	// Progress, if set, is told when a phase starts.
 	Progress func(round, rounds int, phase string)
+	// Baseline, if set, is a receiver program run as a third phase with the same load: a
+	// minimal recvmmsg loop (testdata/recvmmsg.c) whose CPU per datagram is what the drain
+	// phase's is compared with. It is started as `Baseline 0 RCVBUF`, prints "port N", and
+	// at SIGTERM (after the load) "datagrams N cpu_ns C".
+	Baseline string
 }
 
 // Phase is one phase's outcome (the median round's).
@@ -47,8 +59,17 @@ type Phase struct {
 	Kernel    uint64 // the collector's sockets' drops (receive buffer full)
 	Backlog   uint64 // the whole host's input backlog drops over the phase (softnet_stat)
 	CPU       time.Duration
+	SystemCPU time.Duration // the whole machine's: sender, collector, kernel (/proc/stat)
 	ReportsPS float64
 	Loss      float64
+}
+
+// CPUPerDatagram is CPU nanoseconds per received datagram; 0 without datagrams.
+func (p Phase) CPUPerDatagram() float64 {
+	if p.Received == 0 {
+		return 0
+	}
+	return float64(p.CPU.Nanoseconds()) / float64(p.Received)
 }
 
 // CPUPerReport is CPU nanoseconds per decoded report; 0 without reports.
@@ -79,8 +100,18 @@ type IngestResult struct {
 	DecodeErrors         uint64   `json:"decode_errors"`
 	Processors           []string `json:"processors"`
 	Sockets              int      `json:"sockets"`
+	// SystemCPUNsPerReport is the whole machine's CPU per report in the collector phase:
+	// sender, collector and the kernel's receive work, which loopback charges partly to
+	// the sender.
+	SystemCPUNsPerReport float64 `json:"system_cpu_ns_per_report"`
+	// DrainCPUNsPerDatagram is the drain phase's CPU per received datagram, and
+	// BaselineCPUNsPerDatagram the baseline receiver's (with Baseline); DrainVsBaseline is
+	// their ratio.
+	DrainCPUNsPerDatagram    float64 `json:"drain_cpu_ns_per_datagram"`
+	BaselineCPUNsPerDatagram float64 `json:"baseline_cpu_ns_per_datagram,omitempty"`
+	DrainVsBaseline          float64 `json:"drain_vs_baseline,omitempty"`
 
-	Drain, Full Phase `json:"-"`
+	Drain, Full, Base Phase `json:"-"`
 }
 
 // Ingest runs the measurement. The caller fills Format and DurationS of the result, which
@@ -88,9 +119,19 @@ type IngestResult struct {
 func Ingest(cfg IngestConfig) (IngestResult, error) {
 	rounds := max(cfg.Rounds, 1)
 	// Rounds alternate the phases, so that a machine whose load drifts weighs on both alike.
-	var as, bs []Phase
+	var as, bs, cs []Phase
 	var procs []string
 	for round := 1; round <= rounds; round++ {
+		if cfg.Baseline != "" {
+			if cfg.Progress != nil {
+				cfg.Progress(round, rounds, "baseline")
+			}
+			c, err := cfg.baseline()
+			if err != nil {
+				return IngestResult{}, fmt.Errorf("baseline phase: %w", err)
+			}
+			cs = append(cs, c)
+		}
 		if cfg.Progress != nil {
 			cfg.Progress(round, rounds, "drain")
 		}
@@ -111,7 +152,18 @@ func Ingest(cfg IngestConfig) (IngestResult, error) {
 	res := IngestResult{DrainReportsPerS: a.ReportsPS, CollectorReportsPerS: b.ReportsPS, Loss: b.Loss,
 		DrainLoss: a.Loss, Rounds: rounds, DatagramsSent: b.Sent.Datagrams, KernelDrops: b.Kernel,
 		BacklogDrops: b.Backlog, DecodeErrors: b.Errors, Processors: procs, Sockets: cfg.Collector.Listeners[0].Sockets,
-		CPUNsPerReport: b.CPUPerReport(), DrainCPUNsPerReport: a.CPUPerReport(), Drain: a, Full: b}
+		CPUNsPerReport: b.CPUPerReport(), DrainCPUNsPerReport: a.CPUPerReport(), Drain: a, Full: b,
+		DrainCPUNsPerDatagram: a.CPUPerDatagram()}
+	if b.Reports > 0 {
+		res.SystemCPUNsPerReport = float64(b.SystemCPU.Nanoseconds()) / float64(b.Reports)
+	}
+	if len(cs) > 0 {
+		res.Base = medianCPU(cs)
+		res.BaselineCPUNsPerDatagram = res.Base.CPUPerDatagram()
+		if res.BaselineCPUNsPerDatagram > 0 {
+			res.DrainVsBaseline = res.DrainCPUNsPerDatagram / res.BaselineCPUNsPerDatagram
+		}
+	}
 	if procs == nil {
 		res.Processors = []string{}
 	}
@@ -130,14 +182,14 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 	var recv *ingest.Receiver
 	var start, stop func(context.Context) error
 	if drain {
-		r, err := ingest.New(cfg.Collector.Ingest(), ingest.Deps{})
+		r, err := ingest.New(cfg.Collector.Ingest(), ingest.Deps{Logger: quiet})
 		if err != nil {
 			return Phase{}, nil, err
 		}
 		r.SetDrainOnly(true)
 		recv, start, stop = r, r.Start, r.Stop
 	} else {
-		c, err := collector.New(cfg.Collector, collector.Options{NoHTTP: true})
+		c, err := collector.New(cfg.Collector, collector.Options{NoHTTP: true, Logger: quiet})
 		if err != nil {
 			return Phase{}, nil, err
 		}
@@ -163,13 +215,13 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	cpu0, backlog0 := processCPU(), softnetDrops()
+	cpu0, sys0, backlog0 := processCPU(), systemCPU(), softnetDrops()
 	sent, err := cfg.Send(recv.ListenerAddr(0))
 	if err != nil {
 		return Phase{}, nil, err
 	}
 	recv.Settle()
-	cpu := processCPU() - cpu0
+	cpu, sys := processCPU()-cpu0, systemCPU()-sys0
 	// Stop reads the sockets' final drop counts (SO_MEMINFO): drops after the last datagram
 	// read carry no SO_RXQ_OVFL message.
 	if err := stop(ctx); err != nil {
@@ -177,7 +229,7 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 	}
 	st := recv.Status()
 	r := Phase{Sent: sent, Received: st.PacketsReceived, Reports: st.ReportsDecoded,
-		Errors: st.DecodeErrors.Total, Kernel: st.KernelDrops, Backlog: softnetDrops() - backlog0, CPU: cpu}
+		Errors: st.DecodeErrors.Total, Kernel: st.KernelDrops, Backlog: softnetDrops() - backlog0, CPU: cpu, SystemCPU: sys}
 	if drain && sent.Datagrams > 0 {
 		r.Reports = uint64(float64(r.Received) * float64(sent.Reports) / float64(sent.Datagrams))
 	}
@@ -189,6 +241,66 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 	}
 	return r, names, nil
 }
+
+// baseline runs the baseline receiver with the load and reads what it says.
+func (cfg *IngestConfig) baseline() (Phase, error) {
+	rcvbuf := 8 << 20
+	if ls := cfg.Collector.Listeners; len(ls) > 0 && ls[0].RcvBuf > 0 {
+		rcvbuf = ls[0].RcvBuf
+	}
+	cmd := exec.Command(cfg.Baseline, "0", strconv.Itoa(rcvbuf))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return Phase{}, err
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		return Phase{}, err
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(out)
+	var port int
+	if !sc.Scan() {
+		return Phase{}, fmt.Errorf("%s: no port line (%s)", cfg.Baseline, strings.TrimSpace(errb.String()))
+	}
+	if _, err := fmt.Sscanf(sc.Text(), "port %d", &port); err != nil {
+		return Phase{}, fmt.Errorf("%s: %q: %v", cfg.Baseline, sc.Text(), err)
+	}
+	backlog0 := softnetDrops()
+	sent, err := cfg.Send("127.0.0.1:" + strconv.Itoa(port))
+	if err != nil {
+		return Phase{}, err
+	}
+	// As Settle does for intake's receiver: let it read what the kernel still holds.
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	var n, cpu uint64
+	if !sc.Scan() {
+		return Phase{}, fmt.Errorf("%s: no result line (%s)", cfg.Baseline, strings.TrimSpace(errb.String()))
+	}
+	if _, err := fmt.Sscanf(sc.Text(), "datagrams %d cpu_ns %d", &n, &cpu); err != nil {
+		return Phase{}, fmt.Errorf("%s: %q: %v", cfg.Baseline, sc.Text(), err)
+	}
+	if err := cmd.Wait(); err != nil {
+		return Phase{}, fmt.Errorf("%s: %v", cfg.Baseline, err)
+	}
+	p := Phase{Sent: sent, Received: n, CPU: time.Duration(cpu), Backlog: softnetDrops() - backlog0}
+	if sent.Datagrams > 0 && n < sent.Datagrams {
+		p.Loss = float64(sent.Datagrams-n) / float64(sent.Datagrams)
+	}
+	return p, nil
+}
+
+// medianCPU returns the phase with the median CPU per datagram.
+func medianCPU(rs []Phase) Phase {
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(x, y Phase) int { return cmp.Compare(x.CPUPerDatagram(), y.CPUPerDatagram()) })
+	return rs[len(rs)/2]
+}
+
+// quiet is the phases' logger: the drops a benchmark provokes are its result, not news.
+var quiet = slog.New(slog.DiscardHandler)
 
 // median returns the phase with the median report rate.
 func median(rs []Phase) Phase {

@@ -51,6 +51,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	rounds := fs.Int("rounds", 1, "`N` rounds of both phases, alternating; the median round of each phase counts")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the collector phase to `file` (go tool pprof)")
+	baseline := fs.String("baseline", "", "also run the receiver `program` with the same load and compare its CPU per datagram with the drain phase's (a minimal C recvmmsg loop: bench/testdata/recvmmsg.c)")
 	gcfg, err := parseGenArgs(fs, gf, args)
 	if err != nil {
 		return err
@@ -93,13 +94,10 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		"--duration", duration.String(), "--json", "--quiet")
 
 	res, err := bench.Ingest(bench.IngestConfig{
-		Collector: cfg, Rounds: *rounds, CPUProfile: *profile,
+		Collector: cfg, Rounds: *rounds, CPUProfile: *profile, Baseline: *baseline,
 		Send: func(addr string) (gen.Stats, error) { return runGenChild(append([]string{"--to", addr}, genArgs...)) },
 		Progress: func(round, rounds int, phase string) {
-			what := "(a) drain-only receiver"
-			if phase == "collector" {
-				what = "(b) full collector"
-			}
+			what := map[string]string{"baseline": "(c) baseline receiver", "drain": "(a) drain-only receiver", "collector": "(b) full collector"}[phase]
 			fmt.Fprintf(stderr, "bench ingest: round %d/%d: %s to 127.0.0.1, %s per phase; %s...\n", round, rounds, input, *duration, what)
 		},
 	})
@@ -123,8 +121,13 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		gcfg.Format, res.ReportsPerDatagram, *duration, res.Sockets, orNone(strings.Join(res.Processors, ", ")))
 	w("drain", res.Drain)
 	w("collector", res.Full)
-	_, err = fmt.Fprintf(stdout, "  ratio      %.3f (collector / drain)\n", res.Ratio)
-	return err
+	fmt.Fprintf(stdout, "  ratio      %.3f (collector / drain); CPU per datagram: drain %.1f ns; whole machine per report (collector phase): %.1f ns\n",
+		res.Ratio, res.DrainCPUNsPerDatagram, res.SystemCPUNsPerReport)
+	if *baseline != "" {
+		fmt.Fprintf(stdout, "  baseline   %.1f CPU ns/datagram (%d of %d datagrams); drain / baseline %.3f\n",
+			res.BaselineCPUNsPerDatagram, res.Base.Received, res.Base.Sent.Datagrams, res.DrainVsBaseline)
+	}
+	return nil
 }
 
 // passGenFlags returns the generator options given on the command line, for `intake gen`.

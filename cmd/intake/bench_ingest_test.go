@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -50,6 +52,36 @@ func TestBenchIngest(t *testing.T) {
 	}
 	if !slices.Contains(res.Processors, "detect") {
 		t.Errorf("processors %v: the default configuration's detector is missing", res.Processors)
+	}
+}
+
+// TestBenchIngestBaselineGSO builds the C baseline receiver with gcc and runs the three
+// phases with the GSO sender below capacity: the baseline receives every datagram, its CPU
+// per datagram and the drain phase's are measured and compared, and the whole machine's CPU
+// per report is measured.
+func TestBenchIngestBaselineGSO(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "recvmmsg")
+	if out, err := exec.Command("gcc", "-O2", "-o", exe, "../../bench/testdata/recvmmsg.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc (installed by .ci/run): %v\n%s", err, out)
+	}
+	code, out, errs := runVerb("bench", "ingest", "--duration", "400ms", "--rate", "2500", "--sockets", "1",
+		"--gso", "8", "--baseline", exe, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var res struct {
+		Loss      *float64 `json:"loss"`
+		DrainDg   float64  `json:"drain_cpu_ns_per_datagram"`
+		BaseDg    float64  `json:"baseline_cpu_ns_per_datagram"`
+		Vs        float64  `json:"drain_vs_baseline"`
+		SystemRep float64  `json:"system_cpu_ns_per_report"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	if res.Loss == nil || *res.Loss != 0 || res.DrainDg <= 0 || res.BaseDg <= 0 || res.SystemRep <= 0 ||
+		math.Abs(res.Vs-res.DrainDg/res.BaseDg) > 1e-9 {
+		t.Errorf("result %s", out)
 	}
 }
 
