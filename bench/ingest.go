@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"runtime/pprof"
@@ -48,6 +49,9 @@ type IngestConfig struct {
 	// phase's is compared with. It is started as `Baseline 0 RCVBUF`, prints "port N", and
 	// at SIGTERM (after the load) "datagrams N cpu_ns C".
 	Baseline string
+	// Host is the IPv4 address the baseline receiver binds (the collector's listeners bind
+	// what Collector says); default 127.0.0.1.
+	Host string
 }
 
 // Phase is one phase's outcome (the median round's).
@@ -248,7 +252,8 @@ func (cfg *IngestConfig) baseline() (Phase, error) {
 	if ls := cfg.Collector.Listeners; len(ls) > 0 && ls[0].RcvBuf > 0 {
 		rcvbuf = ls[0].RcvBuf
 	}
-	cmd := exec.Command(cfg.Baseline, "0", strconv.Itoa(rcvbuf))
+	host := cmp.Or(cfg.Host, "127.0.0.1")
+	cmd := exec.Command(cfg.Baseline, "0", strconv.Itoa(rcvbuf), host)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return Phase{}, err
@@ -268,7 +273,7 @@ func (cfg *IngestConfig) baseline() (Phase, error) {
 		return Phase{}, fmt.Errorf("%s: %q: %v", cfg.Baseline, sc.Text(), err)
 	}
 	backlog0 := softnetDrops()
-	sent, err := cfg.Send("127.0.0.1:" + strconv.Itoa(port))
+	sent, err := cfg.Send(net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return Phase{}, err
 	}

@@ -1,6 +1,7 @@
 // recvmmsg.c: the minimal receiver `intake bench ingest --baseline` compares intake's
-// drain-only receive path with (docs/performance.md). It binds one UDP socket on 127.0.0.1
-// (port from argv[1], 0 for any; receive buffer argv[2] bytes), prints the port, reads
+// drain-only receive path with (docs/performance.md). It binds one UDP socket (port argv[1],
+// 0 for any; receive buffer argv[2] bytes; IPv4 address argv[3], default 127.0.0.1), prints
+// the port, reads
 // batches of 64 datagrams with a blocking recvmmsg until SIGTERM, drains what is queued,
 // and prints the datagrams it received and its own CPU time in nanoseconds:
 //
@@ -9,6 +10,7 @@
 //
 // Build: gcc -O2 -o recvmmsg recvmmsg.c
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -36,6 +38,7 @@ int main(int argc, char **argv) {
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf) < 0)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	if (argc > 3 && inet_pton(AF_INET, argv[3], &sa.sin_addr) != 1) { fprintf(stderr, "bad address %s\n", argv[3]); return 1; }
 	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) { perror("bind"); return 1; }
 	socklen_t sl = sizeof sa;
 	getsockname(fd, (struct sockaddr *)&sa, &sl);

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -31,7 +30,7 @@ func init() {
 	})
 }
 
-const benchIngestUsage = "[--duration D] [--rate PPS] [--senders N] [--gso N] [--sockets N] [--config FILE] [--json]\n" +
+const benchIngestUsage = "[--duration D] [--rate PPS] [--senders N] [--gso N] [--sockets N] [--veth] [--baseline PROG] [--config FILE] [--json]\n" +
 	"       [generator options, as intake gen: --format, --batch, --hops, --flows, ...]\n\n" +
 	"Runs the generator against (a) a receiver that only drains and counts its sockets and (b) the\n" +
 	"full collector (the processors of --config, default all), for --duration each, over loopback.\n" +
@@ -51,6 +50,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	rounds := fs.Int("rounds", 1, "`N` rounds of both phases, alternating; the median round of each phase counts")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the collector phase to `file` (go tool pprof)")
+	veth := fs.Bool("veth", false, "run the generator in a network namespace it creates, across a veth pair, so that datagrams take a device's receive path (NAPI, GRO) as from a NIC; needs root")
 	baseline := fs.String("baseline", "", "also run the receiver `program` with the same load and compare its CPU per datagram with the drain phase's (a minimal C recvmmsg loop: bench/testdata/recvmmsg.c)")
 	gcfg, err := parseGenArgs(fs, gf, args)
 	if err != nil {
@@ -90,15 +90,26 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		}
 		defer cleanup()
 	}
+	host, inNS := "127.0.0.1", (*bench.Veth)(nil)
+	if *veth {
+		if inNS, err = bench.NewVeth(); err != nil {
+			return err
+		}
+		defer inNS.Close()
+		host = inNS.Host
+		cfg.Listeners[0].Address = host
+	}
 	genArgs := append(passGenFlags(fs), "--rate", fmt.Sprint(*rate), "--sockets", fmt.Sprint(*senders), "--gso", fmt.Sprint(*gso),
 		"--duration", duration.String(), "--json", "--quiet")
 
 	res, err := bench.Ingest(bench.IngestConfig{
-		Collector: cfg, Rounds: *rounds, CPUProfile: *profile, Baseline: *baseline,
-		Send: func(addr string) (gen.Stats, error) { return runGenChild(append([]string{"--to", addr}, genArgs...)) },
+		Collector: cfg, Rounds: *rounds, CPUProfile: *profile, Baseline: *baseline, Host: host,
+		Send: func(addr string) (gen.Stats, error) {
+			return runGenChild(inNS, append([]string{"--to", addr}, genArgs...))
+		},
 		Progress: func(round, rounds int, phase string) {
 			what := map[string]string{"baseline": "(c) baseline receiver", "drain": "(a) drain-only receiver", "collector": "(b) full collector"}[phase]
-			fmt.Fprintf(stderr, "bench ingest: round %d/%d: %s to 127.0.0.1, %s per phase; %s...\n", round, rounds, input, *duration, what)
+			fmt.Fprintf(stderr, "bench ingest: round %d/%d: %s to %s, %s per phase; %s...\n", round, rounds, input, host, *duration, what)
 		},
 	})
 	if err != nil {
@@ -143,13 +154,17 @@ func passGenFlags(fs *flag.FlagSet) []string {
 	return out
 }
 
-// runGenChild runs `intake gen` with args in a child process and returns what it sent.
-func runGenChild(args []string) (gen.Stats, error) {
+// runGenChild runs `intake gen` with args in a child process (in the namespace of ns, if
+// set) and returns what it sent.
+func runGenChild(ns *bench.Veth, args []string) (gen.Stats, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return gen.Stats{}, err
 	}
-	cmd := exec.CommandContext(context.Background(), exe, append([]string{"gen"}, args...)...)
+	cmd := exec.Command(exe, append([]string{"gen"}, args...)...)
+	if ns != nil {
+		cmd = ns.Command(exe, append([]string{"gen"}, args...)...)
+	}
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
