@@ -24,7 +24,7 @@ func filled(tb testing.TB, in wire.Input, dgrams [][]byte) (*worker, *nop, int) 
 		tb.Fatal(err)
 	}
 	p := &nop{}
-	s := &socket{batch: batch, size: 2048}
+	s := &socket{batch: batch, size: 2048, max: 2048}
 	s.alloc()
 	for i := 0; i < batch; i++ {
 		d := dgrams[i%len(dgrams)]
