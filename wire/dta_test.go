@@ -585,6 +585,12 @@ func FuzzDTA(f *testing.F) {
 	for _, v := range dtaVectors {
 		f.Add(dtaHex(f, v.hex))
 	}
+	// The prototype generators' 3-byte layout, odd and even sequence numbers
+	// (producers_test.go): named deviations under header_len 2.
+	for _, s := range []string{"01 05 00 | 02 | 0000007b | deadbeef", "02 06 80 | 00000003 | 0000002a",
+		"03 07 40 | 01 | 00000001 | 0000000000000005", "04 08 00 | 0a000001 | 02 | 00000063"} {
+		f.Add(dtaHex(f, s))
+	}
 	for li, lay := range dtaLayouts[:4] {
 		_, enc := dtaCodec(f, lay.HeaderLen, lay.KeyLen, lay.DataLen)
 		g := &dtaGen{r: rand.New(rand.NewPCG(5, uint64(li))), cfg: lay}
