@@ -429,3 +429,53 @@ func TestDecodePcapng(t *testing.T) {
 		t.Errorf("exit %d\nstdout %s\nwant   %s\nstderr %s", code, out, want, errb)
 	}
 }
+
+// The issue's producers through the command line: a quirk by --quirk, and a serve
+// configuration's listener (port 8090, GEANT's collector port, with INTCollector's
+// generator quirk) and DTA layout by --config. The bytes are those of wire's producer
+// tests (wire/producers_test.go), as the producers send them.
+func TestDecodeQuirksAndConfig(t *testing.T) {
+	const geantCap = "../../testdata/third-party/geant-2601-double-header.pcap"
+	code, out, errb := runVerb("decode", geantCap)
+	if want := "frame 1: error: int md header ver: unknown_version (value 4) at offset 46 (a known producer deviation: decoder.quirks.geant decodes it)\n" +
+		"frames 1, reports 0, errors 1 (unknown_version 1), skipped 0\n" +
+		"hint: 1 report shows a known producer deviation that decoder.quirks.geant decodes (--quirk geant)\n"; code != 0 || out != want || errb != "" {
+		t.Errorf("geant without the quirk: exit %d, stdout %q, stderr %q; want %q", code, out, errb, want)
+	}
+	code, out, _ = runVerb("decode", "--quirk", "geant", geantCap)
+	if code != 0 || !strings.Contains(out, "hop 1       node_id=2 ingress_port=2 egress_port=0 ingress_ts=1611664130347497840 egress_ts=1611664130347497841\n") ||
+		!strings.HasSuffix(out, "frames 1, reports 1 (int-md 1), errors 0, skipped 0\n") {
+		t.Errorf("geant with the quirk: exit %d\n%s", code, out)
+	}
+
+	// GEANT's fork of INTCollector generates TR v1.0 with Length 1 and INT with Ver 0, to
+	// its collector's port 8090; DTA's generators, the 3-byte base header.
+	gen := hexb(t, "11000040 00000000 00000000 5ad88132 ffffffffffff 000000000000 0800 45000048 00010000 40110000 0a000001 0a000002 13881388 00340000"+
+		"01000b00 00000803 ff000000 00000001 00010002 0000000a 00050258 000002bc 00003b8a 000283e8 00000001")
+	kw := hexb(t, "01 05 80 | 02 | 0000007b | deadbeef")
+	path := writeCapture(t, udpFrame("10.0.4.1", 8090, gen), udpFrame("10.0.4.2", 40040, kw))
+	code, out, errb = runVerb("decode", "--json", path)
+	if want := "frames 2, reports 0, errors 1 (bad_length 1), skipped 1\n" +
+		"hint: 1 report shows a known producer deviation that decoder.dta.header_len: 3 decodes (a --config file with decoder.dta.header_len: 3)\n"; code != 0 || errb != want {
+		t.Errorf("defaults: exit %d, stderr %q, want %q\n%s", code, errb, want, out)
+	}
+	cfg := filepath.Join(t.TempDir(), "intake.yaml")
+	yaml := "listeners:\n" +
+		"  - {format: report, port: 8090, decoder: {quirks: {intcollector_gen: true}}}\n" +
+		"  - {format: dta, port: 40040}\n" +
+		"decoder:\n  dta: {header_len: 3}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errb = runVerb("decode", "--json", "--config", cfg, path)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 0 || errb != "frames 2, reports 2 (tr1.0 1, dta 1), errors 0, skipped 0\n" || len(lines) != 2 {
+		t.Fatalf("config: exit %d, stderr %q\n%s", code, errb, out)
+	}
+	if !strings.Contains(lines[0], `"hops":[{"node_id":1,"ingress_port":1,"egress_port":2,"hop_latency":10,"queue_id":5,"queue_occupancy":600,"ingress_ts":700,"egress_ts":15242,"l2_ingress_port":2,"l2_egress_port":33768,"tx_util":1}]`) {
+		t.Errorf("generator report: %s", lines[0])
+	}
+	if want := `{"frame":2,"format":"dta","dta":{"op":"key-write","header_len":3,"seq":5,"retransmit":false,"immediate":true,"redundancy":2,"key":"0x0000007b","data":"0xdeadbeef"}}`; lines[1] != want {
+		t.Errorf("dta:\n got %s\nwant %s", lines[1], want)
+	}
+}
