@@ -4,8 +4,8 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"os"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/intake-int/intake/ingest"
