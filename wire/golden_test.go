@@ -223,7 +223,7 @@ func TestQuirkINTCollector(t *testing.T) {
 		telemetry.Hop{NodeID: 7, QueueID: 5, QueueOccupancy: 0x123, L2IngressPort: 9, L2EgressPort: 2}))
 	// Without the quirk the same packet is malformed: HopML 3 cannot hold 8-byte L2 ports.
 	_, errs := mustDecoder(t, DefaultConfig()).DecodeAll(InputINTMD, frame(t, protoUDP, 0x17, 53, "01000617 | 10000303 92000000 | 00000007 00050123 | 00090002"))
-	if len(errs) != 1 || errs[0].Reason != BadValue || errs[0].Field != "hop_ml" {
+	if len(errs) != 1 || errs[0].Reason != BadValue || errs[0].Field != "hop_ml" || errs[0].Setting != "quirks.intcollector" {
 		t.Errorf("without the quirk: %v", errs)
 	}
 }

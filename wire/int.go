@@ -396,11 +396,12 @@ func (rd *Reader) hopMLDeviation(mask uint16, hs int, lay itemLayout) string {
 	if hs == 0 {
 		return ""
 	}
-	if g, ok := geantBitmap(mask); ok && lay != layoutGEANT && planSize(telemetry.INT10, g, layoutGEANT) == hs {
-		return "quirks.geant"
-	}
+	// Without timestamps both read level-2 ports as one word; the older quirk is named.
 	if lay == layoutSpec && planSize(telemetry.INT10, mask, layoutINTCollector) == hs {
 		return "quirks.intcollector"
+	}
+	if g, ok := geantBitmap(mask); ok && lay != layoutGEANT && planSize(telemetry.INT10, g, layoutGEANT) == hs {
+		return "quirks.geant"
 	}
 	return ""
 }
