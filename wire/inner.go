@@ -250,8 +250,11 @@ func (rd *Reader) findINT(r *telemetry.Report, b []byte, base, l4, pay int, prot
 	}
 	if err != nil {
 		// A deviation the decoder recognises is an error even when only probing: a quirk
-		// decodes it, and without one it must not pass as a packet without INT.
-		if committed || rd.err.Setting != "" {
+		// decodes it, and without one it must not pass as a packet without INT. The
+		// generators' deviations have weaker signatures (a shim Length of 0, a Ver of 0)
+		// and only ever occur inside their reports: elsewhere (raw INT-MD input) a payload
+		// that happens to look like one, e.g. a WireGuard handshake, is no INT.
+		if committed || rd.err.Setting != "" && (rd.in == InputReport || rd.err.Setting != "quirks.intcollector_gen") {
 			return 0, false, err
 		}
 		// The probe failed: this payload is not INT. Undo what the attempt wrote.

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/intake-int/intake/telemetry"
@@ -232,6 +233,19 @@ func TestProducerINTCollectorGenerator(t *testing.T) {
 	if r.Format != telemetry.FormatTR05 || r.NHops != 0 || r.Flow.DstPort != 5000 {
 		t.Errorf("tr05_ver1: %+v", r)
 	}
+}
+
+// A raw packet whose payload merely looks like the generators' deviation (a WireGuard
+// handshake initiation: type 1, three zero bytes, then a sender index that here reads as a
+// consistent v0.5 header) is no INT; the same bytes inside a tracked-flow report are named.
+func TestGeneratorDeviationOnlyInReports(t *testing.T) {
+	wg := "01000000 00010002 80000000" + strings.Repeat("ab", 136)
+	b := frame(t, protoUDP, 0, 51820, wg)
+	if _, errs := mustDecoder(t, DefaultConfig()).DecodeAll(InputINTMD, b); len(errs) != 1 || errs[0].Reason != NotTelemetry {
+		t.Errorf("raw packet: %+v", errs)
+	}
+	_, ie := decodeInner(t, mustDecoder(t, DefaultConfig()), InputReport, append(hx(t, "00200000 00000000 00000000"), b...))
+	wantInner(t, ie, Error{Reason: BadLength, Header: "int shim", Field: "length", Offset: 56, Setting: "quirks.intcollector_gen"})
 }
 
 // The generator of INTCollector's GEANT fork, GEANT-DataPlaneProgramming/int-collector
