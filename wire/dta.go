@@ -59,6 +59,21 @@ func dtaLayout(op telemetry.DTAOp, k, d int) (fs [3]dtaField, size int, header s
 	return fs, 0, dtaBaseName
 }
 
+// dtaSize is the sub-header size of dtaLayout, without building its fields.
+func dtaSize(op telemetry.DTAOp, k, d int) int {
+	switch op {
+	case telemetry.DTAKeyWrite:
+		return 1 + k + d
+	case telemetry.DTAKeyIncrement:
+		return 1 + k + 8
+	case telemetry.DTAAppend:
+		return 4 + d
+	case telemetry.DTAPostcard:
+		return k + 1 + d
+	}
+	return 0
+}
+
 func validDTAOp(op telemetry.DTAOp) bool {
 	return op >= telemetry.DTAKeyWrite && op <= telemetry.DTAPostcard
 }
@@ -97,7 +112,7 @@ func (rd *Reader) startDTA(r *telemetry.Report) error {
 	// 2-byte layout, an odd sequence number sets intake's batch bit and the real flags byte
 	// becomes a count; that byte has its six reserved bits zero (so it is never the count 1
 	// that would fit, and a byte with them set is not the 3-byte layout).
-	_, size, _ := dtaLayout(op, rd.d.cfg.DTA.KeyLen, rd.d.cfg.DTA.DataLen)
+	size := dtaSize(op, rd.d.cfg.DTA.KeyLen, rd.d.cfg.DTA.DataLen)
 	if hl == 2 && len(b) == 3+size && b[2]&0x3f == 0 {
 		return rd.failSet(BadLength, dtaBaseName, "length", 2+size, uint64(len(b)), "dta.header_len: 3")
 	}

@@ -242,10 +242,10 @@ func (rd *Reader) findINT(r *telemetry.Report, b []byte, base, l4, pay int, prot
 	if !committed && !d.probeShim {
 		return 0, false, nil
 	}
-	nhops, fk := r.NHops, r.Flow
+	nhops := r.NHops
 	n, err := rd.parseShimL4(r, b[pay:], base+pay)
 	end := pay + n
-	if err == nil {
+	if err == nil && in.EncapArg != 0 {
 		end, err = rd.restoreNPT(r, b, base, pay, end, proto)
 	}
 	if err != nil {
@@ -258,7 +258,7 @@ func (rd *Reader) findINT(r *telemetry.Report, b []byte, base, l4, pay int, prot
 			return 0, false, err
 		}
 		// The probe failed: this payload is not INT. Undo what the attempt wrote.
-		r.NHops, r.INT, in.EncapArg, r.Flow = nhops, telemetry.INTHeader{}, 0, fk
+		r.NHops, r.INT, in.EncapArg = nhops, telemetry.INTHeader{}, 0
 		return 0, false, nil
 	}
 	if proto == protoTCP {
@@ -272,7 +272,8 @@ func (rd *Reader) findINT(r *telemetry.Report, b []byte, base, l4, pay int, prot
 // restoreNPT undoes what a v2.x source did to the flow when its shim's NPT says it (the
 // shim's n bytes at pay end at end): NPT 1 kept the original UDP destination port in the
 // shim, NPT 2 inserted a UDP header before the original L4 header, which follows INT. Both
-// apply to UDP only; the v0.5/v1.0 shims leave NPT 0.
+// apply to UDP only; the v0.5/v1.0 shims leave NPT 0. On failure the flow is as it was, for
+// a probe to undo its attempt.
 func (rd *Reader) restoreNPT(r *telemetry.Report, b []byte, base, pay, end int, proto uint8) (int, error) {
 	npt := r.Inner.EncapArg
 	if npt == 0 || r.INT.Version != telemetry.INT2x {
@@ -285,10 +286,12 @@ func (rd *Reader) restoreNPT(r *telemetry.Report, b []byte, base, pay, end int, 
 	case 1:
 		r.Flow.DstPort = r.INT.OrigPort
 	case 2: // a UDP header was inserted: the original L4 header follows INT
+		fk := r.Flow
 		r.Flow.Proto = r.INT.OrigProto
 		r.Flow.SrcPort, r.Flow.DstPort = 0, 0
 		e, _, err := rd.parseL4(b, end, base, r.INT.OrigProto, &r.Flow)
 		if err != nil {
+			r.Flow = fk
 			return 0, err
 		}
 		end = e

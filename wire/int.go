@@ -327,7 +327,7 @@ func (rd *Reader) parseMD2x(r *telemetry.Report, md []byte, base int, mx bool) e
 	in.RemHops = md[3]
 	stack := md[12:]
 	hs := int(in.HopML) * 4
-	pl := rd.hopPlan(telemetry.INT2x, in.Bitmap)
+	pl := rd.hopPlanLayout(telemetry.INT2x, in.Bitmap, layoutSpec) // no quirk changes v2.x items
 	if hs < pl.size {
 		return rd.fail(BadValue, "int md header", "hop_ml", base+2, uint64(in.HopML))
 	}
