@@ -308,8 +308,8 @@ func (rd *Reader) parseMD(r *telemetry.Report, md []byte, base int, want telemet
 }
 
 func (rd *Reader) parseMD2x(r *telemetry.Report, md []byte, base int, mx bool) error {
-	if len(md) < 12 {
-		return rd.fail(Truncated, "int md header", "ds_flags", base+10, 0)
+	if len(md) < 12 { // the offset of DS flags, or the input's end when it ends before them
+		return rd.fail(Truncated, "int md header", "ds_flags", base+min(10, len(md)), 0)
 	}
 	in := &r.INT
 	in.Version = telemetry.INT2x
