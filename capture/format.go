@@ -13,15 +13,14 @@ import (
 )
 
 // AppendJSON appends the item as one line of JSON: {"frame":N, then the report's keys
-// (telemetry.AppendJSON), or for an error "error" and, for a *wire.Error, "reason",
-// "header", "field" and "offset".
+// (telemetry.AppendJSON) and, when its inner packet did not decode, "inner_error"; or for an
+// error "error" and, for a *wire.Error, its keys (appendErrorKeys).
 func (it *Item) AppendJSON(b []byte) []byte {
 	if it.Err != nil {
 		b = fmt.Appendf(b, `{"frame":%d,"error":%s`, it.Frame, jsonString(it.Err.Error()))
 		var we *wire.Error
 		if errors.As(it.Err, &we) {
-			b = fmt.Appendf(b, `,"reason":%s,"header":%s,"field":%s,"offset":%d`,
-				jsonString(we.Reason.String()), jsonString(we.Header), jsonString(we.Field), we.Offset)
+			b = appendErrorKeys(b, we)
 		}
 		return append(b, "}\n"...)
 	}
@@ -30,7 +29,24 @@ func (it *Item) AppendJSON(b []byte) []byte {
 	mark := len(b)
 	b = telemetry.AppendJSON(b, it.Report)
 	b[mark] = ',' // the report's opening brace continues the object
+	if it.Inner != nil {
+		b = b[:len(b)-1] // reopen the object
+		b = fmt.Appendf(b, `,"inner_error":{"error":%s`, jsonString(it.Inner.Error()))
+		b = appendErrorKeys(b, it.Inner)
+		b = append(b, "}}"...)
+	}
 	return append(b, '\n')
+}
+
+// appendErrorKeys writes a decode error's "reason", "header", "field", "offset" and, for a
+// known producer deviation, "setting" (the decoder setting that decodes it).
+func appendErrorKeys(b []byte, we *wire.Error) []byte {
+	b = fmt.Appendf(b, `,"reason":%s,"header":%s,"field":%s,"offset":%d`,
+		jsonString(we.Reason.String()), jsonString(we.Header), jsonString(we.Field), we.Offset)
+	if we.Setting != "" {
+		b = fmt.Appendf(b, `,"setting":%s`, jsonString(we.Setting))
+	}
+	return b
 }
 
 func jsonString(s string) []byte {
@@ -85,6 +101,12 @@ func (it *Item) AppendText(b []byte) []byte {
 	}
 	if r.INT.Version != telemetry.INTNone {
 		b = fmt.Appendf(b, "  int_version %s\n", r.INT.Version)
+		if r.INT.HasSourceSeq {
+			b = fmt.Appendf(b, "  source_seq  %d\n", r.INT.SourceSeq)
+		}
+	}
+	if it.Inner != nil {
+		b = fmt.Appendf(b, "  inner_error %v\n", it.Inner)
 	}
 	for i := range r.HopList() {
 		h := &r.Hops[i]
@@ -102,6 +124,9 @@ func (it *Item) AppendText(b []byte) []byte {
 	if r.Format == telemetry.FormatDTA {
 		d := &r.DTA
 		b = fmt.Appendf(b, "  dta         %s", d.Op)
+		if d.HeaderLen == 3 {
+			b = fmt.Appendf(b, " seq=%d", d.Seq)
+		}
 		switch d.Op {
 		case telemetry.DTAKeyWrite:
 			b = fmt.Appendf(b, " redundancy=%d key=%#x data=%#x", d.Redundancy, d.KeyBytes(), d.DataBytes())

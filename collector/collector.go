@@ -278,6 +278,19 @@ func (c *Collector) RunCapture(ctx context.Context, rd *pcap.Reader) (ingest.Cap
 // Status is the receive path's status (GET /api/v1/status).
 func (c *Collector) Status() ingest.Status { return c.Receiver.Status() }
 
+// Rejections counts reports that decoded but a processor refused, by "processor reason":
+// DTA reports the stores cannot take (a redundancy above max_redundancy, a list id out of
+// range, ...; dta.BadReasons). Every reason is listed, zeros included.
+func (c *Collector) Rejections() map[string]uint64 {
+	m := map[string]uint64{}
+	if t := c.Translator; t != nil {
+		for i, name := range dta.BadReasons {
+			m["dta "+name] = t.Bad(i)
+		}
+	}
+	return m
+}
+
 // DetectStatus is GET /api/v1/detect/status: the detector's counters (values seen: M_all)
 // and the export pipeline's (values exported by source, the reduction factor, every sink's
 // sent, retried and dropped points).

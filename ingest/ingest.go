@@ -262,6 +262,7 @@ func (c *Receiver) register() {
 	by := r.Counter("intake_bytes_received_total", "Bytes of datagram payload received, by listener and input format.", "listener", "format")
 	rep := r.Counter("intake_reports_decoded_total", "Reports decoded, by listener and report format.", "listener", "format")
 	de := r.Counter("intake_decode_errors_total", "Reports that failed to decode, by listener and reason.", "listener", "reason")
+	ie := r.Counter("intake_inner_errors_total", "Reports decoded whose inner data packet did not (kept with their header metadata), by listener and reason.", "listener", "reason")
 	dr := r.Counter("intake_ingest_drops_total", "Datagrams or frames ingest discarded without decoding, by listener and reason.", "listener", "reason")
 	kd := r.Counter("intake_kernel_drops_total", "Datagrams the kernel dropped on the listener's sockets (receive buffer full), from SO_RXQ_OVFL.", "listener")
 	rq := r.Gauge("intake_socket_rcvbuf_requested_bytes", "Socket receive buffer requested per socket (config rcvbuf).", "listener")
@@ -286,6 +287,10 @@ func (c *Receiver) register() {
 		for _, reason := range wire.Reasons() {
 			slot := cReason0 + int(reason)
 			de.Func(func() float64 { return float64(sum(l.workers, slot)) }, name, reason.String())
+		}
+		for _, reason := range wire.Reasons() {
+			slot := cInner0 + int(reason)
+			ie.Func(func() float64 { return float64(sum(l.workers, slot)) }, name, reason.String())
 		}
 		for _, reason := range DropReasons() {
 			slot := cDrop0 + int(reason)

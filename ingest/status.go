@@ -34,7 +34,10 @@ type Totals struct {
 	ReportsByFormat map[string]uint64 `json:"reports_by_format"`
 	DecodeErrors    ByReason          `json:"decode_errors"`
 	IngestDrops     ByReason          `json:"ingest_drops"`
-	KernelDrops     uint64            `json:"kernel_drops"`
+	// InnerErrors counts reports that decoded (and are in reports_decoded) whose inner
+	// data packet did not: they reached the processors with their header metadata only.
+	InnerErrors ByReason `json:"inner_errors"`
+	KernelDrops uint64   `json:"kernel_drops"`
 	// SocketReads is the recvmmsg calls that returned datagrams: packets_received over it
 	// is the mean batch a read took.
 	SocketReads uint64 `json:"socket_reads"`
@@ -165,6 +168,7 @@ func totals(ws []*worker, in []wire.Input) Totals {
 		ReportsByFormat: map[string]uint64{},
 		DecodeErrors:    ByReason{Total: sum(ws, cErrors), ByReason: map[string]uint64{}},
 		IngestDrops:     ByReason{ByReason: map[string]uint64{}},
+		InnerErrors:     ByReason{ByReason: map[string]uint64{}},
 		KernelDrops:     sum(ws, cKernelDrops),
 		SocketReads:     sum(ws, cReads),
 		GRODatagrams:    sum(ws, cGRO),
@@ -179,6 +183,11 @@ func totals(ws []*worker, in []wire.Input) Totals {
 	}
 	for _, r := range wire.Reasons() {
 		t.DecodeErrors.ByReason[r.String()] = sum(ws, cReason0+int(r))
+	}
+	for _, r := range wire.Reasons() {
+		n := sum(ws, cInner0+int(r))
+		t.InnerErrors.ByReason[r.String()] = n
+		t.InnerErrors.Total += n
 	}
 	for _, r := range DropReasons() {
 		n := sum(ws, cDrop0+int(r))

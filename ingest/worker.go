@@ -53,7 +53,8 @@ const (
 	cFormat0     // reports by telemetry.Format
 	cReason0     = cFormat0 + numFormats
 	cDrop0       = cReason0 + wire.NumReasons
-	nCounters    = cDrop0 + int(numDropReasons)
+	cInner0      = cDrop0 + int(numDropReasons) // reports kept whose inner packet did not decode, by wire.Reason
+	nCounters    = cInner0 + wire.NumReasons
 )
 
 // worker is one receive loop: a socket (or a capture), a wire.Reader and a Report of its own.
@@ -106,6 +107,9 @@ func (w *worker) datagram(b []byte, now int64) {
 		if err == nil {
 			r.RecvTime = now
 			w.local[cReports]++
+			if ie := w.rd.InnerErr(); ie != nil && int(ie.Reason) < wire.NumReasons {
+				w.local[cInner0+int(ie.Reason)]++
+			}
 			if f := int(r.Format); f < numFormats {
 				w.local[cFormat0+f]++
 			}

@@ -44,21 +44,20 @@ func AppendJSON(dst []byte, r *Report) []byte {
 		dst = appendUint(dst, "drop_reason", uint64(r.DropReason))
 	}
 	if r.Has&HasFlow != 0 {
-		f := &r.Flow
-		dst = append(dst, `,"flow":{"src":"`...)
-		dst = f.SrcAddr().AppendTo(dst)
-		dst = append(dst, `","dst":"`...)
-		dst = f.DstAddr().AppendTo(dst)
-		dst = append(dst, '"')
-		dst = appendUint(dst, "sport", uint64(f.SrcPort))
-		dst = appendUint(dst, "dport", uint64(f.DstPort))
-		dst = appendUint(dst, "proto", uint64(f.Proto))
-		dst = append(dst, '}')
+		dst = append(dst, `,"flow":`...)
+		dst = appendFlow(dst, &r.Flow)
+	}
+	if tr {
+		dst = appendTR(dst, r)
+	}
+	if r.Inner.Link != LinkNone {
+		dst = appendInner(dst, &r.Inner)
 	}
 	if r.INT.Version != INTNone {
 		dst = append(dst, `,"int_version":"`...)
 		dst = append(dst, r.INT.Version.String()...)
 		dst = append(dst, '"')
+		dst = appendINT(dst, &r.INT)
 	}
 	if r.NHops > 0 {
 		dst = append(dst, `,"hops":[`...)
@@ -100,8 +99,134 @@ func AppendJSON(dst []byte, r *Report) []byte {
 	return append(dst, '}')
 }
 
+var linkNames = [...]string{"none", "ethernet", "ipv4", "ipv6"}
+
+func linkName(l LinkType) string {
+	if int(l) < len(linkNames) {
+		return linkNames[l]
+	}
+	return "unknown"
+}
+
+// appendTR writes the Telemetry Report header fields that are not normalized elsewhere:
+// "tr":{"ver", "nproto" (v0.5 NProto, v1.0 NProt) or "in_type" and "rep_type" (v2.0),
+// "md_bits" (v1.0, v2.0), the v2.0 domain-specific fields, "sink_node_id" (host-int)}.
+func appendTR(dst []byte, r *Report) []byte {
+	t := &r.TR
+	dst = append(dst, `,"tr":{"ver":`...)
+	dst = strconv.AppendUint(dst, uint64(t.Ver), 10)
+	switch r.Format {
+	case FormatTR20:
+		dst = appendUint(dst, "rep_type", uint64(t.RepType))
+		dst = appendUint(dst, "in_type", uint64(t.NProto))
+		dst = appendUint(dst, "md_bits", uint64(t.MDBits))
+		dst = appendUint(dst, "ds_id", uint64(t.DSID))
+		dst = appendUint(dst, "ds_md_bits", uint64(t.DSMdBits))
+		dst = appendUint(dst, "ds_md_status", uint64(t.DSMdStatus))
+		dst = appendUint(dst, "ds_md_len", uint64(t.DSMdLen))
+	case FormatTR10:
+		dst = appendUint(dst, "nproto", uint64(t.NProto))
+		dst = appendUint(dst, "md_bits", uint64(t.MDBits))
+	default:
+		dst = appendUint(dst, "nproto", uint64(t.NProto))
+		if t.NProto == 4 {
+			dst = appendUint(dst, "sink_node_id", uint64(t.SinkNodeID))
+		}
+	}
+	return append(dst, '}')
+}
+
+// appendInner writes the shape of the inner packet: "inner":{"link", "vlans", "dscp",
+// "ip_opt_len", "tcp_opts", "encap" and "encap_arg" (when INT was found), "tunnel" and
+// "nested" (inside a tunnel), "trailer"}.
+func appendInner(dst []byte, in *Inner) []byte {
+	dst = append(dst, `,"inner":{"link":"`...)
+	dst = append(dst, linkName(in.Link)...)
+	dst = append(dst, '"')
+	if in.NVLANs > 0 {
+		dst = append(dst, `,"vlans":[`...)
+		for i := range min(int(in.NVLANs), len(in.VLANs)) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendUint(dst, uint64(in.VLANs[i]), 10)
+		}
+		dst = append(dst, ']')
+	}
+	dst = appendUint(dst, "dscp", uint64(in.DSCP))
+	dst = appendUint(dst, "ip_opt_len", uint64(in.IPOptLen))
+	dst = appendUint(dst, "tcp_opts", uint64(in.TCPOpts))
+	if in.Encap != EncapNone {
+		dst = append(dst, `,"encap":"`...)
+		dst = append(dst, in.Encap.String()...)
+		dst = append(dst, '"')
+		dst = appendUint(dst, "encap_arg", uint64(in.EncapArg))
+	}
+	if in.Nested != LinkNone {
+		dst = append(dst, `,"tunnel":`...)
+		dst = appendFlow(dst, &in.Tunnel)
+		dst = append(dst, `,"nested":"`...)
+		dst = append(dst, linkName(in.Nested)...)
+		dst = append(dst, '"')
+	}
+	dst = appendUint(dst, "trailer", uint64(in.Trailer))
+	return append(dst, '}')
+}
+
+// appendINT writes the INT header as sent: "int":{"shim_type", "flags", "bitmap", the
+// version's hop fields ("max_hops" v0.5; "hop_ml", "rem_hops" v1.0+), the v2.x
+// domain-specific fields, "mx", "shim_extra", "orig_port", "orig_proto", "erratum",
+// "source_seq"}.
+func appendINT(dst []byte, in *INTHeader) []byte {
+	dst = append(dst, `,"int":{"shim_type":`...)
+	dst = strconv.AppendUint(dst, uint64(in.ShimType), 10)
+	dst = appendUint(dst, "flags", uint64(in.Flags))
+	dst = appendUint(dst, "bitmap", uint64(in.Bitmap))
+	switch in.Version {
+	case INT05:
+		dst = appendUint(dst, "max_hops", uint64(in.MaxHops))
+	case INT10:
+		dst = appendUint(dst, "hop_ml", uint64(in.HopML))
+		dst = appendUint(dst, "rem_hops", uint64(in.RemHops))
+	case INT2x:
+		if in.MX {
+			dst = append(dst, `,"mx":true`...)
+		} else {
+			dst = appendUint(dst, "hop_ml", uint64(in.HopML))
+			dst = appendUint(dst, "rem_hops", uint64(in.RemHops))
+		}
+		dst = appendUint(dst, "ds_id", uint64(in.DSID))
+		dst = appendUint(dst, "ds_instr", uint64(in.DSInstr))
+		dst = appendUint(dst, "ds_flags", uint64(in.DSFlags))
+		dst = appendUint(dst, "source_ds", uint64(in.SourceDS))
+	}
+	dst = appendUint(dst, "shim_extra", uint64(in.ShimExtra))
+	dst = appendUint(dst, "orig_port", uint64(in.OrigPort))
+	dst = appendUint(dst, "orig_proto", uint64(in.OrigProto))
+	if in.Erratum {
+		dst = append(dst, `,"erratum":true`...)
+	}
+	if in.HasSourceSeq {
+		dst = appendUint(dst, "source_seq", uint64(in.SourceSeq))
+	}
+	return append(dst, '}')
+}
+
 // flagNames are the JSON names of the Flags bits, in bit order (as Flags.Names).
 var flagNames = [...]string{"drop", "queue", "flow", "intermediate"}
+
+// appendFlow writes a 5-tuple object: src, dst, sport, dport, proto.
+func appendFlow(dst []byte, f *FlowKey) []byte {
+	dst = append(dst, `{"src":"`...)
+	dst = f.SrcAddr().AppendTo(dst)
+	dst = append(dst, `","dst":"`...)
+	dst = f.DstAddr().AppendTo(dst)
+	dst = append(dst, '"')
+	dst = appendUint(dst, "sport", uint64(f.SrcPort))
+	dst = appendUint(dst, "dport", uint64(f.DstPort))
+	dst = appendUint(dst, "proto", uint64(f.Proto))
+	return append(dst, '}')
+}
 
 // appendHop writes one hop's present fields, named by FieldNames, in bit order.
 func appendHop(dst []byte, h *Hop) []byte {
@@ -131,6 +256,15 @@ func appendDTA(dst []byte, d *DTA) []byte {
 	dst = append(dst, `,"dta":{"op":"`...)
 	dst = append(dst, d.Op.String()...)
 	dst = append(dst, '"')
+	// The base header: its layout, the 3-byte layout's sequence number and retransmit flag.
+	if d.HeaderLen != 0 {
+		dst = appendUint(dst, "header_len", uint64(d.HeaderLen))
+	}
+	if d.HeaderLen == 3 {
+		dst = appendUint(dst, "seq", uint64(d.Seq))
+		dst = appendBool(dst, "retransmit", d.Retransmit)
+	}
+	dst = appendBool(dst, "immediate", d.Immediate)
 	switch d.Op {
 	case DTAKeyWrite:
 		dst = appendUint(dst, "redundancy", uint64(d.Redundancy))
@@ -158,6 +292,14 @@ func appendUint(dst []byte, key string, v uint64) []byte {
 	dst = append(dst, key...)
 	dst = append(dst, '"', ':')
 	return strconv.AppendUint(dst, v, 10)
+}
+
+// appendBool writes ,"key":true or false.
+func appendBool(dst []byte, key string, v bool) []byte {
+	dst = append(dst, ',', '"')
+	dst = append(dst, key...)
+	dst = append(dst, '"', ':')
+	return strconv.AppendBool(dst, v)
 }
 
 // appendHex writes ,"key":"0x..." with b in lower-case hex.

@@ -345,6 +345,11 @@ type INTHeader struct {
 	OrigPort  uint16 // v0.5 tail: original destination port; v2.x NPT 1: original UDP port
 	OrigProto uint8  // v0.5 tail / v2.x NPT 2: original IP protocol
 	Erratum   bool   // v1.0 shim Length one word larger than the stack (spec example erratum)
+	// SourceSeq is a sequence number the INT source put in the packet (HasSourceSeq): Intel
+	// host-int's per-flow number after the stack (shim type 3), GEANT's per-source number
+	// in the v1.0 header's last 16 bits.
+	SourceSeq    uint32
+	HasSourceSeq bool
 }
 
 // Field is a bit set naming the per-hop fields present in a Hop.

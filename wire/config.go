@@ -1,6 +1,9 @@
 package wire
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // DSCPMatch matches an IP header's DSCP: dscp&Mask == Value&Mask.
 type DSCPMatch struct {
@@ -38,15 +41,56 @@ type Config struct {
 	DTA DTAConfig `yaml:"dta" json:"dta"`
 }
 
-// Quirks are producer deviations from the specifications (docs/wire-formats.md, "Producer quirks").
+// Quirks are producer deviations from the specifications (docs/wire-formats.md, "Producers
+// and their quirks"). Without its quirk, a report showing a known deviation is an error whose
+// Setting names the quirk; with it, the report decodes to what the producer meant.
 type Quirks struct {
 	// INTCollector: INT v1.0 queue id/occupancy split 16/16, and level-2 port ids read as
 	// one 4-byte word (tu-nv/INTCollector's parser and generator).
 	INTCollector bool `yaml:"intcollector" json:"intcollector"`
 	// TR05Ver1: a TR v0.5 layout sent with Ver=1 (INTCollector's test generator). A Ver=1
-	// header whose second nibble is an NProto (0-2) rather than a v1.0 Length (4-15) is
-	// decoded as v0.5.
+	// header whose second nibble is an NProto (0-2) rather than a v1.0 Length (4-15), and
+	// whose v0.5 reserved bits are zero, is decoded as v0.5.
 	TR05Ver1 bool `yaml:"tr05_ver1" json:"tr05_ver1"`
+	// INTCollectorGen: the packet generators of INTCollector and of GEANT's fork
+	// (benchmark/INTReport.py, benchmark/modules/headers.py): everything TR05Ver1 and
+	// INTCollector accept (the latter for INT v0.5 queue words too), a TR v1.0 Length nibble
+	// below 4 (taken as 4 + popcount(RepMdBits)), an INT v1.0 header sent with Ver 0, and a
+	// v0.5 shim Length of 0 (taken from InsCnt and TotalHopCnt).
+	INTCollectorGen bool `yaml:"intcollector_gen" json:"intcollector_gen"`
+	// GEANT: GEANT int-platforms' "int_v1.0" switches and DPDK pipeline: instruction bits
+	// 0-7 in the mask's low byte, 8-byte ingress/egress timestamps, level-2 ports as one
+	// 16|16 word, a per-source sequence number in the v1.0 header's last 16 bits, and the
+	// testbed's header with a 2-bit Ver of 1 and v0.5 InsCnt/MaxHop/TotalHop counts and tail.
+	GEANT bool `yaml:"geant" json:"geant"`
+	// HostINT: Intel host-int's shim Type 3 (INT v0.5, a 4-byte flow sequence number after
+	// the stack, then the tail unless a sink removed it), with INT after the first 20 bytes
+	// of TCP as tcp_shim_before_options places it.
+	HostINT bool `yaml:"host_int" json:"host_int"`
+}
+
+// QuirkNames lists the quirks by their config key, for flags and messages.
+func QuirkNames() []string {
+	return []string{"intcollector", "tr05_ver1", "intcollector_gen", "geant", "host_int"}
+}
+
+// Set turns on the quirk named by its config key (QuirkNames).
+func (q *Quirks) Set(name string) error {
+	switch name {
+	case "intcollector":
+		q.INTCollector = true
+	case "tr05_ver1":
+		q.TR05Ver1 = true
+	case "intcollector_gen":
+		q.INTCollectorGen = true
+	case "geant":
+		q.GEANT = true
+	case "host_int":
+		q.HostINT = true
+	default:
+		return fmt.Errorf("quirks.%s: unknown quirk (allowed: %s)", name, strings.Join(QuirkNames(), ", "))
+	}
+	return nil
 }
 
 // DTAConfig holds the per-listener DTA options.

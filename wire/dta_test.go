@@ -222,7 +222,10 @@ func TestDTAErrors(t *testing.T) {
 		{"3-byte no flags", 3, 4, 4, "01 05", []Error{{Reason: Truncated, Header: "dta", Field: "flags", Offset: 2}}},
 		{"2-byte batch no count", 2, 4, 4, "02 01", []Error{{Reason: Truncated, Header: "dta", Field: "count", Offset: 2}}},
 		{"3-byte batch no count", 3, 4, 4, "02 00 81", []Error{{Reason: Truncated, Header: "dta", Field: "count", Offset: 3}}},
-		{"batch count 0", 2, 4, 4, "02 01 00 | 00000001 00000002", []Error{{Reason: BadLength, Header: "dta", Field: "count", Offset: 2, Value: 0}}},
+		{"batch count 0", 2, 4, 4, "02 01 00 | 00000001 00000002 | 00", []Error{{Reason: BadLength, Header: "dta", Field: "count", Offset: 2, Value: 0}}},
+		// Exactly an Append in the 3-byte layout (sequence number 1, flags 0): the count 0 it
+		// shows under the 2-byte layout is that layout's deviation, named.
+		{"3-byte append under header_len 2", 2, 4, 4, "02 01 00 | 00000001 00000002", []Error{{Reason: BadLength, Header: "dta", Field: "length", Offset: 10, Value: 11, Setting: "dta.header_len: 3"}}},
 		{"3-byte batch count 0", 3, 4, 4, "02 00 01 00", []Error{{Reason: BadLength, Header: "dta", Field: "count", Offset: 3, Value: 0}}},
 		{"no sub-header", 2, 4, 4, "01 00", []Error{{Reason: Truncated, Header: kw, Field: "redundancy", Offset: 2}}},
 		{"key-write short key", 2, 4, 4, "01 00 | 01 | dead", []Error{{Reason: Truncated, Header: kw, Field: "key", Offset: 3}}},
@@ -581,6 +584,12 @@ func fuzzReencode(t *testing.T, dec *Decoder, enc *Encoder, in Input, b []byte) 
 func FuzzDTA(f *testing.F) {
 	for _, v := range dtaVectors {
 		f.Add(dtaHex(f, v.hex))
+	}
+	// The prototype generators' 3-byte layout, odd and even sequence numbers
+	// (producers_test.go): named deviations under header_len 2.
+	for _, s := range []string{"01 05 00 | 02 | 0000007b | deadbeef", "02 06 80 | 00000003 | 0000002a",
+		"03 07 40 | 01 | 00000001 | 0000000000000005", "04 08 00 | 0a000001 | 02 | 00000063"} {
+		f.Add(dtaHex(f, s))
 	}
 	for li, lay := range dtaLayouts[:4] {
 		_, enc := dtaCodec(f, lay.HeaderLen, lay.KeyLen, lay.DataLen)

@@ -51,6 +51,11 @@ type Error struct {
 	Field  string // e.g. "report_length"
 	Offset int
 	Value  uint64 // the offending value, when there is one
+	// Setting names the decoder setting under which this input decodes, when the decoder
+	// recognised a known producer's deviation (docs/wire-formats.md): a key of the decoder
+	// section, with its value when it is not a quirk's true, e.g. "quirks.host_int" or
+	// "dta.header_len: 3". Empty for plain malformation.
+	Setting string
 }
 
 func (e *Error) Error() string {
@@ -69,6 +74,11 @@ func (e *Error) Error() string {
 	}
 	b = append(b, " at offset "...)
 	b = strconv.AppendInt(b, int64(e.Offset), 10)
+	if e.Setting != "" {
+		b = append(b, " (a known producer deviation: decoder."...)
+		b = append(b, e.Setting...)
+		b = append(b, " decodes it)"...)
+	}
 	return string(b)
 }
 

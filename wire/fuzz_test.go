@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/intake-int/intake/telemetry"
@@ -22,6 +23,14 @@ func fuzzInput(t *testing.T, d *Decoder, e *Encoder, in Input, b []byte) {
 		err := rd.Next(&r)
 		if err == Done {
 			return
+		}
+		if ie := rd.InnerErr(); ie != nil {
+			if err != nil || ie.Offset < 0 || ie.Offset > len(b) || ie.Reason == ReasonNone || ie.Header == "" {
+				t.Fatalf("bad inner error %+v (next: %v) for %d bytes", *ie, err, len(b))
+			}
+			if r.INT.Version != telemetry.INTNone {
+				t.Fatalf("inner error %v with INT %+v", ie, r.INT)
+			}
 		}
 		if err != nil {
 			var we *Error
@@ -61,9 +70,15 @@ func FuzzReport(f *testing.F) {
 		"16140040 00000001 0000000a 11223344 00030004 02000100",
 		"20000001 0a0b0c0d 140e0220 50000000 00000000 00030004 02000100 45000028 00000000 40060000 0a000001 0a000002 04d20050 00000000 00000000 50020000 00000000",
 		onosFrame[84:],
+		// Real producers and their deviations (producers_test.go).
+		hostINTReport,
+		intcollectorP0,
+		geantGenerator,
+		"02200001 00000001 0bebc200 00000005 00020007 00000000 0bebc5e8 ffffffffffff 010203040506 0800 45000022 00000000 40060000 c0a80001 c0a80002 8f6c0050 000e0000 010203040506",
 	} {
 		f.Add(hx(f, s))
 	}
+	f.Add(geantReport(f, "00ff"))
 	for _, fm := range []telemetry.Format{telemetry.FormatTR05, telemetry.FormatTR10, telemetry.FormatTR20} {
 		seeds(f, fm)
 	}
@@ -72,19 +87,60 @@ func FuzzReport(f *testing.F) {
 	cfg.Quirks = Quirks{INTCollector: true, TR05Ver1: true}
 	dq := mustDecoder(f, cfg)
 	e, _ := NewEncoder(cfg)
+	dp := producerDecoders(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzzInput(t, d, e, InputReport, b)
 		fuzzInput(t, dq, e, InputReport, b)
+		for _, d := range dp {
+			fuzzInput(t, d, e, InputReport, b)
+		}
 	})
+}
+
+// producerDecoders are one decoder per producer quirk, and one with every quirk on.
+func producerDecoders(t testing.TB) []*Decoder {
+	var ds []*Decoder
+	all := roundtripConfig()
+	for _, n := range QuirkNames() {
+		cfg := roundtripConfig()
+		if err := cfg.Quirks.Set(n); err != nil {
+			t.Fatal(err)
+		}
+		_ = all.Quirks.Set(n)
+		ds = append(ds, mustDecoder(t, cfg))
+	}
+	return append(ds, mustDecoder(t, all))
 }
 
 func FuzzINTFrame(f *testing.F) {
 	f.Add(hx(f, onosFrame))
+	for _, name := range []string{"geant-2601-double-header.pcap", "geant-dpdk-int.pcap"} {
+		f.Add(pcapFrame(f, name))
+	}
+	f.Add(hx(f, "020000000002 020000000001 0800 455c0044 00004000 40110000 0a000001 0a000002 9c401451 00300000 03000900 00040201 cc000000 0000000a 00020002 000f4240 000f4240 00000001 11145100 61626364"))
 	seeds(f, telemetry.FormatINTMD)
 	cfg := roundtripConfig()
 	d := mustDecoder(f, cfg)
 	e, _ := NewEncoder(cfg)
+	dp := producerDecoders(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzzInput(t, d, e, InputINTMD, b)
+		for _, d := range dp {
+			fuzzInput(t, d, e, InputINTMD, b)
+		}
 	})
+}
+
+// pcapFrame returns the first frame of a classic pcap in testdata/third-party (Ethernet,
+// one record: the 24-byte file header and the 16-byte record header skipped).
+func pcapFrame(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../testdata/third-party/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 40 {
+		t.Fatalf("%s: %d bytes", name, len(b))
+	}
+	return b[40:]
 }

@@ -223,7 +223,7 @@ func TestQuirkINTCollector(t *testing.T) {
 		telemetry.Hop{NodeID: 7, QueueID: 5, QueueOccupancy: 0x123, L2IngressPort: 9, L2EgressPort: 2}))
 	// Without the quirk the same packet is malformed: HopML 3 cannot hold 8-byte L2 ports.
 	_, errs := mustDecoder(t, DefaultConfig()).DecodeAll(InputINTMD, frame(t, protoUDP, 0x17, 53, "01000617 | 10000303 92000000 | 00000007 00050123 | 00090002"))
-	if len(errs) != 1 || errs[0].Reason != BadValue || errs[0].Field != "hop_ml" {
+	if len(errs) != 1 || errs[0].Reason != BadValue || errs[0].Field != "hop_ml" || errs[0].Setting != "quirks.intcollector" {
 		t.Errorf("without the quirk: %v", errs)
 	}
 }
@@ -283,7 +283,6 @@ func TestMalformed(t *testing.T) {
 		{"tr2.0 report past the end", InputReport, "20000001 0a0b0c0d | 1405 0020 | 00000000", Error{Reason: Truncated, Header: "tr2.0 individual report", Field: "report_length", Offset: 9, Value: 5}},
 		{"tr2.0 md length past report", InputReport, "20000001 0a0b0c0d | 10010520 | 00000000", Error{Reason: BadLength, Header: "tr2.0 individual report", Field: "md_length", Offset: 10, Value: 5}},
 		{"tr2.0 rep type 2", InputReport, "20000001 0a0b0c0d | 20000020", Error{Reason: Unsupported, Header: "tr2.0 individual report", Field: "rep_type", Offset: 8, Value: 2}},
-		{"tr2.0 inner ipv4 version", InputReport, "20000001 0a0b0c0d | 04050020 | 55000014 00000000 40060000 0a000001 0a000002", Error{Reason: BadValue, Header: "ipv4", Field: "version", Offset: 12, Value: 5}},
 		{"ipv4 ihl", InputINTMD, "020000000002 020000000001 0800 44000014 00000000 40060000 0a000001 0a000002", Error{Reason: BadLength, Header: "ipv4", Field: "ihl", Offset: 14, Value: 4}},
 		{"tcp truncated", InputINTMD, "020000000002 020000000001 0800 45000014 00000000 40060000 0a000001 0a000002 0001", Error{Reason: Truncated, Header: "tcp", Field: "header", Offset: 34}},
 		{"ethernet truncated", InputINTMD, "0200000000", Error{Reason: Truncated, Header: "ethernet", Field: "ethertype", Offset: 5}},
@@ -295,6 +294,27 @@ func TestMalformed(t *testing.T) {
 				t.Fatalf("got %d reports, errors %+v; want %+v", len(rs), errs, tc.want)
 			}
 		})
+	}
+}
+
+// A report whose inner packet is broken is kept, with its own metadata; the inner packet's
+// error is the Reader's InnerErr, with the offset it always had.
+func TestInnerErrorKeepsReport(t *testing.T) {
+	d := mustDecoder(t, DefaultConfig())
+	var rd Reader
+	var r telemetry.Report
+	rd.Reset(d, InputReport, hx(t, "20000001 0a0b0c0d | 04050020 | 55000014 00000000 40060000 0a000001 0a000002"))
+	if err := rd.Next(&r); err != nil {
+		t.Fatalf("report with a broken inner packet: %v", err)
+	}
+	if r.Format != telemetry.FormatTR20 || r.NodeID != 0x0a0b0c0d || r.Seq != 1 || r.Flags != telemetry.FlagFlow || r.Has&telemetry.HasFlow != 0 {
+		t.Errorf("report %+v", r)
+	}
+	if e := rd.InnerErr(); e == nil || *e != (Error{Reason: BadValue, Header: "ipv4", Field: "version", Offset: 12, Value: 5}) {
+		t.Errorf("inner error %+v", e)
+	}
+	if err := rd.Next(&r); err != Done || rd.InnerErr() != nil {
+		t.Errorf("after the report: %v, inner %v", err, rd.InnerErr())
 	}
 }
 

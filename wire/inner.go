@@ -108,6 +108,9 @@ func (rd *Reader) parseL4(b []byte, off, base int, proto uint8, fk *telemetry.Fl
 	switch proto {
 	case protoTCP:
 		if len(p) < 20 {
+			if len(p) >= 4 { // the ports are there: keep them for a report's flow
+				fk.SrcPort, fk.DstPort = be.Uint16(p), be.Uint16(p[2:])
+			}
 			return 0, 0, rd.fail(Truncated, "tcp", "header", base+off, 0)
 		}
 		doff := int(p[12]>>4) * 4
@@ -211,18 +214,9 @@ func (rd *Reader) findINT(r *telemetry.Report, b []byte, base, l4, pay int, prot
 			if err != nil {
 				return 0, false, err
 			}
-			end := pay + n
-			switch in.EncapArg {
-			case 1:
-				r.Flow.DstPort = r.INT.OrigPort
-			case 2: // a UDP header was inserted: the original L4 header follows INT
-				r.Flow.Proto = r.INT.OrigProto
-				r.Flow.SrcPort, r.Flow.DstPort = 0, 0
-				e, _, err := rd.parseL4(b, end, base, r.INT.OrigProto, &r.Flow)
-				if err != nil {
-					return 0, false, err
-				}
-				end = e
+			end, err := rd.restoreNPT(r, b, base, pay, pay+n, proto)
+			if err != nil {
+				return 0, false, err
 			}
 			return end, true, nil
 		}
@@ -232,7 +226,7 @@ func (rd *Reader) findINT(r *telemetry.Report, b []byte, base, l4, pay int, prot
 		}
 		return 0, false, nil
 	case protoTCP:
-		if rd.d.cfg.TCPShimBeforeOptions {
+		if d.cfg.TCPShimBeforeOptions || d.cfg.Quirks.HostINT {
 			pay = l4 + 20
 		}
 	default:
@@ -250,8 +244,17 @@ func (rd *Reader) findINT(r *telemetry.Report, b []byte, base, l4, pay int, prot
 	}
 	nhops := r.NHops
 	n, err := rd.parseShimL4(r, b[pay:], base+pay)
+	end := pay + n
+	if err == nil && in.EncapArg != 0 {
+		end, err = rd.restoreNPT(r, b, base, pay, end, proto)
+	}
 	if err != nil {
-		if committed {
+		// A deviation the decoder recognises is an error even when only probing: a quirk
+		// decodes it, and without one it must not pass as a packet without INT. The
+		// generators' deviations have weaker signatures (a shim Length of 0, a Ver of 0)
+		// and only ever occur inside their reports: elsewhere (raw INT-MD input) a payload
+		// that happens to look like one, e.g. a WireGuard handshake, is no INT.
+		if committed || rd.err.Setting != "" && (rd.in == InputReport || rd.err.Setting != "quirks.intcollector_gen") {
 			return 0, false, err
 		}
 		// The probe failed: this payload is not INT. Undo what the attempt wrote.
@@ -263,7 +266,37 @@ func (rd *Reader) findINT(r *telemetry.Report, b []byte, base, l4, pay int, prot
 	} else {
 		in.Encap = telemetry.EncapUDP
 	}
-	return pay + n, true, nil
+	return end, true, nil
+}
+
+// restoreNPT undoes what a v2.x source did to the flow when its shim's NPT says it (the
+// shim's n bytes at pay end at end): NPT 1 kept the original UDP destination port in the
+// shim, NPT 2 inserted a UDP header before the original L4 header, which follows INT. Both
+// apply to UDP only; the v0.5/v1.0 shims leave NPT 0. On failure the flow is as it was, for
+// a probe to undo its attempt.
+func (rd *Reader) restoreNPT(r *telemetry.Report, b []byte, base, pay, end int, proto uint8) (int, error) {
+	npt := r.Inner.EncapArg
+	if npt == 0 || r.INT.Version != telemetry.INT2x {
+		return end, nil
+	}
+	if proto != protoUDP {
+		return 0, rd.fail(BadValue, "int shim", "npt", base+pay, uint64(npt))
+	}
+	switch npt {
+	case 1:
+		r.Flow.DstPort = r.INT.OrigPort
+	case 2: // a UDP header was inserted: the original L4 header follows INT
+		fk := r.Flow
+		r.Flow.Proto = r.INT.OrigProto
+		r.Flow.SrcPort, r.Flow.DstPort = 0, 0
+		e, _, err := rd.parseL4(b, end, base, r.INT.OrigProto, &r.Flow)
+		if err != nil {
+			r.Flow = fk
+			return 0, err
+		}
+		end = e
+	}
+	return end, nil
 }
 
 // findGPE decodes VXLAN-GPE at b[off:] when its next protocol is an INT codepoint.

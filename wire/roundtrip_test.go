@@ -163,7 +163,7 @@ func (g *gen) intStack(r *telemetry.Report, v telemetry.INTVersion, maxBytes int
 		in.MaxHops = uint8(g.n(256))
 	case telemetry.INT10:
 		in.Flags = uint8(g.n(32))
-		hs += 4 * g.n(2)
+		// v1.0 has no domain-specific metadata: HopML is exactly the bitmap's items.
 		in.HopML = uint8(hs / 4)
 		in.RemHops = uint8(g.n(256))
 	case telemetry.INT2x:

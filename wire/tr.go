@@ -22,7 +22,8 @@ func (rd *Reader) startReport(r *telemetry.Report) error {
 	case 0:
 		return rd.decodeTR05(r)
 	case 1:
-		if rd.d.cfg.Quirks.TR05Ver1 && b[0]&0x0f <= 2 {
+		q := &rd.d.cfg.Quirks
+		if (q.TR05Ver1 || q.INTCollectorGen) && tr05Layout(b) {
 			return rd.decodeTR05(r)
 		}
 		return rd.decodeTR10(r)
@@ -39,6 +40,14 @@ func (rd *Reader) startReport(r *telemetry.Report) error {
 	default:
 		return rd.fail(UnknownVersion, "report", "ver", 0, uint64(ver))
 	}
+}
+
+// tr05Layout reports whether a Ver=1 header reads as the v0.5 layout: a second nibble that
+// is a v0.5 NProto (0-2), never a v1.0 Length (at least 4), and the v0.5 reserved bits (11-25)
+// zero. INTCollector's generator sends such headers; its GEANT fork's v1.0 header with
+// Length 1 has F in a bit v0.5 reserves, and is not one.
+func tr05Layout(b []byte) bool {
+	return len(b) >= 4 && b[0]&0x0f <= 2 && b[1]&0x1f == 0 && b[2] == 0 && b[3]&0xc0 == 0
 }
 
 // decodeTR05 decodes a TR v0.5 report: the 12-byte fixed header, an optional drop (NProto 1)
@@ -129,12 +138,23 @@ func dqf(v uint8) telemetry.Flags {
 }
 
 // inner decodes a report's inner packet; INT is looked for only in tracked-flow reports.
+// A broken inner packet does not fail the report (Reader.InnerErr): the report keeps its
+// own metadata and the inner packet's flow as far as it decoded, without INT.
 func (rd *Reader) inner(r *telemetry.Report, b []byte, base int, link telemetry.LinkType) error {
 	if len(b) == 0 {
 		return nil
 	}
-	_, err := rd.parseInner(r, b, base, link, r.Flags&telemetry.FlagFlow != 0)
-	return err
+	nhops := r.NHops
+	if _, err := rd.parseInner(r, b, base, link, r.Flags&telemetry.FlagFlow != 0); err != nil {
+		rd.innerErr, rd.hasInner = rd.err, true
+		in := &r.Inner
+		if in.Nested != telemetry.LinkNone { // the tunnel's endpoints are the flow again
+			r.Flow, in.Tunnel, in.Nested = in.Tunnel, telemetry.FlowKey{}, telemetry.LinkNone
+		}
+		r.NHops, r.INT = nhops, telemetry.INTHeader{}
+		in.Encap, in.EncapArg, in.Trailer = telemetry.EncapNone, 0, 0
+	}
+	return nil
 }
 
 // decodeTR10 decodes a TR v1.0 report: one 16+4n byte header (RepMdBits selects the optional
@@ -153,7 +173,18 @@ func (rd *Reader) decodeTR10(r *telemetry.Report) error {
 	r.Flags = dqf((b[2]&1)<<2 | b[3]>>6)
 	r.HWID = b[3] & 0x3f
 	if words < 4 || words != 4+bits.OnesCount16(md) {
-		return rd.fail(BadLength, "tr1.0 header", "length", 0, uint64(words))
+		// Known deviations: INTCollector's GEANT fork generates Length 1 (any value below
+		// 4 is its bug, not a length), and INTCollector's own generator the v0.5 layout.
+		switch {
+		case words < 4 && rd.d.cfg.Quirks.INTCollectorGen:
+			words = 4 + bits.OnesCount16(md)
+		case words < 4 && tr05Layout(b):
+			return rd.failSet(BadLength, "tr1.0 header", "length", 0, uint64(words), "quirks.tr05_ver1")
+		case words < 4:
+			return rd.failSet(BadLength, "tr1.0 header", "length", 0, uint64(words), "quirks.intcollector_gen")
+		default:
+			return rd.fail(BadLength, "tr1.0 header", "length", 0, uint64(words))
+		}
 	}
 	if len(b) < words*4 {
 		return rd.fail(Truncated, "tr1.0 header", "metadata", len(b), uint64(words))

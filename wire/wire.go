@@ -129,6 +129,9 @@ type Reader struct {
 
 	err Error
 
+	innerErr Error // the inner packet's error of the last report (hasInner)
+	hasInner bool
+
 	// The hop plan of the last INT stack, keyed by version and bitmap (planKey 0: none):
 	// consecutive reports of a stream almost always share it.
 	planKey uint32
@@ -148,6 +151,7 @@ func (rd *Reader) Reset(d *Decoder, in Input, b []byte) {
 // Reader goes on with the next report where the format allows it (TR v2.0 reports whose
 // length was readable, DTA batch entries), so callers loop until Done.
 func (rd *Reader) Next(r *telemetry.Report) error {
+	rd.hasInner = false
 	if rd.d == nil {
 		return Done
 	}
@@ -180,6 +184,26 @@ func (rd *Reader) Next(r *telemetry.Report) error {
 func (rd *Reader) fail(reason Reason, header, field string, off int, val uint64) error {
 	rd.err = Error{Reason: reason, Header: header, Field: field, Offset: off, Value: val}
 	return &rd.err
+}
+
+// failSet records an error that a known producer's deviation explains: setting is the
+// decoder setting under which the input decodes ("" when none).
+func (rd *Reader) failSet(reason Reason, header, field string, off int, val uint64, setting string) error {
+	rd.err = Error{Reason: reason, Header: header, Field: field, Offset: off, Value: val, Setting: setting}
+	return &rd.err
+}
+
+// InnerErr returns the error in the inner (data) packet of the report the last call to Next
+// returned, or nil. A Telemetry Report whose own headers decode is returned even when the
+// packet it carries is broken (an int-host-reporter report whose synthesized packet has a
+// UDP header under protocol TCP, INT that does not parse): the report keeps its header
+// metadata and whatever of the inner packet's addresses and ports decoded, but no INT, and
+// the inner error is counted apart from decode errors. Valid until the next call to Next.
+func (rd *Reader) InnerErr() *Error {
+	if !rd.hasInner {
+		return nil
+	}
+	return &rd.innerErr
 }
 
 // DecodeAll decodes every report of one input into fresh Reports: a convenience for tools

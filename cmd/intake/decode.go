@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/intake-int/intake/capture"
+	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/wire"
 )
 
@@ -97,21 +98,48 @@ func (d dscpFlag) Set(s string) error {
 	return nil
 }
 
-const decodeUsage = `[--json] [--port PORT=INPUT ...] [--dscp VALUE[/MASK] ...] FILE
+// quirkFlag is the repeatable --quirk NAME[,NAME...] flag.
+type quirkFlag struct{ names *[]string }
+
+func (q quirkFlag) String() string {
+	if q.names == nil {
+		return ""
+	}
+	return strings.Join(*q.names, ",")
+}
+
+func (q quirkFlag) Set(s string) error {
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		var probe wire.Quirks
+		if err := probe.Set(name); err != nil {
+			return err
+		}
+		*q.names = append(*q.names, name)
+	}
+	return nil
+}
+
+const decodeUsage = `[--json] [--config FILE] [--port PORT=INPUT ...] [--dscp VALUE[/MASK] ...] [--quirk NAME ...] FILE
 
 Decodes every frame of a pcap or pcapng capture. A UDP datagram to a mapped port is decoded
 as that input (report, dta, int-label, int-md); every other Ethernet frame is tried as a raw
 INT-MD data packet, and frames without telemetry are counted as skipped. Default ports:
-32766 and 54321 report, 40040 dta, 40050 int-label. The summary goes to stdout, or to
-stderr with --json, whose stdout is one JSON object per report per line.`
+32766 and 54321 report, 40040 dta, 40050 int-label. --config takes the ports and decoders
+(every decoder key, per-listener overrides) of a serve configuration instead. The summary
+goes to stdout, or to stderr with --json, whose stdout is one JSON object per report per
+line; it names the --port or --quirk that would decode what did not.`
 
 func runDecode(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("decode", decodeUsage, stdout)
 	jsonOut := fs.Bool("json", false, "print one JSON object per report per line (keys: see README)")
+	cfgPath := fs.String("config", "", "`FILE`: a serve configuration whose listeners' ports and decoders (quirks, DTA layout, ...) to use")
 	ports := portFlag{}
 	fs.Var(ports, "port", "`PORT=INPUT`: UDP destination port carrying INPUT (report, dta, int-label, int-md); repeatable, comma-separated")
 	var dscp []wire.DSCPMatch
 	fs.Var(dscpFlag{&dscp}, "dscp", "`VALUE[/MASK]`: DSCP that marks INT in data packets; repeatable, replaces the defaults 0x17 and 0x01/0x01")
+	var quirks []string
+	fs.Var(quirkFlag{&quirks}, "quirk", "`NAME`: turn on a producer quirk in every decoder ("+strings.Join(wire.QuirkNames(), ", ")+"); repeatable")
 	files, err := parseArgs(fs, args)
 	switch {
 	case err != nil:
@@ -121,13 +149,16 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	case len(files) > 1:
 		return usageErr("one FILE expected, got %d: %s", len(files), strings.Join(files, " "))
 	}
-	portMap := maps.Clone(capture.DefaultPorts)
-	maps.Copy(portMap, ports)
-	cfg := wire.DefaultConfig()
-	if dscp != nil {
-		cfg.DSCP = dscp
+	var ic *ingest.Config
+	if *cfgPath != "" {
+		cfg, err := config.Load(*cfgPath)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		in := cfg.Ingest()
+		ic = &in
 	}
-	dec, err := wire.NewDecoder(cfg)
+	setup, err := capture.NewSetup(ic, capture.Options{Ports: ports, DSCP: dscp, Quirks: quirks})
 	if err != nil {
 		return usageErr("%v", err)
 	}
@@ -140,7 +171,7 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	var line []byte
-	st, err := capture.Decode(f, dec, portMap, func(it *capture.Item) {
+	st, err := capture.Decode(f, setup, func(it *capture.Item) {
 		if *jsonOut {
 			line = it.AppendJSON(line[:0])
 		} else {

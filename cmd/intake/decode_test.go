@@ -166,14 +166,14 @@ frame 9: tr0.5 (udp 10.0.3.5:0 > 10.0.2.4:1234, report)
 frames 9, reports 7 (tr0.5 3, tr1.0 1, tr2.0 2, int-md 1), errors 1 (truncated 1), skipped 2
 `
 
-const wantJSON = `{"frame":1,"format":"tr0.5","node_id":1,"hw_id":1,"seq":10,"flags":["flow"],"ingress_ts":287454020,"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":5000,"dport":6000,"proto":17},"hops":[{"node_id":1,"ingress_port":3,"egress_port":4,"hop_latency":188,"queue_id":2,"queue_occupancy":256,"ingress_ts":287454020,"egress_ts":287454208}]}
-{"frame":2,"format":"tr0.5","node_id":1,"hw_id":1,"seq":11,"flags":["drop"],"ingress_ts":287454020,"drop_reason":29,"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":5000,"dport":6000,"proto":17},"hops":[{"node_id":1,"ingress_port":3,"egress_port":0,"queue_id":0,"ingress_ts":287454020}]}
-{"frame":3,"format":"tr1.0","node_id":1,"hw_id":0,"seq":10,"flags":["flow"],"ingress_ts":287454020,"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":5000,"dport":6000,"proto":17},"hops":[{"node_id":1,"ingress_port":3,"egress_port":4,"queue_id":2,"queue_occupancy":256,"ingress_ts":287454020}]}
-{"frame":4,"format":"tr2.0","node_id":168496141,"hw_id":0,"seq":1,"flags":["flow"],"hops":[{"node_id":168496141,"ingress_port":3,"egress_port":4,"queue_id":2,"queue_occupancy":256}]}
-{"frame":4,"format":"tr2.0","node_id":168496141,"hw_id":0,"seq":1,"flags":["drop"],"drop_reason":29,"hops":[{"node_id":168496141,"queue_id":2}]}
+const wantJSON = `{"frame":1,"format":"tr0.5","node_id":1,"hw_id":1,"seq":10,"flags":["flow"],"ingress_ts":287454020,"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":5000,"dport":6000,"proto":17},"tr":{"ver":0,"nproto":2},"inner":{"link":"ethernet","dscp":0,"ip_opt_len":0,"tcp_opts":0,"trailer":4},"hops":[{"node_id":1,"ingress_port":3,"egress_port":4,"hop_latency":188,"queue_id":2,"queue_occupancy":256,"ingress_ts":287454020,"egress_ts":287454208}]}
+{"frame":2,"format":"tr0.5","node_id":1,"hw_id":1,"seq":11,"flags":["drop"],"ingress_ts":287454020,"drop_reason":29,"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":5000,"dport":6000,"proto":17},"tr":{"ver":0,"nproto":1},"inner":{"link":"ethernet","dscp":0,"ip_opt_len":0,"tcp_opts":0,"trailer":4},"hops":[{"node_id":1,"ingress_port":3,"egress_port":0,"queue_id":0,"ingress_ts":287454020}]}
+{"frame":3,"format":"tr1.0","node_id":1,"hw_id":0,"seq":10,"flags":["flow"],"ingress_ts":287454020,"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":5000,"dport":6000,"proto":17},"tr":{"ver":1,"nproto":0,"md_bits":40},"inner":{"link":"ethernet","dscp":0,"ip_opt_len":0,"tcp_opts":0,"trailer":4},"hops":[{"node_id":1,"ingress_port":3,"egress_port":4,"queue_id":2,"queue_occupancy":256,"ingress_ts":287454020}]}
+{"frame":4,"format":"tr2.0","node_id":168496141,"hw_id":0,"seq":1,"flags":["flow"],"tr":{"ver":2,"rep_type":1,"in_type":0,"md_bits":20480,"ds_id":0,"ds_md_bits":0,"ds_md_status":0,"ds_md_len":0},"hops":[{"node_id":168496141,"ingress_port":3,"egress_port":4,"queue_id":2,"queue_occupancy":256}]}
+{"frame":4,"format":"tr2.0","node_id":168496141,"hw_id":0,"seq":1,"flags":["drop"],"drop_reason":29,"tr":{"ver":2,"rep_type":1,"in_type":0,"md_bits":1,"ds_id":0,"ds_md_bits":0,"ds_md_status":0,"ds_md_len":0},"hops":[{"node_id":168496141,"queue_id":2}]}
 {"frame":5,"error":"tr2.0 individual report report_length: truncated at offset 9","reason":"truncated","header":"tr2.0 individual report","field":"report_length","offset":9}
-{"frame":8,"format":"int-md","flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":63804,"dport":1234,"proto":6},"int_version":"0.5","hops":[{"node_id":2},{"node_id":3},{"node_id":1}]}
-{"frame":9,"format":"tr0.5","hw_id":1,"seq":0,"flags":["flow"],"ingress_ts":0,"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":63804,"dport":1234,"proto":6},"int_version":"0.5","hops":[{"node_id":2},{"node_id":3},{"node_id":1}]}
+{"frame":8,"format":"int-md","flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":63804,"dport":1234,"proto":6},"inner":{"link":"ethernet","dscp":1,"ip_opt_len":0,"tcp_opts":0,"encap":"tcp","encap_arg":0,"trailer":1},"int_version":"0.5","int":{"shim_type":1,"flags":0,"bitmap":32768,"max_hops":32,"shim_extra":0,"orig_port":1234,"orig_proto":6},"hops":[{"node_id":2},{"node_id":3},{"node_id":1}]}
+{"frame":9,"format":"tr0.5","hw_id":1,"seq":0,"flags":["flow"],"ingress_ts":0,"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":63804,"dport":1234,"proto":6},"tr":{"ver":0,"nproto":0},"inner":{"link":"ethernet","dscp":1,"ip_opt_len":0,"tcp_opts":0,"encap":"tcp","encap_arg":0,"trailer":1},"int_version":"0.5","int":{"shim_type":1,"flags":0,"bitmap":32768,"max_hops":32,"shim_extra":0,"orig_port":1234,"orig_proto":6},"hops":[{"node_id":2},{"node_id":3},{"node_id":1}]}
 `
 
 func TestDecodeCapture(t *testing.T) {
@@ -241,7 +241,10 @@ func TestDecodeONOSCapture(t *testing.T) {
 	want := map[string]any{
 		"frame": 1.0, "format": "tr0.5", "hw_id": 1.0, "seq": 0.0, "flags": []any{"flow"}, "ingress_ts": 0.0,
 		"flow":        map[string]any{"src": "10.0.1.1", "dst": "10.0.2.3", "sport": 63804.0, "dport": 1234.0, "proto": 6.0},
+		"tr":          map[string]any{"ver": 0.0, "nproto": 0.0},
+		"inner":       map[string]any{"link": "ethernet", "dscp": 1.0, "ip_opt_len": 0.0, "tcp_opts": 0.0, "encap": "tcp", "encap_arg": 0.0, "trailer": 1.0},
 		"int_version": "0.5",
+		"int":         map[string]any{"shim_type": 1.0, "flags": 0.0, "bitmap": 32768.0, "max_hops": 32.0, "shim_extra": 0.0, "orig_port": 1234.0, "orig_proto": 6.0},
 		"hops":        []any{map[string]any{"node_id": 2.0}, map[string]any{"node_id": 3.0}, map[string]any{"node_id": 1.0}},
 	}
 	if !reflect.DeepEqual(m, want) {
@@ -252,9 +255,10 @@ func TestDecodeONOSCapture(t *testing.T) {
 	}
 
 	// Without the port mapping the frame is tried as a raw INT-MD packet: its UDP payload is
-	// a report, not INT, so it is skipped.
+	// a report, not INT, so it is skipped, and the summary names the flag that decodes it.
 	code, out, errb = runVerb("decode", path)
-	if want := "frames 1, reports 0, errors 0, skipped 1\n"; code != 0 || out != want || errb != "" {
+	if want := "frames 1, reports 0, errors 0, skipped 1\n" +
+		"hint: 1 datagram to UDP port 1234, which no input is mapped to, holds telemetry reports: decode with --port 1234=report\n"; code != 0 || out != want || errb != "" {
 		t.Errorf("unmapped: exit %d, stdout %q, stderr %q; want stdout %q", code, out, errb, want)
 	}
 }
@@ -278,7 +282,7 @@ func TestDecodeDTAAndLabel(t *testing.T) {
 		port uint16
 		want string
 	}{
-		{"dta", &kw, 40040, `{"frame":1,"format":"dta","dta":{"op":"key-write","redundancy":2,"key":"0xdeadbeef","data":"0x0000007b"}}`},
+		{"dta", &kw, 40040, `{"frame":1,"format":"dta","dta":{"op":"key-write","header_len":2,"immediate":false,"redundancy":2,"key":"0xdeadbeef","data":"0x0000007b"}}`},
 		{"int-label", &label, 40050, `{"frame":1,"format":"int-label","label_items":[{"switch_id":3,"ingress_port":1,"egress_port":2,` +
 			`"ingress_ts":1000,"egress_ts":1500,"enq_ts":1100,"enq_qdepth":7,"deq_timedelta":400,"deq_qdepth":6}]}`},
 	} {
@@ -308,8 +312,8 @@ func TestDecodeMisuse(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"decode"}, "intake decode: missing FILE (usage: intake decode [--json] [--port PORT=INPUT ...] [--dscp VALUE[/MASK] ...] FILE)\n"},
-		{[]string{"decode", "--json"}, "intake decode: missing FILE (usage: intake decode [--json] [--port PORT=INPUT ...] [--dscp VALUE[/MASK] ...] FILE)\n"},
+		{[]string{"decode"}, "intake decode: missing FILE (usage: intake decode [--json] [--config FILE] [--port PORT=INPUT ...] [--dscp VALUE[/MASK] ...] [--quirk NAME ...] FILE)\n"},
+		{[]string{"decode", "--json"}, "intake decode: missing FILE (usage: intake decode [--json] [--config FILE] [--port PORT=INPUT ...] [--dscp VALUE[/MASK] ...] [--quirk NAME ...] FILE)\n"},
 		{[]string{"decode", path, path}, "intake decode: one FILE expected, got 2: " + path + " " + path + "\n"},
 		{[]string{"decode", "--port", "1234", path}, "intake decode: invalid value \"1234\" for flag -port: \"1234\": want PORT=INPUT, e.g. 1234=report\n"},
 		{[]string{"decode", "--port", "x=report", path}, "intake decode: invalid value \"x=report\" for flag -port: \"x\": port must be 1-65535\n"},
@@ -319,6 +323,8 @@ func TestDecodeMisuse(t *testing.T) {
 		{[]string{"decode", "--dscp", "64", path}, "intake decode: invalid value \"64\" for flag -dscp: \"64\": DSCP value must be 0-63 (decimal or 0x hex)\n"},
 		{[]string{"decode", "--dscp", "0x17/0", path}, "intake decode: invalid value \"0x17/0\" for flag -dscp: \"0\": DSCP mask must be 1-63 (decimal or 0x hex)\n"},
 		{[]string{"decode", "--bogus", path}, "intake decode: flag provided but not defined: -bogus\n"},
+		{[]string{"decode", "--quirk", "geant,bogus", path}, "intake decode: invalid value \"geant,bogus\" for flag -quirk: quirks.bogus: unknown quirk (allowed: intcollector, tr05_ver1, intcollector_gen, geant, host_int)\n"},
+		{[]string{"decode", "--config", "/nonexistent/intake.yaml", path}, "intake decode: open /nonexistent/intake.yaml: no such file or directory\n"},
 	} {
 		code, out, errb := runVerb(tc.args...)
 		if code != 2 || out != "" || errb != tc.msg {
@@ -414,10 +420,62 @@ func TestDecodePcapng(t *testing.T) {
 	}
 	code, out, errb := runVerb("decode", "--json", "--port", "1234=report", path)
 	line := `"format":"tr0.5","hw_id":1,"seq":0,"flags":["flow"],"ingress_ts":0,` +
-		`"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":63804,"dport":1234,"proto":6},` +
-		`"int_version":"0.5","hops":[{"node_id":2},{"node_id":3},{"node_id":1}]}`
+		`"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":63804,"dport":1234,"proto":6},"tr":{"ver":0,"nproto":0},` +
+		`"inner":{"link":"ethernet","dscp":1,"ip_opt_len":0,"tcp_opts":0,"encap":"tcp","encap_arg":0,"trailer":1},` +
+		`"int_version":"0.5","int":{"shim_type":1,"flags":0,"bitmap":32768,"max_hops":32,"shim_extra":0,"orig_port":1234,"orig_proto":6},` +
+		`"hops":[{"node_id":2},{"node_id":3},{"node_id":1}]}`
 	want := `{"frame":1,` + line + "\n" + `{"frame":2,` + line + "\n"
 	if code != 0 || out != want || errb != "frames 3, reports 2 (tr0.5 2), errors 0, skipped 1\n" {
 		t.Errorf("exit %d\nstdout %s\nwant   %s\nstderr %s", code, out, want, errb)
+	}
+}
+
+// The issue's producers through the command line: a quirk by --quirk, and a serve
+// configuration's listener (port 8090, GEANT's collector port, with INTCollector's
+// generator quirk) and DTA layout by --config. The bytes are those of wire's producer
+// tests (wire/producers_test.go), as the producers send them.
+func TestDecodeQuirksAndConfig(t *testing.T) {
+	const geantCap = "../../testdata/third-party/geant-2601-double-header.pcap"
+	code, out, errb := runVerb("decode", geantCap)
+	if want := "frame 1: error: int md header ver: unknown_version (value 4) at offset 46 (a known producer deviation: decoder.quirks.geant decodes it)\n" +
+		"frames 1, reports 0, errors 1 (unknown_version 1), skipped 0\n" +
+		"hint: 1 report shows a known producer deviation that decoder.quirks.geant decodes (--quirk geant)\n"; code != 0 || out != want || errb != "" {
+		t.Errorf("geant without the quirk: exit %d, stdout %q, stderr %q; want %q", code, out, errb, want)
+	}
+	code, out, _ = runVerb("decode", "--quirk", "geant", geantCap)
+	if code != 0 || !strings.Contains(out, "hop 1       node_id=2 ingress_port=2 egress_port=0 ingress_ts=1611664130347497840 egress_ts=1611664130347497841\n") ||
+		!strings.HasSuffix(out, "frames 1, reports 1 (int-md 1), errors 0, skipped 0\n") {
+		t.Errorf("geant with the quirk: exit %d\n%s", code, out)
+	}
+
+	// GEANT's fork of INTCollector generates TR v1.0 with Length 1 and INT with Ver 0, to
+	// its collector's port 8090; DTA's generators, the 3-byte base header.
+	gen := hexb(t, "11000040 00000000 00000000 5ad88132 ffffffffffff 000000000000 0800 45000048 00010000 40110000 0a000001 0a000002 13881388 00340000"+
+		"01000b00 00000803 ff000000 00000001 00010002 0000000a 00050258 000002bc 00003b8a 000283e8 00000001")
+	kw := hexb(t, "01 05 80 | 02 | 0000007b | deadbeef")
+	path := writeCapture(t, udpFrame("10.0.4.1", 8090, gen), udpFrame("10.0.4.2", 40040, kw))
+	code, out, errb = runVerb("decode", "--json", path)
+	if want := "frames 2, reports 0, errors 1 (bad_length 1), skipped 1\n" +
+		"hint: 1 report shows a known producer deviation that decoder.dta.header_len: 3 decodes (a --config file with decoder.dta.header_len: 3)\n"; code != 0 || errb != want {
+		t.Errorf("defaults: exit %d, stderr %q, want %q\n%s", code, errb, want, out)
+	}
+	cfg := filepath.Join(t.TempDir(), "intake.yaml")
+	yaml := "listeners:\n" +
+		"  - {format: report, port: 8090, decoder: {quirks: {intcollector_gen: true}}}\n" +
+		"  - {format: dta, port: 40040}\n" +
+		"decoder:\n  dta: {header_len: 3}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errb = runVerb("decode", "--json", "--config", cfg, path)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 0 || errb != "frames 2, reports 2 (tr1.0 1, dta 1), errors 0, skipped 0\n" || len(lines) != 2 {
+		t.Fatalf("config: exit %d, stderr %q\n%s", code, errb, out)
+	}
+	if !strings.Contains(lines[0], `"hops":[{"node_id":1,"ingress_port":1,"egress_port":2,"hop_latency":10,"queue_id":5,"queue_occupancy":600,"ingress_ts":700,"egress_ts":15242,"l2_ingress_port":2,"l2_egress_port":33768,"tx_util":1}]`) {
+		t.Errorf("generator report: %s", lines[0])
+	}
+	if want := `{"frame":2,"format":"dta","dta":{"op":"key-write","header_len":3,"seq":5,"retransmit":false,"immediate":true,"redundancy":2,"key":"0x0000007b","data":"0xdeadbeef"}}`; lines[1] != want {
+		t.Errorf("dta:\n got %s\nwant %s", lines[1], want)
 	}
 }

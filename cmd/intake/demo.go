@@ -177,7 +177,7 @@ loop:
 	defer cancel()
 	err = coll.Stop(sctx)
 	fmt.Fprintf(stdout, "intake demo: stopped after %s\n", time.Since(start).Round(time.Millisecond))
-	writeSummary(stdout, coll.Status())
+	writeSummary(stdout, coll.Status(), coll.Rejections())
 	return errors.Join(runErr, err)
 }
 

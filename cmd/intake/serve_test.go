@@ -144,6 +144,13 @@ func TestServeCapture(t *testing.T) {
 		capFrame{dport: 54321, payload: tr},
 		capFrame{dport: 9, payload: tr},
 		capFrame{dport: 32766, payload: tr},
+		// A Key-Increment whose redundancy 3 is above key_increment.max_redundancy (2): it
+		// decodes, and the translator rejects it.
+		capFrame{dport: 40040, payload: hexb(t, "03 00 | 03 | 00000001 | 0000000000000001")},
+		// int-host-reporter's flow report whose synthesized packet has a UDP header under
+		// protocol 6 (wire/producers_test.go): the report is kept, its inner packet counted.
+		capFrame{dport: 32766, payload: hexb(t, "02200001 00000001 0bebc200 00000005 00020007 00000000 0bebc5e8"+
+			"ffffffffffff 010203040506 0800 45000022 00000000 40060000 c0a80001 c0a80002 8f6c0050 000e0000 010203040506")},
 	)
 	dec, _ := wire.NewDecoder(wire.DefaultConfig())
 	_, errs := dec.DecodeAll(wire.InputReport, []byte{0xff})
@@ -155,15 +162,17 @@ func TestServeCapture(t *testing.T) {
 		t.Fatalf("%d %s", code, errb)
 	}
 	trLen := len(tr)
-	want := fmt.Sprintf(`  packets received  4 (%d bytes)
-  reports decoded   3 (tr2.0 3)
+	want := fmt.Sprintf(`  packets received  6 (%d bytes)
+  reports decoded   5 (dta 1, tr0.5 1, tr2.0 3)
   decode errors     1 (%s 1)
+  inner errors      1 (truncated 1) (reports kept without their data packet)
+  rejected          1 (dta redundancy 1)
   ingest drops      2 (no_listener 1, not_udp 1)
   kernel drops      0
-`, 3*trLen+1, errs[0].Reason)
+`, 3*trLen+1+15+76, errs[0].Reason)
 	first, rest, _ := strings.Cut(out, "\n")
-	if !strings.HasPrefix(first, "intake serve: "+p+": 6 frames, 4 telemetry datagrams in ") || rest != want {
-		t.Errorf("got:\n%s\nwant first line %q and\n%s", out, "intake serve: "+p+": 6 frames, 4 telemetry datagrams in ...", want)
+	if !strings.HasPrefix(first, "intake serve: "+p+": 8 frames, 6 telemetry datagrams in ") || rest != want {
+		t.Errorf("got:\n%s\nwant first line %q and\n%s", out, "intake serve: "+p+": 8 frames, 6 telemetry datagrams in ...", want)
 	}
 }
 
