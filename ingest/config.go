@@ -24,6 +24,7 @@ const (
 	MaxRcvBuf          = 1 << 30
 	MinMaxDatagram     = 512
 	MaxMaxDatagram     = 65535
+	MaxAllow           = 256 // prefixes per listener: each costs a compare per datagram
 )
 
 // Config is the receive path's configuration: the listeners, each with its effective
@@ -81,6 +82,10 @@ type Listener struct {
 	// most about this much added latency (the receive buffer holds far more). Unset: 1ms;
 	// 0 turns it off. Go rounds sleeps below a millisecond up to about one.
 	Coalesce *time.Duration `yaml:"coalesce"`
+	// Allow lists the source prefixes (or addresses) whose datagrams the listener accepts;
+	// a datagram from any other source is dropped and counted (ingest drop reason
+	// not_allowed) before it is decoded. Empty: every source (logged at start).
+	Allow []string `yaml:"allow,omitempty"`
 	// Decoder overrides keys of the top-level decoder for this listener only (e.g. quirks of
 	// the switches that send to it). After the configuration is loaded it holds the full
 	// effective configuration.
@@ -196,6 +201,14 @@ func (l *Listener) Validate(key string) error {
 	}
 	if l.MaxDatagram < MinMaxDatagram || l.MaxDatagram > MaxMaxDatagram {
 		return errAt(key+".max_datagram", l.MaxDatagram, "must be %d-%d bytes (0: %d)", MinMaxDatagram, MaxMaxDatagram, DefaultMaxDatagram)
+	}
+	if len(l.Allow) > MaxAllow {
+		return errAt(key+".allow", len(l.Allow), "at most %d prefixes", MaxAllow)
+	}
+	for i, a := range l.Allow {
+		if _, err := ParseAllow([]string{a}); err != nil {
+			return errAt(fmt.Sprintf("%s.allow[%d]", key, i), strconv.Quote(a), "must be an IPv4 or IPv6 prefix (10.0.0.0/8, 2001:db8::/32) or address")
+		}
 	}
 	if l.Decoder != nil {
 		if err := l.Decoder.Validate(); err != nil {

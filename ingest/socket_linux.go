@@ -31,10 +31,13 @@ type socket struct {
 	batch int
 	size  int // bytes per datagram buffer
 
-	bufs []byte
-	iovs []unix.Iovec
-	oob  []byte
-	msgs []unix.Mmsghdr
+	bufs  []byte
+	iovs  []unix.Iovec
+	oob   []byte
+	msgs  []unix.Mmsghdr
+	names []unix.RawSockaddrInet6 // the senders' addresses, when the listener checks them
+
+	ino uint64 // the socket's inode, its name in /proc/net/udp
 
 	// Results of the last recvmmsg, set by recv (a method value bound once, so that
 	// RawConn.Read does not allocate a closure per call).
@@ -47,7 +50,7 @@ type socket struct {
 
 // openSocket binds one socket of listener l. The first socket of a listener with port 0
 // gets a port from the kernel; the caller binds the others to it.
-func openSocket(network, address string, rcvbuf, batch, size int) (*socket, error) {
+func openSocket(network, address string, rcvbuf, batch, size int, names bool) (*socket, error) {
 	s := &socket{batch: batch, size: size}
 	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
@@ -67,8 +70,15 @@ func openSocket(network, address string, rcvbuf, batch, size int) (*socket, erro
 	}
 	s.rc.Control(func(fd uintptr) {
 		s.rcvbufGranted, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF)
+		var st unix.Stat_t
+		if unix.Fstat(int(fd), &st) == nil {
+			s.ino = st.Ino
+		}
 	})
 
+	if names {
+		s.names = make([]unix.RawSockaddrInet6, batch)
+	}
 	s.alloc()
 	s.recvFn = s.recv
 	return s, nil
@@ -88,7 +98,26 @@ func (s *socket) alloc() {
 		h.Iovlen = 1
 		h.Control = &s.oob[i*oobSize]
 		h.SetControllen(oobSize)
+		if s.names != nil {
+			h.Name = (*byte)(unsafe.Pointer(&s.names[i]))
+			h.Namelen = unix.SizeofSockaddrInet6
+		}
 	}
+}
+
+// allowed reports whether datagram i of the last batch comes from a source a allows, and
+// restores the name buffer's length for the next read (the kernel wrote the length used).
+func (s *socket) allowed(i int, a *allowList) bool {
+	sa := &s.names[i]
+	s.msgs[i].Hdr.Namelen = unix.SizeofSockaddrInet6
+	switch sa.Family {
+	case unix.AF_INET:
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		return a.allow4(binary.BigEndian.Uint32(sa4.Addr[:]))
+	case unix.AF_INET6:
+		return a.allow16(&sa.Addr)
+	}
+	return false
 }
 
 // setupFD runs before bind: SO_REUSEPORT so that the listener's sockets share the port (the
@@ -232,6 +261,12 @@ func (w *worker) batch(n int) {
 		b, trunc, drops, has := s.datagram(i)
 		if has {
 			w.local[cKernelDrops] = w.kdBase + uint64(drops)
+		}
+		if w.allow != nil && !s.allowed(i, w.allow) {
+			w.local[cPackets]++
+			w.local[cBytes] += uint64(len(b))
+			w.drop(DropNotAllowed)
+			continue
 		}
 		if trunc || w.drain {
 			w.local[cPackets]++
