@@ -60,6 +60,10 @@ func (l *Levels) UnmarshalYAML(unmarshal func(any) error) error {
 		*l = Levels{}
 	}
 	for _, name := range sortedKeys(raw) {
+		// A name is checked even when its rule is turned off: a misspelt one must not pass.
+		if _, err := ThresholdMeasurement(name); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
 		switch v := raw[name].(type) {
 		case nil:
 			delete(*l, name)

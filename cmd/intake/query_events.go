@@ -1,16 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/detect"
 )
@@ -40,36 +39,14 @@ func apiQuery(stdout io.Writer, addr, path string, q url.Values, asJSON bool, v 
 }
 
 // detectAPIGet reads path?q from the collector at addr into its body, or an error naming the
-// status and the collector's JSON error.
+// status and the collector's JSON error. The token and CAs come from the environment
+// (api.NewClient).
 func detectAPIGet(addr, path string, q url.Values) ([]byte, error) {
-	u := addr
-	if !strings.Contains(u, "://") {
-		u = "http://" + u
-	}
-	u = strings.TrimSuffix(u, "/") + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get(u)
-	if err != nil {
-		return nil, fmt.Errorf("%w (is 'intake serve' running with http.address %s?)", err, addr)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	c, err := api.NewClient(addr, 10*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			return nil, fmt.Errorf("%s: %s", resp.Status, e.Error)
-		}
-		return nil, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(body))
-	}
-	return body, nil
+	return c.Get(path, q)
 }
 
 func runQueryEvents(args []string, stdout, stderr io.Writer) error {

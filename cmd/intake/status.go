@@ -1,15 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/intake-int/intake/api"
+	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/ingest"
 )
@@ -31,34 +30,39 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	url := *addr
-	if !strings.Contains(url, "://") {
-		url = "http://" + url
-	}
-	url = strings.TrimSuffix(url, "/") + "/api/v1/status"
-	client := &http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get(url)
-	if err != nil {
-		return fmt.Errorf("%w (is 'intake serve' running with http.address %s?)", err, *addr)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	c, err := api.NewClient(*addr, 5*time.Second)
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s: %s", url, resp.Status, bytes.TrimSpace(body))
+	body, err := c.Get("/api/v1/status", nil)
+	if err != nil {
+		return err
 	}
 	if *asJSON {
 		_, err := stdout.Write(body)
 		return err
 	}
-	var st ingest.Status
+	var st collector.Status
 	if err := json.Unmarshal(body, &st); err != nil {
-		return fmt.Errorf("%s: %w", url, err)
+		return fmt.Errorf("%s/api/v1/status: %w", c.Base, err)
 	}
-	printStatus(stdout, *addr, &st)
+	printStatus(stdout, *addr, &st.Status)
+	printDrops(stdout, &st.Drops)
 	return nil
+}
+
+// printDrops prints the drops total and every component's non-zero counters.
+func printDrops(w io.Writer, d *collector.Drops) {
+	fmt.Fprintf(w, "\ndrops: %d\n", d.Total)
+	for _, c := range []struct {
+		name string
+		m    map[string]uint64
+	}{{"ingest", d.Ingest}, {"processor queues", d.ProcessorQueues}, {"event rings", d.EventRings}, {"event streams", d.EventStreams},
+		{"export", d.Export}, {"redis", d.Redis}, {"flowcache", d.FlowCache}, {"dta", d.DTA}, {"label", d.Label}} {
+		if s := nonZero(c.m); s != "" {
+			fmt.Fprintf(w, "  %s:%s\n", c.name, s)
+		}
+	}
 }
 
 func printStatus(w io.Writer, addr string, st *ingest.Status) {
