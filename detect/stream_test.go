@@ -14,6 +14,7 @@ import (
 
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/metrics"
 )
 
 // openStream opens GET /api/v1/events/stream and reads its opening comment.
@@ -191,4 +192,32 @@ func newTestServer(t *testing.T, srv *api.Server) string {
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return ts.URL
+}
+
+// TestStreamMetrics: the streams' counters are on /metrics and in the detector's status.
+func TestStreamMetrics(t *testing.T) {
+	reg := metrics.NewRegistry()
+	cfg := testConfig()
+	cfg.MaxStreams = 1
+	d := New(cfg, Deps{Metrics: reg})
+	srv := api.New("127.0.0.1:0", nil)
+	d.RegisterAPI(srv)
+	url := newTestServer(t, srv)
+	openStream(t, url)
+	resp, err := http.Get(url + "/api/v1/events/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var b strings.Builder
+	reg.WriteText(&b)
+	for _, want := range []string{"intake_event_streams 1\n", "intake_event_streams_refused_total 1\n",
+		`intake_event_streams_dropped_total{reason="behind"} 0` + "\n", `intake_event_streams_dropped_total{reason="slow"} 0` + "\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, b.String())
+		}
+	}
+	if st := d.Stats().Streams; st == nil || st.Open != 1 || st.Refused != 1 || st.Max != 1 {
+		t.Errorf("stats %+v", st)
+	}
 }
