@@ -158,7 +158,8 @@ func Parse(b []byte) (Config, error) {
 	// Our own walk first: it names the key by its dotted path, which yaml.v3's strict mode
 	// (line numbers and Go type names) does not. It also rewrites a bare 0 duration as 0s,
 	// which yaml.v3 refuses to decode: the tree is encoded again for the decoder.
-	if err := check(doc, reflect.TypeOf(Config{}), ""); err != nil {
+	w := &walker{}
+	if err := w.check(doc, reflect.TypeOf(Config{}), ""); err != nil {
 		return Config{}, err
 	}
 	b, err := yaml.Marshal(&root)
@@ -224,9 +225,19 @@ func find(n *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
+// walker is check's state: the nodes visited so far.
+type walker struct{ nodes int }
+
+// maxNodes bounds the values of a configuration, aliases expanded.
+const maxNodes = 1 << 20
+
 // check walks node against type t: unknown keys, a list where a map belongs, and scalars that
 // do not fit their field are reported with their dotted path.
-func check(n *yaml.Node, t reflect.Type, path string) error {
+func (w *walker) check(n *yaml.Node, t reflect.Type, path string) error {
+	// Aliases make a small file a large tree (or a loop): the walk is bounded.
+	if w.nodes++; w.nodes > maxNodes {
+		return &Error{Key: "(top level)", Msg: fmt.Sprintf("more than %d values with aliases expanded", maxNodes)}
+	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -263,7 +274,7 @@ func check(n *yaml.Node, t reflect.Type, path string) error {
 			if !ok {
 				return &Error{Key: join(path, k), Msg: "unknown key (allowed: " + strings.Join(keys(t), ", ") + ")"}
 			}
-			if err := check(n.Content[i+1], f.Type, join(path, k)); err != nil {
+			if err := w.check(n.Content[i+1], f.Type, join(path, k)); err != nil {
 				return err
 			}
 		}
@@ -274,7 +285,7 @@ func check(n *yaml.Node, t reflect.Type, path string) error {
 			return &Error{Key: key, Value: show(n), Msg: "must be a mapping of names to " + kindName(t.Elem())}
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := check(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value)); err != nil {
+			if err := w.check(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value)); err != nil {
 				return err
 			}
 		}
@@ -283,7 +294,7 @@ func check(n *yaml.Node, t reflect.Type, path string) error {
 			return &Error{Key: key, Value: show(n), Msg: "must be a list"}
 		}
 		for i, e := range n.Content {
-			if err := check(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := w.check(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}

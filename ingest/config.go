@@ -151,6 +151,7 @@ func (c *Config) Validate() error {
 		port int
 	}
 	seen := map[bind]int{}
+	names := map[string]int{}
 	for i := range c.Listeners {
 		if err := c.Listeners[i].Validate(fmt.Sprintf("listeners[%d]", i)); err != nil {
 			return err
@@ -165,11 +166,10 @@ func (c *Config) Validate() error {
 			}
 			seen[b] = i
 		}
-		for j := 0; j < i; j++ {
-			if c.Listeners[j].Name == l.Name {
-				return errAt(fmt.Sprintf("listeners[%d].name", i), l.Name, "already used by listeners[%d]", j)
-			}
+		if j, dup := names[l.Name]; dup {
+			return errAt(fmt.Sprintf("listeners[%d].name", i), l.Name, "already used by listeners[%d]", j)
 		}
+		names[l.Name] = i
 	}
 	return nil
 }
