@@ -111,10 +111,6 @@ func (c *Config) Ingest() ingest.Config {
 // Error is a configuration error at one key.
 type Error = ingest.ConfigError
 
-func errAt(key string, value any, format string, args ...any) error {
-	return &Error{Key: key, Value: fmt.Sprint(value), Msg: fmt.Sprintf(format, args...)}
-}
-
 // MaxFileSize bounds a configuration file: a larger one (or an endless one, /dev/zero) is
 // refused once this much has been read.
 const MaxFileSize = 1 << 20
