@@ -195,7 +195,17 @@ TIME  change   switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_
     "keys": 7,
     "evicted_flows": 0,
     "evicted_keys": 0,
-    "expired": 0
+    "expired": 0,
+    "streams": {
+      "open": 0,
+      "max": 8,
+      "opened": 0,
+      "refused": 0,
+      "dropped": {
+        "behind": 0,
+        "slow": 0
+      }
+    }
   },
   "export": {
     "values": 24,
