@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -102,15 +103,11 @@ func withAllow(tb testing.TB, w *worker, n int) {
 	w.allow = newAllowList(ps)
 	s := w.sock
 	s.names = make([]unix.RawSockaddrInet6, s.batch)
-	lens := make([]uint32, s.batch)
-	for i := range s.msgs {
-		lens[i] = s.msgs[i].Len
-	}
-	s.alloc()
 	for i := range s.names {
-		s.msgs[i].Len = lens[i]
 		s.names[i].Family = unix.AF_INET6
 		s.names[i].Addr = netip.MustParseAddr("::ffff:10.1.2.3").As16()
+		s.msgs[i].Hdr.Name = (*byte)(unsafe.Pointer(&s.names[i]))
+		s.msgs[i].Hdr.Namelen = unix.SizeofSockaddrInet6
 	}
 }
 
