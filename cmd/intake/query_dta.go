@@ -36,7 +36,7 @@ func runQueryDTA(prim string, args []string, stdout io.Writer) error {
 		arg = "LIST_ID"
 	}
 	fs := newFlags("query "+prim, "[--addr HOST:PORT | --store DIR] [flags] "+arg, stdout)
-	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address`")
+	addr := fs.String("addr", config.HTTPAddress, addrHelp)
 	store := fs.String("store", "", "open the DTA store `directory` read-only instead of asking a collector (dta.data_dir, or an epochs/<time> snapshot)")
 	keyLen := fs.Int("key-len", 4, "`bytes` a numeric key is widened to (the decoder's dta.key_len)")
 	var t *int

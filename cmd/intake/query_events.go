@@ -51,7 +51,7 @@ func detectAPIGet(addr, path string, q url.Values) ([]byte, error) {
 
 func runQueryEvents(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query events", "[--addr HOST:PORT] [--since T] [--kind K[,K]] [--limit N] [--json]", stdout)
-	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address`")
+	addr := fs.String("addr", config.HTTPAddress, addrHelp)
 	since := fs.String("since", "", "only events at or after `T`: RFC 3339, Unix ns, or a duration ago (5m)")
 	kind := fs.String("kind", "", "only these `kinds`: new_key, path_change, change, above, below, expire")
 	limit := fs.Int("limit", 0, "at most `N` events, the newest (default: the server's 1000)")

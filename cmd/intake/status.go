@@ -25,7 +25,7 @@ func init() {
 
 func runStatus(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("status", "[--addr HOST:PORT] [--json]", stdout)
-	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address` (http.address in its config)")
+	addr := fs.String("addr", config.HTTPAddress, addrHelp)
 	asJSON := fs.Bool("json", false, "print the status object as the API returns it")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
@@ -118,3 +118,6 @@ func bytesIEC(n int) string {
 	}
 	return fmt.Sprint(n)
 }
+
+// addrHelp is the --addr flag's text on the verbs that ask a running collector.
+const addrHelp = "the collector's HTTP `address` (http.address in its config; https://host:port for TLS); the token is read from $INTAKE_TOKEN or the file $INTAKE_TOKEN_FILE, the CA certificates for TLS from $INTAKE_CA"
