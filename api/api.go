@@ -7,10 +7,15 @@
 // processor and sink register their own endpoints on a Server (Registrar), as named methods,
 // before Start. JSON keys are snake_case; a request with a bad parameter gets 400 and a JSON
 // body {"error": "..."} that names the parameter, the value and what is allowed (BadParam).
+//
+// Every request passes the Server's guards first (guard.go, docs/security.md): the Host
+// header must name this server (DNS rebinding), the bearer token must be there when one is
+// configured, and a body is capped in size. The server may serve TLS.
 package api
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,25 +35,46 @@ type Registrar interface {
 
 // Server is the HTTP server. New is inert; Start listens; Stop shuts down.
 type Server struct {
-	addr string
-	reg  *metrics.Registry
-	log  *slog.Logger
-	mux  *http.ServeMux
-	srv  *http.Server
-	ln   net.Listener
-	done chan error
+	cfg   Config
+	addr  string
+	reg   *metrics.Registry
+	log   *slog.Logger
+	mux   *http.ServeMux
+	guard guard
+	srv   *http.Server
+	ln    net.Listener
+	done  chan error
+	// cancel ends the context every request's derives from: long-lived handlers (the
+	// event stream) return at Stop instead of holding it up.
+	cancel context.CancelFunc
 }
 
 // New builds a server for addr (host:port; port 0 picks a free one) over the registry
-// (nil: /metrics answers 503). It serves /healthz and /metrics; components add the rest.
+// (nil: /metrics answers 503), with no token and no TLS. It serves /healthz and /metrics;
+// components add the rest.
 func New(addr string, reg *metrics.Registry) *Server {
-	s := &Server{addr: addr, reg: reg, log: slog.Default(), mux: http.NewServeMux()}
+	cfg := DefaultConfig()
+	cfg.Address = addr
+	s, _ := NewFromConfig(cfg, reg) // no file to read: cannot fail
+	return s
+}
+
+// NewFromConfig builds a server from the http section (validated: it reads the token file
+// again, so that an error here is one that appeared since).
+func NewFromConfig(cfg Config, reg *metrics.Registry) (*Server, error) {
+	tok, err := cfg.BearerToken()
+	if err != nil {
+		return nil, fmt.Errorf("http.token_file: %w", err)
+	}
+	s := &Server{cfg: cfg, addr: cfg.Address, reg: reg, log: slog.Default(), mux: http.NewServeMux()}
+	s.guard.init(tok, cfg.TokenReads, cfg.AllowedHosts)
+	s.guard.register(reg)
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /metrics", s.metrics)
 	s.mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) {
 		Error(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 	})
-	return s
+	return s, nil
 }
 
 // SetLogger sets where the server logs (default slog.Default()).
@@ -72,21 +98,46 @@ func (s *Server) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Re
 	s.Handle(pattern, http.HandlerFunc(h))
 }
 
-// Handler returns the server's handler, for tests and embedding.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler returns the server's handler, guards included, for tests and embedding.
+func (s *Server) Handler() http.Handler { return s.guard.wrap(s.mux) }
+
+// Guarded reports whether requests need a token (for the startup lines).
+func (s *Server) Guarded() bool { return s.guard.token != "" }
+
+// Refused returns the requests refused by the guards, by reason (host, token, body).
+func (s *Server) Refused() map[string]uint64 { return s.guard.Refused() }
+
+// TLS reports whether the server serves HTTPS.
+func (s *Server) TLS() bool { return s.cfg.TLS.Cert != "" }
 
 // Name is the server's component name.
 func (s *Server) Name() string { return "http" }
 
 // Start listens and serves in the background.
 func (s *Server) Start(context.Context) error {
+	var tcfg *tls.Config
+	if s.cfg.TLS.Cert != "" {
+		cert, err := tls.LoadX509KeyPair(s.cfg.TLS.Cert, s.cfg.TLS.Key)
+		if err != nil {
+			return fmt.Errorf("http.tls: %w", err)
+		}
+		tcfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		return fmt.Errorf("http.address %s: %w", s.addr, err)
 	}
+	s.guard.setBound(ln.Addr())
 	s.ln = ln
-	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	if tcfg != nil {
+		ln = tls.NewListener(ln, tcfg)
+	}
+	base, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.srv = &http.Server{Handler: s.guard.wrap(s.mux), ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
+		BaseContext: func(net.Listener) context.Context { return base },
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	s.done = make(chan error, 1)
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return nil
@@ -100,17 +151,25 @@ func (s *Server) Addr() string {
 	return s.ln.Addr().String()
 }
 
-// Stop shuts the server down, waiting up to the context's deadline for requests in flight;
-// past it, the connections are closed.
+// stopGrace bounds how long Stop waits for requests in flight: every handler answers from
+// memory, and the streams end as soon as their context does.
+const stopGrace = 500 * time.Millisecond
+
+// Stop shuts the server down: it ends the requests' context (the event streams return),
+// waits for requests in flight up to stopGrace (or the context's deadline, if sooner), and
+// then closes the connections that remain (a client that does not read).
 func (s *Server) Stop(ctx context.Context) error {
 	if s.srv == nil {
 		return nil
 	}
-	err := s.srv.Shutdown(ctx)
-	if err != nil {
+	s.cancel()
+	gctx, cancel := context.WithTimeout(ctx, stopGrace)
+	defer cancel()
+	if s.srv.Shutdown(gctx) != nil {
 		s.srv.Close()
 	}
-	if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+	var err error
+	if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) {
 		err = serr
 	}
 	s.srv, s.ln = nil, nil

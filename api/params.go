@@ -2,7 +2,9 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -131,4 +133,37 @@ func ParseFlow(src, dst string, sport, dport uint16, proto uint8) (telemetry.Flo
 	k.SetAddrs(s.Unmap(), t.Unmap())
 	k.SrcPort, k.DstPort, k.Proto = sport, dport, proto
 	return k, true
+}
+
+// DecodeBody decodes the request's JSON body into v strictly: one JSON value and nothing
+// after it but white space, unknown keys refused where v is a struct, at most MaxBody
+// bytes (the guard caps the body; a handler may not rely on it in tests that call it
+// directly, so the cap is applied here too). On error it answers 400, or 413 for a body
+// too large, naming what is allowed, and returns false.
+func DecodeBody(w http.ResponseWriter, r *http.Request, v any, allowed string) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		// Anything after the value but white space is garbage, not a second request.
+		var extra json.RawMessage
+		if e := dec.Decode(&extra); e != io.EOF {
+			err = errors.New("data after the JSON value")
+			if mb := (*http.MaxBytesError)(nil); errors.As(e, &mb) {
+				err = e
+			}
+		}
+	}
+	if err == nil {
+		return true
+	}
+	if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
+		Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxBody))
+		return false
+	}
+	if err == io.EOF {
+		err = errors.New("empty")
+	}
+	Error(w, http.StatusBadRequest, "body: must be "+allowed+": "+err.Error())
+	return false
 }

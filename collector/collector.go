@@ -67,6 +67,10 @@ type Collector struct {
 	Label      *label.Controller
 	Redis      *export.RedisSink
 
+	records      *export.InfluxRecords
+	labelControl *label.HTTPControl
+	busConsumers []string // the bus consumers the components will subscribe, for Drops
+
 	log     *slog.Logger
 	comps   []Component // in start order, without the receiver and the API
 	mu      sync.Mutex
@@ -88,7 +92,11 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 	in := cfg.Ingest()
 	workers := in.Workers()
 	if cfg.HTTP.Address != "" && !opts.NoHTTP {
-		c.API = api.New(cfg.HTTP.Address, c.Metrics)
+		srv, err := api.NewFromConfig(cfg.HTTP, c.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		c.API = srv
 		c.API.SetLogger(log.With("component", "http"))
 	}
 	var procs []ingest.Processor
@@ -104,7 +112,7 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 	}
 	c.Receiver = recv
 	if c.API != nil {
-		recv.RegisterAPI(c.API)
+		c.API.HandleFunc("GET /api/v1/status", c.statusHandler())
 		for _, x := range procs {
 			if r, ok := x.(api.Registrar); ok {
 				r.RegisterAPI(c.API)
@@ -138,6 +146,10 @@ func (c *Collector) buildDetect(workers int, procs *[]ingest.Processor) error {
 		return err
 	}
 	c.Detector, c.Export = d, pipe
+	c.busConsumers = append(c.busConsumers, "export")
+	if c.API != nil {
+		c.busConsumers = append(c.busConsumers, "log")
+	}
 	c.comps = append(c.comps, pipe, d)
 	*procs = append(*procs, d)
 	return nil
@@ -150,6 +162,9 @@ func (c *Collector) buildDTA(workers int, procs *[]ingest.Processor) {
 	t := dta.NewTranslator(c.Config.DTA, dta.Deps{Workers: workers, Bus: c.Bus, Metrics: c.Metrics})
 	t.SetKeyLen(c.Config.Decoder.DTA.KeyLen)
 	c.Translator = t
+	if c.Config.DTA.INT.EventList >= 0 {
+		c.busConsumers = append(c.busConsumers, "dta")
+	}
 	c.comps = append(c.comps, t)
 	*procs = append(*procs, t)
 }
@@ -168,6 +183,7 @@ func (c *Collector) buildFlowCache(workers int, procs *[]ingest.Processor) {
 	if ex.InfluxDB.URL != "" {
 		rec := export.NewInfluxRecords(ex, c.Metrics)
 		rec.SetLogger(c.log.With("component", "export"))
+		c.records = rec
 		fc.AddSink(rec.OfferRecord)
 		c.comps = append(c.comps, rec)
 	}
@@ -178,6 +194,7 @@ func (c *Collector) buildFlowCache(workers int, procs *[]ingest.Processor) {
 		fc.AddSink(r.OfferRecord)
 		fc.SetSinkStatus(func() any { cs := r.Counts(); return &cs })
 		r.Events(c.Bus, c.Config.Detect.Ring)
+		c.busConsumers = append(c.busConsumers, "redis")
 		c.comps = append(c.comps, r)
 		if p := ex.Redis.HashPeriod; p > 0 {
 			fc.SetLatestSink(p, r.OfferLatest)
@@ -196,7 +213,8 @@ func (c *Collector) buildLabel(procs *[]ingest.Processor) {
 	}
 	var setter label.ShiftSetter
 	if cfg.Control != "" {
-		setter = label.NewHTTPControl(cfg.Control)
+		c.labelControl = label.NewHTTPControl(cfg.Control)
+		setter = c.labelControl
 	}
 	l := label.New(cfg, label.Deps{Setter: setter, Metrics: c.Metrics})
 	c.Label = l
@@ -275,7 +293,7 @@ func (c *Collector) RunCapture(ctx context.Context, rd *pcap.Reader) (ingest.Cap
 	return sum, errors.Join(err, stopAll(ctx, c.comps))
 }
 
-// Status is the receive path's status (GET /api/v1/status).
+// Status is the receive path's status (GET /api/v1/status without the drops).
 func (c *Collector) Status() ingest.Status { return c.Receiver.Status() }
 
 // Rejections counts reports that decoded but a processor refused, by "processor reason":

@@ -14,16 +14,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
+	"io"
 	"os"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/detect"
 	"github.com/intake-int/intake/dta"
 	"github.com/intake-int/intake/export"
@@ -40,7 +39,7 @@ const (
 	PortReportAlt = 54321
 	PortDTA       = 40040
 	PortLabel     = 40050
-	HTTPAddress   = "127.0.0.1:8040"
+	HTTPAddress   = api.DefaultAddress
 )
 
 // Config is the whole file.
@@ -76,11 +75,8 @@ func (c *Config) withSectionDefaults() {
 	c.Label, c.Export = label.DefaultConfig(), export.DefaultConfig()
 }
 
-// HTTP configures the API server.
-type HTTP struct {
-	// Address is host:port to listen on; empty disables the server.
-	Address string `yaml:"address"`
-}
+// HTTP configures the API server (its section is the api package's).
+type HTTP = api.Config
 
 // Default returns the documented defaults.
 func Default() Config {
@@ -91,7 +87,7 @@ func Default() Config {
 			{Format: "dta", Port: PortDTA},
 			{Format: "int-label", Port: PortLabel},
 		},
-		HTTP:    HTTP{Address: HTTPAddress},
+		HTTP:    api.DefaultConfig(),
 		Decoder: wire.DefaultConfig(),
 	}
 	c.withSectionDefaults()
@@ -115,15 +111,23 @@ func (c *Config) Ingest() ingest.Config {
 // Error is a configuration error at one key.
 type Error = ingest.ConfigError
 
-func errAt(key string, value any, format string, args ...any) error {
-	return &Error{Key: key, Value: fmt.Sprint(value), Msg: fmt.Sprintf(format, args...)}
-}
+// MaxFileSize bounds a configuration file: a larger one (or an endless one, /dev/zero) is
+// refused once this much has been read.
+const MaxFileSize = 1 << 20
 
 // Load reads the file at path over the defaults, then validates it.
 func Load(path string) (Config, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return Config{}, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return Config{}, err
+	}
+	if len(b) > MaxFileSize {
+		return Config{}, fmt.Errorf("%s: larger than %d bytes: not a configuration file", path, MaxFileSize)
 	}
 	c, err := Parse(b)
 	if err != nil {
@@ -148,11 +152,17 @@ func Parse(b []byte) (Config, error) {
 		doc = doc.Content[0]
 	}
 	// Our own walk first: it names the key by its dotted path, which yaml.v3's strict mode
-	// (line numbers and Go type names) does not.
-	if err := check(doc, reflect.TypeOf(Config{}), ""); err != nil {
+	// (line numbers and Go type names) does not. It also rewrites a bare 0 duration as 0s,
+	// which yaml.v3 refuses to decode: the tree is encoded again for the decoder.
+	w := &walker{}
+	if err := w.check(doc, reflect.TypeOf(Config{}), ""); err != nil {
 		return Config{}, err
 	}
-	c := Config{HTTP: HTTP{Address: HTTPAddress}, Decoder: wire.DefaultConfig()}
+	b, err := yaml.Marshal(&root)
+	if err != nil {
+		return Config{}, err
+	}
+	c := Config{HTTP: api.DefaultConfig(), Decoder: wire.DefaultConfig()}
 	c.withSectionDefaults()
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
@@ -211,9 +221,19 @@ func find(n *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
+// walker is check's state: the nodes visited so far.
+type walker struct{ nodes int }
+
+// maxNodes bounds the values of a configuration, aliases expanded.
+const maxNodes = 1 << 20
+
 // check walks node against type t: unknown keys, a list where a map belongs, and scalars that
 // do not fit their field are reported with their dotted path.
-func check(n *yaml.Node, t reflect.Type, path string) error {
+func (w *walker) check(n *yaml.Node, t reflect.Type, path string) error {
+	// Aliases make a small file a large tree (or a loop): the walk is bounded.
+	if w.nodes++; w.nodes > maxNodes {
+		return &Error{Key: "(top level)", Msg: fmt.Sprintf("more than %d values with aliases expanded", maxNodes)}
+	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -227,6 +247,18 @@ func check(n *yaml.Node, t reflect.Type, path string) error {
 	if key == "" {
 		key = "(top level)"
 	}
+	if reflect.PointerTo(t).Implements(funcUnmarshaler) && t.Kind() == reflect.Map && n.Kind == yaml.MappingNode {
+		// A map that reads itself (detect.Levels): its error names the entry at fault.
+		if err := n.Decode(reflect.New(t).Interface()); err != nil {
+			return errors.New(key + "." + err.Error())
+		}
+		return nil
+	}
+	if t == reflect.TypeFor[time.Duration]() && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!int" && n.Value == "0" {
+		// "0 turns it off" is documented for many durations: a bare 0 is 0s.
+		n.Value, n.Tag, n.Style = "0s", "!!str", 0
+		return nil
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
@@ -238,7 +270,7 @@ func check(n *yaml.Node, t reflect.Type, path string) error {
 			if !ok {
 				return &Error{Key: join(path, k), Msg: "unknown key (allowed: " + strings.Join(keys(t), ", ") + ")"}
 			}
-			if err := check(n.Content[i+1], f.Type, join(path, k)); err != nil {
+			if err := w.check(n.Content[i+1], f.Type, join(path, k)); err != nil {
 				return err
 			}
 		}
@@ -249,7 +281,7 @@ func check(n *yaml.Node, t reflect.Type, path string) error {
 			return &Error{Key: key, Value: show(n), Msg: "must be a mapping of names to " + kindName(t.Elem())}
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := check(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value)); err != nil {
+			if err := w.check(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value)); err != nil {
 				return err
 			}
 		}
@@ -258,7 +290,7 @@ func check(n *yaml.Node, t reflect.Type, path string) error {
 			return &Error{Key: key, Value: show(n), Msg: "must be a list"}
 		}
 		for i, e := range n.Content {
-			if err := check(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := w.check(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}
@@ -266,12 +298,33 @@ func check(n *yaml.Node, t reflect.Type, path string) error {
 		if n.Kind != yaml.ScalarNode {
 			return &Error{Key: key, Msg: "must be " + kindName(t)}
 		}
+		// yaml.v3 turns 16384.5 into 16384 for an integer field: only an integer will do.
+		if isInteger(t) && n.ShortTag() != "!!int" {
+			return &Error{Key: key, Value: n.Value, Msg: "must be " + kindName(t)}
+		}
 		v := reflect.New(t)
 		if err := n.Decode(v.Interface()); err != nil {
 			return &Error{Key: key, Value: n.Value, Msg: "must be " + kindName(t)}
 		}
 	}
 	return nil
+}
+
+// funcUnmarshaler is yaml's unmarshaler in its function form, which a component's type can
+// implement without importing the YAML library.
+var funcUnmarshaler = reflect.TypeFor[interface{ UnmarshalYAML(func(any) error) error }]()
+
+// isInteger reports whether t is an integer kind (a duration is not: it is written "10s").
+func isInteger(t reflect.Type) bool {
+	if t == reflect.TypeFor[time.Duration]() {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
 }
 
 func show(n *yaml.Node) string {
@@ -349,19 +402,8 @@ func (c *Config) Validate() error {
 	if err := in.Validate(); err != nil {
 		return err
 	}
-	if a := c.HTTP.Address; a != "" {
-		host, port, err := net.SplitHostPort(a)
-		if err != nil {
-			return errAt("http.address", a, "must be host:port, e.g. %s", HTTPAddress)
-		}
-		if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-			return errAt("http.address", a, "port must be 0-65535")
-		}
-		if host != "" && host != "localhost" {
-			if _, err := netip.ParseAddr(host); err != nil {
-				return errAt("http.address", a, "host must be an IP address, localhost or empty")
-			}
-		}
+	if err := c.HTTP.Validate(); err != nil {
+		return fmt.Errorf("http.%w", err)
 	}
 	if err := c.Decoder.Validate(); err != nil {
 		return prefix("decoder", err)
@@ -381,11 +423,18 @@ func (c *Config) DecoderFor(i int) wire.Config {
 	return in.DecoderFor(i)
 }
 
-// Dump returns the configuration as YAML, every key spelled out.
+// Dump returns the configuration as YAML, every key spelled out, followed by its budget
+// (what each component will take) as comments.
 func (c *Config) Dump() []byte {
 	b, err := yaml.Marshal(c)
 	if err != nil { // a plain struct of scalars and slices always marshals
 		panic(err)
+	}
+	b = append(b, "\n# Budget: the memory and files each component takes at these sizes\n"...)
+	for _, l := range strings.SplitAfter(c.Budget().String(), "\n") {
+		if l != "" {
+			b = append(b, "# "+l...)
+		}
 	}
 	return b
 }

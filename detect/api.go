@@ -1,14 +1,12 @@
 package detect
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/intake-int/intake/api"
@@ -115,109 +113,32 @@ func ToJSON(seq uint64, e *event.Event) EventJSON {
 	return j
 }
 
-// Log keeps the most recent events for GET /api/v1/events: a bus consumer drained by its own
-// goroutine into a bounded ring, each event numbered. The Detector owns one (Detector.Log).
-type Log struct {
-	bus    *event.Bus
-	cons   *event.Consumer
-	mu     sync.Mutex
-	ring   []event.Event
-	seq    uint64 // events stored so far; the newest has seq
-	cancel context.CancelFunc
-	done   chan struct{}
-}
+// The times an event can carry: Unix nanoseconds in an int64.
+var (
+	minEventTime = time.Unix(0, math.MinInt64)
+	maxEventTime = time.Unix(0, math.MaxInt64)
+)
 
-// newLog builds a log of size events over bus, reading it through a ring of ring events
-// from start to stop.
-func newLog(bus *event.Bus, size, ring int) *Log {
-	return &Log{bus: bus, ring: make([]event.Event, max(size, 1)), cons: bus.Subscribe("log", ring)}
-}
-
-// Log returns the detector's event log (nil before RegisterAPI).
-func (d *Detector) Log() *Log { return d.log }
-
-// start drains the bus into the log until stop.
-func (l *Log) start() {
-	if l.cancel != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	l.cancel, l.done = cancel, make(chan struct{})
-	go func() {
-		defer close(l.done)
-		buf := make([]event.Event, 256)
-		for l.cons.Wait(ctx) {
-			l.Drain(buf)
-		}
-		l.Drain(buf)
-	}()
-}
-
-// Drain moves waiting events into the log now.
-func (l *Log) Drain(buf []event.Event) {
-	for {
-		n := l.cons.Poll(buf)
-		l.mu.Lock()
-		for i := range buf[:n] {
-			l.ring[l.seq%uint64(len(l.ring))] = buf[i]
-			l.seq++
-		}
-		l.mu.Unlock()
-		if n < len(buf) {
-			return
-		}
-	}
-}
-
-// stop ends the log's goroutine; the log keeps its events and its place on the bus (so
-// that a restart loses nothing published meanwhile).
-func (l *Log) stop() {
-	if l.cancel != nil {
-		l.cancel()
-		<-l.done
-		l.cancel = nil
-	}
-}
-
-// Query returns the logged events with time ≥ since (Unix ns) and a kind in kinds (all when
-// empty), oldest first, at most limit (the newest ones).
-func (l *Log) Query(since int64, kinds map[event.Kind]bool, limit int) []EventJSON {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := uint64(len(l.ring))
-	first := uint64(0)
-	if l.seq > n {
-		first = l.seq - n
-	}
-	out := []EventJSON{}
-	for s := first; s < l.seq; s++ {
-		e := &l.ring[s%n]
-		if e.Time < since || (len(kinds) > 0 && !kinds[e.Kind]) {
-			continue
-		}
-		out = append(out, ToJSON(s+1, e))
-	}
-	if limit > 0 && len(out) > limit {
-		out = out[len(out)-limit:]
-	}
-	return out
-}
-
-// parseSince accepts RFC 3339, Unix nanoseconds, or a Go duration meaning that long ago.
-func parseSince(s string, now time.Time) (int64, bool) {
+// parseSince accepts RFC 3339, Unix nanoseconds, or a Go duration meaning that long ago; it
+// returns what is allowed when s is none of them. A time outside what Unix nanoseconds can
+// hold (1677 to 2262) is refused: UnixNano would wrap it around and answer with everything.
+func parseSince(s string, now time.Time) (int64, string) {
 	if s == "" {
-		return 0, true
+		return 0, ""
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UnixNano(), true
+		if t.Before(minEventTime) || t.After(maxEventTime) {
+			return 0, "a time from " + minEventTime.UTC().Format(time.RFC3339Nano) + " to " + maxEventTime.UTC().Format(time.RFC3339Nano)
+		}
+		return t.UnixNano(), ""
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return n, true
+		return n, ""
 	}
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d).UnixNano(), true
+		return now.Add(-d).UnixNano(), ""
 	}
-	return 0, false
+	return 0, "an RFC 3339 time, Unix nanoseconds, or a duration such as 5m"
 }
 
 func parseKinds(w http.ResponseWriter, r *http.Request) (map[event.Kind]bool, bool) {
@@ -251,7 +172,7 @@ func eventKindNames() []string {
 //	GET /api/v1/thresholds, PUT /api/v1/thresholds    detect.change / detect.above at run time
 func (d *Detector) RegisterAPI(s *api.Server) {
 	if d.log == nil {
-		d.log = newLog(d.bus, d.cfg.EventLog, d.cfg.Ring)
+		d.log = newLog(d.bus, d.cfg.EventLog, d.cfg.Ring, d.cfg.MaxStreams)
 	}
 	s.HandleFunc("GET /api/v1/events", d.handleEvents)
 	s.HandleFunc("GET /api/v1/events/stream", d.handleStream)
@@ -265,9 +186,9 @@ func (d *Detector) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	since, ok := parseSince(q.Get("since"), time.Now())
-	if !ok {
-		api.BadParam(w, "since", q.Get("since"), "an RFC 3339 time, Unix nanoseconds, or a duration such as 5m")
+	since, bad := parseSince(q.Get("since"), time.Now())
+	if bad != "" {
+		api.BadParam(w, "since", q.Get("since"), bad)
 		return
 	}
 	kinds, ok := parseKinds(w, r)
@@ -279,63 +200,6 @@ func (d *Detector) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	api.JSON(w, http.StatusOK, map[string]any{"events": d.log.Query(since, kinds, limit)})
-}
-
-// handleStream serves the events as server-sent events until the client goes away.
-func (d *Detector) handleStream(w http.ResponseWriter, r *http.Request) {
-	if !api.CheckParams(w, r, "kind") {
-		return
-	}
-	kinds, ok := parseKinds(w, r)
-	if !ok {
-		return
-	}
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		api.Error(w, http.StatusInternalServerError, "streaming unsupported")
-		return
-	}
-	c := d.bus.Subscribe("stream", 4096)
-	defer d.bus.Unsubscribe(c)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprintf(w, ": intake event stream\n\n")
-	fl.Flush()
-	buf := make([]event.Event, 256)
-	var seq, lost uint64
-	keepalive := time.NewTicker(15 * time.Second)
-	defer keepalive.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-keepalive.C:
-			fmt.Fprintf(w, ": keepalive\n\n")
-		case <-c.Notify():
-		}
-		for {
-			n := c.Poll(buf)
-			for i := range buf[:n] {
-				seq++
-				if len(kinds) > 0 && !kinds[buf[i].Kind] {
-					continue
-				}
-				b, _ := json.Marshal(ToJSON(seq, &buf[i]))
-				fmt.Fprintf(w, "event: %s\ndata: %s\n\n", buf[i].Kind, b)
-			}
-			if n < len(buf) {
-				break
-			}
-		}
-		if o := c.Overflow(); o != lost {
-			fmt.Fprintf(w, "event: overflow\ndata: {\"lost\": %d}\n\n", o-lost)
-			lost = o
-		}
-		if fl.Flush(); r.Context().Err() != nil {
-			return
-		}
-	}
 }
 
 func (d *Detector) handleFlow(w http.ResponseWriter, r *http.Request) {
@@ -360,25 +224,28 @@ func (d *Detector) handleThresholds(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// handleSetThresholds applies a body of {"change": {measurement: value or null}, "above":
-// {...}} all or nothing.
+// thresholdsBody says what PUT /api/v1/thresholds takes.
+const thresholdsBody = `{"change": {measurement: level}, "above": {...}}, a level a non-negative integer, or null or "off" to turn the rule off`
+
+// handleSetThresholds applies a body of {"change": {measurement: level}, "above": {...}}
+// all or nothing. A level is a non-negative integer (any, the largest included: it is a
+// rule in force), or null or "off", which turn the rule off.
 func (d *Detector) handleSetThresholds(w http.ResponseWriter, r *http.Request) {
 	if !api.CheckParams(w, r) {
 		return
 	}
-	var body map[string]map[string]*uint64
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
-	if err := dec.Decode(&body); err != nil {
-		api.Error(w, http.StatusBadRequest, "body: must be {\"change\": {measurement: value or null}, \"above\": {...}}: "+err.Error())
+	var body map[string]map[string]json.RawMessage
+	if !api.DecodeBody(w, r, &body, thresholdsBody) {
 		return
 	}
 	type set struct {
 		kind event.Kind
 		m    event.Measurement
 		v    uint64
+		on   bool
 	}
 	var sets []set
-	for sec, vals := range body {
+	for _, sec := range sortedKeys(body) {
 		kind := event.KindChange
 		switch sec {
 		case "change":
@@ -388,27 +255,47 @@ func (d *Detector) handleSetThresholds(w http.ResponseWriter, r *http.Request) {
 			api.Error(w, http.StatusBadRequest, fmt.Sprintf("body: %q: unknown section (allowed: change, above)", sec))
 			return
 		}
-		for name, v := range vals {
+		vals := body[sec]
+		for _, name := range sortedKeys(vals) {
 			m, err := ThresholdMeasurement(name)
 			if err != nil {
 				api.Error(w, http.StatusBadRequest, fmt.Sprintf("body: %s.%s: %v", sec, name, err))
 				return
 			}
-			x := uint64(Off)
-			if v != nil {
-				x = *v
+			v, on, err := parseLevel(vals[name])
+			if err != nil {
+				api.Error(w, http.StatusBadRequest, fmt.Sprintf("body: %s.%s: %s: %v", sec, name, vals[name], err))
+				return
 			}
-			sets = append(sets, set{kind, m, x})
+			sets = append(sets, set{kind, m, v, on})
 		}
 	}
 	for _, s := range sets {
-		d.SetThreshold(s.kind, s.m, s.v)
+		if s.on {
+			d.SetThreshold(s.kind, s.m, s.v)
+		} else {
+			d.ClearThreshold(s.kind, s.m)
+		}
 	}
 	api.JSON(w, http.StatusOK, d.Thresholds())
 }
 
-// Thresholds is the GET/PUT /api/v1/thresholds body: measurement names to values; a rule
-// that is off is absent (and PUT turns one off with null).
+// parseLevel reads one level of a PUT body: a non-negative integer, or null or "off".
+func parseLevel(raw json.RawMessage) (v uint64, on bool, err error) {
+	switch s := string(raw); s {
+	case "null", `"off"`:
+		return 0, false, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return 0, false, errLevel
+	}
+	return v, true, nil
+}
+
+var errLevel = fmt.Errorf("must be a non-negative integer up to %d, or null or \"off\"", uint64(math.MaxUint64))
+
+// Thresholds is the GET/PUT /api/v1/thresholds answer: measurement names to levels; a rule
+// that is off is absent (PUT turns one off with null or "off").
 type Thresholds struct {
 	Change map[string]uint64 `json:"change"`
 	Above  map[string]uint64 `json:"above"`
@@ -418,10 +305,10 @@ type Thresholds struct {
 func (d *Detector) Thresholds() Thresholds {
 	t := Thresholds{Change: map[string]uint64{}, Above: map[string]uint64{}}
 	for m := event.FlowLatency; m < event.NumMeasurements; m++ {
-		if v := d.change[m].Load(); v != Off {
+		if v, on := d.Threshold(event.KindChange, m); on {
 			t.Change[m.String()] = v
 		}
-		if v := d.above[m].Load(); v != Off {
+		if v, on := d.Threshold(event.KindAbove, m); on {
 			t.Above[m.String()] = v
 		}
 	}

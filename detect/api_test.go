@@ -406,9 +406,63 @@ func TestAPIThresholds(t *testing.T) {
 }
 `)
 	f.expect(t, "PUT", "/api/v1/thresholds", `{"change": {"flow_latency": -1}}`, 400, `{
-  "error": "body: must be {\"change\": {measurement: value or null}, \"above\": {...}}: json: cannot unmarshal number -1 into Go value of type uint64"
+  "error": "body: change.flow_latency: -1: must be a non-negative integer up to 18446744073709551615, or null or \"off\""
 }
 `)
+	if after := f.d.Thresholds(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("a refused PUT changed the thresholds: %v, was %v", after, before)
+	}
+}
+
+// TestAPISinceRange: a since beyond what Unix nanoseconds hold is a 400. Before, 2999
+// wrapped around to a time long past and the answer was every event.
+func TestAPISinceRange(t *testing.T) {
+	f := newAPIFixture(t, testConfig())
+	f.process(report(t0, 1000, hop{node: 7, lat: 100}))
+	for _, since := range []string{"2999-01-01T00:00:00Z", "1600-01-01T00:00:00Z", "2262-04-11T23:47:16.854775808Z"} {
+		f.expect(t, "GET", "/api/v1/events?since="+since, "", 400, `{
+  "error": "parameter since: \"`+since+`\": must be a time from 1677-09-21T00:12:43.145224192Z to 2262-04-11T23:47:16.854775807Z",
+  "param": "since",
+  "value": "`+since+`"
+}
+`)
+	}
+	f.expect(t, "GET", "/api/v1/events?since=2262-04-11T23:47:16.854775807Z", "", 200, "{\n  \"events\": []\n}\n")
+}
+
+// TestAPIThresholdsExplicitOff: null and "off" turn a rule off; every integer, the largest
+// included, is a level in force and shown as one (before, the largest silently meant off);
+// a body with anything after its JSON value, or over the size limit, is refused.
+func TestAPIThresholdsExplicitOff(t *testing.T) {
+	f := newAPIFixture(t, testConfig())
+	f.expect(t, "PUT", "/api/v1/thresholds", `{"change": {"flow_hop_latency": 18446744073709551615, "drops": "off"}, "above": {"flow_hop_latency": null, "seq_gaps": 18446744073709551615}}`, 200, `{
+  "change": {
+    "flow_hop_latency": 18446744073709551615
+  },
+  "above": {
+    "seq_gaps": 18446744073709551615
+  }
+}
+`)
+	if v, on := f.d.Threshold(event.KindChange, event.FlowHopLatency); !on || v != 1<<64-1 {
+		t.Errorf("change flow_hop_latency: %d %v", v, on)
+	}
+	if _, on := f.d.Threshold(event.KindAbove, event.FlowHopLatency); on {
+		t.Error("above flow_hop_latency: still on after null")
+	}
+	before := f.d.Thresholds()
+	for _, tc := range []struct{ body, err string }{
+		{`{"change": {"flow_latency": 1}} x`, `body: must be {\"change\": {measurement: level}, \"above\": {...}}, a level a non-negative integer, or null or \"off\" to turn the rule off: data after the JSON value`},
+		{`{"change": {"flow_latency": 1}}{"above": {}}`, `body: must be {\"change\": {measurement: level}, \"above\": {...}}, a level a non-negative integer, or null or \"off\" to turn the rule off: data after the JSON value`},
+		{`{"change": {"flow_latency": "on"}}`, `body: change.flow_latency: \"on\": must be a non-negative integer up to 18446744073709551615, or null or \"off\"`},
+		{`{"change": {"flow_latency": 1.5}}`, `body: change.flow_latency: 1.5: must be a non-negative integer up to 18446744073709551615, or null or \"off\"`},
+		{`{"change": {"flow_latency": 18446744073709551616}}`, `body: change.flow_latency: 18446744073709551616: must be a non-negative integer up to 18446744073709551615, or null or \"off\"`},
+		{``, `body: must be {\"change\": {measurement: level}, \"above\": {...}}, a level a non-negative integer, or null or \"off\" to turn the rule off: empty`},
+	} {
+		f.expect(t, "PUT", "/api/v1/thresholds", tc.body, 400, "{\n  \"error\": \""+tc.err+"\"\n}\n")
+	}
+	big := `{"change": {"flow_latency": 1` + strings.Repeat(" ", api.MaxBody) + `}}`
+	f.expect(t, "PUT", "/api/v1/thresholds", big, 413, "{\n  \"error\": \"body larger than 65536 bytes\"\n}\n")
 	if after := f.d.Thresholds(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("a refused PUT changed the thresholds: %v, was %v", after, before)
 	}

@@ -30,13 +30,77 @@ type Config struct {
 	Ring int `yaml:"ring"`
 	// EventLog is the number of recent events kept for GET /api/v1/events.
 	EventLog int `yaml:"event_log"`
+	// MaxStreams bounds the live event streams (GET /api/v1/events/stream) open at once;
+	// one more is refused with 503. They all read the event log's ring.
+	MaxStreams int `yaml:"max_streams"`
 	// Change is T(m) per measurement: a change event when |V(t2) − V(t1)| > T(m), V(t1)
 	// being the value last exported. A measurement not listed raises no change events.
-	Change map[string]uint64 `yaml:"change"`
+	Change Levels `yaml:"change"`
 	// Above is the threshold-crossing level per measurement: an above event when the value
 	// goes from ≤ level (or unknown) to > level, a below event on the way back. A
 	// measurement not listed raises none.
-	Above map[string]uint64 `yaml:"above"`
+	Above Levels `yaml:"above"`
+}
+
+// Levels are thresholds by measurement name: detect.change and detect.above. In the
+// configuration file a level is a non-negative integer (any: the largest is a level like
+// the others, not a way to say "off"), or null or off: no such rule, as when the
+// measurement is left out, and the way to turn a default rule off. A mapping in the file
+// is applied over the defaults key by key.
+type Levels map[string]uint64
+
+// UnmarshalYAML applies a mapping of measurement names to levels over l. (The function
+// form of yaml's unmarshaler, so that this package does not import the YAML library.)
+func (l *Levels) UnmarshalYAML(unmarshal func(any) error) error {
+	var raw map[string]any
+	if err := unmarshal(&raw); err != nil {
+		return errors.New("must be a mapping of measurement names to levels")
+	}
+	if *l == nil {
+		*l = Levels{}
+	}
+	for _, name := range sortedKeys(raw) {
+		// A name is checked even when its rule is turned off: a misspelt one must not pass.
+		if _, err := ThresholdMeasurement(name); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		switch v := raw[name].(type) {
+		case nil:
+			delete(*l, name)
+			continue
+		case string:
+			if v == "off" {
+				delete(*l, name)
+				continue
+			}
+		case int:
+			if v >= 0 {
+				(*l)[name] = uint64(v)
+				continue
+			}
+		case uint64:
+			(*l)[name] = v
+			continue
+		}
+		return fmt.Errorf("%s: %v: %s", name, raw[name], LevelAllowed)
+	}
+	return nil
+}
+
+// LevelAllowed says what a level may be.
+const LevelAllowed = "must be a non-negative integer, or null or off (no such rule)"
+
+// MarshalYAML writes every measurement a threshold applies to, off when l has none, so
+// that a dump read back turns off what the defaults would turn on.
+func (l Levels) MarshalYAML() (any, error) {
+	out := map[string]any{}
+	for _, n := range thresholdNames() {
+		out[n] = "off"
+	}
+	for k, v := range l {
+		out[k] = v
+	}
+	return out, nil
 }
 
 // defaultChange is INTCollector's default threshold (50) for every numeric measurement it
@@ -51,17 +115,21 @@ func defaultChange() map[string]uint64 {
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
 	return Config{
-		Enabled:  true,
-		MaxFlows: 32768,
-		MaxKeys:  32768,
-		Shards:   64,
-		Expire:   time.Minute,
-		Ring:     1 << 16,
-		EventLog: 10000,
-		Change:   defaultChange(),
-		Above:    map[string]uint64{},
+		Enabled:    true,
+		MaxFlows:   32768,
+		MaxKeys:    32768,
+		Shards:     64,
+		Expire:     time.Minute,
+		Ring:       1 << 16,
+		EventLog:   10000,
+		MaxStreams: 8,
+		Change:     defaultChange(),
+		Above:      map[string]uint64{},
 	}
 }
+
+// MaxStreams is the most max_streams may be.
+const MaxStreams = 1024
 
 // Validate reports the first invalid setting as "key: value: what is allowed", the key
 // relative to the section.
@@ -83,6 +151,9 @@ func (c *Config) Validate() error {
 	}
 	if c.EventLog < 0 || c.EventLog > 1<<24 {
 		return fmt.Errorf("event_log: %d: must be 0-%d events", c.EventLog, 1<<24)
+	}
+	if c.MaxStreams < 0 || c.MaxStreams > MaxStreams {
+		return fmt.Errorf("max_streams: %d: must be 0-%d (0: no streams)", c.MaxStreams, MaxStreams)
 	}
 	for _, sec := range []struct {
 		name string
@@ -122,7 +193,7 @@ func thresholdNames() []string {
 	return ns
 }
 
-func sortedKeys(m map[string]uint64) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
 		ks = append(ks, k)

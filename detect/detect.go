@@ -38,9 +38,11 @@ import (
 	"github.com/intake-int/intake/telemetry"
 )
 
-// Off is the threshold value that turns a rule off: no difference exceeds it and no value
-// is above it.
-const Off = math.MaxUint64
+// never is the level a rule that is off compares against: no difference exceeds it and no
+// value is above it, so the hot path needs no second test. Whether a rule is on is kept
+// apart (changeOn, aboveOn): a level set to this same value is a rule in force, shown as
+// such, not a rule silently turned off.
+const never = math.MaxUint64
 
 // Detector is the event detector. New is inert; Start runs the event log.
 type Detector struct {
@@ -50,8 +52,10 @@ type Detector struct {
 	shards []*shard
 	mask   uint64
 
-	change [event.NumMeasurements]atomic.Uint64
-	above  [event.NumMeasurements]atomic.Uint64
+	change   [event.NumMeasurements]atomic.Uint64
+	above    [event.NumMeasurements]atomic.Uint64
+	changeOn [event.NumMeasurements]atomic.Bool
+	aboveOn  [event.NumMeasurements]atomic.Bool
 
 	workers []workerCounts
 }
@@ -98,17 +102,17 @@ func New(cfg Config, deps Deps) *Detector {
 		d.shards[i] = newShard(perFlows, perKeys)
 	}
 	for m := range d.change {
-		d.change[m].Store(Off)
-		d.above[m].Store(Off)
+		d.change[m].Store(never)
+		d.above[m].Store(never)
 	}
 	for k, v := range cfg.Change {
 		if m, ok := event.ParseMeasurement(k); ok {
-			d.change[m].Store(v)
+			d.SetThreshold(event.KindChange, m, v)
 		}
 	}
 	for k, v := range cfg.Above {
 		if m, ok := event.ParseMeasurement(k); ok {
-			d.above[m].Store(v)
+			d.SetThreshold(event.KindAbove, m, v)
 		}
 	}
 	d.workers = make([]workerCounts, max(deps.Workers, 1))
@@ -150,26 +154,38 @@ func (d *Detector) Flush(worker int) {
 // Bus returns the bus events are published on.
 func (d *Detector) Bus() *event.Bus { return d.bus }
 
-// SetThreshold sets T(m) (change) or the above level of measurement m at run time; Off turns
-// the rule off. Workers see it at their next report.
+// SetThreshold sets T(m) (change) or the above level of measurement m at run time and turns
+// the rule on. Workers see it at their next report.
 func (d *Detector) SetThreshold(kind event.Kind, m event.Measurement, v uint64) {
+	d.setRule(kind, m, v, true)
+}
+
+// ClearThreshold turns the change or above rule of measurement m off.
+func (d *Detector) ClearThreshold(kind event.Kind, m event.Measurement) {
+	d.setRule(kind, m, never, false)
+}
+
+func (d *Detector) setRule(kind event.Kind, m event.Measurement, v uint64, on bool) {
 	if m <= event.MeasNone || m >= event.NumMeasurements {
 		return
 	}
 	switch kind {
 	case event.KindChange:
 		d.change[m].Store(v)
+		d.changeOn[m].Store(on)
 	case event.KindAbove:
 		d.above[m].Store(v)
+		d.aboveOn[m].Store(on)
 	}
 }
 
-// Threshold returns the current threshold for kind (KindChange or KindAbove) and m.
-func (d *Detector) Threshold(kind event.Kind, m event.Measurement) uint64 {
+// Threshold returns the current threshold for kind (KindChange or KindAbove) and m, and
+// whether the rule is on.
+func (d *Detector) Threshold(kind event.Kind, m event.Measurement) (uint64, bool) {
 	if kind == event.KindAbove {
-		return d.above[m].Load()
+		return d.above[m].Load(), d.aboveOn[m].Load()
 	}
-	return d.change[m].Load()
+	return d.change[m].Load(), d.changeOn[m].Load()
 }
 
 // Process implements ingest.Processor: the fast path.

@@ -116,7 +116,7 @@ func TestChangeAndAboveRules(t *testing.T) {
 	d.SetThreshold(event.KindChange, event.FlowHopLatency, 0)
 	d.Process(0, report(100, 1000, hop{node: 7, lat: 152}))
 	expect(t, "T=0", drain(c), "change switch flow_hop_latency sw7 151->152 T0")
-	d.SetThreshold(event.KindChange, event.FlowHopLatency, Off)
+	d.ClearThreshold(event.KindChange, event.FlowHopLatency)
 	d.Process(0, report(101, 1000, hop{node: 7, lat: 1}))
 	expect(t, "off", drain(c))
 }

@@ -239,6 +239,8 @@ type Stats struct {
 	EvictedFlows uint64            `json:"evicted_flows"`
 	EvictedKeys  uint64            `json:"evicted_keys"`
 	Expired      uint64            `json:"expired"`
+	// Streams are the live event streams' counters (absent without the API).
+	Streams *StreamStats `json:"streams,omitempty"`
 }
 
 func (d *Detector) sum(i int) uint64 {
@@ -264,6 +266,10 @@ func (d *Detector) Stats() Stats {
 		st.Expired += s.expired
 		s.mu.Unlock()
 	}
+	if d.log != nil {
+		ss := d.log.StreamStats()
+		st.Streams = &ss
+	}
 	return st
 }
 
@@ -285,4 +291,20 @@ func (d *Detector) registerMetrics(reg *metrics.Registry) {
 	evc.Func(func() float64 { return float64(d.Stats().EvictedKeys) }, "switch")
 	reg.Counter("intake_detect_expired_total", "Keys forgotten after detect.expire without an update.").
 		Func(func() float64 { return float64(d.Stats().Expired) })
+	// The event log (and its streams) exists once RegisterAPI has run: read at scrape time.
+	stream := func(f func(*Log) float64) func() float64 {
+		return func() float64 {
+			if d.log == nil {
+				return 0
+			}
+			return f(d.log)
+		}
+	}
+	reg.Gauge("intake_event_streams", "Live event streams open (GET /api/v1/events/stream).").
+		Func(stream(func(l *Log) float64 { return float64(l.streams.Load()) }))
+	reg.Counter("intake_event_streams_refused_total", "Event streams refused because detect.max_streams were open.").
+		Func(stream(func(l *Log) float64 { return float64(l.refused.Load()) }))
+	sd := reg.Counter("intake_event_streams_dropped_total", "Event streams the collector closed, by reason (behind: a whole ring behind; slow: a write to the client blocked).", "reason")
+	sd.Func(stream(func(l *Log) float64 { return float64(l.behind.Load()) }), "behind")
+	sd.Func(stream(func(l *Log) float64 { return float64(l.slow.Load()) }), "slow")
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/intake-int/intake/metrics"
 )
@@ -232,3 +233,13 @@ func (c *Consumer) Overflow() uint64 { return c.overflow.Load() }
 
 // Name returns the name given to Subscribe.
 func (c *Consumer) Name() string { return c.name }
+
+// RingBytes is the memory of a consumer ring asked for size events (Subscribe rounds it up
+// to a power of two), for configuration budgets.
+func RingBytes(size int) int64 {
+	n := int64(2)
+	for n < int64(size) {
+		n <<= 1
+	}
+	return n * int64(unsafe.Sizeof(slot{}))
+}

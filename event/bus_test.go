@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestNames(t *testing.T) {
@@ -173,6 +174,16 @@ func TestBusWakeup(t *testing.T) {
 		wg.Wait()
 		if got != pubs*per || c.Overflow() != 0 {
 			t.Fatalf("round %d: consumer got %d of %d events (overflow %d): a wake-up was lost", round, got, pubs*per, c.Overflow())
+		}
+	}
+}
+
+func TestRingBytes(t *testing.T) {
+	var b Bus
+	for _, n := range []int{0, 2, 3, 1000, 1 << 16} {
+		c := b.Subscribe("x", n)
+		if got := RingBytes(n); got != int64(len(c.slots))*int64(unsafe.Sizeof(c.slots[0])) {
+			t.Errorf("RingBytes(%d) = %d, ring of %d slots", n, got, len(c.slots))
 		}
 	}
 }

@@ -24,7 +24,8 @@ const captureFlush = 64
 // UDP datagram to a listener's port is decoded by that listener's first worker and its
 // reports go to the processors, exactly as if it had arrived on the socket; frames that are
 // not UDP and datagrams to other ports are counted as ingest drops (not_udp, no_listener)
-// on the first listener. RecvTime is the capture timestamp. The processors must be started
+// on the first listener, datagrams from a source the listener's allow list lacks as
+// not_allowed on that listener. RecvTime is the capture timestamp. The processors must be started
 // (and are flushed, not stopped, at the end); the Receiver must not be running.
 func (c *Receiver) RunCapture(rd *pcap.Reader) (CaptureSummary, error) {
 	c.mu.Lock()
@@ -61,6 +62,12 @@ func (c *Receiver) RunCapture(rd *pcap.Reader) (CaptureSummary, error) {
 			continue
 		}
 		sum.Datagram++
+		if w.allow != nil && !w.allow.allowAddr(d.Src) {
+			w.local[cPackets]++
+			w.local[cBytes] += uint64(len(d.Payload))
+			w.drop(DropNotAllowed)
+			continue
+		}
 		now := p.Time.UnixNano()
 		if p.Time.IsZero() { // pcapng simple packet blocks carry no time
 			now = time.Now().UnixNano()

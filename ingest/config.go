@@ -24,6 +24,8 @@ const (
 	MaxRcvBuf          = 1 << 30
 	MinMaxDatagram     = 512
 	MaxMaxDatagram     = 65535
+	groBufSize         = 65535 // the receive buffer per datagram with GRO on: the largest super-datagram
+	MaxAllow           = 256   // prefixes per listener: each costs a compare per datagram
 )
 
 // Config is the receive path's configuration: the listeners, each with its effective
@@ -86,6 +88,10 @@ type Listener struct {
 	// worker splits by the segment size the kernel reports. Unset: on. Each receive buffer
 	// is then 64 KiB, the largest super-datagram.
 	GRO *bool `yaml:"gro"`
+	// Allow lists the source prefixes (or addresses) whose datagrams the listener accepts;
+	// a datagram from any other source is dropped and counted (ingest drop reason
+	// not_allowed) before it is decoded. Empty: every source (logged at start).
+	Allow []string `yaml:"allow,omitempty"`
 	// Decoder overrides keys of the top-level decoder for this listener only (e.g. quirks of
 	// the switches that send to it). After the configuration is loaded it holds the full
 	// effective configuration.
@@ -155,6 +161,7 @@ func (c *Config) Validate() error {
 		port int
 	}
 	seen := map[bind]int{}
+	names := map[string]int{}
 	for i := range c.Listeners {
 		if err := c.Listeners[i].Validate(fmt.Sprintf("listeners[%d]", i)); err != nil {
 			return err
@@ -169,11 +176,10 @@ func (c *Config) Validate() error {
 			}
 			seen[b] = i
 		}
-		for j := 0; j < i; j++ {
-			if c.Listeners[j].Name == l.Name {
-				return errAt(fmt.Sprintf("listeners[%d].name", i), l.Name, "already used by listeners[%d]", j)
-			}
+		if j, dup := names[l.Name]; dup {
+			return errAt(fmt.Sprintf("listeners[%d].name", i), l.Name, "already used by listeners[%d]", j)
 		}
+		names[l.Name] = i
 	}
 	return nil
 }
@@ -205,6 +211,14 @@ func (l *Listener) Validate(key string) error {
 	}
 	if l.MaxDatagram < MinMaxDatagram || l.MaxDatagram > MaxMaxDatagram {
 		return errAt(key+".max_datagram", l.MaxDatagram, "must be %d-%d bytes (0: %d)", MinMaxDatagram, MaxMaxDatagram, DefaultMaxDatagram)
+	}
+	if len(l.Allow) > MaxAllow {
+		return errAt(key+".allow", len(l.Allow), "at most %d prefixes", MaxAllow)
+	}
+	for i, a := range l.Allow {
+		if _, err := ParseAllow([]string{a}); err != nil {
+			return errAt(fmt.Sprintf("%s.allow[%d]", key, i), strconv.Quote(a), "must be an IPv4 or IPv6 prefix (10.0.0.0/8, 2001:db8::/32) or address")
+		}
 	}
 	if l.Decoder != nil {
 		if err := l.Decoder.Validate(); err != nil {

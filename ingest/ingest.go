@@ -27,6 +27,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,8 @@ type listener struct {
 	mu            sync.Mutex
 	boundAddr     string
 	rcvbufGranted int
+
+	foreign atomic.Uint64 // foreign sockets found on the port while running
 }
 
 // Deps are what a Receiver works with besides its configuration.
@@ -79,6 +82,7 @@ type Receiver struct {
 	started atomic.Int64 // Unix ns of the last Start, 0 when stopped
 
 	rates rateState
+	ports portState
 }
 
 // New builds a Receiver from a configuration (defaults are filled in, then it is
@@ -96,7 +100,8 @@ func New(cfg Config, deps Deps) (*Receiver, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &Receiver{cfg: cfg, reg: reg, log: log.With("component", "ingest"), procs: procs, created: time.Now()}
+	c := &Receiver{cfg: cfg, reg: reg, log: log.With("component", "ingest"), procs: procs, created: time.Now(),
+		ports: portState{seen: map[uint64]bool{}, lastLog: map[string]time.Time{}}}
 	var flushers []Flusher
 	for _, p := range procs {
 		if f, ok := p.(Flusher); ok {
@@ -114,9 +119,11 @@ func New(cfg Config, deps Deps) (*Receiver, error) {
 		if lc.Coalesce != nil {
 			coalesce = *lc.Coalesce
 		}
+		prefixes, _ := ParseAllow(lc.Allow) // validated
+		allow := newAllowList(prefixes)
 		for j := 0; j < lc.Sockets; j++ {
 			w := &worker{id: len(c.workers), l: l, dec: dec, in: in, procs: procs, flushers: flushers, coalesce: coalesce,
-				wlog: workerLog{log: c.log}}
+				allow: allow, wlog: workerLog{log: c.log}}
 			l.workers = append(l.workers, w)
 			c.workers = append(c.workers, w)
 		}
@@ -168,6 +175,20 @@ func (c *Receiver) Start(context.Context) (err error) {
 		}
 		c.log.Debug("listening", "listener", l.cfg.Name, "format", l.cfg.Format, "address", l.boundAddr, "sockets", len(l.workers))
 	}
+	fs, err := c.ForeignSockets()
+	if err != nil {
+		return fmt.Errorf("checking the ports for other sockets: %w", err)
+	}
+	if len(fs) > 0 {
+		return foreignError(fs)
+	}
+	for _, l := range c.listeners {
+		if len(l.cfg.Allow) == 0 {
+			c.log.Info("accepting datagrams from every source (listeners[].allow is empty)", "listener", l.cfg.Name, "address", l.boundAddr)
+		} else {
+			c.log.Info("accepting datagrams only from the allowed sources", "listener", l.cfg.Name, "allow", strings.Join(l.cfg.Allow, ","))
+		}
+	}
 	c.stopping.Store(false)
 	c.running = true
 	c.started.Store(time.Now().UnixNano())
@@ -190,7 +211,7 @@ func (c *Receiver) open(l *listener) error {
 	port := l.cfg.Port
 	for i, w := range l.workers {
 		network, addr := bindSpec(l.cfg.Address, port)
-		s, err := openSocket(network, addr, l.cfg.RcvBuf, l.cfg.Batch, l.cfg.MaxDatagram, *l.cfg.GRO)
+		s, err := openSocket(network, addr, l.cfg.RcvBuf, l.cfg.Batch, l.cfg.MaxDatagram, *l.cfg.GRO, w.allow != nil)
 		if err != nil {
 			return err
 		}
@@ -264,6 +285,7 @@ func (c *Receiver) register() {
 	de := r.Counter("intake_decode_errors_total", "Reports that failed to decode, by listener and reason.", "listener", "reason")
 	ie := r.Counter("intake_inner_errors_total", "Reports decoded whose inner data packet did not (kept with their header metadata), by listener and reason.", "listener", "reason")
 	dr := r.Counter("intake_ingest_drops_total", "Datagrams or frames ingest discarded without decoding, by listener and reason.", "listener", "reason")
+	fo := r.Counter("intake_listener_foreign_sockets_total", "Sockets not intake's found bound to a listener's port while it ran (checked every 10 s): they take a share of the datagrams.", "listener")
 	kd := r.Counter("intake_kernel_drops_total", "Datagrams the kernel dropped on the listener's sockets (receive buffer full), from SO_RXQ_OVFL.", "listener")
 	rq := r.Gauge("intake_socket_rcvbuf_requested_bytes", "Socket receive buffer requested per socket (config rcvbuf).", "listener")
 	rg := r.Gauge("intake_socket_rcvbuf_granted_bytes", "Socket receive buffer granted per socket, as getsockopt(SO_RCVBUF) reports it (Linux doubles the request for bookkeeping).", "listener")
@@ -297,6 +319,7 @@ func (c *Receiver) register() {
 			dr.Func(func() float64 { return float64(sum(l.workers, slot)) }, name, reason.String())
 		}
 		kd.Func(func() float64 { return float64(sum(l.workers, cKernelDrops)) }, name)
+		fo.Func(func() float64 { return float64(l.foreign.Load()) }, name)
 		rq.With(name).SetInt(int64(l.cfg.RcvBuf))
 		rg.Func(func() float64 {
 			l.mu.Lock()

@@ -24,9 +24,6 @@ func CheckReceivePath() error { return nil }
 // and a UDP_GRO message (an int, the segment size).
 var oobSize = 2 * unix.CmsgSpace(4)
 
-// groBufSize is the receive buffer per message with GRO on: the largest super-datagram.
-const groBufSize = 65535
-
 // readTimeout bounds a blocking read (SO_RCVTIMEO). Stop wakes a worker at once (shutdown);
 // the timeout is the safety net should that ever not reach it.
 const readTimeout = 250 * time.Millisecond
@@ -45,22 +42,26 @@ type socket struct {
 	max   int  // the longest datagram taken (max_datagram); longer ones are oversize
 	gro   bool // UDP_GRO is on: datagrams may be super-datagrams
 
-	bufs []byte
-	iovs []unix.Iovec
-	oob  []byte
-	msgs []unix.Mmsghdr
-	// name0 receives the source address of the first message of a batch, only so that the
-	// empty read that ends a wait at Stop (no address) tells itself apart from an empty
-	// datagram (see run).
-	name0 [unix.SizeofSockaddrInet6]byte
+	bufs  []byte
+	iovs  []unix.Iovec
+	oob   []byte
+	msgs  []unix.Mmsghdr
+	names []unix.RawSockaddrInet6 // the senders' addresses, when the listener checks them
+	// name0 receives the source address of the first message of a batch when names does
+	// not, only so that the empty read that ends a wait at Stop (no address) tells itself
+	// apart from an empty datagram (see run).
+	name0 unix.RawSockaddrInet6
+
+	ino uint64 // the socket's inode, its name in /proc/net/udp
 
 	rcvbufGranted int
 }
 
 // openSocket binds one socket of listener l. The first socket of a listener with port 0
 // gets a port from the kernel; the caller binds the others to it. With gro, UDP_GRO is
-// asked for; s.gro says whether the kernel has it.
-func openSocket(network, address string, rcvbuf, batch, size int, gro bool) (*socket, error) {
+// asked for; s.gro says whether the kernel has it. With names, every datagram's source
+// address is read (for the listener's allow list).
+func openSocket(network, address string, rcvbuf, batch, size int, gro, names bool) (*socket, error) {
 	s := &socket{batch: batch, size: size, max: size}
 	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
@@ -82,6 +83,10 @@ func openSocket(network, address string, rcvbuf, batch, size int, gro bool) (*so
 	s.rc.Control(func(fd uintptr) {
 		s.fd = fd
 		s.rcvbufGranted, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF)
+		var st unix.Stat_t
+		if unix.Fstat(int(fd), &st) == nil {
+			s.ino = st.Ino
+		}
 		if gro {
 			s.gro = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1) == nil
 		}
@@ -95,6 +100,9 @@ func openSocket(network, address string, rcvbuf, batch, size int, gro bool) (*so
 	}
 	if s.gro {
 		s.size = max(s.size, groBufSize)
+	}
+	if names {
+		s.names = make([]unix.RawSockaddrInet6, batch)
 	}
 	s.alloc()
 	return s, nil
@@ -114,8 +122,29 @@ func (s *socket) alloc() {
 		h.Iovlen = 1
 		h.Control = &s.oob[i*oobSize]
 		h.SetControllen(oobSize)
+		if s.names != nil {
+			h.Name = (*byte)(unsafe.Pointer(&s.names[i]))
+			h.Namelen = unix.SizeofSockaddrInet6
+		}
 	}
-	s.msgs[0].Hdr.Name = &s.name0[0]
+	if s.names == nil {
+		s.msgs[0].Hdr.Name = (*byte)(unsafe.Pointer(&s.name0))
+	}
+}
+
+// allowed reports whether datagram i of the last batch comes from a source a allows, and
+// restores the name buffer's length for the next read (the kernel wrote the length used).
+func (s *socket) allowed(i int, a *allowList) bool {
+	sa := &s.names[i]
+	s.msgs[i].Hdr.Namelen = unix.SizeofSockaddrInet6
+	switch sa.Family {
+	case unix.AF_INET:
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		return a.allow4(binary.BigEndian.Uint32(sa4.Addr[:]))
+	case unix.AF_INET6:
+		return a.allow16(&sa.Addr)
+	}
+	return false
 }
 
 // setupFD runs before bind: SO_REUSEPORT so that the listener's sockets share the port (the
@@ -146,7 +175,7 @@ func (s *socket) recvmmsg(wait bool) (int, syscall.Errno) {
 	if wait {
 		flags = unix.MSG_WAITFORONE
 	}
-	s.msgs[0].Hdr.Namelen = uint32(len(s.name0))
+	s.msgs[0].Hdr.Namelen = unix.SizeofSockaddrInet6
 	n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, s.fd, uintptr(unsafe.Pointer(&s.msgs[0])),
 		uintptr(s.batch), flags, 0, 0)
 	return int(n), e
@@ -290,6 +319,17 @@ func (w *worker) batch(from, n int) {
 		b, trunc, drops, has, seg := s.datagram(i)
 		if has {
 			w.local[cKernelDrops] = w.kdBase + uint64(drops)
+		}
+		if w.allow != nil && !s.allowed(i, w.allow) {
+			// A super-datagram is one source's: all its datagrams go together.
+			k := uint64(1)
+			if seg > 0 && seg < len(b) {
+				k = uint64((len(b) + seg - 1) / seg)
+			}
+			w.local[cPackets] += k
+			w.local[cBytes] += uint64(len(b))
+			w.local[cDrop0+int(DropNotAllowed)] += k
+			continue
 		}
 		if trunc || (seg <= 0 && len(b) > s.max) {
 			// Counted as read, at most max_datagram bytes, as without GRO's larger buffers.

@@ -24,10 +24,11 @@ func CheckReceivePath() error {
 type socket struct {
 	conn          *net.UDPConn
 	rcvbufGranted int
+	ino           uint64
 }
 
 // openSocket refuses: see CheckReceivePath.
-func openSocket(network, address string, rcvbuf, batch, size int, gro bool) (*socket, error) {
+func openSocket(network, address string, rcvbuf, batch, size int, gro, names bool) (*socket, error) {
 	return nil, CheckReceivePath()
 }
 

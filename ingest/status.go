@@ -76,6 +76,11 @@ type ListenerStatus struct {
 	MaxDatagram     int    `json:"max_datagram"`
 	RcvBufRequested int    `json:"rcvbuf_requested"`
 	RcvBufGranted   int    `json:"rcvbuf_granted"`
+	// Allow is the listener's allow list (absent: every source).
+	Allow []string `json:"allow,omitempty"`
+	// ForeignSockets counts the sockets not intake's found on the listener's port while it
+	// ran (they take a share of its datagrams).
+	ForeignSockets uint64 `json:"foreign_sockets"`
 	Totals
 	Rates Rates `json:"rates"`
 }
@@ -133,11 +138,17 @@ func (c *Receiver) sample(done chan struct{}) {
 	c.rates.mu.Unlock()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	lastCheck := time.Now()
 	for {
+		var now time.Time
 		select {
 		case <-done:
 			return
-		case <-t.C:
+		case now = <-t.C:
+		}
+		if now.Sub(lastCheck) >= portCheckEvery {
+			lastCheck = now
+			c.checkPorts(now)
 		}
 		s := c.snap()
 		c.rates.mu.Lock()
@@ -220,6 +231,7 @@ func (c *Receiver) Status() Status {
 			Name: l.cfg.Name, Format: l.cfg.Format, Port: l.cfg.Port, Sockets: len(l.workers),
 			Batch: l.cfg.Batch, MaxDatagram: l.cfg.MaxDatagram,
 			RcvBufRequested: l.cfg.RcvBuf, RcvBufGranted: l.rcvbufGranted,
+			Allow: l.cfg.Allow, ForeignSockets: l.foreign.Load(),
 			Totals: totals(l.workers, ins[i:i+1]),
 		}
 		if st.Running {
@@ -241,31 +253,39 @@ func (c *Receiver) Status() Status {
 
 // RegisterAPI serves GET /api/v1/status.
 func (c *Receiver) RegisterAPI(s *api.Server) {
-	s.HandleFunc("GET /api/v1/status", c.handleStatus)
+	s.HandleFunc("GET /api/v1/status", c.StatusHandler(nil))
 }
 
-// handleStatus serves the Status. ?listener=NAME narrows the listeners shown.
-func (c *Receiver) handleStatus(w http.ResponseWriter, r *http.Request) {
-	if !api.CheckParams(w, r, "listener") {
-		return
-	}
-	st := c.Status()
-	if name := r.URL.Query().Get("listener"); name != "" {
-		var names []string
-		var keep []ListenerStatus
-		for _, l := range st.Listeners {
-			names = append(names, l.Name)
-			if l.Name == name {
-				keep = append(keep, l)
-			}
-		}
-		if keep == nil {
-			api.BadParam(w, "listener", name, "one of "+strings.Join(names, ", "))
+// StatusHandler is GET /api/v1/status: the Status, ?listener=NAME narrowing the listeners
+// shown. wrap, when set, turns it into what is served (the collector adds the other
+// components' counters).
+func (c *Receiver) StatusHandler(wrap func(Status) any) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !api.CheckParams(w, r, "listener") {
 			return
 		}
-		st.Listeners = keep
+		st := c.Status()
+		if name := r.URL.Query().Get("listener"); name != "" {
+			var names []string
+			var keep []ListenerStatus
+			for _, l := range st.Listeners {
+				names = append(names, l.Name)
+				if l.Name == name {
+					keep = append(keep, l)
+				}
+			}
+			if keep == nil {
+				api.BadParam(w, "listener", name, "one of "+strings.Join(names, ", "))
+				return
+			}
+			st.Listeners = keep
+		}
+		if wrap != nil {
+			api.JSON(w, http.StatusOK, wrap(st))
+			return
+		}
+		api.JSON(w, http.StatusOK, st)
 	}
-	api.JSON(w, http.StatusOK, st)
 }
 
 // Settle waits until the receiver has read what the kernel still held when the senders

@@ -18,10 +18,11 @@ const (
 	DropDecoderLoop                   // a decoder did not reach Done within the bound on reports per datagram
 	DropNotUDP                        // capture: a frame that is not one whole UDP datagram
 	DropNoListener                    // capture: a UDP datagram to a port no listener has
+	DropNotAllowed                    // from a source the listener's allow list does not hold
 	numDropReasons
 )
 
-var dropNames = [...]string{"oversize", "recv_error", "decoder_loop", "not_udp", "no_listener"}
+var dropNames = [...]string{"oversize", "recv_error", "decoder_loop", "not_udp", "no_listener", "not_allowed"}
 
 func (d DropReason) String() string {
 	if int(d) < len(dropNames) {
@@ -81,9 +82,10 @@ type worker struct {
 	// kdBase is the kernel drop count of sockets this worker read before the current one.
 	kdBase uint64
 
-	sock    *socket // nil when not running
-	touched bool    // RunCapture: handed a datagram since the last flush
-	drain   bool    // count datagrams only (SetDrainOnly)
+	sock    *socket    // nil when not running
+	touched bool       // RunCapture: handed a datagram since the last flush
+	drain   bool       // count datagrams only (SetDrainOnly)
+	allow   *allowList // the listener's sources; nil: every source
 
 	coalesce time.Duration // wait after a read that nearly drained the socket (listener's coalesce)
 

@@ -195,7 +195,17 @@ TIME  change   switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_
     "keys": 7,
     "evicted_flows": 0,
     "evicted_keys": 0,
-    "expired": 0
+    "expired": 0,
+    "streams": {
+      "open": 0,
+      "max": 8,
+      "opened": 0,
+      "refused": 0,
+      "dropped": {
+        "behind": 0,
+        "slow": 0
+      }
+    }
   },
   "export": {
     "values": 24,
@@ -264,8 +274,8 @@ func TestDetectConfigErrors(t *testing.T) {
 		{"detect:\n  change: {hop_latency: 5}\n", "detect.change.hop_latency: unknown measurement " + allowed},
 		{"detect:\n  above: {queue_depth: 5}\n", "detect.above.queue_depth: unknown measurement " + allowed},
 		{"detect:\n  above: {flow_path: 1}\n", "detect.above.flow_path: a path has no numeric value to compare " + allowed},
-		{"detect:\n  change: {flow_latency: -1}\n", "detect.change.flow_latency: -1: must be a non-negative integer"},
-		{"detect:\n  above: {tx_utilization: high}\n", "detect.above.tx_utilization: high: must be a non-negative integer"},
+		{"detect:\n  change: {flow_latency: -1}\n", "detect.change.flow_latency: -1: must be a non-negative integer, or null or off (no such rule)"},
+		{"detect:\n  above: {tx_utilization: high}\n", "detect.above.tx_utilization: high: must be a non-negative integer, or null or off (no such rule)"},
 		{"detect:\n  change: 50\n", "detect.change: 50: must be a mapping of names to a non-negative integer"},
 	} {
 		p := writeFile(t, "detect.yaml", tc.yaml)
@@ -274,10 +284,11 @@ func TestDetectConfigErrors(t *testing.T) {
 			t.Errorf("%q: %d %q\nwant %q", tc.yaml, code, errs, want)
 		}
 	}
-	// The good ones pass and show in --dump.
+	// The good ones pass and show in --dump, with the rules that are off said to be.
 	p := writeFile(t, "detect.yaml", "detect:\n  change: {flow_latency: 0}\n  above: {queue_occupancy: 1000}\n")
 	code, out, errs := runVerb("serve", "--config", p, "--dump")
-	if code != 0 || !strings.Contains(out, "        flow_latency: 0\n") || !strings.Contains(out, "    above:\n        queue_occupancy: 1000\n") {
+	if code != 0 || !strings.Contains(out, "        flow_latency: 0\n") ||
+		!strings.Contains(out, "    above:\n        buffer_occupancy: \"off\"\n        drops: \"off\"\n        flow_hop_latency: \"off\"\n        flow_latency: \"off\"\n        queue_congestion: \"off\"\n        queue_occupancy: 1000\n") {
 		t.Errorf("--dump: %d %s\n%s", code, errs, out)
 	}
 }

@@ -36,7 +36,7 @@ func runQueryDTA(prim string, args []string, stdout io.Writer) error {
 		arg = "LIST_ID"
 	}
 	fs := newFlags("query "+prim, "[--addr HOST:PORT | --store DIR] [flags] "+arg, stdout)
-	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address`")
+	addr := fs.String("addr", config.HTTPAddress, addrHelp)
 	store := fs.String("store", "", "open the DTA store `directory` read-only instead of asking a collector (dta.data_dir, or an epochs/<time> snapshot)")
 	keyLen := fs.Int("key-len", 4, "`bytes` a numeric key is widened to (the decoder's dta.key_len)")
 	var t *int
@@ -100,7 +100,7 @@ func runQueryDTA(prim string, args []string, stdout io.Writer) error {
 // apiGet prints the JSON body of GET addr+path?q, or returns the API's error (the request
 // as the other query verbs make it).
 func apiGet(addr, path string, q url.Values, stdout io.Writer) error {
-	body, err := api.Get(addr, path, q)
+	body, err := getAPI(addr, path, q)
 	if ue := (*url.Error)(nil); errors.As(err, &ue) {
 		return fmt.Errorf("%w; --store DIR reads a store directory without a collector", err)
 	}

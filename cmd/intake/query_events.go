@@ -27,7 +27,7 @@ func init() {
 // apiQuery reads path?q from the collector at addr. With asJSON it prints the API's body as
 // it is and reports done; otherwise it decodes the body into v for the verb's own output.
 func apiQuery(stdout io.Writer, addr, path string, q url.Values, asJSON bool, v any) (done bool, err error) {
-	body, err := api.Get(addr, path, q)
+	body, err := getAPI(addr, path, q)
 	if err != nil {
 		return true, err
 	}
@@ -38,9 +38,20 @@ func apiQuery(stdout io.Writer, addr, path string, q url.Values, asJSON bool, v 
 	return false, json.Unmarshal(body, v)
 }
 
+// getAPI reads path?q from the collector at addr into its body, or an error naming the
+// status and the collector's JSON error. The token and CAs come from the environment
+// (api.NewClient).
+func getAPI(addr, path string, q url.Values) ([]byte, error) {
+	c, err := api.NewClient(addr, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return c.Get(path, q)
+}
+
 func runQueryEvents(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query events", "[--addr HOST:PORT] [--since T] [--kind K[,K]] [--limit N] [--json]", stdout)
-	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address`")
+	addr := fs.String("addr", config.HTTPAddress, addrHelp)
 	since := fs.String("since", "", "only events at or after `T`: RFC 3339, Unix ns, or a duration ago (5m)")
 	kind := fs.String("kind", "", "only these `kinds`: new_key, path_change, change, above, below, expire")
 	limit := fs.Int("limit", 0, "at most `N` events, the newest (default: the server's 1000)")

@@ -42,7 +42,7 @@ func init() {
 
 // apiFlag adds --addr and its alias --api.
 func apiFlag(fs *flag.FlagSet) *string {
-	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address`")
+	addr := fs.String("addr", config.HTTPAddress, addrHelp)
 	fs.StringVar(addr, "api", config.HTTPAddress, "the same as --addr")
 	return addr
 }

@@ -19,7 +19,7 @@ func init() {
 
 func runQueryPorts(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query ports", "[--addr HOST:PORT] [--switch N] [--json]", stdout)
-	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address`")
+	addr := fs.String("addr", config.HTTPAddress, addrHelp)
 	sw := fs.Int("switch", -1, "only this switch `id`")
 	asJSON := fs.Bool("json", false, "print the API's JSON")
 	if err := parseNoArgs(fs, args); err != nil {
@@ -49,7 +49,7 @@ func runQueryPorts(args []string, stdout, stderr io.Writer) error {
 
 func runQueryCoverage(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query coverage", "[--addr HOST:PORT] [--windows N] [--json]", stdout)
-	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address`")
+	addr := fs.String("addr", config.HTTPAddress, addrHelp)
 	n := fs.Int("windows", 10, "complete telemetry intervals to show")
 	asJSON := fs.Bool("json", false, "print the API's JSON")
 	if err := parseNoArgs(fs, args); err != nil {

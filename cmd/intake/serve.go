@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/intake-int/intake/budget"
 	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/ingest"
@@ -37,10 +38,11 @@ func loadConfig(path string) (config.Config, error) {
 }
 
 func runServe(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "[--config FILE] [--check] [--dump] [--pcap FILE]", stdout)
+	fs := newFlags("serve", "[--config FILE] [--check] [--dump] [--force] [--pcap FILE]", stdout)
 	cfgPath := fs.String("config", "", "YAML configuration `file` (default: the built-in defaults, see --dump)")
-	check := fs.Bool("check", false, "validate the configuration and exit")
-	dump := fs.Bool("dump", false, "print the effective configuration (defaults filled in) as YAML and exit")
+	check := fs.Bool("check", false, "validate the configuration, print what each component will take, and exit")
+	dump := fs.Bool("dump", false, "print the effective configuration (defaults filled in) as YAML, with its budget as comments, and exit")
+	force := fs.Bool("force", false, "start (or pass --check) even when the configuration needs more memory or disk than the machine has")
 	lf := addLogFlags(fs)
 	capture := fs.String("pcap", "", "process the capture `file` (pcap or pcapng) at full speed through the same workers and processors, print a summary and exit; datagrams go to the listener whose port they are sent to")
 	if err := parseNoArgs(fs, args); err != nil {
@@ -58,6 +60,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		_, err := stdout.Write(cfg.Dump())
 		return err
 	}
+	if err := cfg.CheckBudget(budget.Local()); err != nil && !*force {
+		return err
+	}
 	if *check {
 		src := *cfgPath
 		if src == "" {
@@ -68,6 +73,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			ls = append(ls, fmt.Sprintf("%s on udp %s", l.Format, hostPort(l.Address, l.Port)))
 		}
 		fmt.Fprintf(stdout, "%s: ok: %d listeners (%s), http %s\n", src, len(cfg.Listeners), strings.Join(ls, ", "), orNone(cfg.HTTP.Address))
+		cfg.Budget().Write(stdout)
 		return nil
 	}
 	if *capture == "" { // --pcap needs no socket; the listeners need Linux
@@ -97,7 +103,14 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "intake serve: listening for %s on udp %s (%d sockets)\n", l.Format, coll.Receiver.ListenerAddr(i), l.Sockets)
 	}
 	if srv := coll.API; srv != nil {
-		fmt.Fprintf(stderr, "intake serve: http on %s (/metrics, /healthz, /api/v1/status)\n", srv.Addr())
+		scheme, auth := "http", "no token: anyone who reaches it may read and change settings"
+		if srv.TLS() {
+			scheme = "https"
+		}
+		if srv.Guarded() {
+			auth = "bearer token required"
+		}
+		fmt.Fprintf(stderr, "intake serve: %s on %s (/metrics, /healthz, /api/v1/status; %s)\n", scheme, srv.Addr(), auth)
 	}
 	fmt.Fprintf(stderr, "intake serve: ready; Ctrl-C or SIGTERM stops\n")
 

@@ -29,7 +29,12 @@ func writeFile(t *testing.T, name, text string) string {
 func TestServeCheck(t *testing.T) {
 	good := writeFile(t, "good.yaml", "listeners:\n  - {format: report, port: 9999}\nhttp: {address: '127.0.0.1:0'}\n")
 	code, out, errs := runVerb("serve", "--config", good, "--check")
-	if want := good + ": ok: 1 listeners (report on udp *:9999), http 127.0.0.1:0\n"; code != 0 || out != want {
+	gc, err := config.Load(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The ok line, then what each component will take.
+	if want := good + ": ok: 1 listeners (report on udp *:9999), http 127.0.0.1:0\n" + gc.Budget().String(); code != 0 || out != want {
 		t.Errorf("--check good: %d %q %q, want %q", code, out, errs, want)
 	}
 	bad := writeFile(t, "bad.yaml", "listeners:\n  - {format: report, port: 1}\n  - {format: report, port: 70000}\n")

@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/ingest"
 )
@@ -22,17 +23,32 @@ func init() {
 
 func runStatus(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("status", "[--addr HOST:PORT] [--json]", stdout)
-	addr := fs.String("addr", config.HTTPAddress, "the collector's HTTP `address` (http.address in its config)")
+	addr := fs.String("addr", config.HTTPAddress, addrHelp)
 	asJSON := fs.Bool("json", false, "print the status object as the API returns it")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	var st ingest.Status
+	var st collector.Status
 	if done, err := apiQuery(stdout, *addr, "/api/v1/status", nil, *asJSON, &st); done || err != nil {
 		return err
 	}
-	printStatus(stdout, *addr, &st)
+	printStatus(stdout, *addr, &st.Status)
+	printDrops(stdout, &st.Drops)
 	return nil
+}
+
+// printDrops prints the drops total and every component's non-zero counters.
+func printDrops(w io.Writer, d *collector.Drops) {
+	fmt.Fprintf(w, "\ndrops: %d\n", d.Total)
+	for _, c := range []struct {
+		name string
+		m    map[string]uint64
+	}{{"ingest", d.Ingest}, {"processor queues", d.ProcessorQueues}, {"event rings", d.EventRings}, {"event streams", d.EventStreams},
+		{"export", d.Export}, {"redis", d.Redis}, {"flowcache", d.FlowCache}, {"dta", d.DTA}, {"label", d.Label}} {
+		if s := nonZero(c.m); s != "" {
+			fmt.Fprintf(w, "  %s:%s\n", c.name, s)
+		}
+	}
 }
 
 func printStatus(w io.Writer, addr string, st *ingest.Status) {
@@ -88,3 +104,6 @@ func bytesIEC(n int) string {
 	}
 	return fmt.Sprint(n)
 }
+
+// addrHelp is the --addr flag's text on the verbs that ask a running collector.
+const addrHelp = "the collector's HTTP `address` (http.address in its config; https://host:port for TLS); the token is read from $INTAKE_TOKEN or the file $INTAKE_TOKEN_FILE, the CA certificates for TLS from $INTAKE_CA"

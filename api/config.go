@@ -1,0 +1,144 @@
+package api
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// DefaultAddress is http.address's default: loopback only.
+const DefaultAddress = "127.0.0.1:8040"
+
+// MaxTokenFile bounds the size of http.token_file.
+const MaxTokenFile = 4096
+
+// Config is the `http` section of the configuration file (docs/config.md, docs/security.md).
+type Config struct {
+	// Address is host:port to listen on; empty disables the server.
+	Address string `yaml:"address"`
+	// Token, when set, is the bearer token every request but /healthz must carry
+	// (Authorization: Bearer <token>); reads only with TokenReads. Empty: no token.
+	Token string `yaml:"token"`
+	// TokenFile names a file holding the token (its first line), instead of Token: the
+	// file can be readable by the collector's user alone, the configuration by more.
+	TokenFile string `yaml:"token_file"`
+	// TokenReads: the token is required for reads (GET, /metrics) too, not only for writes.
+	TokenReads bool `yaml:"token_reads"`
+	// AllowedHosts are host names, beyond the bound address, loopback addresses and
+	// localhost, that a request's Host header may name (a name the collector is reached
+	// by, e.g. behind a reverse proxy). Any other name is refused: a page whose name
+	// resolves to the collector (DNS rebinding) must not reach the API.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// TLS serves HTTPS when Cert and Key are set.
+	TLS TLSConfig `yaml:"tls"`
+}
+
+// TLSConfig is the server's certificate.
+type TLSConfig struct {
+	// Cert and Key are PEM files: the certificate (chain) and its private key.
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{Address: DefaultAddress, TokenReads: true}
+}
+
+// Validate reports the first invalid setting as "key: value: what is allowed", the key
+// relative to the section. It reads the token file and the TLS files.
+func (c *Config) Validate() error {
+	if a := c.Address; a != "" {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
+			return fmt.Errorf("address: %s: must be host:port, e.g. %s", a, DefaultAddress)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+			return fmt.Errorf("address: %s: port must be 0-65535", a)
+		}
+		if host != "" && host != "localhost" {
+			if _, err := netip.ParseAddr(host); err != nil {
+				return fmt.Errorf("address: %s: host must be an IP address, localhost or empty", a)
+			}
+		}
+	}
+	if c.Token != "" && c.TokenFile != "" {
+		return fmt.Errorf("token_file: %s: not with token (one or the other)", c.TokenFile)
+	}
+	if c.Token != "" {
+		if err := checkToken(c.Token); err != nil {
+			return fmt.Errorf("token: %w", err)
+		}
+	}
+	if c.TokenFile != "" {
+		if _, err := ReadTokenFile(c.TokenFile); err != nil {
+			return fmt.Errorf("token_file: %s: %w", c.TokenFile, err)
+		}
+	}
+	for i, h := range c.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, "/: \t") {
+			return fmt.Errorf("allowed_hosts[%d]: %q: must be a host name or address without a port", i, h)
+		}
+	}
+	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
+		return errors.New("tls: cert and key must be given together")
+	}
+	if c.TLS.Cert != "" {
+		if _, err := tls.LoadX509KeyPair(c.TLS.Cert, c.TLS.Key); err != nil {
+			return fmt.Errorf("tls.cert: %s: %w", c.TLS.Cert, err)
+		}
+	}
+	return nil
+}
+
+// BearerToken returns the token in force: Token, or the contents of TokenFile.
+func (c *Config) BearerToken() (string, error) {
+	if c.TokenFile != "" {
+		return ReadTokenFile(c.TokenFile)
+	}
+	return c.Token, nil
+}
+
+// ReadTokenFile reads a token: the file's first line, which must not be empty.
+func ReadTokenFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxTokenFile+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > MaxTokenFile {
+		return "", fmt.Errorf("larger than %d bytes", MaxTokenFile)
+	}
+	tok, _, _ := strings.Cut(string(b), "\n")
+	tok = strings.TrimSuffix(tok, "\r")
+	if err := checkToken(tok); err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+// checkToken: a token goes in a header, so it must be printable, without spaces.
+func checkToken(tok string) error {
+	if tok == "" {
+		return errors.New("empty token")
+	}
+	if len(tok) < 16 {
+		return errors.New("must be at least 16 characters")
+	}
+	for _, r := range tok {
+		if r <= ' ' || r > '~' {
+			return errors.New("must be printable ASCII without spaces")
+		}
+	}
+	return nil
+}

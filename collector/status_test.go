@@ -1,0 +1,128 @@
+package collector
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intake-int/intake/ingest"
+)
+
+func labelExport() []byte {
+	b := make([]byte, 2+32)
+	b[1] = 1
+	b[2], b[3], b[4] = 3, 1, 2
+	return b
+}
+
+func sendFrom(t *testing.T, local, to string, bs ...[]byte) {
+	t.Helper()
+	la, _ := net.ResolveUDPAddr("udp", local)
+	ra, _ := net.ResolveUDPAddr("udp", to)
+	conn, err := net.DialUDP("udp", la, ra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, b := range bs {
+		conn.Write(b)
+	}
+}
+
+// TestStatusDrops: GET /api/v1/status carries every component's drops in one object, and
+// INT-label exports from sources outside the listener's allow list reach neither the label
+// database nor its feedback. Before, the drops were spread over three endpoints and every
+// source was acted on.
+func TestStatusDrops(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Listeners = []ingest.Listener{
+		{Name: "tr", Format: "report", Address: "127.0.0.1", Sockets: 1, MaxDatagram: 512},
+		{Name: "label", Format: "int-label", Address: "127.0.0.1", Sockets: 1, Allow: []string{"127.0.0.2/32"}},
+	}
+	c, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(context.Background())
+	x := labelExport()
+	sendFrom(t, "127.0.0.1:0", c.Receiver.ListenerAddr(1), x, x, x, x, x) // forged
+	sendFrom(t, "127.0.0.2:0", c.Receiver.ListenerAddr(1), x)             // the switch
+	sendFrom(t, "127.0.0.1:0", c.Receiver.ListenerAddr(0), make([]byte, 600))
+	var st Status
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		resp, err := http.Get("http://" + c.API.Addr() + "/api/v1/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		st = Status{}
+		if err := json.Unmarshal(b, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.PacketsReceived == 7 {
+			if !strings.Contains(string(b), "\n  \"drops\": {\n    \"total\": 6,\n    \"ingest\": {\n") {
+				t.Errorf("status:\n%s", b)
+			}
+			break
+		}
+	}
+	d := st.Drops
+	if d.Total != 6 || d.Ingest["not_allowed"] != 5 || d.Ingest["oversize"] != 1 || d.Ingest["kernel"] != 0 || len(d.Ingest) != 7 {
+		t.Errorf("drops %+v", d)
+	}
+	for _, k := range []string{"export", "log"} {
+		if _, ok := d.EventRings[k]; !ok {
+			t.Errorf("event_rings has no %s: %v", k, d.EventRings)
+		}
+	}
+	if len(d.EventStreams) != 3 || len(d.FlowCache) != 2 || len(d.DTA) == 0 || d.Export == nil {
+		t.Errorf("drops %+v", d)
+	}
+	if n := c.Label.Counters().Items; n != 1 {
+		t.Errorf("the label database installed %d items, want 1 (the allowed switch's)", n)
+	}
+	if full := c.FullStatus(); full.Drops.Total != 6 {
+		t.Errorf("FullStatus drops %+v", full.Drops)
+	}
+}
+
+// TestStopWithStreams: Stop returns within a second with event streams open, without an
+// error. Before, the server waited for the streams until Stop's deadline and failed.
+func TestStopWithStreams(t *testing.T) {
+	c, err := New(testConfig(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		resp, err := http.Get("http://" + c.API.Addr() + "/api/v1/events/stream")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if l, _ := bufio.NewReader(resp.Body).ReadString('\n'); l != ": intake event stream\n" {
+			t.Fatalf("stream: %q", l)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := c.Stop(ctx); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("stop took %s with 3 streams open", d)
+	}
+}

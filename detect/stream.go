@@ -1,0 +1,266 @@
+package detect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/intake-int/intake/api"
+	"github.com/intake-int/intake/event"
+)
+
+// minLogRing is the least number of events the shared ring holds, whatever event_log says:
+// the live streams read it too, and a stream reading promptly must survive a burst.
+const minLogRing = 4096
+
+// logSize is the shared ring's size for event_log n.
+func logSize(n int) int { return max(n, minLogRing) }
+
+// streamWriteTimeout bounds one write to a stream's client: a client that does not read for
+// this long is dropped (a variable for the tests).
+var streamWriteTimeout = 5 * time.Second
+
+// streamKeepalive is how often an idle stream sends a comment.
+const streamKeepalive = 15 * time.Second
+
+// Log keeps the most recent events in one ring, which GET /api/v1/events queries and every
+// live stream (GET /api/v1/events/stream) reads at its own position: a bus consumer drained
+// by its own goroutine, each event numbered. A stream costs its position and a small buffer,
+// not a ring of its own; one that falls a whole ring behind, or whose client stops reading,
+// is dropped and counted. The Detector owns one (Detector.Log).
+type Log struct {
+	bus  *event.Bus
+	cons *event.Consumer
+	mu   sync.Mutex
+	ring []event.Event
+	keep uint64        // events Query answers from: event_log
+	seq  uint64        // events stored so far; the newest has seq
+	wake chan struct{} // closed (and replaced) when events are stored
+
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	maxStreams int64
+	streams    atomic.Int64
+	opened     atomic.Uint64
+	refused    atomic.Uint64
+	behind     atomic.Uint64 // dropped: fell a whole ring behind
+	slow       atomic.Uint64 // dropped: a write blocked past streamWriteTimeout
+}
+
+// StreamStats are the live streams' counters (GET /api/v1/detect/status, `streams`).
+type StreamStats struct {
+	Open    int64  `json:"open"`
+	Max     int64  `json:"max"`
+	Opened  uint64 `json:"opened"`
+	Refused uint64 `json:"refused"`
+	// Dropped are streams the collector closed: behind (the client read too slowly to keep
+	// up with the ring) and slow (a write to the client blocked past its timeout).
+	Dropped map[string]uint64 `json:"dropped"`
+}
+
+// newLog builds a log of size events over bus, reading it through a ring of ring events
+// from start to stop; at most maxStreams streams read it at once.
+func newLog(bus *event.Bus, size, ring, maxStreams int) *Log {
+	return &Log{bus: bus, ring: make([]event.Event, logSize(size)), keep: uint64(size),
+		cons: bus.Subscribe("log", ring), wake: make(chan struct{}), maxStreams: int64(maxStreams)}
+}
+
+// Log returns the detector's event log (nil before RegisterAPI).
+func (d *Detector) Log() *Log { return d.log }
+
+// start drains the bus into the log until stop.
+func (l *Log) start() {
+	if l.cancel != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel, l.done = cancel, make(chan struct{})
+	go func() {
+		defer close(l.done)
+		buf := make([]event.Event, 256)
+		for l.cons.Wait(ctx) {
+			l.Drain(buf)
+		}
+		l.Drain(buf)
+	}()
+}
+
+// Drain moves waiting events into the log now and wakes the streams.
+func (l *Log) Drain(buf []event.Event) {
+	for {
+		n := l.cons.Poll(buf)
+		l.mu.Lock()
+		for i := range buf[:n] {
+			l.ring[l.seq%uint64(len(l.ring))] = buf[i]
+			l.seq++
+		}
+		if n > 0 {
+			close(l.wake)
+			l.wake = make(chan struct{})
+		}
+		l.mu.Unlock()
+		if n < len(buf) {
+			return
+		}
+	}
+}
+
+// stop ends the log's goroutine; the log keeps its events and its place on the bus (so
+// that a restart loses nothing published meanwhile).
+func (l *Log) stop() {
+	if l.cancel != nil {
+		l.cancel()
+		<-l.done
+		l.cancel = nil
+	}
+}
+
+// Query returns the logged events with time ≥ since (Unix ns) and a kind in kinds (all when
+// empty), oldest first, at most limit (the newest ones). It sees the newest event_log events.
+func (l *Log) Query(since int64, kinds map[event.Kind]bool, limit int) []EventJSON {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := uint64(len(l.ring))
+	first := uint64(0)
+	if w := min(n, l.keep); l.seq > w {
+		first = l.seq - w
+	}
+	out := []EventJSON{}
+	for s := first; s < l.seq; s++ {
+		e := &l.ring[s%n]
+		if e.Time < since || (len(kinds) > 0 && !kinds[e.Kind]) {
+			continue
+		}
+		out = append(out, ToJSON(s+1, e))
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out
+}
+
+// read copies the events from position from on into dst and returns how many; lost > 0 when
+// the ring no longer holds from (the reader fell that many events behind). wake is closed
+// when events after the ones returned are stored.
+func (l *Log) read(from uint64, dst []event.Event) (n int, lost uint64, wake <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	size := uint64(len(l.ring))
+	if l.seq > size && from < l.seq-size {
+		return 0, l.seq - size - from, nil
+	}
+	for from+uint64(n) < l.seq && n < len(dst) {
+		dst[n] = l.ring[(from+uint64(n))%size]
+		n++
+	}
+	return n, 0, l.wake
+}
+
+// position is where a stream opened now starts reading.
+func (l *Log) position() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seq
+}
+
+// StreamStats returns the streams' counters.
+func (l *Log) StreamStats() StreamStats {
+	return StreamStats{Open: l.streams.Load(), Max: l.maxStreams, Opened: l.opened.Load(), Refused: l.refused.Load(),
+		Dropped: map[string]uint64{"behind": l.behind.Load(), "slow": l.slow.Load()}}
+}
+
+func (l *Log) acquire() bool {
+	if l.streams.Add(1) > l.maxStreams {
+		l.streams.Add(-1)
+		l.refused.Add(1)
+		return false
+	}
+	l.opened.Add(1)
+	return true
+}
+
+// handleStream serves the events as server-sent events until the client goes away, the
+// server stops, or the stream is dropped for reading too slowly.
+func (d *Detector) handleStream(w http.ResponseWriter, r *http.Request) {
+	if !api.CheckParams(w, r, "kind") {
+		return
+	}
+	kinds, ok := parseKinds(w, r)
+	if !ok {
+		return
+	}
+	l := d.log
+	if !l.acquire() {
+		w.Header().Set("Retry-After", "10")
+		api.Error(w, http.StatusServiceUnavailable, fmt.Sprintf("too many event streams: %d open (detect.max_streams)", l.maxStreams))
+		return
+	}
+	defer l.streams.Add(-1)
+	rc := http.NewResponseController(w)
+	send := func(b []byte) bool {
+		rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		_, err := w.Write(b)
+		if err == nil {
+			err = rc.Flush()
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			l.slow.Add(1)
+		}
+		return err == nil
+	}
+	cur := l.position()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if !send([]byte(": intake event stream\n\n")) {
+		return
+	}
+	buf := make([]event.Event, 64)
+	out := make([]byte, 0, 4096)
+	var seq uint64
+	keepalive := time.NewTicker(streamKeepalive)
+	defer keepalive.Stop()
+	for {
+		n, lost, wake := l.read(cur, buf)
+		if lost > 0 {
+			// The ring moved on past this stream: what it missed is gone. Say how much, and
+			// end the stream rather than hold the ring back for one slow client.
+			l.behind.Add(1)
+			send([]byte("event: overflow\ndata: {\"lost\": " + strconv.FormatUint(lost, 10) + "}\n\n"))
+			return
+		}
+		if n > 0 {
+			cur += uint64(n)
+			out = out[:0]
+			for i := range buf[:n] {
+				seq++
+				if len(kinds) > 0 && !kinds[buf[i].Kind] {
+					continue
+				}
+				b, _ := json.Marshal(ToJSON(seq, &buf[i]))
+				out = fmt.Appendf(out, "event: %s\ndata: %s\n\n", buf[i].Kind, b)
+			}
+			if len(out) > 0 && !send(out) {
+				return
+			}
+			continue
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-keepalive.C:
+			if !send([]byte(": keepalive\n\n")) {
+				return
+			}
+		case <-wake:
+		}
+	}
+}

@@ -1,0 +1,32 @@
+package flowcache
+
+import (
+	"fmt"
+
+	"github.com/intake-int/intake/budget"
+)
+
+// Budget is the memory the flow cache takes with workers receive workers: the table (one
+// allocation, counted in full although only the rows that hold flows become resident), the
+// eviction rings and the histograms (docs/config.md, "Budget").
+func (c *Config) Budget(workers int) budget.Budget {
+	if !c.Enabled {
+		return nil
+	}
+	rowBytes := int64(rowWords(c.Buckets, c.MaxHops)) * 8
+	slotBytes := int64(2+bucketWords(c.MaxHops)) * 8
+	n := 2
+	for n < 2*c.Histograms.MaxSwitches {
+		n <<= 1
+	}
+	shards := int64(min(max(workers, 1), maxHistShards))
+	perShard := budget.Mul(int64(c.Histograms.MaxSwitches)*int64(NumMetrics)+1, int64(c.Histograms.Bins), 8)
+	return budget.Budget{
+		{Component: "flowcache", Part: "table", Memory: budget.Mul(int64(c.Rows), rowBytes),
+			Note: fmt.Sprintf("%d rows × %d B (%d buckets, %d hops)", c.Rows, rowBytes, c.Buckets, c.MaxHops)},
+		{Component: "flowcache", Part: "rings", Memory: budget.Mul(int64(c.Rings), int64(c.RingEntries), slotBytes),
+			Note: fmt.Sprintf("%d rings × %d records × %d B", c.Rings, c.RingEntries, slotBytes)},
+		{Component: "flowcache", Part: "histograms", Memory: budget.Add(budget.Mul(shards, perShard), int64(n)*8),
+			Note: fmt.Sprintf("%d shards × %d switches × %d bins", shards, c.Histograms.MaxSwitches, c.Histograms.Bins)},
+	}
+}

@@ -1,0 +1,28 @@
+package ingest
+
+import (
+	"fmt"
+
+	"github.com/intake-int/intake/budget"
+)
+
+// Budget is the memory the receive path takes: per listener, each socket's recvmmsg buffers
+// (batch × max_datagram) and its kernel receive buffer (rcvbuf; Linux charges up to twice
+// the request, its bookkeeping, against it). docs/config.md, "Budget".
+func (c *Config) Budget() budget.Budget {
+	var b budget.Budget
+	for _, l := range c.Listeners {
+		socks := int64(l.Sockets)
+		size, gro := l.MaxDatagram, ""
+		if l.GRO == nil || *l.GRO { // the buffers hold a GRO super-datagram (an upper bound off Linux)
+			size, gro = max(size, groBufSize), " (gro)"
+		}
+		b = append(b, budget.Item{Component: "ingest", Part: l.Name + " buffers",
+			Memory: budget.Mul(socks, int64(l.Batch), int64(size)+128),
+			Note:   fmt.Sprintf("%d sockets × %d datagrams × %d B%s", l.Sockets, l.Batch, size, gro)})
+		b = append(b, budget.Item{Component: "ingest", Part: l.Name + " rcvbuf",
+			Memory: budget.Mul(socks, 2, int64(l.RcvBuf)),
+			Note:   fmt.Sprintf("%d sockets × 2 × rcvbuf %d B (kernel)", l.Sockets, l.RcvBuf)})
+	}
+	return b
+}
