@@ -3,6 +3,7 @@
 // (telemetry report, DTA, INT-label export, INT-MD), every other Ethernet frame is tried as a
 // raw INT-MD data packet, and frames without telemetry are counted as skipped. (The
 // collector's own replay of a capture through its workers is ingest.Receiver.RunCapture.)
+// It also paces `intake replay`, which sends a capture's datagrams again (Pacer).
 package capture
 
 import (
