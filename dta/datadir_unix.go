@@ -57,7 +57,8 @@ func lockDataDir(dir string, create bool) (*os.File, error) {
 		return nil, fmt.Errorf("%s: flock: %w", lp, err)
 	}
 	pid := []byte(strconv.Itoa(os.Getpid()) + "\n")
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt(pid, 0)
 	}
 	if err != nil {
