@@ -183,3 +183,39 @@ func TestAppendPollHugeCounters(t *testing.T) {
 		t.Errorf("%+v", a)
 	}
 }
+
+// The HTTP answers over a read-only directory that holds only some of the stores: the
+// missing ones are a 400, never a nil store dereferenced.
+func TestAPIMissingStores(t *testing.T) {
+	dir := t.TempDir()
+	h := KWHeader(KWConfig{Layout: "default", Slots: 1 << 4, MaxRedundancy: 2, ChecksumBits: 32, ValueBytes: 4}, DefaultSeed)
+	craftRegion(t, dir, FileKW, h, make([]byte, h.DataLen))
+	st, err := OpenStoresReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	mux := http.NewServeMux()
+	a := NewAPI(st, 4)
+	mux.HandleFunc("GET /api/v1/dta/kw/{key}", a.handleKW)
+	mux.HandleFunc("GET /api/v1/dta/ki/{key}", a.handleKI)
+	mux.HandleFunc("GET /api/v1/dta/postcard/{key}", a.handlePostcard)
+	mux.HandleFunc("GET /api/v1/dta/list/{id}", a.handleList)
+	for _, tc := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{"/api/v1/dta/kw/1", 200, `"status": "not_found"`},
+		{"/api/v1/dta/kw/1?store=paths", 400, `"error": "parameter key: \"1\": must be no paths store"`},
+		{"/api/v1/dta/ki/1", 400, `"error": "parameter key: \"1\": must be no key-increment store"`},
+		{"/api/v1/dta/postcard/1", 400, `"error": "parameter key: \"1\": must be no postcard store"`},
+		{"/api/v1/dta/list/0", 400, `"error": "parameter id: \"0\": must be a list id of the append store (there is none)"`},
+	} {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", tc.path, nil))
+		if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.want) {
+			t.Errorf("%s: %d %s, want %d with %s", tc.path, rec.Code, rec.Body.String(), tc.code, tc.want)
+		}
+	}
+}
