@@ -156,7 +156,7 @@ func (r *Region) counter(off int) *atomic.Uint64 {
 // empty or short file is an error, not a new store (ResetStores removes the files on
 // purpose). The file must be a regular file of this user's that no one else can write, and
 // not a symbolic link (openStoreFile checks the file it opened).
-func CreateRegion(path string, h Header, huge bool) (*Region, error) {
+func CreateRegion(path string, h Header, huge bool) (_ *Region, err error) {
 	h.Created = time.Now().UnixNano()
 	if err := h.check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -168,6 +168,13 @@ func CreateRegion(path string, h Header, huge bool) (*Region, error) {
 	}
 	defer f.Close()
 	if fresh {
+		// A store this call created and could not finish is removed: left empty, the next
+		// start would refuse it.
+		defer func() {
+			if err != nil {
+				os.Remove(path)
+			}
+		}()
 		if err := f.Truncate(size); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
