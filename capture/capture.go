@@ -6,7 +6,8 @@
 // datagrams to unmapped ports that hold telemetry reports are counted so that the summary
 // can name the --port flag, and errors that a producer quirk explains so that it can name
 // the quirk. (The collector's own replay of a capture through its workers is
-// ingest.Receiver.RunCapture.)
+// ingest.Receiver.RunCapture.) It also paces `intake replay`, which sends a capture's
+// datagrams again (Pacer).
 package capture
 
 import (

@@ -137,6 +137,10 @@ func (a *API) handleList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ids := r.PathValue("id")
+	if st.AP == nil { // a read-only directory without append.dta
+		api.BadParam(w, "id", ids, "a list id of the append store (there is none)")
+		return
+	}
 	id, err := strconv.Atoi(ids)
 	if err != nil || id < 0 || id >= st.AP.Lists() {
 		api.BadParam(w, "id", ids, "a list id from 0 to "+strconv.Itoa(st.AP.Lists()-1))

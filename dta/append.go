@@ -2,7 +2,6 @@ package dta
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -43,11 +42,10 @@ func AppendHeader(c AppendConfig) Header {
 
 // NewAppend reads an Append store's geometry from its region.
 func NewAppend(r *Region) (*Append, error) {
-	h := &r.Hdr
-	if h.Primitive != PrimAppend || h.Slots < 1 || !pow2(int(h.Capacity)) || h.SlotBytes < h.ValueBytes || h.SlotBytes%4 != 0 ||
-		h.DataLen != h.Slots*listHdrBytes+h.Slots*h.Capacity*uint64(h.SlotBytes) {
-		return nil, fmt.Errorf("%s: not a consistent append region (%s)", r.Path, h)
+	if err := r.checkAs(PrimAppend); err != nil {
+		return nil, err
 	}
+	h := &r.Hdr
 	a := &Append{R: r, lists: int(h.Slots), cap: h.Capacity, stride: int(h.SlotBytes), rings: h.Slots * listHdrBytes}
 	if !r.ReadOnly {
 		a.locks = make([]sync.Mutex, a.lists)
@@ -107,7 +105,7 @@ func (a *Append) Poll(l int, cursor uint64, max int, dst []byte) (n int, next, o
 		overwritten = h - a.cap - cursor
 		cursor = h - a.cap
 	}
-	end := min(h, cursor+uint64(max))
+	end := cursor + min(h-cursor, uint64(max)) // h and reserve are the file's: no overflow
 	ring := a.ring(l)
 	for s := cursor; s < end; s++ {
 		p := int(s&(a.cap-1)) * a.stride

@@ -21,8 +21,10 @@ type Config struct {
 	// Enabled turns the DTA stores on (the default).
 	Enabled bool `yaml:"enabled"`
 	// DataDir holds the region files (kw.dta, paths.dta, ki.dta, postcard.dta, append.dta).
-	// The default is on tmpfs so that the stores are memory, as in the papers, and survive a
-	// collector restart (not a reboot). One writing collector per directory.
+	// The default (DefaultDataDir) is on tmpfs so that the stores are memory, as in the
+	// papers, and survive a collector restart (not a reboot), in a directory of this user's
+	// alone. One writing collector per directory (a lock), which must be this user's and
+	// writable by no one else (datadir.go).
 	DataDir string `yaml:"data_dir"`
 	// HugePages asks the kernel for transparent huge pages on the regions (madvise; the
 	// kernel may refuse, e.g. tmpfs with shmem_enabled=never).
@@ -130,10 +132,6 @@ type INTConfig struct {
 
 // DefaultSeed is the documented default hash seed.
 const DefaultSeed = 0x696e74616b65 // "intake"
-
-// DefaultDataDir is data_dir's default: tmpfs, memory as in the papers. A variable only so
-// that a test binary can point the default somewhere of its own (cmd/intake's tests do).
-var DefaultDataDir = "/dev/shm/intake-dta"
 
 // DefaultConfig returns the documented defaults: modest sizes (about 30 MiB in all).
 func DefaultConfig() Config {

@@ -1,7 +1,6 @@
 package dta
 
 import (
-	"fmt"
 	"sync/atomic"
 )
 
@@ -32,10 +31,10 @@ func KIHeader(c KIConfig, seed uint64) Header {
 
 // NewKeyIncrement reads a Key-Increment store's geometry from its region.
 func NewKeyIncrement(r *Region) (*KeyIncrement, error) {
-	h := &r.Hdr
-	if h.Primitive != PrimKeyIncrement || !pow2(int(h.Slots)) || h.SlotBytes != 8 || h.MaxN < 1 || h.MaxN > 8 || h.DataLen != h.Slots*8 {
-		return nil, fmt.Errorf("%s: not a consistent key-increment region (%s)", r.Path, h)
+	if err := r.checkAs(PrimKeyIncrement); err != nil {
+		return nil, err
 	}
+	h := &r.Hdr
 	return &KeyIncrement{R: r, mask: h.Slots - 1, maxN: int(h.MaxN), compat: h.Layout == LayoutCompat, seed: h.Seed}, nil
 }
 

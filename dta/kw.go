@@ -3,7 +3,6 @@ package dta
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"unsafe"
 )
@@ -64,21 +63,12 @@ func KWHeader(c KWConfig, seed uint64) Header {
 
 // NewKeyWrite reads a Key-Write store's geometry from its region.
 func NewKeyWrite(r *Region) (*KeyWrite, error) {
+	if err := r.checkAs(PrimKeyWrite); err != nil {
+		return nil, err
+	}
 	h := &r.Hdr
-	if h.Primitive != PrimKeyWrite {
-		return nil, fmt.Errorf("%s: primitive %d is not key-write", r.Path, h.Primitive)
-	}
-	if !pow2(int(h.Slots)) || h.SlotBytes%8 != 0 || h.SlotBytes < 4+h.ValueBytes || h.ValueBytes < 1 || h.ValueBytes > 32 ||
-		h.CheckBits < 1 || h.CheckBits > 32 || h.MaxN < 1 || h.MaxN > 8 || h.DataLen != h.Slots*uint64(h.SlotBytes) ||
-		uint64(len(r.Data)) != h.DataLen {
-		return nil, fmt.Errorf("%s: inconsistent key-write geometry (%s)", r.Path, h)
-	}
-	s := &KeyWrite{R: r, base: unsafe.Pointer(unsafe.SliceData(r.Data)), mask: h.Slots - 1, stride: uint64(h.SlotBytes), maxN: int(h.MaxN),
-		cmask: uint32(uint64(1)<<h.CheckBits - 1), vbytes: int(h.ValueBytes), compat: h.Layout == LayoutCompat, seed: h.Seed}
-	if s.compat && (h.SlotBytes != 8 || h.ValueBytes != 4) {
-		return nil, fmt.Errorf("%s: compat layout needs 8-byte slots", r.Path)
-	}
-	return s, nil
+	return &KeyWrite{R: r, base: unsafe.Pointer(unsafe.SliceData(r.Data)), mask: h.Slots - 1, stride: uint64(h.SlotBytes), maxN: int(h.MaxN),
+		cmask: uint32(uint64(1)<<h.CheckBits - 1), vbytes: int(h.ValueBytes), compat: h.Layout == LayoutCompat, seed: h.Seed}, nil
 }
 
 // MaxN is the store's maximum redundancy.

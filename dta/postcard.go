@@ -3,7 +3,6 @@ package dta
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -62,15 +61,10 @@ func PostcardHeader(c PostcardConfig, seed uint64) Header {
 
 // NewPostcard reads a Postcarding store's geometry from its region.
 func NewPostcard(r *Region) (*Postcard, error) {
+	if err := r.checkAs(PrimPostcard); err != nil {
+		return nil, err
+	}
 	h := &r.Hdr
-	if h.Primitive != PrimPostcard || !pow2(int(h.Slots)) || h.Hops < 1 || h.Hops > MaxHops || h.SlotBytes != (4*h.Hops+7)&^7 ||
-		h.MaxN < 1 || h.MaxN > 8 || h.CheckBits < 1 || h.CheckBits > 32 || !pow2(int(h.Capacity)) ||
-		h.DataLen != h.Slots*uint64(h.SlotBytes)+h.Capacity*8 {
-		return nil, fmt.Errorf("%s: not a consistent postcard region (%s)", r.Path, h)
-	}
-	if uint64(len(r.Data)) != h.DataLen {
-		return nil, fmt.Errorf("%s: %d data bytes mapped, the header says %d", r.Path, len(r.Data), h.DataLen)
-	}
 	p := &Postcard{R: r, base: unsafe.Pointer(unsafe.SliceData(r.Data)), mask: h.Slots - 1, stride: uint64(h.SlotBytes), hops: int(h.Hops), n: int(h.MaxN),
 		bmask: uint32(uint64(1)<<h.CheckBits - 1), seed: h.Seed, vals: h.Slots * uint64(h.SlotBytes), vmask: h.Capacity - 1}
 	p.gBlank = p.g(blankValue)
@@ -110,8 +104,9 @@ func (p *Postcard) Learn(v uint32) bool {
 	return false
 }
 
-// Known is |V|, the number of known values.
-func (p *Postcard) Known() uint64 { return p.R.counter(offValCount).Load() }
+// Known is |V|, the number of known values: the region's counter, which another process
+// writes, bounded by the table's capacity.
+func (p *Postcard) Known() uint64 { return min(p.R.counter(offValCount).Load(), p.vmask+1) }
 
 // Write writes flow key's chunk: vals[i] for the hops whose bit is in present, blank for the
 // others. It does not allocate.
@@ -202,16 +197,17 @@ func (p *Postcard) table() *lookup {
 	if t := p.lk.Load(); t != nil && t.known == known {
 		return t
 	}
-	// Size the table from the entries actually in the region, not from the counter: a
-	// table sized from a counter that disagrees with the entries (a file written by a
-	// crashed writer, or scribbled on) would fill up, and put would probe forever.
+	// Size the table from the entries actually in the region (at most its capacity), never
+	// from the counter: another process writes both, and a counter that disagrees with the
+	// entries (a crashed writer, or a crafted file) would make the table too small, and put
+	// probe forever, or enormous. At most entries+1 values are put below.
 	entries := uint64(0)
 	for i := uint64(0); i <= p.vmask; i++ {
 		if p.R.load64(p.vals+i*8) != 0 {
 			entries++
 		}
 	}
-	size := 1 << bits.Len64(2*max(known, entries)+4)
+	size := 1 << bits.Len64(2*entries+4)
 	t := &lookup{known: known, shift: uint(64 - bits.TrailingZeros(uint(size))), gs: make([]uint32, size), vs: make([]uint64, size)}
 	t.put(p.gBlank, 0, lkBlank)
 	for i, n := uint64(0), uint64(0); i <= p.vmask && n < entries; i++ {

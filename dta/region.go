@@ -152,22 +152,38 @@ func (r *Region) counter(off int) *atomic.Uint64 {
 }
 
 // CreateRegion opens path read-write, creating it with header h when it does not exist. An
-// existing file must have the same geometry: a store is never silently reinterpreted.
-func CreateRegion(path string, h Header, huge bool) (*Region, error) {
+// existing file must have the same geometry: a store is never silently reinterpreted, and an
+// empty or short file is an error, not a new store (ResetStores removes the files on
+// purpose). The file must be a regular file of this user's that no one else can write, and
+// not a symbolic link (openStoreFile checks the file it opened).
+func CreateRegion(path string, h Header, huge bool) (_ *Region, err error) {
 	h.Created = time.Now().UnixNano()
+	if err := h.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	size := int64(headerSize) + int64(h.DataLen)
-	f, fsize, err := openSized(path, os.O_RDWR|os.O_CREATE)
+	f, fsize, fresh, err := openStoreFile(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fresh := fsize == 0
 	if fresh {
+		// A store this call created and could not finish is removed: left empty, the next
+		// start would refuse it.
+		defer func() {
+			if err != nil {
+				os.Remove(path)
+			}
+		}()
 		if err := f.Truncate(size); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	} else if fsize != size {
-		return nil, fmt.Errorf("%s: %d bytes, the configuration needs %d: geometry changed (remove the file or restore the configuration)", path, fsize, size)
+		what := "the geometry changed: restore the configuration, or reset the stores (intake dta reset)"
+		if fsize < headerSize {
+			what = "not a DTA region: reset the stores (intake dta reset)"
+		}
+		return nil, fmt.Errorf("%s: %d bytes, the configuration needs %d: %s", path, fsize, size, what)
 	}
 	mem, err := mapFile(f, int(size), true)
 	if err != nil {
@@ -180,7 +196,7 @@ func CreateRegion(path string, h Header, huge bool) (*Region, error) {
 	} else {
 		old, err := parseHeader(mem)
 		if err == nil && !old.geometryEqual(&h) {
-			err = fmt.Errorf("geometry in the file (%s) differs from the configuration (%s): remove the file or restore the configuration", &old, &h)
+			err = fmt.Errorf("geometry in the file (%s) differs from the configuration (%s): restore the configuration, or reset the stores (intake dta reset)", &old, &h)
 		}
 		if err != nil {
 			unmapMem(mem)
@@ -194,44 +210,55 @@ func CreateRegion(path string, h Header, huge bool) (*Region, error) {
 	return r, nil
 }
 
-// openSized opens path with flag and returns the file and its size.
-func openSized(path string, flag int) (*os.File, int64, error) {
-	f, err := os.OpenFile(path, flag, 0o644)
-	if err != nil {
-		return nil, 0, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, err
-	}
-	return f, st.Size(), nil
-}
-
-// OpenRegion maps an existing region file read-only, for queries by another process.
+// OpenRegion maps an existing region file read-only, for queries by another process. The
+// file is untrusted: it must be a regular file, and its header is read and checked (every
+// field within what a configuration allows, the data length the one the geometry gives, the
+// file that long) before anything is mapped.
 func OpenRegion(path string) (*Region, error) {
-	f, fsize, err := openSized(path, os.O_RDONLY)
+	f, err := openReadOnly(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", path, st.Mode().Type())
+	}
+	fsize := st.Size()
 	if fsize < headerSize {
 		return nil, fmt.Errorf("%s: %d bytes: not a DTA region", path, fsize)
+	}
+	var hb [headerSize]byte
+	if _, err := f.ReadAt(hb[:], 0); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	h, err := parseHeader(hb[:])
+	if err == nil {
+		err = h.check()
+	}
+	if err == nil && h.DataLen != uint64(fsize-headerSize) {
+		err = fmt.Errorf("header says %d data bytes, the file has %d", h.DataLen, fsize-headerSize)
+	}
+	if err == nil && uint64(fsize) > uint64(maxInt) {
+		err = fmt.Errorf("%d bytes: more than this system can map", fsize)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	mem, err := mapFile(f, int(fsize), false)
 	if err != nil {
 		return nil, fmt.Errorf("%s: mmap: %w", path, err)
 	}
-	h, err := parseHeader(mem)
-	if err == nil && int64(headerSize)+int64(h.DataLen) != fsize {
-		err = fmt.Errorf("header says %d data bytes, the file has %d", h.DataLen, fsize-headerSize)
-	}
-	if err != nil {
-		unmapMem(mem)
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
+	// The geometry is the header as checked, not the mapping's: a file rewritten between the
+	// read and the map cannot change it. The counters are read from the mapping, and every
+	// use of them is bounded (Postcard.table, Append.Poll).
 	return &Region{Path: path, Hdr: h, ReadOnly: true, mem: mem, Data: mem[headerSize:]}, nil
 }
+
+const maxInt = int(^uint(0) >> 1)
 
 // AnonRegion is a region in private anonymous memory: simulations and benchmarks.
 func AnonRegion(h Header) (*Region, error) {

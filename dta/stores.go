@@ -33,6 +33,7 @@ type Stores struct {
 	AP                        *Append
 	Threshold, PathsThreshold int
 	regions                   []*Region
+	lock                      *os.File // a writer's lock on Dir (datadir.go)
 }
 
 // writerDirs are the data directories this process opened for writing.
@@ -49,15 +50,18 @@ func WriterDirs() []string {
 	return slices.Clone(writerDirs.dirs)
 }
 
-// OpenStores creates or reopens the regions of cfg.DataDir for writing.
+// OpenStores creates or reopens the regions of cfg.DataDir for writing: it creates the
+// directory (0700) when missing, refuses one that another user could change, and holds the
+// directory's lock until Close (datadir.go).
 func OpenStores(cfg *Config) (_ *Stores, err error) {
 	writerDirs.Lock()
 	writerDirs.dirs = append(writerDirs.dirs, cfg.DataDir)
 	writerDirs.Unlock()
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	lock, err := lockDataDir(cfg.DataDir, true)
+	if err != nil {
 		return nil, fmt.Errorf("dta.data_dir: %w", err)
 	}
-	s := &Stores{Dir: cfg.DataDir, Threshold: cfg.KeyWrite.Threshold, PathsThreshold: cfg.Paths.Threshold}
+	s := &Stores{Dir: cfg.DataDir, Threshold: cfg.KeyWrite.Threshold, PathsThreshold: cfg.Paths.Threshold, lock: lock}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -116,7 +120,7 @@ func OpenStoresReadOnly(dir string) (_ *Stores, err error) {
 		}
 	}()
 	found := 0
-	for _, name := range []string{FileKW, FilePaths, FileKI, FilePostcard, FileAppend} {
+	for _, name := range storeFiles {
 		r, err := OpenRegion(filepath.Join(dir, name))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -151,13 +155,17 @@ func OpenStoresReadOnly(dir string) (_ *Stores, err error) {
 // Regions returns the mapped regions.
 func (s *Stores) Regions() []*Region { return s.regions }
 
-// Close unmaps every region.
+// Close unmaps every region and releases a writer's lock.
 func (s *Stores) Close() error {
 	var errs []error
 	for _, r := range s.regions {
 		errs = append(errs, r.Sync(), r.Close())
 	}
 	s.regions = nil
+	if s.lock != nil {
+		errs = append(errs, s.lock.Close())
+		s.lock = nil
+	}
 	return errors.Join(errs...)
 }
 
@@ -166,7 +174,7 @@ func (s *Stores) Close() error {
 func (s *Stores) Snapshot(now time.Time, retain int) (string, error) {
 	base := filepath.Join(s.Dir, EpochDir)
 	dir := filepath.Join(base, strconv.FormatInt(now.Unix(), 10))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
 	for _, r := range s.regions {

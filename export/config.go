@@ -87,7 +87,8 @@ type Redis struct {
 	Queue int `yaml:"queue"`
 	// Batch is the most commands per pipelined write.
 	Batch int `yaml:"batch"`
-	// Timeout bounds a connect and a pipelined round trip.
+	// Timeout bounds a connect and the PING that checks the server. A pipeline, once
+	// written, waits for its replies as long as the connection stands (redis.go).
 	Timeout time.Duration `yaml:"timeout"`
 }
 

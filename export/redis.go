@@ -29,11 +29,21 @@ import (
 // The client is go-redis (redis.UniversalClient: one server, a Sentinel-monitored master or
 // a cluster, docs/config.md). The offerer only encodes an entry's fields and queues them in a
 // bounded queue (full: dropped and counted); one writer goroutine turns up to redis.batch
-// commands at a time into one pipeline and counts every reply. A failed connection drops
-// the commands whose replies did not arrive (counted, reason conn: an XADD is not idempotent,
-// so go-redis's retries are off and nothing is sent twice); the writer then PINGs, with
-// exponential backoff, until the server answers again, while the queue keeps filling.
-// Nothing here ever waits on ingest's side.
+// commands at a time into one pipeline and counts every reply. Nothing here ever waits on
+// ingest's side.
+//
+// Only what Redis confirmed is counted sent, and only what it cannot have executed is
+// counted dropped. A command written to the server may be executed however late its reply
+// comes (a stalled server executes what sits in its socket buffer when it resumes, even
+// after the client gave up and closed), so a written pipeline has no read or write
+// deadline: it waits for its replies as long as the connection stands (redis.timeout bounds
+// connecting and the PING). Each command is classified by its own reply: one that got a
+// reply before the connection failed is sent (or rejected: an error reply), the commands
+// after it are dropped (reason conn: an XADD is not idempotent, so go-redis's retries are
+// off and nothing is sent twice). After a failure the writer PINGs, with exponential
+// backoff, until the server answers again, while the queue keeps filling. Stop ends a
+// pipeline still waiting when its context ends by closing the connection: those commands
+// are counted dropped, reason shutdown (the server may still execute them).
 
 // Kinds of Redis writes, the kind label of the counters.
 const (
@@ -82,8 +92,10 @@ type RedisSink struct {
 
 	sent       [numRedisKinds]atomic.Uint64
 	dropped    [numRedisKinds][numRedisDrops]atomic.Uint64
+	inFlight   atomic.Int64 // items written in the pipeline whose replies are awaited
 	reconnects atomic.Uint64
 	connected  atomic.Bool
+	aborted    atomic.Bool // Stop closed the client under a waiting pipeline
 	lastErr    lastError
 
 	maxLen string // XADD MAXLEN ~ maxLen
@@ -94,6 +106,7 @@ type RedisSink struct {
 	ring int
 	cons *event.Consumer
 
+	client   redis.UniversalClient // between Start and Stop
 	stop     chan struct{}
 	stopCtx  context.Context
 	stopOnce sync.Once
@@ -126,6 +139,8 @@ func NewRedis(cfg Config, reg *metrics.Registry) *RedisSink {
 			})
 		reg.Gauge("intake_export_redis_queued", "Redis writes waiting in the queue.").
 			Func(func() float64 { return float64(len(s.q)) })
+		reg.Gauge("intake_export_redis_in_flight", "Redis writes sent in a pipeline whose replies have not arrived yet.").
+			Func(func() float64 { return float64(s.inFlight.Load()) })
 	}
 	return s
 }
@@ -138,6 +153,7 @@ type RedisCounts struct {
 	Reconnects    uint64                       `json:"reconnects"`
 	Connected     bool                         `json:"connected"`
 	Queued        int                          `json:"queued"`
+	InFlight      int64                        `json:"in_flight"`
 	LastError     string                       `json:"last_error,omitempty"`
 	LastErrorTime string                       `json:"last_error_time,omitempty"`
 }
@@ -145,7 +161,7 @@ type RedisCounts struct {
 // Counts returns the counters.
 func (s *RedisSink) Counts() RedisCounts {
 	c := RedisCounts{Sent: map[string]uint64{}, Dropped: map[string]map[string]uint64{},
-		Reconnects: s.reconnects.Load(), Connected: s.connected.Load(), Queued: len(s.q)}
+		Reconnects: s.reconnects.Load(), Connected: s.connected.Load(), Queued: len(s.q), InFlight: s.inFlight.Load()}
 	c.LastError, c.LastErrorTime = s.lastErr.get()
 	for k := range numRedisKinds {
 		c.Sent[redisKindNames[k]] = s.sent[k].Load()
@@ -183,6 +199,8 @@ func (s *RedisSink) Start(context.Context) error {
 		return err
 	}
 	client := redis.NewUniversalClient(opts)
+	s.client = client
+	s.aborted.Store(false)
 	s.stop, s.stopOnce, s.stopCtx = make(chan struct{}), sync.Once{}, nil
 	if s.bus != nil {
 		s.cons = s.bus.Subscribe("redis", s.ring)
@@ -195,7 +213,8 @@ func (s *RedisSink) Start(context.Context) error {
 }
 
 // Stop stops reading events, sends what is queued until ctx ends, and drops (counting) the
-// rest.
+// rest; a pipeline still waiting for its replies when ctx ends is ended by closing the
+// connection.
 func (s *RedisSink) Stop(ctx context.Context) error {
 	if s.stop == nil {
 		return nil
@@ -204,7 +223,19 @@ func (s *RedisSink) Stop(ctx context.Context) error {
 		s.stopCtx = ctx
 		close(s.stop)
 	})
-	s.wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.aborted.Store(true)
+		s.client.Close() // the writer's pipeline fails at once; it is the writer's to close too
+		<-done
+	}
+	s.client = nil
 	if s.cons != nil {
 		s.bus.Unsubscribe(s.cons)
 		s.cons = nil
@@ -481,30 +512,27 @@ func (s *RedisSink) send(pipe redis.Pipeliner, batch []redisItem) error {
 			cmd(start)
 		}
 	}
+	s.inFlight.Store(int64(len(batch)))
 	cmds, _ := pipe.Exec(ctx)
+	s.inFlight.Store(0)
 	clear(a) // let the items go
 	s.args = a[:0]
+	lost := redisDropConn
+	if s.aborted.Load() {
+		lost = redisDropShutdown
+	}
 	var connErr, rejected error
 	for i := range batch {
 		it := &batch[i]
 		n := it.cmds()
-		var conn, rej error
-		for _, c := range cmds[:min(n, len(cmds))] {
-			if err := c.Err(); err != nil {
-				if isReplyError(err) {
-					rej = err
-				} else {
-					conn = err
-				}
-			}
-		}
+		conn, rej := redisOutcome(cmds[:min(n, len(cmds))])
 		if len(cmds) < n && conn == nil {
 			conn = errors.New("redis: reply missing") // never: Exec returns every command queued
 		}
 		cmds = cmds[min(n, len(cmds)):]
 		switch {
 		case conn != nil:
-			s.dropped[it.kind][redisDropConn].Add(1)
+			s.dropped[it.kind][lost].Add(1)
 			connErr = conn
 		case rej != nil:
 			s.dropped[it.kind][redisDropRejected].Add(1)
@@ -519,6 +547,28 @@ func (s *RedisSink) send(pipe redis.Pipeliner, batch []redisItem) error {
 		s.lastErr.set("redis", rejected)
 	}
 	return connErr
+}
+
+// redisOutcome classifies one item's commands by their own replies: conn is the error of a
+// command that got no reply (the connection failed first), rej an error reply. A command
+// that got a reply is confirmed even when go-redis, after a failure later in the pipeline,
+// sets the failure as every command's error: its reply is its value.
+func redisOutcome(cmds []redis.Cmder) (conn, rej error) {
+	for _, c := range cmds {
+		err := c.Err()
+		if err == nil {
+			continue
+		}
+		if rc, ok := c.(*redis.Cmd); ok && rc.Val() != nil {
+			continue // replied: the failure came after this command
+		}
+		if isReplyError(err) {
+			rej = err
+		} else {
+			conn = err
+		}
+	}
+	return conn, rej
 }
 
 func appendPtrs(a []any, fields []string) []any {
@@ -564,8 +614,12 @@ func (r *Redis) universalOptions() (*redis.UniversalOptions, error) {
 		// The sink's own backoff paces the reconnects.
 		DialerRetries: 1,
 		DialTimeout:   r.Timeout,
-		ReadTimeout:   r.Timeout,
-		WriteTimeout:  r.Timeout,
+		// A written command waits for its reply as long as the connection stands: the
+		// server may execute it however late (see above). Operations are bounded by their
+		// context instead: the PING's is redis.timeout, a pipeline's has no deadline.
+		ReadTimeout:           -1,
+		WriteTimeout:          -1,
+		ContextTimeoutEnabled: true,
 	}
 	tlsOn := r.TLS
 	var base *tls.Config

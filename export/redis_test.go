@@ -327,7 +327,10 @@ func TestRedisStartAgain(t *testing.T) {
 }
 
 // TestRedisStalled stops redis-server (SIGSTOP) mid-run: offers return at once, the stalled
-// batch times out and is counted, and everything is accounted for after SIGCONT.
+// pipeline waits for its replies (a stalled server executes what it has read when it
+// resumes: issue 15 counted 303,206 stream entries against 301,688 "sent"), the queue fills
+// and drops, and after SIGCONT everything is accounted for, exactly: the stream holds what
+// was counted sent, and nothing counted dropped.
 func TestRedisStalled(t *testing.T) {
 	port := freePort(t)
 	srv := startRedis(t, port)
@@ -343,10 +346,7 @@ func TestRedisStalled(t *testing.T) {
 	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	// Half the offers while the writer is in the stalled round trip, half once it has timed
-	// out and waits for the server to answer again: some are still queued at SIGCONT
-	// however the writer was scheduled (when it runs only after the first half, its stalled
-	// batch takes everything offered so far).
+	defer srv.cmd.Process.Signal(syscall.SIGCONT) // before the deferred Stop, should the test fail
 	var offering time.Duration
 	offer := func(from, to int) {
 		start := time.Now()
@@ -356,23 +356,120 @@ func TestRedisStalled(t *testing.T) {
 		}
 		offering += time.Since(start)
 	}
+	// Half the offers before the writer's stalled pipeline, half after: some are still
+	// queued at SIGCONT however the writer was scheduled (when it runs only after the first
+	// half, its pipeline takes everything queued so far).
 	offer(0, 2500)
-	waitFor(t, 10*time.Second, "the stalled batch timed out", func() bool { return s.Counts().Dropped["event"]["conn"] > 0 })
+	waitFor(t, 10*time.Second, "a pipeline in flight", func() bool { return s.Counts().InFlight > 0 })
+	time.Sleep(3 * cfg.Redis.Timeout) // longer than redis.timeout: the pipeline still waits
 	offer(2500, 5000)
 	if offering > time.Second {
 		t.Errorf("5000 offers to a stalled redis took %s", offering)
+	}
+	if c := s.Counts(); c.InFlight == 0 || c.Queued != cfg.Redis.Queue || c.Dropped["event"]["conn"] != 0 {
+		t.Errorf("while stalled: %+v", c)
 	}
 	srv.cmd.Process.Signal(syscall.SIGCONT)
 	total := func() uint64 {
 		c := s.Counts()
 		return c.Sent["event"] + c.Dropped["event"]["queue_full"] + c.Dropped["event"]["conn"]
 	}
-	waitFor(t, 20*time.Second, "all 5001 accounted", func() bool { return total() == 5001 && s.Counts().Queued == 0 })
+	waitFor(t, 20*time.Second, "all 5001 accounted", func() bool {
+		c := s.Counts()
+		return total() == 5001 && c.Queued == 0 && c.InFlight == 0
+	})
 	c := s.Counts()
-	if c.Dropped["event"]["queue_full"] == 0 || c.Sent["event"] < 2 {
+	if c.Dropped["event"]["queue_full"] == 0 || c.Dropped["event"]["conn"] != 0 || c.Sent["event"] < 2+uint64(cfg.Redis.Queue) || c.Reconnects != 0 {
 		t.Errorf("counts %+v", c)
 	}
+	rc, err := export.DialRedis(redisAddr(port), "", 0, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if n := do(t, rc, "XLEN", "intake:events").(int64); uint64(n) != c.Sent["event"] {
+		t.Errorf("the stream holds %d entries, %d counted sent", n, c.Sent["event"])
+	}
 	t.Logf("stalled: sent %d, dropped queue_full %d, conn %d, reconnects %d", c.Sent["event"], c.Dropped["event"]["queue_full"], c.Dropped["event"]["conn"], c.Reconnects)
+}
+
+// TestRedisStopStalled stops the sink while its pipeline waits on a stalled server: Stop
+// returns when its context ends, and the commands in flight and queued are counted dropped
+// at shutdown.
+func TestRedisStopStalled(t *testing.T) {
+	port := freePort(t)
+	srv := startRedis(t, port)
+	cfg := redisCfg(port)
+	cfg.Redis.Queue, cfg.Redis.Batch = 100, 10
+	s := export.NewRedis(cfg, nil)
+	s.Start(context.Background())
+	ev := &event.Event{Kind: event.KindChange, Measurement: event.FlowLatency}
+	s.OfferEvent(ev)
+	waitFor(t, 10*time.Second, "first event sent", func() bool { return s.Counts().Sent["event"] == 1 })
+	srv.cmd.Process.Signal(syscall.SIGSTOP)
+	defer srv.cmd.Process.Signal(syscall.SIGCONT)
+	for range 50 {
+		s.OfferEvent(ev)
+	}
+	waitFor(t, 10*time.Second, "a pipeline in flight", func() bool { return s.Counts().InFlight > 0 })
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Stop took %s with a 200ms context", d)
+	}
+	c := s.Counts()
+	if c.Sent["event"] != 1 || c.Dropped["event"]["shutdown"] != 50 || c.Dropped["event"]["conn"] != 0 || c.InFlight != 0 || c.Queued != 0 {
+		t.Errorf("counts %+v", c)
+	}
+}
+
+// TestRedisOutcome classifies the commands of a pipeline the server cut short (QUIT closes
+// the connection after its reply): a command that got its reply counts, even though go-redis
+// sets the connection's error on every command of the pipeline; those after it do not.
+func TestRedisOutcome(t *testing.T) {
+	port := freePort(t)
+	startRedis(t, port)
+	c := goRedis(t, &redis.Options{Addr: redisAddr(port), Protocol: 2, MaxRetries: -1})
+	ctx := t.Context()
+	pipe := c.Pipeline()
+	pipe.Do(ctx, "xadd", "s", "*", "f", "1")
+	pipe.Do(ctx, "hset", "s", "f", "1") // WRONGTYPE: an error reply
+	pipe.Do(ctx, "xadd", "s", "*", "f", "2")
+	pipe.Do(ctx, "quit")
+	pipe.Do(ctx, "xadd", "s", "*", "f", "3")
+	pipe.Do(ctx, "hset", "h", "f", "1")
+	cmds, err := pipe.Exec(ctx)
+	if err == nil || len(cmds) != 6 {
+		t.Fatalf("exec: %d commands, %v", len(cmds), err)
+	}
+	for _, tc := range []struct {
+		cmds      []redis.Cmder
+		conn, rej bool
+	}{
+		{cmds[0:1], false, false},
+		{cmds[1:2], false, true},
+		{cmds[0:3], false, true},
+		{cmds[2:3], false, false},
+		{cmds[4:5], true, false},
+		{cmds[2:6], true, false},
+	} {
+		conn, rej := export.RedisOutcome(tc.cmds)
+		if (conn != nil) != tc.conn || (rej != nil) != tc.rej {
+			t.Errorf("%v: conn %v rejected %v, want %v %v", tc.cmds, conn, rej, tc.conn, tc.rej)
+		}
+	}
+	rc, err := export.DialRedis(redisAddr(port), "", 0, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if n := do(t, rc, "XLEN", "s").(int64); n != 2 {
+		t.Errorf("XLEN %d, want the 2 XADDs before QUIT", n)
+	}
 }
 
 // BenchmarkRedisOffer measures the offerer's side (ingest's drain goroutine): encoding and

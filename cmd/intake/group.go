@@ -20,6 +20,7 @@ var groups = map[string]*group{
 	"query": newGroup("query", "ask a running collector (or a DTA store directory) about flows, events, ports, keys"),
 	"sim":   newGroup("sim", "reproduce the papers' analyses and figures"),
 	"bench": newGroup("bench", "measure intake on this machine"),
+	"dta":   newGroup("dta", "manage a DTA data directory"),
 }
 
 func newGroup(name, summary string) *group {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/intake-int/intake/capture"
 	"github.com/intake-int/intake/pcap"
 )
 
@@ -45,7 +47,7 @@ func (p portList) Set(v string) error {
 	return nil
 }
 
-const replayUsage = "FILE --to HOST:PORT [--rate PPS | --speed X] [--dport PORTS]"
+const replayUsage = "FILE --to HOST:PORT [--rate PPS | --speed X] [--max-wait D] [--dport PORTS]"
 
 func runReplay(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("replay", replayUsage, stdout)
@@ -54,20 +56,35 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	speed := fs.Float64("speed", 0, "keep the capture's inter-packet timing, `X` times faster (1: real time)")
 	dports := portList{}
 	fs.Var(dports, "dport", "only datagrams to these UDP destination `PORTS` (comma-separated; default: every UDP datagram)")
+	maxWait := fs.Duration("max-wait", capture.DefaultMaxWait, "wait at most `D` between two datagrams (longer gaps in the capture are cut to D and reported)")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
 	case len(pos) != 1:
 		return usageErr("want one capture FILE, got %d arguments", len(pos))
 	case *to == "":
 		return usageErr("--to HOST:PORT is required")
-	case *rate < 0 || *speed < 0:
-		return usageErr("--rate and --speed must be positive")
-	case *rate > 0 && *speed > 0:
+	case set["rate"] && set["speed"]:
 		return usageErr("--rate and --speed exclude each other")
+	}
+	mode, x, name := capture.FullSpeed, 0.0, ""
+	switch {
+	case set["rate"]:
+		mode, x, name = capture.FixedRate, *rate, "--rate"
+	case set["speed"]:
+		mode, x, name = capture.CaptureTiming, *speed, "--speed"
+	}
+	pacer, err := capture.NewPacer(mode, x, *maxWait)
+	if err != nil {
+		if name == "" {
+			name = "--max-wait"
+		}
+		return usageErr("%s %v", name, err)
 	}
 	f, err := os.Open(pos[0])
 	if err != nil {
@@ -86,7 +103,6 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 
 	var sent, bytes, notUDP, otherPort, sendErrs uint64
 	start := time.Now()
-	var first time.Time // capture time of the first datagram sent
 	lastProgress := start
 	progress := func(now time.Time) {
 		if *quiet {
@@ -113,16 +129,10 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 			otherPort++
 			continue
 		}
-		// Pace: the datagram's due time from the start, by rate or by capture timing.
-		var due time.Duration
-		switch {
-		case *rate > 0:
-			due = time.Duration(float64(sent) / *rate * float64(time.Second))
-		case *speed > 0:
-			if first.IsZero() {
-				first = p.Time
-			}
-			due = time.Duration(float64(p.Time.Sub(first)) / *speed)
+		capped := pacer.Capped
+		due := pacer.Next(p.Time)
+		if pacer.Capped > capped && capped == 0 && !*quiet {
+			fmt.Fprintf(stderr, "replay: datagram %d would wait %s: waits are cut to %s (--max-wait)\n", pacer.FirstCapped, pacer.FirstGap, pacer.MaxWait())
 		}
 		if wait := due - time.Since(start); wait > 0 {
 			time.Sleep(wait)
@@ -145,7 +155,11 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	if s := el.Seconds(); s > 0 {
 		pps = float64(sent) / s
 	}
-	fmt.Fprintf(stdout, "replay: sent %d datagrams (%d bytes) to %s in %s (%.0f/s); skipped %d frames not UDP, %d to other ports; %d send errors\n",
-		sent, bytes, *to, el.Round(time.Millisecond), pps, notUDP, otherPort, sendErrs)
+	capped := ""
+	if pacer.Capped > 0 {
+		capped = fmt.Sprintf("; waits cut to %s: %d (%s of capture time skipped)", pacer.MaxWait(), pacer.Capped, pacer.Skipped)
+	}
+	fmt.Fprintf(stdout, "replay: sent %d datagrams (%d bytes) to %s in %s (%.0f/s); skipped %d frames not UDP, %d to other ports; %d send errors%s\n",
+		sent, bytes, *to, el.Round(time.Millisecond), pps, notUDP, otherPort, sendErrs, capped)
 	return rerr
 }

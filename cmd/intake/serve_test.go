@@ -316,6 +316,12 @@ func TestReplayUsage(t *testing.T) {
 		{[]string{"replay", "x.pcap"}, "intake replay: --to HOST:PORT is required\n"},
 		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--rate", "5", "--speed", "2"}, "intake replay: --rate and --speed exclude each other\n"},
 		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--dport", "0"}, "intake replay: invalid value \"0\" for flag -dport: \"0\": port must be 1-65535\n"},
+		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--speed", "NaN"}, "intake replay: --speed NaN: must be a finite number above 0\n"},
+		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--speed", "+Inf"}, "intake replay: --speed +Inf: must be a finite number above 0\n"},
+		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--speed", "0"}, "intake replay: --speed 0: must be a finite number above 0\n"},
+		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--speed", "-2"}, "intake replay: --speed -2: must be a finite number above 0\n"},
+		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--rate", "nan"}, "intake replay: --rate NaN: must be a finite number above 0\n"},
+		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--max-wait", "0s"}, "intake replay: --max-wait maximum wait 0s: must be positive\n"},
 	} {
 		code, _, errs := runVerb(tc.args...)
 		if code != 2 || errs != tc.want {
@@ -352,5 +358,43 @@ func TestReplaySpeed(t *testing.T) {
 		if err != nil || n != 1 || buf[0] != byte(i) {
 			t.Fatalf("datagram %d: %d %v %x", i, n, err, buf[:n])
 		}
+	}
+}
+
+// TestReplayLongGap: a capture with a gap of 2·10^9 s between two datagrams (a timestamp
+// decades off; a pcap timestamp cannot be 2^32 s after the capture's start) replays at --speed 1 in about the default --max-wait (1 s), and the cut is reported.
+func TestReplayLongGap(t *testing.T) {
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	const gap = 2_000_000_000 * time.Second
+	p := writePcap(t, capFrame{dport: 7, payload: []byte{0}}, capFrame{dport: 7, payload: []byte{1}, at: gap},
+		capFrame{dport: 7, payload: []byte{2}, at: gap + 10*time.Millisecond})
+	type result struct {
+		code     int
+		out, err string
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		code, out, errs := runVerb("replay", "--speed", "1", "--to", pc.LocalAddr().String(), p)
+		done <- result{code, out, errs}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("replay waits on the capture's gap")
+	}
+	el := time.Since(start)
+	want := "; waits cut to 1s: 1 (555555h33m19s of capture time skipped)\n"
+	if r.code != 0 || !strings.HasPrefix(r.out, "replay: sent 3 datagrams (3 bytes)") || !strings.HasSuffix(r.out, want) ||
+		!strings.HasPrefix(r.err, "replay: datagram 2 would wait 555555h33m20s: waits are cut to 1s (--max-wait)\n") {
+		t.Errorf("%d %q %q", r.code, r.out, r.err)
+	}
+	if el < 1010*time.Millisecond || el > 5*time.Second {
+		t.Errorf("took %s, want 1.01s (1s + 10ms) and not much more", el)
 	}
 }
