@@ -5,16 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/config"
-	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/fabric"
-	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
 )
@@ -100,11 +95,11 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if coll.FlowCache == nil {
-		return fmt.Errorf("flowcache.enabled: false: the demo's screen reads the flow cache; turn it on")
+	scr, err := coll.NewScreen(stdout, "intake demo", "demo", *top)
+	if err != nil {
+		return err
 	}
-	events := coll.Bus.Subscribe("demo", 1<<14)
-	defer coll.Bus.Unsubscribe(events)
+	defer scr.Close()
 
 	ctx, stop := runContext(*duration)
 	defer stop()
@@ -145,7 +140,6 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	errc := make(chan error, 1)
 	go func() { errc <- wait() }()
 
-	scr := newDemoScreen(stdout, *top, coll.FlowCache)
 	fmt.Fprintf(stderr, "intake demo: %s; http %s; Ctrl-C stops\n", what, httpLine)
 	start := time.Now()
 	tick := time.NewTicker(time.Second)
@@ -162,7 +156,7 @@ loop:
 				break loop
 			}
 		case <-tick.C:
-			scr.draw(time.Since(start), recv, events, httpLine, describe())
+			scr.Draw(time.Since(start), httpLine, describe())
 		}
 	}
 	stop()
@@ -171,13 +165,13 @@ loop:
 	}
 	recv.Settle()
 	// The last screen's rates are the whole run's: the generators have stopped.
-	scr.lastByFmt, scr.lastT, scr.final = map[string]uint64{}, start, true
-	scr.draw(time.Since(start), recv, events, httpLine, describe())
+	scr.Final(start)
+	scr.Draw(time.Since(start), httpLine, describe())
 	sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	err = coll.Stop(sctx)
 	fmt.Fprintf(stdout, "intake demo: stopped after %s\n", time.Since(start).Round(time.Millisecond))
-	writeSummary(stdout, coll.Status(), coll.Rejections())
+	coll.WriteSummary(stdout)
 	return errors.Join(runErr, err)
 }
 
@@ -197,120 +191,4 @@ func startDemoGen(ctx context.Context, gcfg gen.Config, rate float64, coll *inge
 		return "", nil, err
 	}
 	return fmt.Sprintf("%s to %s at %.0f datagrams/s", gens[0], coll.ListenerAddr(0), rate), wait, nil
-}
-
-// demoScreen draws the summary: over a terminal it redraws in place, otherwise it prints one
-// block per second.
-type demoScreen struct {
-	w         io.Writer
-	tty       bool
-	top       int
-	lastByFmt map[string]uint64
-	lastT     time.Time
-	final     bool // the last screen, after the generators stopped
-	kinds     [event.NumKinds]uint64
-	buf       []event.Event
-	recent    *flowcache.Recent
-}
-
-func newDemoScreen(w io.Writer, top int, fc *flowcache.FlowCache) *demoScreen {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
-	}
-	return &demoScreen{w: w, tty: tty, top: top, buf: make([]event.Event, 4096), lastByFmt: map[string]uint64{},
-		lastT: time.Now(), recent: fc.NewRecent()}
-}
-
-func (d *demoScreen) draw(up time.Duration, coll *ingest.Receiver, events *event.Consumer, httpLine, source string) {
-	st := coll.Status()
-	now := time.Now()
-	for n := events.Poll(d.buf); n > 0; n = events.Poll(d.buf) {
-		for _, e := range d.buf[:n] {
-			if int(e.Kind) < len(d.kinds) {
-				d.kinds[e.Kind]++
-			}
-		}
-	}
-	var b strings.Builder
-	if d.tty {
-		b.WriteString("\033[H\033[2J")
-	} else {
-		b.WriteString("\n")
-	}
-	state := "(Ctrl-C stops)"
-	if d.final {
-		state = "(stopped)"
-	}
-	fmt.Fprintf(&b, "intake demo   up %s   http %s   %s\n", up.Round(time.Second), httpLine, state)
-	// reports/s by format over the last draw
-	var perFmt []string
-	var total float64
-	dt := now.Sub(d.lastT).Seconds()
-	for _, f := range []string{"tr0.5", "tr1.0", "tr2.0", "int-md", "dta", "int-label"} {
-		v := st.ReportsByFormat[f]
-		if dt > 0 && v > d.lastByFmt[f] {
-			r := float64(v-d.lastByFmt[f]) / dt
-			total += r
-			perFmt = append(perFmt, fmt.Sprintf("%s %.0f", f, r))
-		}
-	}
-	d.lastByFmt, d.lastT = st.ReportsByFormat, now
-	over := ""
-	if d.final {
-		over = " (mean over the run)"
-	}
-	fmt.Fprintf(&b, "reports/s   %-10.0f %s%s\n", total, strings.Join(perFmt, ", "), over)
-	var qd uint64
-	for _, v := range st.ProcessorQueueDrops {
-		qd += v
-	}
-	fmt.Fprintf(&b, "received    %d packets, %d reports   drops: kernel %d, decode errors %d, ingest %d, queues %d\n",
-		st.PacketsReceived, st.ReportsDecoded, st.KernelDrops, st.DecodeErrors.Total, st.IngestDrops.Total, qd)
-	fmt.Fprintf(&b, "events      new_key %d, path_change %d, change %d, above %d, below %d\n",
-		d.kinds[event.KindNewKey], d.kinds[event.KindPathChange], d.kinds[event.KindChange], d.kinds[event.KindAbove], d.kinds[event.KindBelow])
-
-	flows, switches := d.recent.Read(now.Add(-5 * time.Second).UnixNano())
-	fmt.Fprintf(&b, "flows       %d active in the last 5 s, through %d switches\n\n", len(flows), len(switches))
-	sort.Slice(flows, func(i, j int) bool { return flows[i].LatLatest > flows[j].LatLatest })
-	fmt.Fprintf(&b, "slowest flows (end-to-end latency of the last report)\n")
-	for _, f := range flows[:min(d.top, len(flows))] {
-		path := make([]uint32, len(f.Hops))
-		for i, h := range f.Hops {
-			path[i] = h.NodeID
-		}
-		fmt.Fprintf(&b, "  %-44s %10s   path %s\n", f.Flow.String(), nsString(f.LatLatest), pathString(path))
-	}
-	sort.Slice(switches, func(i, j int) bool { return switches[i].Sum*switches[j].N > switches[j].Sum*switches[i].N })
-	fmt.Fprintf(&b, "\nslowest hops (hop latency by switch, last second)\n")
-	for _, s := range switches[:min(d.top, len(switches))] {
-		fmt.Fprintf(&b, "  switch %-8d mean %10s   max %10s   %d reports\n", s.Node, nsString(s.Sum/s.N), nsString(s.Latest), s.N)
-	}
-	if source != "" {
-		fmt.Fprintf(&b, "\n%s\n", strings.TrimRight(source, "\n"))
-	}
-	io.WriteString(d.w, b.String())
-}
-
-func pathString(p []uint32) string {
-	s := make([]string, len(p))
-	for i, n := range p {
-		s[i] = fmt.Sprint(n)
-	}
-	return strings.Join(s, " > ")
-}
-
-// nsString prints nanoseconds in the unit that reads best.
-func nsString(ns uint64) string {
-	switch {
-	case ns >= 1e9:
-		return fmt.Sprintf("%.2f s", float64(ns)/1e9)
-	case ns >= 1e6:
-		return fmt.Sprintf("%.2f ms", float64(ns)/1e6)
-	case ns >= 1e3:
-		return fmt.Sprintf("%.1f µs", float64(ns)/1e3)
-	}
-	return fmt.Sprintf("%d ns", ns)
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -120,7 +119,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	err = coll.Stop(ctx)
 	fmt.Fprintf(stdout, "intake serve: stopped after %s\n", time.Since(start).Round(time.Millisecond))
-	writeSummary(stdout, coll.Status(), coll.Rejections())
+	coll.WriteSummary(stdout)
 	return err
 }
 
@@ -145,56 +144,11 @@ func serveCapture(coll *collector.Collector, path string, stdout io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "intake serve: %s: %d frames, %d telemetry datagrams in %s (%.0f reports/s)\n",
 		path, sum.Frames, sum.Datagram, sum.Elapsed.Round(time.Microsecond), rate)
-	writeSummary(stdout, st, coll.Rejections())
+	coll.WriteSummary(stdout)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
-}
-
-// writeSummary prints the final counters, one line per family, reasons that are not zero:
-// every datagram or report not taken is in one of them (decode errors, inner packet errors
-// of reports kept, ingest drops, kernel drops, processors' rejections, queue drops).
-func writeSummary(w io.Writer, st ingest.Status, rejected map[string]uint64) {
-	fmt.Fprintf(w, "  packets received  %d (%d bytes)\n", st.PacketsReceived, st.BytesReceived)
-	fmt.Fprintf(w, "  reports decoded   %d%s\n", st.ReportsDecoded, nonZero(st.ReportsByFormat))
-	fmt.Fprintf(w, "  decode errors     %d%s\n", st.DecodeErrors.Total, nonZero(st.DecodeErrors.ByReason))
-	if st.InnerErrors.Total > 0 {
-		fmt.Fprintf(w, "  inner errors      %d%s (reports kept without their data packet)\n", st.InnerErrors.Total, nonZero(st.InnerErrors.ByReason))
-	}
-	var nrej uint64
-	for _, v := range rejected {
-		nrej += v
-	}
-	fmt.Fprintf(w, "  rejected          %d%s\n", nrej, nonZero(rejected))
-	fmt.Fprintf(w, "  ingest drops      %d%s\n", st.IngestDrops.Total, nonZero(st.IngestDrops.ByReason))
-	fmt.Fprintf(w, "  kernel drops      %d\n", st.KernelDrops)
-	if len(st.ProcessorQueueDrops) > 0 {
-		var n uint64
-		for _, v := range st.ProcessorQueueDrops {
-			n += v
-		}
-		fmt.Fprintf(w, "  queue drops       %d%s\n", n, nonZero(st.ProcessorQueueDrops))
-	}
-}
-
-// nonZero formats " (a 1, b 2)" from the non-zero entries of m, sorted by key.
-func nonZero(m map[string]uint64) string {
-	var ks []string
-	for k, v := range m {
-		if v != 0 {
-			ks = append(ks, k)
-		}
-	}
-	if len(ks) == 0 {
-		return ""
-	}
-	sort.Strings(ks)
-	parts := make([]string, len(ks))
-	for i, k := range ks {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 func hostPort(addr string, port int) string {

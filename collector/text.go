@@ -1,0 +1,134 @@
+package collector
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/intake-int/intake/ingest"
+)
+
+// WriteSummary prints the final counters as serve and demo end with them, one line per
+// family, reasons that are not zero: every datagram or report not taken is in one of them
+// (decode errors, inner packet errors of reports kept, ingest drops, kernel drops,
+// processors' rejections, queue drops).
+func (c *Collector) WriteSummary(w io.Writer) {
+	st, rejected := c.Status(), c.Rejections()
+	fmt.Fprintf(w, "  packets received  %d (%d bytes)\n", st.PacketsReceived, st.BytesReceived)
+	fmt.Fprintf(w, "  reports decoded   %d%s\n", st.ReportsDecoded, nonZero(st.ReportsByFormat))
+	fmt.Fprintf(w, "  decode errors     %d%s\n", st.DecodeErrors.Total, nonZero(st.DecodeErrors.ByReason))
+	if st.InnerErrors.Total > 0 {
+		fmt.Fprintf(w, "  inner errors      %d%s (reports kept without their data packet)\n", st.InnerErrors.Total, nonZero(st.InnerErrors.ByReason))
+	}
+	var nrej uint64
+	for _, v := range rejected {
+		nrej += v
+	}
+	fmt.Fprintf(w, "  rejected          %d%s\n", nrej, nonZero(rejected))
+	fmt.Fprintf(w, "  ingest drops      %d%s\n", st.IngestDrops.Total, nonZero(st.IngestDrops.ByReason))
+	fmt.Fprintf(w, "  kernel drops      %d\n", st.KernelDrops)
+	if len(st.ProcessorQueueDrops) > 0 {
+		var n uint64
+		for _, v := range st.ProcessorQueueDrops {
+			n += v
+		}
+		fmt.Fprintf(w, "  queue drops       %d%s\n", n, nonZero(st.ProcessorQueueDrops))
+	}
+}
+
+// nonZero formats " (a 1, b 2)" from the non-zero entries of m, sorted by key.
+func nonZero(m map[string]uint64) string {
+	var ks []string
+	for k, v := range m {
+		if v != 0 {
+			ks = append(ks, k)
+		}
+	}
+	if len(ks) == 0 {
+		return ""
+	}
+	sort.Strings(ks)
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// WriteText prints a status as `intake status` does: the counters and their rates, the
+// listeners, and the drops (addr names the collector).
+func (s *Status) WriteText(w io.Writer, addr string) {
+	writeStatus(w, addr, &s.Status)
+	writeDrops(w, &s.Drops)
+}
+
+// writeDrops prints the drops total and every component's non-zero counters.
+func writeDrops(w io.Writer, d *Drops) {
+	fmt.Fprintf(w, "\ndrops: %d\n", d.Total)
+	for _, c := range []struct {
+		name string
+		m    map[string]uint64
+	}{{"ingest", d.Ingest}, {"processor queues", d.ProcessorQueues}, {"event rings", d.EventRings}, {"event streams", d.EventStreams},
+		{"export", d.Export}, {"redis", d.Redis}, {"flowcache", d.FlowCache}, {"dta", d.DTA}, {"label", d.Label}} {
+		if s := nonZero(c.m); s != "" {
+			fmt.Fprintf(w, "  %s:%s\n", c.name, s)
+		}
+	}
+}
+
+func writeStatus(w io.Writer, addr string, st *ingest.Status) {
+	state := "stopped"
+	if st.Running {
+		state = "running"
+	}
+	fmt.Fprintf(w, "intake at %s: %s, up %s, %d workers\n\n", addr, state,
+		(time.Duration(st.UptimeS * float64(time.Second))).Round(time.Second), st.Workers)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	r := st.Rates
+	fmt.Fprintf(tw, "\ttotal\tper s\t\n")
+	fmt.Fprintf(tw, "packets received\t%d\t%.0f\t\n", st.PacketsReceived, r.PacketsPerS)
+	fmt.Fprintf(tw, "bytes received\t%d\t%.0f\t\n", st.BytesReceived, r.BytesPerS)
+	fmt.Fprintf(tw, "reports decoded\t%d\t%.0f\t\n", st.ReportsDecoded, r.ReportsPerS)
+	fmt.Fprintf(tw, "decode errors\t%d\t%.0f\t\n", st.DecodeErrors.Total, r.DecodeErrorsPerS)
+	fmt.Fprintf(tw, "ingest drops\t%d\t%.0f\t\n", st.IngestDrops.Total, r.IngestDropsPerS)
+	fmt.Fprintf(tw, "kernel drops\t%d\t%.0f\t\n", st.KernelDrops, r.KernelDropsPerS)
+	tw.Flush()
+	if s := nonZero(st.ReportsByFormat); s != "" {
+		fmt.Fprintf(w, "reports by format:%s\n", s)
+	}
+	if s := nonZero(st.DecodeErrors.ByReason); s != "" {
+		fmt.Fprintf(w, "decode errors by reason:%s\n", s)
+	}
+	if s := nonZero(st.IngestDrops.ByReason); s != "" {
+		fmt.Fprintf(w, "ingest drops by reason:%s\n", s)
+	}
+	if len(st.ProcessorQueueDrops) > 0 {
+		fmt.Fprintf(w, "processor queue drops:%s\n", nonZero(st.ProcessorQueueDrops))
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "LISTENER\tFORMAT\tADDRESS\tSOCKETS\tRCVBUF REQ/GRANTED\tPACKETS\tREPORTS\tERRORS\tDROPS\tKERNEL DROPS\tPKTS/S\n")
+	for _, l := range st.Listeners {
+		a := l.Address
+		if a == "" {
+			a = fmt.Sprintf("-:%d", l.Port)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s/%s\t%d\t%d\t%d\t%d\t%d\t%.0f\n", l.Name, l.Format, a, l.Sockets,
+			bytesIEC(l.RcvBufRequested), bytesIEC(l.RcvBufGranted), l.PacketsReceived, l.ReportsDecoded,
+			l.DecodeErrors.Total, l.IngestDrops.Total, l.KernelDrops, l.Rates.PacketsPerS)
+	}
+	tw.Flush()
+}
+
+func bytesIEC(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprint(n)
+}
