@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"runtime"
 	"strings"
@@ -217,9 +216,9 @@ func (c *Receiver) open(l *listener) error {
 		}
 		w.sock = s
 		if i == 0 {
-			port = s.conn.LocalAddr().(*net.UDPAddr).Port
+			port = s.local.Port
 			l.mu.Lock()
-			l.boundAddr = s.conn.LocalAddr().String()
+			l.boundAddr = s.local.String()
 			l.rcvbufGranted = s.rcvbufGranted
 			l.mu.Unlock()
 		}

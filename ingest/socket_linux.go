@@ -33,9 +33,8 @@ const readTimeout = 250 * time.Millisecond
 // sleeps in recvmmsg on its own locked thread instead of cycling through the netpoller
 // (and a goroutine switch) per batch.
 type socket struct {
-	conn *net.UDPConn // owns the descriptor and the bound address
-	rc   syscall.RawConn
-	fd   uintptr
+	fd    uintptr
+	local *net.UDPAddr // the bound address
 
 	batch int
 	size  int  // bytes per datagram buffer
@@ -74,29 +73,42 @@ func openSocket(network, address string, rcvbuf, batch, size int, gro, names boo
 	if err != nil {
 		return nil, err
 	}
-	s.conn = pc.(*net.UDPConn)
-	if s.rc, err = s.conn.SyscallConn(); err != nil {
-		s.conn.Close()
+	// The worker reads a descriptor of its own, out of Go's netpoller: left registered
+	// there, every datagram's arrival would wake the poller's thread (an edge-triggered
+	// event nobody waits for), which cost a third of the receive CPU. Closing the
+	// net.UDPConn takes its descriptor out of epoll; the duplicate keeps the socket.
+	conn := pc.(*net.UDPConn)
+	s.local = conn.LocalAddr().(*net.UDPAddr)
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		conn.Close()
 		return nil, err
 	}
 	var serr error
-	s.rc.Control(func(fd uintptr) {
-		s.fd = fd
-		s.rcvbufGranted, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF)
-		var st unix.Stat_t
-		if unix.Fstat(int(fd), &st) == nil {
-			s.ino = st.Ino
+	rc.Control(func(fd uintptr) {
+		var nfd int
+		if nfd, serr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0); serr == nil {
+			s.fd = uintptr(nfd)
 		}
-		if gro {
-			s.gro = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1) == nil
-		}
-		tv := unix.NsecToTimeval(int64(readTimeout))
-		serr = errors.Join(unix.SetsockoptTimeval(int(fd), unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv),
-			unix.SetNonblock(int(fd), false))
 	})
+	conn.Close()
 	if serr != nil {
-		s.conn.Close()
-		return nil, serr
+		return nil, fmt.Errorf("dup: %w", serr)
+	}
+	fd := int(s.fd)
+	s.rcvbufGranted, _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) == nil {
+		s.ino = st.Ino
+	}
+	if gro {
+		s.gro = unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1) == nil
+	}
+	tv := unix.NsecToTimeval(int64(readTimeout))
+	if err := errors.Join(unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv),
+		unix.SetNonblock(fd, false)); err != nil {
+		unix.Close(fd)
+		return nil, err
 	}
 	if s.gro {
 		s.size = max(s.size, groBufSize)
@@ -168,22 +180,30 @@ func setupFD(fd, rcvbuf int) error {
 
 // recvmmsg reads up to a batch: with wait it blocks until the first datagram (or the read
 // timeout, or shutdown) and then takes what is queued (MSG_WAITFORONE); without, it only
-// takes what is queued. The system call goes through the runtime's syscall entry, so that
-// a long wait hands the worker's P to other goroutines.
+// takes what is queued. A waiting call goes through the runtime's syscall entry, so that a
+// long wait hands the worker's P to other goroutines; one that does not wait is a raw
+// system call, bounded by a batch's copying, which keeps the P: under load nearly every
+// read finds datagrams, and handing the P off and back per batch (another thread woken to
+// find nothing, then parked) cost more than the read itself.
 func (s *socket) recvmmsg(wait bool) (int, syscall.Errno) {
-	flags := uintptr(unix.MSG_DONTWAIT)
-	if wait {
-		flags = unix.MSG_WAITFORONE
-	}
 	s.msgs[0].Hdr.Namelen = unix.SizeofSockaddrInet6
+	if !wait {
+		n, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, s.fd, uintptr(unsafe.Pointer(&s.msgs[0])),
+			uintptr(s.batch), unix.MSG_DONTWAIT, 0, 0)
+		return int(n), e
+	}
 	n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, s.fd, uintptr(unsafe.Pointer(&s.msgs[0])),
-		uintptr(s.batch), flags, 0, 0)
+		uintptr(s.batch), unix.MSG_WAITFORONE, 0, 0)
 	return int(n), e
 }
 
-// read blocks until a batch arrives and returns the number of datagrams: 0 after the read
-// timeout, or when Stop has shut the socket down and nothing is left.
+// read returns the next batch's number of datagrams: what is queued if anything is, else
+// it blocks until a datagram arrives; 0 after the read timeout, or when Stop has shut the
+// socket down and nothing is left.
 func (s *socket) read() (int, error) {
+	if n, e := s.recvmmsg(false); e == 0 && n > 0 {
+		return n, nil
+	}
 	for {
 		n, e := s.recvmmsg(true)
 		switch e {
@@ -251,7 +271,7 @@ func (s *socket) memDrops() (uint32, bool) {
 	return mi[unix.SK_MEMINFO_DROPS], e == 0 && l > unix.SK_MEMINFO_DROPS*4
 }
 
-func (s *socket) close() error { return s.conn.Close() }
+func (s *socket) close() error { return unix.Close(int(s.fd)) }
 
 // maxDrainBatches bounds the drain at Stop, so that a sender that never stops cannot hold
 // Stop up: 64 batches of 64 is more than a default receive buffer holds of small reports.

@@ -22,7 +22,7 @@ func CheckReceivePath() error {
 
 // socket is what the rest of the package reads of one; openSocket never returns one here.
 type socket struct {
-	conn          *net.UDPConn
+	local         *net.UDPAddr
 	rcvbufGranted int
 	ino           uint64
 }
@@ -32,7 +32,7 @@ func openSocket(network, address string, rcvbuf, batch, size int, gro, names boo
 	return nil, CheckReceivePath()
 }
 
-func (s *socket) close() error { return s.conn.Close() }
+func (s *socket) close() error { return nil }
 
 func (s *socket) wake() {}
 
