@@ -3,6 +3,7 @@ package flowcache
 import (
 	"testing"
 
+	"github.com/intake-int/intake/internal/benchclock"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -20,6 +21,8 @@ func BenchmarkUpdate5HopsStaged(b *testing.B) {
 	var acc uint64
 	b.ReportAllocs()
 	b.ResetTimer()
+	clk := benchclock.Start(b)
+	defer clk.Stop("", 0)
 	for i := 0; i < b.N; i += G {
 		for j := 0; j < G; j++ {
 			k := &keys[(i+j)&(benchFlows-1)]
