@@ -40,7 +40,8 @@ func filled(tb testing.TB, in wire.Input, dgrams [][]byte) (*worker, *nop, int) 
 		copy(s.bufs[i*s.size:], d)
 		s.msgs[i].Len = uint32(len(d))
 	}
-	w := &worker{dec: dec, in: in, procs: []Processor{p}, flushers: []Flusher{p}, sock: s}
+	w := &worker{dec: dec, in: in, sock: s}
+	w.setProcessors([]Processor{p})
 	return w, p, batch
 }
 
@@ -75,7 +76,7 @@ func BenchmarkHotPathBatch(b *testing.B) {
 	}
 	w, _, n := filled(b, wire.InputReport, good[:1])
 	p := &nopBatch{}
-	w.procs, w.flushers = []Processor{p}, []Flusher{p}
+	w.setProcessors([]Processor{p})
 	w.batch(0, n)
 	if w.local[cReports] != uint64(n) || p.n != uint64(5*n) {
 		b.Fatalf("reference batch: %d reports, %d hops", w.local[cReports], p.n)

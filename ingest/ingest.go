@@ -97,12 +97,6 @@ func New(cfg Config, deps Deps) (*Receiver, error) {
 		log = slog.Default()
 	}
 	c := &Receiver{cfg: cfg, reg: reg, log: log.With("component", "ingest"), procs: procs, created: time.Now()}
-	var flushers []Flusher
-	for _, p := range procs {
-		if f, ok := p.(Flusher); ok {
-			flushers = append(flushers, f)
-		}
-	}
 	for i, lc := range cfg.Listeners {
 		in, _ := wire.ParseInput(lc.Format)
 		dec, err := wire.NewDecoder(cfg.DecoderFor(i))
@@ -115,8 +109,8 @@ func New(cfg Config, deps Deps) (*Receiver, error) {
 			coalesce = *lc.Coalesce
 		}
 		for j := 0; j < lc.Sockets; j++ {
-			w := &worker{id: len(c.workers), l: l, dec: dec, in: in, procs: procs, flushers: flushers, coalesce: coalesce,
-				wlog: workerLog{log: c.log}}
+			w := &worker{id: len(c.workers), l: l, dec: dec, in: in, coalesce: coalesce, wlog: workerLog{log: c.log}}
+			w.setProcessors(procs)
 			l.workers = append(l.workers, w)
 			c.workers = append(c.workers, w)
 		}
