@@ -5,10 +5,13 @@
 // rings R_G (least recently updated bucket of a full row, and the ager's idle flows); and the
 // per-switch metric histograms.
 //
-// The FlowCache is an ingest.Processor. Its table is one flat pointer-free allocation
-// (Config.Bytes); every ingest worker updates it under the row's spin lock, as the paper's
-// micro-engine threads lock the row they update (§III-B). Process allocates nothing and never
-// blocks on anything but a row lock held for a bucket update.
+// The FlowCache is an ingest.Processor and BatchProcessor. Its table is one flat pointer-free
+// allocation (Config.Bytes); every ingest worker updates it under the row's spin lock, as
+// the paper's micro-engine threads lock the row they update (§III-B). Process allocates
+// nothing and never blocks on anything but a row lock held for a bucket update. ProcessBatch
+// does the same for a receive batch, staged: the rows and buckets of a group of reports are
+// prefetched before the first of them is updated, and the histogram counts are added once
+// per batch.
 //
 // Evicted buckets are copied into the rings by the worker that evicts; one drain goroutine
 // (the paper's host reader of R_G) turns them into Records and hands them to the record sinks
@@ -22,8 +25,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/internal/prefetch"
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -71,7 +76,23 @@ type workerCounts struct {
 	recv    int64
 	pubRecv atomic.Int64
 	pubWall atomic.Int64
+	stage   *stage // the batch path's scratch
 	_       [64]byte
+}
+
+// stageGroup is how many reports ProcessBatch stages at once: it prefetches their rows'
+// headers, then (from the tags) their buckets, then updates them, so that the group's
+// cache misses overlap instead of each waiting behind the row lock of the update before
+// (a locked instruction lets no later load start).
+const stageGroup = 16
+
+// stage is one worker's scratch for a group of ProcessBatch.
+type stage struct {
+	h     [stageGroup]uint64
+	lat   [stageGroup]uint64
+	nlat  [stageGroup]int
+	ri    [stageGroup]int         // index of the report in the group
+	addrs [stageGroup * 8]uintptr // lines to prefetch: a 5-hop bucket spans 6 or 7
 }
 
 // Deps are what a FlowCache works with besides its configuration.
@@ -93,6 +114,9 @@ func New(cfg Config, deps Deps) *FlowCache {
 	f.now = f.dataClock
 	f.rings = newRingSet(cfg.Rings, cfg.RingEntries, f.t.bktW)
 	f.workers = make([]workerCounts, workers)
+	for i := range f.workers {
+		f.workers[i].stage = &stage{}
+	}
 	if deps.Metrics != nil {
 		f.registerMetrics(deps.Metrics)
 	}
@@ -232,6 +256,123 @@ func (f *FlowCache) Process(worker int, r *telemetry.Report) {
 	}
 }
 
+// ProcessBatch implements ingest.BatchProcessor: Process for every report of rs, in order,
+// with the same effect, but staged (see stageGroup) and with the histogram counts of the
+// batch added to the worker's shard once, at the end.
+func (f *FlowCache) ProcessBatch(worker int, rs []telemetry.Report) {
+	w := &f.workers[worker]
+	c, st := &w.local, w.stage
+	d, sh := f.hist.delta(worker), f.hist.shard(worker)
+	t := f.t
+	var ins, coll, ovf uint64
+	for len(rs) > 0 {
+		g := rs[:min(len(rs), stageGroup)]
+		rs = rs[len(g):]
+		n := 0
+		for i := range g {
+			r := &g[i]
+			c[cReports]++
+			if r.RecvTime > w.recv {
+				w.recv = r.RecvTime
+			}
+			if r.NHops == 0 {
+				c[cNoHops]++
+				continue
+			}
+			lat, nlat, o := f.histBatch(d, sh, r)
+			ovf += o
+			if r.Has&telemetry.HasFlow == 0 {
+				c[cNoFlow]++
+				continue
+			}
+			if int(r.NHops) > f.cfg.MaxHops {
+				c[cTrunc]++
+			}
+			c[cUpdates]++
+			h := telemetry.FlowHash(&r.Flow)
+			st.h[n], st.lat[n], st.nlat[n], st.ri[n] = h, lat, nlat, i
+			st.addrs[n] = uintptr(unsafe.Pointer(&t.mem[t.rowOff(h&t.mask)]))
+			n++
+		}
+		prefetch.Addrs(st.addrs[:n])
+		// The tags say which bucket each update will touch: its lines are fetched next
+		// (a new flow's row is only in the header's line).
+		na := 0
+		bktBytes := uintptr(t.bktW * 8)
+		for j := 0; j < n; j++ {
+			off := t.rowOff(st.h[j] & t.mask)
+			tag := uint32(st.h[j]>>32) | 1
+			tags := t.tags(off)
+			for bi := range tags {
+				if atomic.LoadUint32(&tags[bi]) == tag {
+					b := uintptr(unsafe.Pointer(&t.mem[t.bucketOff(off, bi)]))
+					for l := b &^ 63; l < b+bktBytes && na < len(st.addrs); l += 64 {
+						st.addrs[na] = l
+						na++
+					}
+					break
+				}
+			}
+		}
+		prefetch.Addrs(st.addrs[:na])
+		for j := 0; j < n; j++ {
+			i, e := t.updateHashed(&g[st.ri[j]], st.h[j], st.lat[j], st.nlat[j], f.rings)
+			if i {
+				ins++
+			}
+			if e {
+				coll++
+			}
+		}
+	}
+	d.publish(sh)
+	if ins > 0 {
+		f.inserts.Add(ins)
+	}
+	if coll > 0 {
+		f.collisions.Add(coll)
+	}
+	if ovf > 0 {
+		f.hist.overflow.Add(ovf)
+	}
+}
+
+// histBatch is Process's histogram part for the batch path: it counts r's values into the
+// worker's delta and returns the report's end-to-end latency, its number of hop latencies
+// and the samples lost to max_switches.
+func (f *FlowCache) histBatch(d *histDelta, sh []uint64, r *telemetry.Report) (lat uint64, nlat int, ovf uint64) {
+	hist := f.hist
+	for i := 0; i < int(r.NHops); i++ {
+		hp := &r.Hops[i]
+		fl := hp.Fields
+		if fl&telemetry.FHopLatency != 0 {
+			lat += uint64(hp.HopLatency)
+			nlat++
+		}
+		if fl&telemetry.FNodeID == 0 || fl&(telemetry.FHopLatency|telemetry.FQueueOccupancy|telemetry.FTxUtil) == 0 {
+			continue
+		}
+		si := hist.index(hp.NodeID)
+		if si < 0 {
+			ovf++
+			continue
+		}
+		if fl&telemetry.FHopLatency != 0 {
+			d.inc(sh, hist.counter(si, HopLatency, uint64(hp.HopLatency)))
+		}
+		if fl&telemetry.FQueueOccupancy != 0 {
+			d.inc(sh, hist.counter(si, QueueOccupancy, uint64(hp.QueueOccupancy)))
+		}
+		if fl&telemetry.FTxUtil != 0 {
+			d.inc(sh, hist.counter(si, TxUtil, uint64(hp.TxUtil)))
+		}
+	}
+	if nlat > 0 {
+		d.inc(sh, hist.counterE2E(lat))
+	}
+	return lat, nlat, ovf
+}
+
 // Flush implements ingest.Flusher: it publishes the worker's counters.
 func (f *FlowCache) Flush(worker int) {
 	c := &f.workers[worker]
@@ -330,7 +471,7 @@ func (f *FlowCache) Age(now int64) int {
 				continue
 			}
 			f.rings.push(uint64(row), f.t.mem[boff:boff+f.t.bktW], ReasonIdle)
-			tags[i] = 0
+			setTag(tags, i, 0)
 			f.t.flows.Add(-1)
 			n++
 		}
