@@ -20,7 +20,11 @@
 // Values exactly at a threshold raise nothing: both rules are strict inequalities. State is
 // sharded by key hash (flows by FlowHash, switch keys by switch id) under one mutex per
 // shard, preallocated, bounded by max_flows and max_keys with least-recently-updated
-// eviction, counted. Process allocates nothing.
+// eviction, counted. Process allocates nothing. ProcessBatch (the ingest workers' path)
+// takes each shard's lock once for all of a batch's updates to it, finds a switch's keys
+// once per run of its reports, prefetches the batch's flow entries before it updates them
+// and publishes the events of each shard with one ring operation, waking consumers once per
+// batch.
 //
 // Snapshot is the periodic push: the latest value of every live key, and expiry of keys not
 // updated for detect.expire. Counters give INTCollector §V-B2's reduction factor: metric
@@ -32,8 +36,10 @@ import (
 	"context"
 	"math"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/internal/prefetch"
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -69,6 +75,7 @@ const (
 type workerCounts struct {
 	local [nCounts]uint64
 	pub   [nCounts]atomic.Uint64
+	b     *batch // the worker's scratch
 	_     [64]byte
 }
 
@@ -112,6 +119,9 @@ func New(cfg Config, deps Deps) *Detector {
 		}
 	}
 	d.workers = make([]workerCounts, max(deps.Workers, 1))
+	for i := range d.workers {
+		d.workers[i].b = d.newBatch()
+	}
 	if deps.Metrics != nil {
 		d.registerMetrics(deps.Metrics)
 	}
@@ -172,39 +182,343 @@ func (d *Detector) Threshold(kind event.Kind, m event.Measurement) uint64 {
 	return d.change[m].Load()
 }
 
-// Process implements ingest.Processor: the fast path.
-func (d *Detector) Process(worker int, r *telemetry.Report) {
-	c := &d.workers[worker].local
-	c[cReports]++
-	if r.Has&telemetry.HasNodeID != 0 {
-		if r.Has&telemetry.HasSeq != 0 {
-			d.seq(c, r)
-		}
-		if r.Flags&telemetry.FlagDrop != 0 {
-			d.drop(c, r)
+// thresholds are the rules' levels as one batch (or one Process call) sees them: loaded
+// once, so that a run-time change (SetThreshold) is seen from the next batch on.
+type thresholds struct {
+	change, above [event.NumMeasurements]uint64
+}
+
+func (d *Detector) loadThresholds(t *thresholds) {
+	for m := range t.change {
+		t.change[m], t.above[m] = d.change[m].Load(), d.above[m].Load()
+	}
+}
+
+// Operations of a report on one shard: a report is a seq op and a drop op on its reporting
+// node's shard, a hop op per hop with switch metrics on that switch's shard, and a flow op on
+// its flow's shard, in this order.
+const (
+	opSeq uint8 = iota
+	opDrop
+	opHop
+	opFlow
+)
+
+// op is one operation: the report's index in the chunk, the hop's index, the kind.
+type op struct {
+	ri   uint16
+	hop  uint8
+	kind uint8
+}
+
+// batchChunk is how many reports ProcessBatch groups at once (ingest hands over at most
+// ingest.BatchReports, 64).
+const batchChunk = 64
+
+// maxOps bounds a chunk's operations: two per report, one per hop, one per flow.
+const maxOps = batchChunk * (3 + telemetry.MaxHops)
+
+// evBuf is how many events a worker gathers before publishing them (also under the lock of
+// the shard that raised them: they reach the rings in the order of the updates).
+const evBuf = 256
+
+// batch is a worker's scratch: the operations of a chunk chained per shard, the events
+// raised and not yet published, and what the staging prefetches.
+type batch struct {
+	pub  *event.Publisher
+	evs  []event.Event
+	thr  thresholds
+	swEv event.Event // the event template of switch ops: only Time..Threshold and the key's switch parts change
+
+	memo [numKinds]swMemo // the shard's switch entries last used, by kind
+	swc  [swCacheSize]swCached
+
+	ops        [maxOps]op
+	next       [maxOps]int32
+	n          int32   // ops in use
+	head, tail []int32 // per shard: the first and last op of the chunk, -1 when none
+	order      []int32 // the shards of the chunk in the order of their first op
+	fh         [batchChunk]uint64
+	addrs      [batchChunk * 8]uintptr
+}
+
+func (d *Detector) newBatch() *batch {
+	b := &batch{evs: make([]event.Event, 0, evBuf), head: make([]int32, len(d.shards)), tail: make([]int32, len(d.shards)),
+		order: make([]int32, 0, len(d.shards))}
+	b.swEv.Scope = event.ScopeSwitch
+	if d.bus != nil {
+		b.pub = d.bus.NewPublisher()
+	}
+	for i := range b.head {
+		b.head[i] = -1
+	}
+	return b
+}
+
+// swCacheSize is the size of a worker's cache of switch hashes (a power of two).
+const swCacheSize = 256
+
+// swCached is a switch id's hash (switchHash), cached: a batch meets the same switches over
+// and over, and the hash is a chain of dependent multiplies.
+type swCached struct {
+	sw uint32
+	ok bool
+	h  uint64
+}
+
+// swHash is switchHash(sw) through the worker's cache (direct mapped by the id's low bits:
+// switch ids are often small and dense).
+func (b *batch) swHash(sw uint32) uint64 {
+	c := &b.swc[(sw^sw>>8)&(swCacheSize-1)]
+	if !c.ok || c.sw != sw {
+		c.sw, c.ok, c.h = sw, true, switchHash(sw)
+	}
+	return c.h
+}
+
+// swMemo is an entry of the shard a batch works on: a run of one switch's reports finds its
+// queue, port and buffer keys without hashing or probing.
+type swMemo struct {
+	k swKey
+	i int32
+}
+
+// forget clears the memo: the batch moves to another shard.
+func (b *batch) forget() {
+	for i := range b.memo {
+		b.memo[i].i = -1
+	}
+}
+
+// swEntry is s.sw(k, now) through the memo. An entry the memo names serves only while its
+// key is k: an eviction reuses it for another key, an expiry clears its key.
+func (b *batch) swEntry(s *shard, k swKey, now int64) *swEntry {
+	m := &b.memo[k.kind]
+	if m.i >= 0 && m.k == k {
+		if en := &s.se[m.i]; en.key == k {
+			if en.last != now {
+				s.sl.touch(m.i)
+			}
+			return en
 		}
 	}
-	hops := r.HopList()
-	if len(hops) == 0 {
+	m.k, m.i = k, s.swIndex(k, swKeyHash(b.swHash(k.sw), k.id, k.kind), now)
+	return &s.se[m.i]
+}
+
+// emit counts e and queues it for publication.
+func (b *batch) emit(c *[nCounts]uint64, e *event.Event) {
+	c[cEvent0+int(e.Kind)]++
+	if b.pub == nil {
 		return
 	}
-	// One event value serves every hop and the flow (zeroing one per hop cost more than the
-	// lookups): hop sets the key fields it uses and clears them again; flow runs last.
-	var e event.Event
-	for i := range hops {
-		if hops[i].Fields&telemetry.FNodeID != 0 {
-			d.hop(c, r, &hops[i], &e)
+	n := len(b.evs)
+	if n == cap(b.evs) {
+		b.pub.Publish(b.evs)
+		n = 0
+	}
+	b.evs = b.evs[:n+1]
+	b.evs[n] = *e // not append: that copies through a temporary
+}
+
+// publish puts the queued events in the rings (under the lock of the shard that raised them).
+func (b *batch) publish() {
+	if len(b.evs) > 0 {
+		b.pub.Publish(b.evs)
+		b.evs = b.evs[:0]
+	}
+}
+
+// add appends operation o on shard sh to the chunk, chained behind the shard's last one.
+func (b *batch) add(o op, sh int32) {
+	n := b.n
+	b.ops[n], b.next[n] = o, -1
+	if b.head[sh] < 0 {
+		b.head[sh] = n
+		b.order = append(b.order, sh)
+	} else {
+		b.next[b.tail[sh]] = n
+	}
+	b.tail[sh] = n
+	b.n++
+}
+
+// reset forgets the chunk's operations.
+func (b *batch) reset() {
+	for _, sh := range b.order {
+		b.head[sh] = -1
+	}
+	b.order, b.n = b.order[:0], 0
+}
+
+// Process implements ingest.Processor: one report, each of its operations under its shard's
+// lock, in the order seq, drop, hops, flow.
+func (d *Detector) Process(worker int, r *telemetry.Report) {
+	c, b := &d.workers[worker].local, d.workers[worker].b
+	c[cReports]++
+	d.loadThresholds(&b.thr)
+	d.reportOps(b, r, 0)
+	for _, o := range b.ops[:b.n] {
+		s := d.opShard(b, r, o)
+		s.mu.Lock()
+		b.forget()
+		d.run(c, b, s, r, o)
+		b.publish()
+		s.mu.Unlock()
+	}
+	b.reset()
+	if b.pub != nil {
+		b.pub.Wake()
+	}
+}
+
+// ProcessBatch implements ingest.BatchProcessor: Process for every report of rs with the
+// same effect on every key, in the order of rs per key, with far fewer locks. A chunk of
+// reports is split into its operations, chained by shard; each shard's lock is taken once
+// per chunk and its operations run in report order under it, the events they raise
+// published before it is released (so each key's events reach the rings in the order of
+// its updates, whichever workers update it), and the consumers woken once per batch. Events
+// of different shards are published shard by shard: the order between keys differs from
+// Process's, never the order of one key's events. Before that, the flows' index slots and
+// entries are prefetched, so that their cache misses overlap.
+func (d *Detector) ProcessBatch(worker int, rs []telemetry.Report) {
+	c, b := &d.workers[worker].local, d.workers[worker].b
+	d.loadThresholds(&b.thr)
+	for len(rs) > 0 {
+		chunk := rs[:min(len(rs), batchChunk)]
+		rs = rs[len(chunk):]
+		d.chunk(c, b, chunk)
+	}
+	if b.pub != nil {
+		b.pub.Wake()
+	}
+}
+
+func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report) {
+	na := 0
+	for i := range rs {
+		r := &rs[i]
+		c[cReports]++
+		if d.reportOps(b, r, uint16(i)) {
+			fh := b.fh[i]
+			s := d.shards[shardOf(fh, d.mask)]
+			b.addrs[na] = uintptr(unsafe.Pointer(&s.fidx.slots[fh&s.fidx.mask]))
+			na++
 		}
 	}
-	if r.Has&telemetry.HasFlow != 0 {
-		d.flow(c, r, hops, &e)
+	prefetch.Addrs(b.addrs[:na])
+	d.stageFlows(b, rs)
+	for _, sh := range b.order {
+		s := d.shards[sh]
+		s.mu.Lock()
+		b.forget()
+		for k := b.head[sh]; k >= 0; k = b.next[k] {
+			o := b.ops[k]
+			d.run(c, b, s, &rs[o.ri], o)
+		}
+		b.publish()
+		s.mu.Unlock()
+	}
+	b.reset()
+}
+
+// stageFlows prefetches the entries of the chunk's flows: their index slots (prefetched
+// before) are read without the shard's lock (the slots are written with atomic stores), and
+// the entry a slot's tag points to, and its LRU link, are fetched. A stale read costs a
+// useless prefetch, nothing else: the operation looks the flow up again under the lock.
+func (d *Detector) stageFlows(b *batch, rs []telemetry.Report) {
+	na := 0
+	for i := range rs {
+		r := &rs[i]
+		if r.Has&telemetry.HasFlow == 0 || r.NHops == 0 {
+			continue
+		}
+		fh := b.fh[i]
+		s := d.shards[shardOf(fh, d.mask)]
+		x := &s.fidx
+		tag := uint32(fh)
+		p := fh & x.mask
+		for probe := 0; probe < 4; probe++ {
+			sl := atomic.LoadUint64(&x.slots[p])
+			if sl == 0 {
+				break
+			}
+			if uint32(sl>>32) == tag {
+				if j := int(uint32(sl)) - 1; j < len(s.fe) {
+					e := uintptr(unsafe.Pointer(&s.fe[j]))
+					for l := e &^ 63; l < e+flowEntryHot && na < len(b.addrs)-1; l += 64 {
+						b.addrs[na] = l
+						na++
+					}
+					b.addrs[na] = uintptr(unsafe.Pointer(&s.fl.l[j]))
+					na++
+				}
+				break
+			}
+			p = (p + 1) & x.mask
+		}
+	}
+	prefetch.Addrs(b.addrs[:na])
+}
+
+// flowEntryHot is the part of a flow entry an update of a 5-hop path touches.
+const flowEntryHot = uintptr(unsafe.Offsetof(flowEntry{}.hop)) + 5*uintptr(unsafe.Sizeof(val{}))
+
+// reportOps adds r's operations to b, in order (see opSeq), and reports whether r has a
+// flow operation, whose flow hash it leaves in b.fh[ri]. It counts nothing.
+func (d *Detector) reportOps(b *batch, r *telemetry.Report, ri uint16) bool {
+	if r.Has&telemetry.HasNodeID != 0 {
+		if r.Has&telemetry.HasSeq != 0 {
+			b.add(op{ri: ri, kind: opSeq}, int32(shardOf(b.swHash(r.NodeID), d.mask)))
+		}
+		if r.Flags&telemetry.FlagDrop != 0 {
+			b.add(op{ri: ri, kind: opDrop}, int32(shardOf(b.swHash(r.NodeID), d.mask)))
+		}
+	}
+	const sw = telemetry.FQueueOccupancy | telemetry.FQueueCongestion | telemetry.FTxUtil | telemetry.FBufferOccupancy
+	for i := range r.NHops {
+		if h := &r.Hops[i]; h.Fields&telemetry.FNodeID != 0 && h.Fields&sw != 0 {
+			b.add(op{ri: ri, hop: i, kind: opHop}, int32(shardOf(b.swHash(h.NodeID), d.mask)))
+		}
+	}
+	if r.Has&telemetry.HasFlow == 0 || r.NHops == 0 {
+		return false
+	}
+	fh := telemetry.FlowHash(&r.Flow)
+	b.fh[ri] = fh
+	b.add(op{ri: ri, kind: opFlow}, int32(shardOf(fh, d.mask)))
+	return true
+}
+
+// opShard is the shard of r's operation o.
+func (d *Detector) opShard(b *batch, r *telemetry.Report, o op) *shard {
+	switch o.kind {
+	case opFlow:
+		return d.shards[shardOf(b.fh[o.ri], d.mask)]
+	case opHop:
+		return d.shards[d.swShardIdx(r.Hops[o.hop].NodeID)]
+	}
+	return d.shards[d.swShardIdx(r.NodeID)]
+}
+
+// run applies operation o of report r; the caller holds s's lock.
+func (d *Detector) run(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Report, o op) {
+	switch o.kind {
+	case opSeq:
+		d.seq(c, b, s, r)
+	case opDrop:
+		d.drop(c, b, s, r)
+	case opHop:
+		d.hop(c, b, s, r, &r.Hops[o.hop])
+	case opFlow:
+		d.flow(c, b, s, r, b.fh[o.ri])
 	}
 }
 
 // check applies the rules to value x of one key: e carries the key, scope, measurement and
-// times; the events raised are published. The key's above state is bit of *above (kept
+// times; the events raised are queued (emit). The key's above state is bit of *above (kept
 // apart from v, so that a value's state is two words).
-func (d *Detector) check(c *[nCounts]uint64, v *val, above *uint16, bit uint16, x uint64, isNew bool, e *event.Event) {
+func (d *Detector) check(c *[nCounts]uint64, b *batch, v *val, above *uint16, bit uint16, x uint64, isNew bool, e *event.Event) {
 	c[cValues]++
 	m := e.Measurement
 	prevCur := v.cur
@@ -213,10 +527,10 @@ func (d *Detector) check(c *[nCounts]uint64, v *val, above *uint16, bit uint16, 
 		*above &^= bit
 		prevCur = 0
 		e.Kind, e.Prev, e.Value, e.Threshold = event.KindNewKey, 0, x, 0
-		d.publish(c, e)
+		b.emit(c, e)
 	} else {
 		v.cur = x
-		t := d.change[m].Load()
+		t := b.thr.change[m]
 		diff := x - v.ref
 		if x < v.ref {
 			diff = v.ref - x
@@ -224,27 +538,20 @@ func (d *Detector) check(c *[nCounts]uint64, v *val, above *uint16, bit uint16, 
 		if diff > t {
 			e.Kind, e.Prev, e.Value, e.Threshold = event.KindChange, v.ref, x, t
 			v.ref = x
-			d.publish(c, e)
+			b.emit(c, e)
 		}
 	}
-	a := d.above[m].Load()
+	a := b.thr.above[m]
 	if x > a {
 		if *above&bit == 0 {
 			*above |= bit
 			e.Kind, e.Prev, e.Value, e.Threshold = event.KindAbove, prevCur, x, a
-			d.publish(c, e)
+			b.emit(c, e)
 		}
 	} else if *above&bit != 0 {
 		*above &^= bit
 		e.Kind, e.Prev, e.Value, e.Threshold = event.KindBelow, prevCur, x, a
-		d.publish(c, e)
-	}
-}
-
-func (d *Detector) publish(c *[nCounts]uint64, e *event.Event) {
-	c[cEvent0+int(e.Kind)]++
-	if d.bus != nil {
-		d.bus.Publish(e)
+		b.emit(c, e)
 	}
 }
 
@@ -258,31 +565,31 @@ func hopDev(h *telemetry.Hop) uint64 {
 	return 0
 }
 
-func (d *Detector) swShard(sw uint32) *shard { return d.shards[shardOf(switchHash(sw), d.mask)] }
+func (d *Detector) swShardIdx(sw uint32) int32 { return int32(shardOf(switchHash(sw), d.mask)) }
 
-// hop updates the switch metrics one hop carries, under its switch's shard lock.
-func (d *Detector) hop(c *[nCounts]uint64, r *telemetry.Report, h *telemetry.Hop, e *event.Event) {
+func (d *Detector) swShard(sw uint32) *shard { return d.shards[d.swShardIdx(sw)] }
+
+// hop updates the switch metrics one hop carries; the caller holds the switch's shard lock.
+// The switch ops share one event template (b.swEv): each sets what it uses and clears the
+// key parts it set.
+func (d *Detector) hop(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Report, h *telemetry.Hop) {
 	const qf = telemetry.FQueueOccupancy | telemetry.FQueueCongestion
 	f := h.Fields
-	if f&(qf|telemetry.FTxUtil|telemetry.FBufferOccupancy) == 0 {
-		return
-	}
-	e.Time, e.DevTime, e.Scope = r.RecvTime, hopDev(h), event.ScopeSwitch
+	e := &b.swEv
+	e.Time, e.DevTime = r.RecvTime, hopDev(h)
 	e.Key.Switch = h.NodeID
-	s := d.swShard(h.NodeID)
-	s.mu.Lock()
 	if f&qf != 0 {
-		en := s.sw(swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue}, r.RecvTime)
+		en := b.swEntry(s, swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue}, r.RecvTime)
 		en.touch(r.RecvTime, e.DevTime)
 		e.Key.Queue = h.QueueID
 		if f&telemetry.FQueueOccupancy != 0 {
 			e.Measurement = event.QueueOccupancy
-			d.check(c, &en.v[0], &en.above, 1, uint64(h.QueueOccupancy), en.has&1 == 0, e)
+			d.check(c, b, &en.v[0], &en.above, 1, uint64(h.QueueOccupancy), en.has&1 == 0, e)
 			en.has |= 1
 		}
 		if f&telemetry.FQueueCongestion != 0 {
 			e.Measurement = event.QueueCongestion
-			d.check(c, &en.v[1], &en.above, 2, uint64(h.QueueCongestion), en.has&2 == 0, e)
+			d.check(c, b, &en.v[1], &en.above, 2, uint64(h.QueueCongestion), en.has&2 == 0, e)
 			en.has |= 2
 		}
 		e.Key.Queue = 0
@@ -292,23 +599,21 @@ func (d *Detector) hop(c *[nCounts]uint64, r *telemetry.Report, h *telemetry.Hop
 		if f&telemetry.FEgressPort != 0 {
 			port = h.EgressPort
 		}
-		en := s.sw(swKey{sw: h.NodeID, id: port, kind: kPort}, r.RecvTime)
+		en := b.swEntry(s, swKey{sw: h.NodeID, id: port, kind: kPort}, r.RecvTime)
 		en.touch(r.RecvTime, e.DevTime)
 		e.Key.Port, e.Measurement = port, event.TxUtilization
-		d.check(c, &en.v[0], &en.above, 1, uint64(h.TxUtil), en.has&1 == 0, e)
+		d.check(c, b, &en.v[0], &en.above, 1, uint64(h.TxUtil), en.has&1 == 0, e)
 		en.has |= 1
 		e.Key.Port = 0
 	}
 	if f&telemetry.FBufferOccupancy != 0 {
-		en := s.sw(swKey{sw: h.NodeID, id: uint32(h.BufferID), kind: kBuffer}, r.RecvTime)
+		en := b.swEntry(s, swKey{sw: h.NodeID, id: uint32(h.BufferID), kind: kBuffer}, r.RecvTime)
 		en.touch(r.RecvTime, e.DevTime)
 		e.Key.Buffer, e.Measurement = h.BufferID, event.BufferOccupancy
-		d.check(c, &en.v[0], &en.above, 1, uint64(h.BufferOccupancy), en.has&1 == 0, e)
+		d.check(c, b, &en.v[0], &en.above, 1, uint64(h.BufferOccupancy), en.has&1 == 0, e)
 		en.has |= 1
 		e.Key.Buffer = 0
 	}
-	s.mu.Unlock()
-	e.Key.Switch = 0
 }
 
 func (en *swEntry) touch(now int64, dev uint64) {
@@ -318,33 +623,31 @@ func (en *swEntry) touch(now int64, dev uint64) {
 	en.last, en.dev = now, dev
 }
 
-// drop counts a dropped-packet report per (reporting node, reason).
-func (d *Detector) drop(c *[nCounts]uint64, r *telemetry.Report) {
+// drop counts a dropped-packet report per (reporting node, reason); the caller holds the
+// node's shard lock.
+func (d *Detector) drop(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Report) {
 	reason := uint8(0)
 	if r.Has&telemetry.HasDropReason != 0 {
 		reason = r.DropReason
 	}
-	var e event.Event
-	e.Time, e.DevTime, e.Scope, e.Measurement = r.RecvTime, r.IngressTS, event.ScopeSwitch, event.Drops
+	e := &b.swEv
+	e.Time, e.DevTime, e.Measurement = r.RecvTime, r.IngressTS, event.Drops
 	e.Key.Switch, e.Key.Reason = r.NodeID, reason
-	s := d.swShard(r.NodeID)
-	s.mu.Lock()
-	en := s.sw(swKey{sw: r.NodeID, id: uint32(reason), kind: kDrop}, r.RecvTime)
+	en := b.swEntry(s, swKey{sw: r.NodeID, id: uint32(reason), kind: kDrop}, r.RecvTime)
 	en.touch(r.RecvTime, r.IngressTS)
-	d.check(c, &en.v[0], &en.above, 1, en.v[0].cur+1, en.has == 0, &e)
+	d.check(c, b, &en.v[0], &en.above, 1, en.v[0].cur+1, en.has == 0, e)
 	en.has = 1
-	s.mu.Unlock()
+	e.Key.Reason = 0
 }
 
 // seq counts reports missing from the sequence of (node, hw_id): a jump forward by n > 1 adds
-// n−1. A step backwards (reordering, or a restarted reporter) only resynchronizes.
-func (d *Detector) seq(c *[nCounts]uint64, r *telemetry.Report) {
-	var e event.Event
-	e.Time, e.DevTime, e.Scope, e.Measurement = r.RecvTime, r.IngressTS, event.ScopeSwitch, event.SeqGaps
+// n−1. A step backwards (reordering, or a restarted reporter) only resynchronizes. The
+// caller holds the node's shard lock.
+func (d *Detector) seq(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Report) {
+	e := &b.swEv
+	e.Time, e.DevTime, e.Measurement = r.RecvTime, r.IngressTS, event.SeqGaps
 	e.Key.Switch, e.Key.HWID = r.NodeID, r.HWID
-	s := d.swShard(r.NodeID)
-	s.mu.Lock()
-	en := s.sw(swKey{sw: r.NodeID, id: uint32(r.HWID), kind: kSeq}, r.RecvTime)
+	en := b.swEntry(s, swKey{sw: r.NodeID, id: uint32(r.HWID), kind: kSeq}, r.RecvTime)
 	en.touch(r.RecvTime, r.IngressTS)
 	gaps := en.v[0].cur
 	if en.seqOK {
@@ -353,13 +656,16 @@ func (d *Detector) seq(c *[nCounts]uint64, r *telemetry.Report) {
 		}
 	}
 	en.seq, en.seqOK = r.Seq, true
-	d.check(c, &en.v[0], &en.above, 1, gaps, en.has == 0, &e)
+	d.check(c, b, &en.v[0], &en.above, 1, gaps, en.has == 0, e)
 	en.has = 1
-	s.mu.Unlock()
+	e.Key.HWID = 0
 }
 
-// flow updates a flow's path, end-to-end latency and per-hop latencies.
-func (d *Detector) flow(c *[nCounts]uint64, r *telemetry.Report, hops []telemetry.Hop, e *event.Event) {
+// flow updates a flow's path, end-to-end latency and per-hop latencies; fh is the flow's
+// hash and the caller holds its shard's lock.
+func (d *Detector) flow(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Report, fh uint64) {
+	var e event.Event
+	hops := r.HopList()
 	e.Time, e.Key.Flow = r.RecvTime, r.Flow
 	// The path source to sink: hops are newest (sink side) first.
 	n := len(hops)
@@ -386,9 +692,6 @@ func (d *Detector) flow(c *[nCounts]uint64, r *telemetry.Report, hops []telemetr
 	}
 	e.DevTime = dev
 
-	fh := telemetry.FlowHash(&r.Flow)
-	s := d.shards[shardOf(fh, d.mask)]
-	s.mu.Lock()
 	en, isNew := s.flow(fh, &r.Flow, r.RecvTime)
 	if isNew {
 		en.first = r.RecvTime
@@ -402,10 +705,10 @@ func (d *Detector) flow(c *[nCounts]uint64, r *telemetry.Report, hops []telemetr
 	pathChanged := !isNew && ph != en.pathHash
 	if isNew {
 		e.Kind, e.Prev, e.Value, e.Threshold = event.KindNewKey, 0, ph, 0
-		d.publish(c, e)
+		b.emit(c, &e)
 	} else if pathChanged {
 		e.Kind, e.Prev, e.Value, e.Threshold = event.KindPathChange, en.pathHash, ph, 0
-		d.publish(c, e)
+		b.emit(c, &e)
 		// Per-hop state is keyed by (flow, switch): a switch on both paths keeps its state
 		// at its new position, a switch new to the path will be a new key.
 		d.rehop(en, hops)
@@ -415,7 +718,7 @@ func (d *Detector) flow(c *[nCounts]uint64, r *telemetry.Report, hops []telemetr
 	// End-to-end latency: the sum of the hop latencies present.
 	if nlat > 0 {
 		e.Measurement = event.FlowLatency
-		d.check(c, &en.lat, &en.above, latAbove, lat, !en.hasLat, e)
+		d.check(c, b, &en.lat, &en.above, latAbove, lat, !en.hasLat, &e)
 		en.hasLat = true
 	}
 
@@ -428,14 +731,13 @@ func (d *Detector) flow(c *[nCounts]uint64, r *telemetry.Report, hops []telemetr
 			continue
 		}
 		e.Key.Switch, e.DevTime = h.NodeID, hopDev(h)
-		d.check(c, &en.hop[i], &en.above, 1<<i, uint64(h.HopLatency), en.hopOK&(1<<i) == 0, e)
+		d.check(c, b, &en.hop[i], &en.above, 1<<i, uint64(h.HopLatency), en.hopOK&(1<<i) == 0, &e)
 		ok |= 1 << i
 	}
 	for i := n; i < MaxTrackedHops; i++ {
 		en.path[i] = 0
 	}
 	en.hopOK = ok
-	s.mu.Unlock()
 }
 
 // rehop moves a flow's per-hop state from its old path to the new one (hops, newest first)
