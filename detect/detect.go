@@ -236,21 +236,23 @@ type batch struct {
 	ops        [maxOps]op
 	next       [maxOps]int32
 	n          int32   // ops in use
-	head, tail []int32 // per shard: the first and last op of the chunk, -1 when none
+	chain      []chain // per shard: the chunk's operations on it
 	order      []int32 // the shards of the chunk in the order of their first op
-	fh         [batchChunk]uint64
+	fh         [batchChunk]uint64 // flow hash per report
+	now        [batchChunk]int64  // receive time per report: a hop op reads it here, not from the report's last line
 	addrs      [batchChunk * 8]uintptr
+	flowEv     event.Event // the event template of flow ops, filled on the first event (lazyFlow)
 }
 
 func (d *Detector) newBatch() *batch {
-	b := &batch{evs: make([]event.Event, 0, evBuf), head: make([]int32, len(d.shards)), tail: make([]int32, len(d.shards)),
+	b := &batch{evs: make([]event.Event, 0, evBuf), chain: make([]chain, len(d.shards)),
 		order: make([]int32, 0, len(d.shards))}
 	b.swEv.Scope = event.ScopeSwitch
 	if d.bus != nil {
 		b.pub = d.bus.NewPublisher()
 	}
-	for i := range b.head {
-		b.head[i] = -1
+	for i := range b.chain {
+		b.chain[i].head = -1
 	}
 	return b
 }
@@ -329,24 +331,28 @@ func (b *batch) publish() {
 	}
 }
 
+// chain is a shard's operations in a chunk: the first and the last, -1 when none.
+type chain struct{ head, tail int32 }
+
 // add appends operation o on shard sh to the chunk, chained behind the shard's last one.
 func (b *batch) add(o op, sh int32) {
 	n := b.n
+	b.n = n + 1
 	b.ops[n], b.next[n] = o, -1
-	if b.head[sh] < 0 {
-		b.head[sh] = n
+	ch := &b.chain[sh]
+	if ch.head < 0 {
+		ch.head = n
 		b.order = append(b.order, sh)
 	} else {
-		b.next[b.tail[sh]] = n
+		b.next[ch.tail] = n
 	}
-	b.tail[sh] = n
-	b.n++
+	ch.tail = n
 }
 
 // reset forgets the chunk's operations.
 func (b *batch) reset() {
 	for _, sh := range b.order {
-		b.head[sh] = -1
+		b.chain[sh].head = -1
 	}
 	b.order, b.n = b.order[:0], 0
 }
@@ -412,7 +418,7 @@ func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report) {
 		s := d.shards[sh]
 		s.mu.Lock()
 		b.forget()
-		for k := b.head[sh]; k >= 0; k = b.next[k] {
+		for k := b.chain[sh].head; k >= 0; k = b.next[k] {
 			o := b.ops[k]
 			d.run(c, b, s, &rs[o.ri], o)
 		}
@@ -467,6 +473,7 @@ const flowEntryHot = uintptr(unsafe.Offsetof(flowEntry{}.hop)) + 5*uintptr(unsaf
 // reportOps adds r's operations to b, in order (see opSeq), and reports whether r has a
 // flow operation, whose flow hash it leaves in b.fh[ri]. It counts nothing.
 func (d *Detector) reportOps(b *batch, r *telemetry.Report, ri uint16) bool {
+	b.now[ri] = r.RecvTime
 	if r.Has&telemetry.HasNodeID != 0 {
 		if r.Has&telemetry.HasSeq != 0 {
 			b.add(op{ri: ri, kind: opSeq}, int32(shardOf(b.swHash(r.NodeID), d.mask)))
@@ -509,7 +516,7 @@ func (d *Detector) run(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Repo
 	case opDrop:
 		d.drop(c, b, s, r)
 	case opHop:
-		d.hop(c, b, s, r, &r.Hops[o.hop])
+		d.hop(c, b, s, b.now[o.ri], &r.Hops[o.hop])
 	case opFlow:
 		d.flow(c, b, s, r, b.fh[o.ri])
 	}
@@ -518,7 +525,10 @@ func (d *Detector) run(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Repo
 // check applies the rules to value x of one key: e carries the key, scope, measurement and
 // times; the events raised are queued (emit). The key's above state is bit of *above (kept
 // apart from v, so that a value's state is two words).
-func (d *Detector) check(c *[nCounts]uint64, b *batch, v *val, above *uint16, bit uint16, x uint64, isNew bool, e *event.Event) {
+//
+// lf is the flow op's lazy event template (nil for switch ops): it is prepared before the
+// first event.
+func (d *Detector) check(c *[nCounts]uint64, b *batch, lf *lazyFlow, v *val, above *uint16, bit uint16, x uint64, isNew bool, e *event.Event) {
 	c[cValues]++
 	m := e.Measurement
 	prevCur := v.cur
@@ -526,6 +536,7 @@ func (d *Detector) check(c *[nCounts]uint64, b *batch, v *val, above *uint16, bi
 		*v = val{ref: x, cur: x}
 		*above &^= bit
 		prevCur = 0
+		lf.prepare(e)
 		e.Kind, e.Prev, e.Value, e.Threshold = event.KindNewKey, 0, x, 0
 		b.emit(c, e)
 	} else {
@@ -536,6 +547,7 @@ func (d *Detector) check(c *[nCounts]uint64, b *batch, v *val, above *uint16, bi
 			diff = v.ref - x
 		}
 		if diff > t {
+			lf.prepare(e)
 			e.Kind, e.Prev, e.Value, e.Threshold = event.KindChange, v.ref, x, t
 			v.ref = x
 			b.emit(c, e)
@@ -545,11 +557,13 @@ func (d *Detector) check(c *[nCounts]uint64, b *batch, v *val, above *uint16, bi
 	if x > a {
 		if *above&bit == 0 {
 			*above |= bit
+			lf.prepare(e)
 			e.Kind, e.Prev, e.Value, e.Threshold = event.KindAbove, prevCur, x, a
 			b.emit(c, e)
 		}
 	} else if *above&bit != 0 {
 		*above &^= bit
+		lf.prepare(e)
 		e.Kind, e.Prev, e.Value, e.Threshold = event.KindBelow, prevCur, x, a
 		b.emit(c, e)
 	}
@@ -572,24 +586,24 @@ func (d *Detector) swShard(sw uint32) *shard { return d.shards[d.swShardIdx(sw)]
 // hop updates the switch metrics one hop carries; the caller holds the switch's shard lock.
 // The switch ops share one event template (b.swEv): each sets what it uses and clears the
 // key parts it set.
-func (d *Detector) hop(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Report, h *telemetry.Hop) {
+func (d *Detector) hop(c *[nCounts]uint64, b *batch, s *shard, now int64, h *telemetry.Hop) {
 	const qf = telemetry.FQueueOccupancy | telemetry.FQueueCongestion
 	f := h.Fields
 	e := &b.swEv
-	e.Time, e.DevTime = r.RecvTime, hopDev(h)
+	e.Time, e.DevTime = now, hopDev(h)
 	e.Key.Switch = h.NodeID
 	if f&qf != 0 {
-		en := b.swEntry(s, swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue}, r.RecvTime)
-		en.touch(r.RecvTime, e.DevTime)
+		en := b.swEntry(s, swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue}, now)
+		en.touch(now, e.DevTime)
 		e.Key.Queue = h.QueueID
 		if f&telemetry.FQueueOccupancy != 0 {
 			e.Measurement = event.QueueOccupancy
-			d.check(c, b, &en.v[0], &en.above, 1, uint64(h.QueueOccupancy), en.has&1 == 0, e)
+			d.check(c, b, nil, &en.v[0], &en.above, 1, uint64(h.QueueOccupancy), en.has&1 == 0, e)
 			en.has |= 1
 		}
 		if f&telemetry.FQueueCongestion != 0 {
 			e.Measurement = event.QueueCongestion
-			d.check(c, b, &en.v[1], &en.above, 2, uint64(h.QueueCongestion), en.has&2 == 0, e)
+			d.check(c, b, nil, &en.v[1], &en.above, 2, uint64(h.QueueCongestion), en.has&2 == 0, e)
 			en.has |= 2
 		}
 		e.Key.Queue = 0
@@ -599,18 +613,18 @@ func (d *Detector) hop(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Repo
 		if f&telemetry.FEgressPort != 0 {
 			port = h.EgressPort
 		}
-		en := b.swEntry(s, swKey{sw: h.NodeID, id: port, kind: kPort}, r.RecvTime)
-		en.touch(r.RecvTime, e.DevTime)
+		en := b.swEntry(s, swKey{sw: h.NodeID, id: port, kind: kPort}, now)
+		en.touch(now, e.DevTime)
 		e.Key.Port, e.Measurement = port, event.TxUtilization
-		d.check(c, b, &en.v[0], &en.above, 1, uint64(h.TxUtil), en.has&1 == 0, e)
+		d.check(c, b, nil, &en.v[0], &en.above, 1, uint64(h.TxUtil), en.has&1 == 0, e)
 		en.has |= 1
 		e.Key.Port = 0
 	}
 	if f&telemetry.FBufferOccupancy != 0 {
-		en := b.swEntry(s, swKey{sw: h.NodeID, id: uint32(h.BufferID), kind: kBuffer}, r.RecvTime)
-		en.touch(r.RecvTime, e.DevTime)
+		en := b.swEntry(s, swKey{sw: h.NodeID, id: uint32(h.BufferID), kind: kBuffer}, now)
+		en.touch(now, e.DevTime)
 		e.Key.Buffer, e.Measurement = h.BufferID, event.BufferOccupancy
-		d.check(c, b, &en.v[0], &en.above, 1, uint64(h.BufferOccupancy), en.has&1 == 0, e)
+		d.check(c, b, nil, &en.v[0], &en.above, 1, uint64(h.BufferOccupancy), en.has&1 == 0, e)
 		en.has |= 1
 		e.Key.Buffer = 0
 	}
@@ -635,7 +649,7 @@ func (d *Detector) drop(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Rep
 	e.Key.Switch, e.Key.Reason = r.NodeID, reason
 	en := b.swEntry(s, swKey{sw: r.NodeID, id: uint32(reason), kind: kDrop}, r.RecvTime)
 	en.touch(r.RecvTime, r.IngressTS)
-	d.check(c, b, &en.v[0], &en.above, 1, en.v[0].cur+1, en.has == 0, e)
+	d.check(c, b, nil, &en.v[0], &en.above, 1, en.v[0].cur+1, en.has == 0, e)
 	en.has = 1
 	e.Key.Reason = 0
 }
@@ -656,40 +670,72 @@ func (d *Detector) seq(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Repo
 		}
 	}
 	en.seq, en.seqOK = r.Seq, true
-	d.check(c, b, &en.v[0], &en.above, 1, gaps, en.has == 0, e)
+	d.check(c, b, nil, &en.v[0], &en.above, 1, gaps, en.has == 0, e)
 	en.has = 1
 	e.Key.HWID = 0
+}
+
+// lazyFlow fills a flow op's event template on the first event the op raises: most
+// reports raise none, and the template (a flow key, a path) is most of an event.
+type lazyFlow struct {
+	r     *telemetry.Report
+	ready bool
+}
+
+// prepare makes e a flow op's event, keeping the context fields the op has set (scope,
+// measurement, switch, device time), unless it has done so already (or lf is nil: a switch
+// op's template is always ready).
+func (lf *lazyFlow) prepare(e *event.Event) {
+	if lf == nil || lf.ready {
+		return
+	}
+	scope, meas, sw, dev := e.Scope, e.Measurement, e.Key.Switch, e.DevTime
+	r := lf.r
+	*e = event.Event{Time: r.RecvTime, DevTime: dev, Scope: scope, Measurement: meas}
+	e.Key.Flow, e.Key.Switch = r.Flow, sw
+	// The path source to sink: hops are newest (sink side) first.
+	n := int(r.NHops)
+	e.NPath = uint8(min(n, event.MaxPath))
+	for i := 0; i < int(e.NPath); i++ {
+		e.Path[i] = r.Hops[n-1-i].NodeID
+	}
+	lf.ready = true
+}
+
+// samePath reports whether the hops (newest first) are the entry's path, source first, as
+// far as the entry keeps it; a path longer than that is compared by its hash.
+func samePath(en *flowEntry, hops []telemetry.Hop) bool {
+	n := len(hops)
+	if n != int(en.npath) || n > MaxTrackedHops {
+		return false
+	}
+	for i := 0; i < n; i++ {
+		if en.path[i] != hops[n-1-i].NodeID {
+			return false
+		}
+	}
+	return true
 }
 
 // flow updates a flow's path, end-to-end latency and per-hop latencies; fh is the flow's
 // hash and the caller holds its shard's lock.
 func (d *Detector) flow(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Report, fh uint64) {
-	var e event.Event
 	hops := r.HopList()
-	e.Time, e.Key.Flow = r.RecvTime, r.Flow
-	// The path source to sink: hops are newest (sink side) first.
 	n := len(hops)
-	e.NPath = uint8(min(n, 255))
 	var lat uint64
 	nlat := 0
-	for i := 0; i < n; i++ {
-		h := &hops[n-1-i]
-		if i < event.MaxPath {
-			e.Path[i] = h.NodeID
-		}
-		if h.Fields&telemetry.FHopLatency != 0 {
-			lat += uint64(h.HopLatency)
+	for i := range hops {
+		if hops[i].Fields&telemetry.FHopLatency != 0 {
+			lat += uint64(hops[i].HopLatency)
 			nlat++
 		}
 	}
-	if e.NPath > event.MaxPath {
-		e.NPath = event.MaxPath
-	}
-	ph := pathHash(hops)
 	dev := r.IngressTS
 	if r.Has&telemetry.HasIngressTS == 0 {
 		dev = hopDev(&hops[0])
 	}
+	e := &b.flowEv
+	lf := lazyFlow{r: r}
 	e.DevTime = dev
 
 	en, isNew := s.flow(fh, &r.Flow, r.RecvTime)
@@ -700,15 +746,20 @@ func (d *Detector) flow(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Rep
 	en.reports++
 
 	// Path: new key, or a change of the node list.
-	e.Scope, e.Measurement = event.ScopeE2E, event.FlowPath
+	e.Scope, e.Measurement, e.Key.Switch = event.ScopeE2E, event.FlowPath, 0
 	c[cValues]++
-	pathChanged := !isNew && ph != en.pathHash
+	ph := en.pathHash
+	if isNew || !samePath(en, hops) {
+		ph = pathHash(hops)
+	}
 	if isNew {
+		lf.prepare(e)
 		e.Kind, e.Prev, e.Value, e.Threshold = event.KindNewKey, 0, ph, 0
-		b.emit(c, &e)
-	} else if pathChanged {
+		b.emit(c, e)
+	} else if ph != en.pathHash {
+		lf.prepare(e)
 		e.Kind, e.Prev, e.Value, e.Threshold = event.KindPathChange, en.pathHash, ph, 0
-		b.emit(c, &e)
+		b.emit(c, e)
 		// Per-hop state is keyed by (flow, switch): a switch on both paths keeps its state
 		// at its new position, a switch new to the path will be a new key.
 		d.rehop(en, hops)
@@ -718,7 +769,7 @@ func (d *Detector) flow(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Rep
 	// End-to-end latency: the sum of the hop latencies present.
 	if nlat > 0 {
 		e.Measurement = event.FlowLatency
-		d.check(c, b, &en.lat, &en.above, latAbove, lat, !en.hasLat, &e)
+		d.check(c, b, &lf, &en.lat, &en.above, latAbove, lat, !en.hasLat, e)
 		en.hasLat = true
 	}
 
@@ -731,7 +782,7 @@ func (d *Detector) flow(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Rep
 			continue
 		}
 		e.Key.Switch, e.DevTime = h.NodeID, hopDev(h)
-		d.check(c, b, &en.hop[i], &en.above, 1<<i, uint64(h.HopLatency), en.hopOK&(1<<i) == 0, &e)
+		d.check(c, b, &lf, &en.hop[i], &en.above, 1<<i, uint64(h.HopLatency), en.hopOK&(1<<i) == 0, e)
 		ok |= 1 << i
 	}
 	for i := n; i < MaxTrackedHops; i++ {

@@ -3,7 +3,9 @@ package detect
 import (
 	"fmt"
 	"net/netip"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -361,6 +363,48 @@ func benchProcessBatch(b *testing.B, flows int) {
 	}
 	clk.Stop("hop", n*batch*5)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*batch*5), "ns/hop")
+}
+
+// BenchmarkProcessBatchParallel is BenchmarkProcessBatch/flows=1024 with every core a
+// worker (b.RunParallel), each over flows of its own (as each exporter's reports reach one
+// socket) and all over the same five switches, whose keys every report updates: what the
+// workers cost each other. ns/report is the wall clock over all workers' reports.
+func BenchmarkProcessBatchParallel(b *testing.B) {
+	workers := runtime.GOMAXPROCS(0)
+	d := New(DefaultConfig(), Deps{Workers: workers})
+	bp, _ := any(d).(interface {
+		ProcessBatch(int, []telemetry.Report)
+	})
+	tmpl := report(1, 0, hop{1, 10, 5, 5}, hop{2, 20, 5, 5}, hop{3, 30, 5, 5}, hop{4, 40, 5, 5}, hop{5, 50, 5, 5})
+	const flows, batch = 1024, 64
+	var next atomic.Int32
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		w := int(next.Add(1)-1) % workers
+		rs := make([]telemetry.Report, batch)
+		for j := range rs {
+			rs[j] = *tmpl
+		}
+		for i := 0; pb.Next(); i += batch {
+			for j := range rs {
+				r := &rs[j]
+				r.Flow.SrcPort, r.Flow.Dst[14] = uint16((i+j)&(flows-1)), byte(w)
+				r.RecvTime = int64(i/batch + 2)
+				if (i+j)&15 == 0 {
+					r.Hops[2].HopLatency ^= 0x100
+				}
+			}
+			if bp != nil {
+				bp.ProcessBatch(w, rs)
+			} else {
+				for j := range rs {
+					d.Process(w, &rs[j])
+				}
+			}
+			d.Flush(w)
+		}
+	})
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/report")
 }
 
 // TestSwitchKeyEvictionAndExpiry: switch keys are bounded by max_keys per shard (the least
