@@ -233,15 +233,15 @@ type batch struct {
 	memo [numKinds]swMemo // the shard's switch entries last used, by kind
 	swc  [swCacheSize]swCached
 
-	ops        [maxOps]op
-	next       [maxOps]int32
-	n          int32   // ops in use
-	chain      []chain // per shard: the chunk's operations on it
-	order      []int32 // the shards of the chunk in the order of their first op
-	fh         [batchChunk]uint64 // flow hash per report
-	now        [batchChunk]int64  // receive time per report: a hop op reads it here, not from the report's last line
-	addrs      [batchChunk * 8]uintptr
-	flowEv     event.Event // the event template of flow ops, filled on the first event (lazyFlow)
+	ops    [maxOps]op
+	next   [maxOps]int32
+	n      int32              // ops in use
+	chain  []chain            // per shard: the chunk's operations on it
+	order  []int32            // the shards of the chunk in the order of their first op
+	fh     [batchChunk]uint64 // flow hash per report
+	now    [batchChunk]int64  // receive time per report: a hop op reads it here, not from the report's last line
+	addrs  [batchChunk * 8]uintptr
+	flowEv event.Event // the event template of flow ops, filled on the first event (lazyFlow)
 }
 
 func (d *Detector) newBatch() *batch {
