@@ -230,7 +230,7 @@ type batch struct {
 	thr  thresholds
 	swEv event.Event // the event template of switch ops: only Time..Threshold and the key's switch parts change
 
-	memo [numKinds]swMemo // the shard's switch entries last used, by kind
+	memo [memoSize]swMemo // switch keys' entries, direct mapped by key
 	swc  [swCacheSize]swCached
 
 	ops    [maxOps]op
@@ -248,6 +248,9 @@ func (d *Detector) newBatch() *batch {
 	b := &batch{evs: make([]event.Event, 0, evBuf), chain: make([]chain, len(d.shards)),
 		order: make([]int32, 0, len(d.shards))}
 	b.swEv.Scope = event.ScopeSwitch
+	for i := range b.memo {
+		b.memo[i] = swMemo{k: swKey{kind: kNone}, i: -1}
+	}
 	if d.bus != nil {
 		b.pub = d.bus.NewPublisher()
 	}
@@ -278,25 +281,28 @@ func (b *batch) swHash(sw uint32) uint64 {
 	return c.h
 }
 
-// swMemo is an entry of the shard a batch works on: a run of one switch's reports finds its
-// queue, port and buffer keys without hashing or probing.
+// memoSize is the size of a worker's memo of switch key entries (a power of two).
+const memoSize = 1024
+
+// swMemo remembers which entry of its shard a switch key had: a worker's batches meet the
+// same few hundred switch keys over and over, and the memo finds each with one multiply and
+// one compare instead of a hash and a probe of the shard's index.
 type swMemo struct {
 	k swKey
 	i int32
 }
 
-// forget clears the memo: the batch moves to another shard.
-func (b *batch) forget() {
-	for i := range b.memo {
-		b.memo[i].i = -1
-	}
+// memoSlot is k's place in the memo (the top bits of one multiply of the whole key).
+func (b *batch) memoSlot(k swKey) *swMemo {
+	return &b.memo[(uint64(k.sw)<<32|uint64(k.id)<<3|uint64(k.kind))*0x9e3779b97f4a7c15>>(64-10)]
 }
 
-// swEntry is s.sw(k, now) through the memo. An entry the memo names serves only while its
-// key is k: an eviction reuses it for another key, an expiry clears its key.
+// swEntry is s.sw(k, now) through the memo (s is k's shard, whose lock the caller holds).
+// An entry the memo names serves only while its key is k: an eviction reuses it for another
+// key, an expiry clears its key, so a stale memo misses.
 func (b *batch) swEntry(s *shard, k swKey, now int64) *swEntry {
-	m := &b.memo[k.kind]
-	if m.i >= 0 && m.k == k {
+	m := b.memoSlot(k)
+	if m.k == k && m.i >= 0 {
 		if en := &s.se[m.i]; en.key == k {
 			if en.last != now {
 				s.sl.touch(m.i)
@@ -367,7 +373,6 @@ func (d *Detector) Process(worker int, r *telemetry.Report) {
 	for _, o := range b.ops[:b.n] {
 		s := d.opShard(b, r, o)
 		s.mu.Lock()
-		b.forget()
 		d.run(c, b, s, r, o)
 		b.publish()
 		s.mu.Unlock()
@@ -417,7 +422,6 @@ func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report) {
 	for _, sh := range b.order {
 		s := d.shards[sh]
 		s.mu.Lock()
-		b.forget()
 		for k := b.chain[sh].head; k >= 0; k = b.next[k] {
 			o := b.ops[k]
 			d.run(c, b, s, &rs[o.ri], o)
