@@ -58,6 +58,7 @@ type Detector struct {
 
 	change [event.NumMeasurements]atomic.Uint64
 	above  [event.NumMeasurements]atomic.Uint64
+	thrGen atomic.Uint64 // bumped by SetThreshold: workers reload their copies
 
 	workers []workerCounts
 }
@@ -118,6 +119,7 @@ func New(cfg Config, deps Deps) *Detector {
 			d.above[m].Store(v)
 		}
 	}
+	d.thrGen.Store(1)
 	d.workers = make([]workerCounts, max(deps.Workers, 1))
 	for i := range d.workers {
 		d.workers[i].b = d.newBatch()
@@ -172,6 +174,7 @@ func (d *Detector) SetThreshold(kind event.Kind, m event.Measurement, v uint64) 
 	case event.KindAbove:
 		d.above[m].Store(v)
 	}
+	d.thrGen.Add(1) // after the store: a worker that sees the new generation sees the value
 }
 
 // Threshold returns the current threshold for kind (KindChange or KindAbove) and m.
@@ -188,10 +191,17 @@ type thresholds struct {
 	change, above [event.NumMeasurements]uint64
 }
 
-func (d *Detector) loadThresholds(t *thresholds) {
-	for m := range t.change {
-		t.change[m], t.above[m] = d.change[m].Load(), d.above[m].Load()
+// loadThresholds refreshes b's copy of the thresholds when SetThreshold has changed them
+// since (one atomic load when nothing changed).
+func (d *Detector) loadThresholds(b *batch) {
+	gen := d.thrGen.Load()
+	if gen == b.thrGen {
+		return
 	}
+	for m := range b.thr.change {
+		b.thr.change[m], b.thr.above[m] = d.change[m].Load(), d.above[m].Load()
+	}
+	b.thrGen = gen
 }
 
 // Operations of a report on one shard: a report is a seq op and a drop op on its reporting
@@ -225,10 +235,11 @@ const evBuf = 256
 // batch is a worker's scratch: the operations of a chunk chained per shard, the events
 // raised and not yet published, and what the staging prefetches.
 type batch struct {
-	pub  *event.Publisher
-	evs  []event.Event
-	thr  thresholds
-	swEv event.Event // the event template of switch ops: only Time..Threshold and the key's switch parts change
+	pub    *event.Publisher
+	evs    []event.Event
+	thr    thresholds
+	thrGen uint64      // d.thrGen when thr was loaded; thr is loaded when it differs (New: 0 vs 1)
+	swEv   event.Event // the event template of switch ops: only Time..Threshold and the key's switch parts change
 
 	memo [memoSize]swMemo // switch keys' entries, direct mapped by key
 	swc  [swCacheSize]swCached
@@ -251,9 +262,7 @@ func (d *Detector) newBatch() *batch {
 	for i := range b.memo {
 		b.memo[i] = swMemo{k: swKey{kind: kNone}, i: -1}
 	}
-	if d.bus != nil {
-		b.pub = d.bus.NewPublisher()
-	}
+	b.pub = d.bus.NewPublisher() // New makes a bus when none is given
 	for i := range b.chain {
 		b.chain[i].head = -1
 	}
@@ -317,9 +326,6 @@ func (b *batch) swEntry(s *shard, k swKey, now int64) *swEntry {
 // emit counts e and queues it for publication.
 func (b *batch) emit(c *[nCounts]uint64, e *event.Event) {
 	c[cEvent0+int(e.Kind)]++
-	if b.pub == nil {
-		return
-	}
 	n := len(b.evs)
 	if n == cap(b.evs) {
 		b.pub.Publish(b.evs)
@@ -368,19 +374,36 @@ func (b *batch) reset() {
 func (d *Detector) Process(worker int, r *telemetry.Report) {
 	c, b := &d.workers[worker].local, d.workers[worker].b
 	c[cReports]++
-	d.loadThresholds(&b.thr)
-	d.reportOps(b, r, 0)
-	for _, o := range b.ops[:b.n] {
-		s := d.opShard(b, r, o)
-		s.mu.Lock()
-		d.run(c, b, s, r, o)
-		b.publish()
-		s.mu.Unlock()
+	d.loadThresholds(b)
+	b.now[0] = r.RecvTime
+	if r.Has&telemetry.HasNodeID != 0 {
+		if r.Has&telemetry.HasSeq != 0 {
+			d.runLocked(c, b, d.swShard(r.NodeID), r, op{kind: opSeq})
+		}
+		if r.Flags&telemetry.FlagDrop != 0 {
+			d.runLocked(c, b, d.swShard(r.NodeID), r, op{kind: opDrop})
+		}
 	}
-	b.reset()
-	if b.pub != nil {
-		b.pub.Wake()
+	const sw = telemetry.FQueueOccupancy | telemetry.FQueueCongestion | telemetry.FTxUtil | telemetry.FBufferOccupancy
+	for i := range r.NHops {
+		if h := &r.Hops[i]; h.Fields&telemetry.FNodeID != 0 && h.Fields&sw != 0 {
+			d.runLocked(c, b, d.shards[shardOf(b.swHash(h.NodeID), d.mask)], r, op{hop: i, kind: opHop})
+		}
 	}
+	if r.Has&telemetry.HasFlow != 0 && r.NHops > 0 {
+		b.fh[0] = telemetry.FlowHash(&r.Flow)
+		d.runLocked(c, b, d.shards[shardOf(b.fh[0], d.mask)], r, op{kind: opFlow})
+	}
+	b.pub.Wake()
+}
+
+// runLocked runs operation o of report r (chunk index 0) under s's lock and publishes its
+// events before the unlock.
+func (d *Detector) runLocked(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Report, o op) {
+	s.mu.Lock()
+	d.run(c, b, s, r, o)
+	b.publish()
+	s.mu.Unlock()
 }
 
 // ProcessBatch implements ingest.BatchProcessor: Process for every report of rs with the
@@ -394,15 +417,13 @@ func (d *Detector) Process(worker int, r *telemetry.Report) {
 // entries are prefetched, so that their cache misses overlap.
 func (d *Detector) ProcessBatch(worker int, rs []telemetry.Report) {
 	c, b := &d.workers[worker].local, d.workers[worker].b
-	d.loadThresholds(&b.thr)
+	d.loadThresholds(b)
 	for len(rs) > 0 {
 		chunk := rs[:min(len(rs), batchChunk)]
 		rs = rs[len(chunk):]
 		d.chunk(c, b, chunk)
 	}
-	if b.pub != nil {
-		b.pub.Wake()
-	}
+	b.pub.Wake()
 }
 
 func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report) {
@@ -499,17 +520,6 @@ func (d *Detector) reportOps(b *batch, r *telemetry.Report, ri uint16) bool {
 	b.fh[ri] = fh
 	b.add(op{ri: ri, kind: opFlow}, int32(shardOf(fh, d.mask)))
 	return true
-}
-
-// opShard is the shard of r's operation o.
-func (d *Detector) opShard(b *batch, r *telemetry.Report, o op) *shard {
-	switch o.kind {
-	case opFlow:
-		return d.shards[shardOf(b.fh[o.ri], d.mask)]
-	case opHop:
-		return d.shards[d.swShardIdx(r.Hops[o.hop].NodeID)]
-	}
-	return d.shards[d.swShardIdx(r.NodeID)]
 }
 
 // run applies operation o of report r; the caller holds s's lock.

@@ -267,12 +267,9 @@ func (s *shard) removeFlow(i int32) {
 	s.fl.remove(i)
 }
 
-// sw returns the entry for switch key k updated at now, creating it (evicting the least
-// recently updated switch key when the shard is full); as flow, an entry already updated at
-// now keeps its LRU position.
-func (s *shard) sw(k swKey, now int64) *swEntry { return &s.se[s.swIndex(k, k.hash(), now)] }
-
-// swIndex is sw with the key's hash h given, returning the entry's index.
+// swIndex returns the index of the entry for switch key k (hash h, k.hash()) updated at now,
+// creating it (evicting the least recently updated switch key when the shard is full); as
+// flow, an entry already updated at now keeps its LRU position.
 func (s *shard) swIndex(k swKey, h uint64, now int64) int32 {
 	x := &s.sidx
 	tag := uint32(h)
