@@ -21,10 +21,9 @@
 // sharded by key hash (flows by FlowHash, switch keys by switch id) under one mutex per
 // shard, preallocated, bounded by max_flows and max_keys with least-recently-updated
 // eviction, counted. Process allocates nothing. ProcessBatch (the ingest workers' path)
-// takes each shard's lock once for all of a batch's updates to it, finds a switch's keys
-// once per run of its reports, prefetches the batch's flow entries before it updates them
-// and publishes the events of each shard with one ring operation, waking consumers once per
-// batch.
+// takes each shard's lock once for all of a batch's updates to it, finds switch keys through
+// a per-worker memo and publishes the events of each shard with one ring operation, waking
+// consumers once per batch.
 //
 // Snapshot is the periodic push: the latest value of every live key, and expiry of keys not
 // updated for detect.expire. Counters give INTCollector §V-B2's reduction factor: metric
@@ -35,11 +34,10 @@ package detect
 import (
 	"context"
 	"math"
+	"math/bits"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/intake-int/intake/event"
-	"github.com/intake-int/intake/internal/prefetch"
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -233,7 +231,7 @@ const maxOps = batchChunk * (3 + telemetry.MaxHops)
 const evBuf = 256
 
 // batch is a worker's scratch: the operations of a chunk chained per shard, the events
-// raised and not yet published, and what the staging prefetches.
+// raised and not yet published, the switch key memo.
 type batch struct {
 	pub    *event.Publisher
 	evs    []event.Event
@@ -251,8 +249,7 @@ type batch struct {
 	order  []int32            // the shards of the chunk in the order of their first op
 	fh     [batchChunk]uint64 // flow hash per report
 	now    [batchChunk]int64  // receive time per report: a hop op reads it here, not from the report's last line
-	addrs  [batchChunk * 8]uintptr
-	flowEv event.Event // the event template of flow ops, filled on the first event (lazyFlow)
+	flowEv event.Event        // the event template of flow ops, filled on the first event (lazyFlow)
 }
 
 func (d *Detector) newBatch() *batch {
@@ -413,8 +410,7 @@ func (d *Detector) runLocked(c *[nCounts]uint64, b *batch, s *shard, r *telemetr
 // published before it is released (so each key's events reach the rings in the order of
 // its updates, whichever workers update it), and the consumers woken once per batch. Events
 // of different shards are published shard by shard: the order between keys differs from
-// Process's, never the order of one key's events. Before that, the flows' index slots and
-// entries are prefetched, so that their cache misses overlap.
+// Process's, never the order of one key's events.
 func (d *Detector) ProcessBatch(worker int, rs []telemetry.Report) {
 	c, b := &d.workers[worker].local, d.workers[worker].b
 	d.loadThresholds(b)
@@ -427,19 +423,10 @@ func (d *Detector) ProcessBatch(worker int, rs []telemetry.Report) {
 }
 
 func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report) {
-	na := 0
 	for i := range rs {
-		r := &rs[i]
 		c[cReports]++
-		if d.reportOps(b, r, uint16(i)) {
-			fh := b.fh[i]
-			s := d.shards[shardOf(fh, d.mask)]
-			b.addrs[na] = uintptr(unsafe.Pointer(&s.fidx.slots[fh&s.fidx.mask]))
-			na++
-		}
+		d.reportOps(b, &rs[i], uint16(i))
 	}
-	prefetch.Addrs(b.addrs[:na])
-	d.stageFlows(b, rs)
 	for _, sh := range b.order {
 		s := d.shards[sh]
 		s.mu.Lock()
@@ -453,51 +440,9 @@ func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report) {
 	b.reset()
 }
 
-// stageFlows prefetches the entries of the chunk's flows: their index slots (prefetched
-// before) are read without the shard's lock (the slots are written with atomic stores), and
-// the entry a slot's tag points to, and its LRU link, are fetched. A stale read costs a
-// useless prefetch, nothing else: the operation looks the flow up again under the lock.
-func (d *Detector) stageFlows(b *batch, rs []telemetry.Report) {
-	na := 0
-	for i := range rs {
-		r := &rs[i]
-		if r.Has&telemetry.HasFlow == 0 || r.NHops == 0 {
-			continue
-		}
-		fh := b.fh[i]
-		s := d.shards[shardOf(fh, d.mask)]
-		x := &s.fidx
-		tag := uint32(fh)
-		p := fh & x.mask
-		for probe := 0; probe < 4; probe++ {
-			sl := atomic.LoadUint64(&x.slots[p])
-			if sl == 0 {
-				break
-			}
-			if uint32(sl>>32) == tag {
-				if j := int(uint32(sl)) - 1; j < len(s.fe) {
-					e := uintptr(unsafe.Pointer(&s.fe[j]))
-					for l := e &^ 63; l < e+flowEntryHot && na < len(b.addrs)-1; l += 64 {
-						b.addrs[na] = l
-						na++
-					}
-					b.addrs[na] = uintptr(unsafe.Pointer(&s.fl.l[j]))
-					na++
-				}
-				break
-			}
-			p = (p + 1) & x.mask
-		}
-	}
-	prefetch.Addrs(b.addrs[:na])
-}
-
-// flowEntryHot is the part of a flow entry an update of a 5-hop path touches.
-const flowEntryHot = uintptr(unsafe.Offsetof(flowEntry{}.hop)) + 5*uintptr(unsafe.Sizeof(val{}))
-
-// reportOps adds r's operations to b, in order (see opSeq), and reports whether r has a
-// flow operation, whose flow hash it leaves in b.fh[ri]. It counts nothing.
-func (d *Detector) reportOps(b *batch, r *telemetry.Report, ri uint16) bool {
+// reportOps adds r's operations to b, in order (see opSeq); a flow operation's flow hash is
+// left in b.fh[ri]. It counts nothing.
+func (d *Detector) reportOps(b *batch, r *telemetry.Report, ri uint16) {
 	b.now[ri] = r.RecvTime
 	if r.Has&telemetry.HasNodeID != 0 {
 		if r.Has&telemetry.HasSeq != 0 {
@@ -514,12 +459,11 @@ func (d *Detector) reportOps(b *batch, r *telemetry.Report, ri uint16) bool {
 		}
 	}
 	if r.Has&telemetry.HasFlow == 0 || r.NHops == 0 {
-		return false
+		return
 	}
 	fh := telemetry.FlowHash(&r.Flow)
 	b.fh[ri] = fh
 	b.add(op{ri: ri, kind: opFlow}, int32(shardOf(fh, d.mask)))
-	return true
 }
 
 // run applies operation o of report r; the caller holds s's lock.
@@ -542,8 +486,10 @@ func (d *Detector) run(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Repo
 //
 // lf is the flow op's lazy event template (nil for switch ops): it is prepared before the
 // first event.
+//
+// The caller counts the values it checks (cValues), once per operation: an increment per
+// value through memory would chain every check to the one before.
 func (d *Detector) check(c *[nCounts]uint64, b *batch, lf *lazyFlow, v *val, above *uint16, bit uint16, x uint64, isNew bool, e *event.Event) {
-	c[cValues]++
 	m := e.Measurement
 	prevCur := v.cur
 	if isNew {
@@ -603,6 +549,7 @@ func (d *Detector) swShard(sw uint32) *shard { return d.shards[d.swShardIdx(sw)]
 func (d *Detector) hop(c *[nCounts]uint64, b *batch, s *shard, now int64, h *telemetry.Hop) {
 	const qf = telemetry.FQueueOccupancy | telemetry.FQueueCongestion
 	f := h.Fields
+	c[cValues] += uint64(bits.OnesCount16(uint16(f & (qf | telemetry.FTxUtil | telemetry.FBufferOccupancy))))
 	e := &b.swEv
 	e.Time, e.DevTime = now, hopDev(h)
 	e.Key.Switch = h.NodeID
@@ -663,6 +610,7 @@ func (d *Detector) drop(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Rep
 	e.Key.Switch, e.Key.Reason = r.NodeID, reason
 	en := b.swEntry(s, swKey{sw: r.NodeID, id: uint32(reason), kind: kDrop}, r.RecvTime)
 	en.touch(r.RecvTime, r.IngressTS)
+	c[cValues]++
 	d.check(c, b, nil, &en.v[0], &en.above, 1, en.v[0].cur+1, en.has == 0, e)
 	en.has = 1
 	e.Key.Reason = 0
@@ -684,6 +632,7 @@ func (d *Detector) seq(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Repo
 		}
 	}
 	en.seq, en.seqOK = r.Seq, true
+	c[cValues]++
 	d.check(c, b, nil, &en.v[0], &en.above, 1, gaps, en.has == 0, e)
 	en.has = 1
 	e.Key.HWID = 0
@@ -761,7 +710,6 @@ func (d *Detector) flow(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Rep
 
 	// Path: new key, or a change of the node list.
 	e.Scope, e.Measurement, e.Key.Switch = event.ScopeE2E, event.FlowPath, 0
-	c[cValues]++
 	ph := en.pathHash
 	if isNew || !samePath(en, hops) {
 		ph = pathHash(hops)
@@ -803,6 +751,11 @@ func (d *Detector) flow(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Rep
 		en.path[i] = 0
 	}
 	en.hopOK = ok
+	vals := 1 + bits.OnesCount8(ok) // the path, the hop latencies
+	if nlat > 0 {
+		vals++ // the flow latency
+	}
+	c[cValues] += uint64(vals)
 }
 
 // rehop moves a flow's per-hop state from its old path to the new one (hops, newest first)
