@@ -78,9 +78,9 @@ func stateOf(f *FlowCache, evicted []Record) cacheState {
 	return st
 }
 
-// TestProcessBatchSame: ProcessBatch over a stream, in batches of any size, leaves exactly
-// what Process report by report leaves: every flow's record, the counters, the histograms
-// and the evicted records in their order.
+// TestProcessBatchSame: ProcessBatch over a stream, in batches of any size, staged or not,
+// leaves exactly what Process report by report leaves: every flow's record, the counters,
+// the histograms and the evicted records in their order.
 func TestProcessBatchSame(t *testing.T) {
 	rs := batchInput(6000)
 	run := func(batch func(f *FlowCache)) cacheState {
@@ -103,8 +103,12 @@ func TestProcessBatchSame(t *testing.T) {
 		want.Stats.TruncatedPaths == 0 || want.Stats.SkippedNoFlow == 0 || want.Stats.SkippedNoHops == 0 || len(want.Evicted) == 0 {
 		t.Fatalf("the input does not exercise every path: %+v", want.Stats)
 	}
-	for _, size := range []int{1, 3, 16, 17, 64} {
+	for _, size := range []int{1, 3, 16, 17, 64, -16, -64} {
 		got := run(func(f *FlowCache) {
+			if size < 0 { // staged even though the few flows fit in the cache
+				f.stageAbove = 0
+			}
+			size := max(size, -size)
 			for i := 0; i < len(rs); i += size {
 				f.ProcessBatch(0, rs[i:min(i+size, len(rs))])
 				if i/50 != (i+size)/50 {
@@ -142,6 +146,9 @@ func TestProcessBatchSameNoDrain(t *testing.T) {
 				f.Process(0, &rs[i])
 			}
 		}
+		if size < 0 { // staged even though the few flows fit in the cache
+			f.stageAbove, size = 0, -size
+		}
 		for i := 0; size > 0 && i < len(rs); i += size {
 			f.ProcessBatch(0, rs[i:min(i+size, len(rs))])
 		}
@@ -152,7 +159,7 @@ func TestProcessBatchSameNoDrain(t *testing.T) {
 	if want.Stats.Rings.Drops != 0 || len(want.Evicted) == 0 {
 		t.Fatalf("rings: %+v, %d evicted", want.Stats.Rings, len(want.Evicted))
 	}
-	for _, size := range []int{1, 5, 16, 64} {
+	for _, size := range []int{1, 5, 16, 64, -16, -64} {
 		if got := run(size); !reflect.DeepEqual(got, want) {
 			t.Errorf("batch %d: state differs\ngot  %+v\nwant %+v", size, got.Stats, want.Stats)
 		}
@@ -166,6 +173,7 @@ func TestProcessBatchConcurrent(t *testing.T) {
 	c := small(64, 12)
 	const workers, per = 4, 5000
 	f := New(c, Deps{Workers: workers})
+	f.stageAbove = 0 // staged: the unlocked tag reads race the updates
 	f.Start(context.Background())
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -224,15 +232,18 @@ func TestProcessBatchConcurrent(t *testing.T) {
 }
 
 func TestProcessBatchNoAlloc(t *testing.T) {
-	f := New(batchConfig(), Deps{})
-	rs := batchInput(64)
-	if a := testing.AllocsPerRun(200, func() {
-		for i := range rs {
-			rs[i].RecvTime++
+	for _, above := range []uint64{stageAbove, 0} {
+		f := New(batchConfig(), Deps{})
+		f.stageAbove = above
+		rs := batchInput(64)
+		if a := testing.AllocsPerRun(200, func() {
+			for i := range rs {
+				rs[i].RecvTime++
+			}
+			f.ProcessBatch(0, rs)
+			f.Flush(0)
+		}); a != 0 {
+			t.Fatalf("ProcessBatch (staging above %d bytes): %v allocs per batch", above, a)
 		}
-		f.ProcessBatch(0, rs)
-		f.Flush(0)
-	}); a != 0 {
-		t.Fatalf("ProcessBatch: %v allocs per batch", a)
 	}
 }

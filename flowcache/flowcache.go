@@ -40,7 +40,8 @@ type FlowCache struct {
 	rings *ringSet
 	hist  *Histograms
 
-	workers []workerCounts
+	workers    []workerCounts
+	stageAbove uint64 // stageAbove, or another bound in tests (0: always stage)
 
 	collisions atomic.Uint64 // evictions from a full row
 	idle       atomic.Uint64 // evictions by the ager
@@ -83,8 +84,20 @@ type workerCounts struct {
 // stageGroup is how many reports ProcessBatch stages at once: it prefetches their rows'
 // headers, then (from the tags) their buckets, then updates them, so that the group's
 // cache misses overlap instead of each waiting behind the row lock of the update before
-// (a locked instruction lets no later load start).
+// (a locked instruction lets no later load start). It does so when the resident flows are
+// beyond the caches (stageAbove).
 const stageGroup = 16
+
+// stageAbove is the size of the resident flows' buckets (and row headers) above which
+// ProcessBatch stages its updates: about what a core's L2 cache holds.
+const stageAbove = 1 << 20
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // stage is one worker's scratch for a group of ProcessBatch.
 type stage struct {
@@ -111,7 +124,7 @@ func New(cfg Config, deps Deps) *FlowCache {
 	workers := max(deps.Workers, 1)
 	f := &FlowCache{cfg: cfg, t: newTable(cfg.Rows, cfg.Buckets, cfg.MaxHops),
 		hist: newHistograms(cfg.Histograms, workers), bus: deps.Bus}
-	f.now = f.dataClock
+	f.now, f.stageAbove = f.dataClock, stageAbove
 	f.rings = newRingSet(cfg.Rings, cfg.RingEntries, f.t.bktW)
 	f.workers = make([]workerCounts, workers)
 	for i := range f.workers {
@@ -265,6 +278,10 @@ func (f *FlowCache) ProcessBatch(worker int, rs []telemetry.Report) {
 	d, sh := f.hist.delta(worker), f.hist.shard(worker)
 	t := f.t
 	var ins, coll, ovf uint64
+	// Staging pays when the resident flows' rows and buckets are beyond the caches; with
+	// the few flows whose rows stay in the cache, its extra passes cost more than they save
+	// (measured: +17 ns a report at 64 flows, -16 ns at 4096, -370 ns at a million).
+	stage := uint64(t.flows.Load())*uint64(t.bktW*8+64) > f.stageAbove
 	for len(rs) > 0 {
 		g := rs[:min(len(rs), stageGroup)]
 		rs = rs[len(g):]
@@ -294,6 +311,13 @@ func (f *FlowCache) ProcessBatch(worker int, rs []telemetry.Report) {
 			st.addrs[n] = uintptr(unsafe.Pointer(&t.mem[t.rowOff(h&t.mask)]))
 			n++
 		}
+		if !stage {
+			for j := 0; j < n; j++ {
+				i, e := t.updateHashed(&g[st.ri[j]], st.h[j], st.lat[j], st.nlat[j], f.rings)
+				ins, coll = ins+b2u(i), coll+b2u(e)
+			}
+			continue
+		}
 		prefetch.Addrs(st.addrs[:n])
 		// The tags say which bucket each update will touch: its lines are fetched next
 		// (a new flow's row is only in the header's line).
@@ -317,12 +341,7 @@ func (f *FlowCache) ProcessBatch(worker int, rs []telemetry.Report) {
 		prefetch.Addrs(st.addrs[:na])
 		for j := 0; j < n; j++ {
 			i, e := t.updateHashed(&g[st.ri[j]], st.h[j], st.lat[j], st.nlat[j], f.rings)
-			if i {
-				ins++
-			}
-			if e {
-				coll++
-			}
+			ins, coll = ins+b2u(i), coll+b2u(e)
 		}
 	}
 	d.publish(sh)
