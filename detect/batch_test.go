@@ -119,6 +119,9 @@ func runDetector(t *testing.T, rs []telemetry.Report, size int, mid func(d *Dete
 	var bus event.Bus
 	c := bus.Subscribe("t", 1<<20)
 	d := New(batchDetectConfig(), Deps{Bus: &bus})
+	if size < 0 { // with the flow prefetch, which only tables far beyond the caches get
+		d.stage, size = true, -size
+	}
 	if size == 0 {
 		for i := range rs {
 			mid(d, i)
@@ -160,7 +163,8 @@ func runDetector(t *testing.T, rs []telemetry.Report, size int, mid func(d *Dete
 	return st
 }
 
-// TestProcessBatchSame: ProcessBatch over a stream, in batches of any size, raises exactly
+// TestProcessBatchSame: ProcessBatch over a stream, in batches of any size (negative: with
+// the flow prefetch), raises exactly
 // the events Process raises report by report, in the same order per key (only the order
 // between keys may differ), and leaves the same counters, tables (the periodic push walks
 // them in LRU order, shard by shard) and flow states, evictions and threshold changes
@@ -194,7 +198,7 @@ func TestProcessBatchSame(t *testing.T) {
 			t.Fatalf("no %s events in the stream", m)
 		}
 	}
-	for _, size := range []int{1, 5, 64, 100, 320, 1600} {
+	for _, size := range []int{1, 5, 64, 100, 320, 1600, -64, -320} {
 		got := runDetector(t, rs, size, mid)
 		if got.Events != want.Events || !reflect.DeepEqual(got.Stats, want.Stats) {
 			t.Errorf("batch %d: %d events, stats %+v\nwant %d events, stats %+v", size, got.Events, got.Stats, want.Events, want.Stats)
@@ -232,6 +236,7 @@ func TestProcessBatchConcurrent(t *testing.T) {
 	cfg.Change = map[string]uint64{"flow_hop_latency": 10, "queue_occupancy": 10, "tx_utilization": 10, "flow_latency": 10}
 	const workers, batches, per = 4, 300, 32
 	d := New(cfg, Deps{Bus: &bus, Workers: workers})
+	d.stage = true // the flow prefetch's unlocked index reads race the updates
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -301,21 +306,26 @@ func TestProcessBatchConcurrent(t *testing.T) {
 }
 
 func TestProcessBatchNoAlloc(t *testing.T) {
-	var bus event.Bus
-	c := bus.Subscribe("t", 1<<10)
-	d := New(batchDetectConfig(), Deps{Bus: &bus})
-	rs := batchStream(64)
-	buf := make([]event.Event, 1<<10)
-	d.ProcessBatch(0, rs)
-	if a := testing.AllocsPerRun(500, func() {
-		for i := range rs {
-			rs[i].RecvTime += int64(time.Millisecond)
-			rs[i].Hops[0].HopLatency ^= 0xff
-		}
+	for _, stage := range []bool{false, true} {
+		var bus event.Bus
+		c := bus.Subscribe("t", 1<<10)
+		d := New(batchDetectConfig(), Deps{Bus: &bus})
+		d.stage = stage
+		rs := batchStream(64)
+		buf := make([]event.Event, 1<<10)
 		d.ProcessBatch(0, rs)
-		c.Poll(buf)
-	}); a != 0 {
-		t.Fatalf("ProcessBatch: %v allocs per batch", a)
+		if a := testing.AllocsPerRun(500, func() {
+			for i := range rs {
+				rs[i].RecvTime += int64(time.Millisecond)
+				if rs[i].NHops > 0 {
+					rs[i].Hops[0].HopLatency ^= 0xff
+				}
+			}
+			d.ProcessBatch(0, rs)
+			c.Poll(buf)
+		}); a != 0 {
+			t.Fatalf("ProcessBatch (prefetch %v): %v allocs per batch", stage, a)
+		}
 	}
 }
 

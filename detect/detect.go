@@ -22,8 +22,9 @@
 // shard, preallocated, bounded by max_flows and max_keys with least-recently-updated
 // eviction, counted. Process allocates nothing. ProcessBatch (the ingest workers' path)
 // takes each shard's lock once for all of a batch's updates to it, finds switch keys through
-// a per-worker memo and publishes the events of each shard with one ring operation, waking
-// consumers once per batch.
+// a per-worker memo, prefetches flow entries when the flow table is far beyond the caches,
+// and publishes the events of each shard with one ring operation, waking consumers once per
+// batch.
 //
 // Snapshot is the periodic push: the latest value of every live key, and expiry of keys not
 // updated for detect.expire. Counters give INTCollector §V-B2's reduction factor: metric
@@ -36,8 +37,10 @@ import (
 	"math"
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/internal/prefetch"
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -59,6 +62,7 @@ type Detector struct {
 	thrGen atomic.Uint64 // bumped by SetThreshold: workers reload their copies
 
 	workers []workerCounts
+	stage   bool // ProcessBatch prefetches flow entries (stageFlowsAbove)
 }
 
 // Counter slots per worker.
@@ -117,6 +121,7 @@ func New(cfg Config, deps Deps) *Detector {
 			d.above[m].Store(v)
 		}
 	}
+	d.stage = uintptr(cfg.MaxFlows)*unsafe.Sizeof(flowEntry{}) > stageFlowsAbove
 	d.thrGen.Store(1)
 	d.workers = make([]workerCounts, max(deps.Workers, 1))
 	for i := range d.workers {
@@ -249,7 +254,8 @@ type batch struct {
 	order  []int32            // the shards of the chunk in the order of their first op
 	fh     [batchChunk]uint64 // flow hash per report
 	now    [batchChunk]int64  // receive time per report: a hop op reads it here, not from the report's last line
-	flowEv event.Event        // the event template of flow ops, filled on the first event (lazyFlow)
+	addrs  [batchChunk * 8]uintptr
+	flowEv event.Event // the event template of flow ops, filled on the first event (lazyFlow)
 }
 
 func (d *Detector) newBatch() *batch {
@@ -427,6 +433,9 @@ func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report) {
 		c[cReports]++
 		d.reportOps(b, &rs[i], uint16(i))
 	}
+	if d.stage {
+		d.stageFlows(b, rs)
+	}
 	for _, sh := range b.order {
 		s := d.shards[sh]
 		s.mu.Lock()
@@ -439,6 +448,61 @@ func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report) {
 	}
 	b.reset()
 }
+
+// stageFlows prefetches the entries of the chunk's flows (with d.stage: a flow table far
+// beyond the caches): their index slots are prefetched, then read without the shard's lock
+// (the slots are written with atomic stores), and the entry a slot's tag points to, and its
+// LRU link, are prefetched. A stale read costs a useless prefetch, nothing else: the
+// operation looks the flow up again under the lock.
+func (d *Detector) stageFlows(b *batch, rs []telemetry.Report) {
+	na := 0
+	for i := range rs {
+		if r := &rs[i]; r.Has&telemetry.HasFlow != 0 && r.NHops > 0 {
+			s := d.shards[shardOf(b.fh[i], d.mask)]
+			b.addrs[na] = uintptr(unsafe.Pointer(&s.fidx.slots[b.fh[i]&s.fidx.mask]))
+			na++
+		}
+	}
+	prefetch.Addrs(b.addrs[:na])
+	na = 0
+	for i := range rs {
+		r := &rs[i]
+		if r.Has&telemetry.HasFlow == 0 || r.NHops == 0 {
+			continue
+		}
+		fh := b.fh[i]
+		s := d.shards[shardOf(fh, d.mask)]
+		x := &s.fidx
+		for p, probe := fh&x.mask, 0; probe < 4; p, probe = (p+1)&x.mask, probe+1 {
+			sl := atomic.LoadUint64(&x.slots[p])
+			if sl == 0 {
+				break
+			}
+			if uint32(sl>>32) != uint32(fh) {
+				continue
+			}
+			if j := int(uint32(sl)) - 1; j < len(s.fe) && na+6 < len(b.addrs) {
+				e := uintptr(unsafe.Pointer(&s.fe[j]))
+				for l := e &^ 63; l < e+flowEntryHot; l += 64 {
+					b.addrs[na] = l
+					na++
+				}
+				b.addrs[na] = uintptr(unsafe.Pointer(&s.fl.l[j]))
+				na++
+			}
+			break
+		}
+	}
+	prefetch.Addrs(b.addrs[:na])
+}
+
+// flowEntryHot is the part of a flow entry an update of a 5-hop path touches.
+const flowEntryHot = uintptr(unsafe.Offsetof(flowEntry{}.hop)) + 5*uintptr(unsafe.Sizeof(val{}))
+
+// stageFlowsAbove is the flow table size (max_flows entries) above which ProcessBatch
+// prefetches its flows' entries: measured no gain at 32768 flows (9 MiB, last-level cache
+// hits), a large one at a million (DRAM).
+const stageFlowsAbove = 32 << 20
 
 // reportOps adds r's operations to b, in order (see opSeq); a flow operation's flow hash is
 // left in b.fh[ri]. It counts nothing.

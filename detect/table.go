@@ -2,6 +2,7 @@ package detect
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/intake-int/intake/telemetry"
 )
@@ -159,13 +160,15 @@ func newIndex(n int) index {
 
 func slotOf(h uint64, i int32) uint64 { return uint64(uint32(h))<<32 | uint64(uint32(i)+1) }
 
-// insert adds entry i under hash h; the caller knows it is absent.
+// insert adds entry i under hash h; the caller knows it is absent. Slots are written with
+// atomic stores: the batch path's staging reads them without the shard's lock (only to
+// know what to prefetch).
 func (x *index) insert(h uint64, i int32) {
 	p := h & x.mask
 	for x.slots[p] != 0 {
 		p = (p + 1) & x.mask
 	}
-	x.slots[p] = slotOf(h, i)
+	atomic.StoreUint64(&x.slots[p], slotOf(h, i))
 }
 
 // remove deletes entry i, which is present under hash h, and closes the gap: a later slot
@@ -180,11 +183,11 @@ func (x *index) remove(h uint64, i int32) {
 		q = (q + 1) & x.mask
 		s := x.slots[q]
 		if s == 0 {
-			x.slots[p] = 0
+			atomic.StoreUint64(&x.slots[p], 0)
 			return
 		}
 		if home := (s >> 32) & x.mask; (q-home)&x.mask >= (q-p)&x.mask {
-			x.slots[p] = s
+			atomic.StoreUint64(&x.slots[p], s)
 			p = q
 		}
 	}
