@@ -481,7 +481,7 @@ func (d *Detector) stageFlows(b *batch, rs []telemetry.Report) {
 			if uint32(sl>>32) != uint32(fh) {
 				continue
 			}
-			if j := int(uint32(sl)) - 1; j < len(s.fe) && na+6 < len(b.addrs) {
+			if j := int(uint32(sl)) - 1; j >= 0 && j < len(s.fe) && na+6 < len(b.addrs) {
 				e := uintptr(unsafe.Pointer(&s.fe[j]))
 				for l := e &^ 63; l < e+flowEntryHot; l += 64 {
 					b.addrs[na] = l
