@@ -3,11 +3,14 @@ package detect
 import (
 	"fmt"
 	"net/netip"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/internal/benchclock"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -278,6 +281,7 @@ func benchProcess(b *testing.B, flows int) {
 	}
 	buf := make([]event.Event, 1024)
 	b.ReportAllocs()
+	clk := benchclock.Start(b)
 	i := 0
 	for b.Loop() {
 		r := rs[i&(flows-1)]
@@ -291,7 +295,116 @@ func benchProcess(b *testing.B, flows int) {
 		}
 		i++
 	}
+	clk.Stop("hop", b.N*5)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/5, "ns/hop")
+}
+
+// BenchmarkProcessBatch is BenchmarkProcess handed over 64 reports at a time with one
+// receive time per batch, as an ingest worker does (ProcessBatch; Process per report where
+// there is none, so that the same benchmark measures a tree without it), over 1024 and
+// 32768 flows. cpu-ns/hop is the per hop-report figure on the thread's CPU clock.
+func BenchmarkProcessBatch(b *testing.B) {
+	for _, flows := range []int{1024, 32768} {
+		b.Run(fmt.Sprintf("flows=%d", flows), func(b *testing.B) { benchProcessBatch(b, flows) })
+	}
+}
+
+func benchProcessBatch(b *testing.B, flows int) {
+	var bus event.Bus
+	c := bus.Subscribe("t", 1<<16)
+	d := New(DefaultConfig(), Deps{Bus: &bus})
+	tmpl := report(1, 0, hop{1, 10, 5, 5}, hop{2, 20, 5, 5}, hop{3, 30, 5, 5}, hop{4, 40, 5, 5}, hop{5, 50, 5, 5})
+	keys := make([]telemetry.FlowKey, flows)
+	for i := range keys {
+		keys[i] = tmpl.Flow
+		keys[i].SrcPort, keys[i].Dst[15] = uint16(i), byte(i>>16)
+	}
+	const batch = 64
+	rs := make([]telemetry.Report, batch)
+	for j := range rs {
+		rs[j] = *tmpl
+	}
+	bp, _ := any(d).(interface {
+		ProcessBatch(int, []telemetry.Report)
+	})
+	buf := make([]event.Event, 1024)
+	i := 0
+	step := func() {
+		for j := range rs {
+			r := &rs[j]
+			r.Flow = keys[(i+j)&(flows-1)]
+			r.RecvTime = int64(i/batch + 2)
+			if (i+j)&15 == 0 {
+				r.Hops[2].HopLatency ^= 0x100
+			}
+		}
+		if bp != nil {
+			bp.ProcessBatch(0, rs)
+		} else {
+			for j := range rs {
+				d.Process(0, &rs[j])
+			}
+		}
+		d.Flush(0)
+		for c.Len() > 1<<14 {
+			c.Poll(buf)
+		}
+		i += batch
+	}
+	for i < flows { // every flow is a known key before the clock starts
+		step()
+	}
+	b.ReportAllocs()
+	clk := benchclock.Start(b)
+	n := 0
+	for b.Loop() {
+		step()
+		n++
+	}
+	clk.Stop("hop", n*batch*5)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*batch*5), "ns/hop")
+}
+
+// BenchmarkProcessBatchParallel is BenchmarkProcessBatch/flows=1024 with every core a
+// worker (b.RunParallel), each over flows of its own (as each exporter's reports reach one
+// socket) and all over the same five switches, whose keys every report updates: what the
+// workers cost each other. ns/report is the wall clock over all workers' reports.
+func BenchmarkProcessBatchParallel(b *testing.B) {
+	workers := runtime.GOMAXPROCS(0)
+	d := New(DefaultConfig(), Deps{Workers: workers})
+	bp, _ := any(d).(interface {
+		ProcessBatch(int, []telemetry.Report)
+	})
+	tmpl := report(1, 0, hop{1, 10, 5, 5}, hop{2, 20, 5, 5}, hop{3, 30, 5, 5}, hop{4, 40, 5, 5}, hop{5, 50, 5, 5})
+	const flows, batch = 1024, 64
+	var next atomic.Int32
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		w := int(next.Add(1)-1) % workers
+		rs := make([]telemetry.Report, batch)
+		for j := range rs {
+			rs[j] = *tmpl
+		}
+		for i := 0; pb.Next(); i += batch {
+			for j := range rs {
+				r := &rs[j]
+				r.Flow.SrcPort, r.Flow.Dst[14] = uint16((i+j)&(flows-1)), byte(w)
+				r.RecvTime = int64(i/batch + 2)
+				if (i+j)&15 == 0 {
+					r.Hops[2].HopLatency ^= 0x100
+				}
+			}
+			if bp != nil {
+				bp.ProcessBatch(w, rs)
+			} else {
+				for j := range rs {
+					d.Process(w, &rs[j])
+				}
+			}
+			d.Flush(w)
+		}
+	})
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/report")
 }
 
 // TestSwitchKeyEvictionAndExpiry: switch keys are bounded by max_keys per shard (the least

@@ -2,6 +2,7 @@ package detect
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/intake-int/intake/telemetry"
 )
@@ -45,6 +46,8 @@ const (
 	kBuffer              // id: buffer id; v[0] occupancy
 	kDrop                // id: drop reason; v[0] count
 	kSeq                 // id: hw_id; v[0] missing reports
+	numKinds
+	kNone = 0xff // a free entry's key
 )
 
 type swKey struct {
@@ -157,13 +160,15 @@ func newIndex(n int) index {
 
 func slotOf(h uint64, i int32) uint64 { return uint64(uint32(h))<<32 | uint64(uint32(i)+1) }
 
-// insert adds entry i under hash h; the caller knows it is absent.
+// insert adds entry i under hash h; the caller knows it is absent. Slots are written with
+// atomic stores: the batch path's staging reads them without the shard's lock (only to
+// know what to prefetch).
 func (x *index) insert(h uint64, i int32) {
 	p := h & x.mask
 	for x.slots[p] != 0 {
 		p = (p + 1) & x.mask
 	}
-	x.slots[p] = slotOf(h, i)
+	atomic.StoreUint64(&x.slots[p], slotOf(h, i))
 }
 
 // remove deletes entry i, which is present under hash h, and closes the gap: a later slot
@@ -178,11 +183,11 @@ func (x *index) remove(h uint64, i int32) {
 		q = (q + 1) & x.mask
 		s := x.slots[q]
 		if s == 0 {
-			x.slots[p] = 0
+			atomic.StoreUint64(&x.slots[p], 0)
 			return
 		}
 		if home := (s >> 32) & x.mask; (q-home)&x.mask >= (q-p)&x.mask {
-			x.slots[p] = s
+			atomic.StoreUint64(&x.slots[p], s)
 			p = q
 		}
 	}
@@ -262,11 +267,10 @@ func (s *shard) removeFlow(i int32) {
 	s.fl.remove(i)
 }
 
-// sw returns the entry for switch key k updated at now, creating it (evicting the least
-// recently updated switch key when the shard is full); as flow, an entry already updated at
-// now keeps its LRU position.
-func (s *shard) sw(k swKey, now int64) *swEntry {
-	h := k.hash()
+// swIndex returns the index of the entry for switch key k (hash h, k.hash()) updated at now,
+// creating it (evicting the least recently updated switch key when the shard is full); as
+// flow, an entry already updated at now keeps its LRU position.
+func (s *shard) swIndex(k swKey, h uint64, now int64) int32 {
 	x := &s.sidx
 	tag := uint32(h)
 	for p := h & x.mask; ; p = (p + 1) & x.mask {
@@ -279,7 +283,7 @@ func (s *shard) sw(k swKey, now int64) *swEntry {
 				if s.se[i].last != now {
 					s.sl.touch(i)
 				}
-				return &s.se[i]
+				return i
 			}
 		}
 	}
@@ -291,15 +295,16 @@ func (s *shard) sw(k swKey, now int64) *swEntry {
 		s.evictedKeys++
 	}
 	s.sidx.insert(h, i)
-	e := &s.se[i]
-	*e = swEntry{key: k}
-	return e
+	s.se[i] = swEntry{key: k}
+	return i
 }
 
-// removeSw forgets entry i.
+// removeSw forgets entry i. Its key is cleared, so that a worker's memo of the entry
+// (batch.swEntry) no longer matches.
 func (s *shard) removeSw(i int32) {
 	s.sidx.remove(s.se[i].key.hash(), i)
 	s.sl.remove(i)
+	s.se[i].key = swKey{kind: kNone}
 }
 
 // Hashes are fixed (docs/design.md, "Rules for the hot path": no per-process seed), so that shard placement is reproducible.
@@ -323,8 +328,14 @@ func mix(x uint64) uint64 {
 func switchHash(sw uint32) uint64 { return mix(uint64(sw) * k1) }
 
 // hash is a switch key's hash within its shard (the shard is picked by switchHash).
-func (k swKey) hash() uint64 {
-	return mix((uint64(k.sw)<<32|uint64(k.id))*k2 ^ uint64(k.kind)*k3)
+func (k swKey) hash() uint64 { return swKeyHash(switchHash(k.sw), k.id, k.kind) }
+
+// swKeyHash is the hash of key (sw, id, kind) from hsw, switchHash(sw): the switch's keys
+// cost one multiply each beyond the switch's hash, which picks their shard anyway. The
+// fold mixes the high bits of the product into the low ones, the index position and tag.
+func swKeyHash(hsw uint64, id uint32, kind uint8) uint64 {
+	x := hsw ^ (uint64(id)<<3|uint64(kind))*k2
+	return x ^ x>>29
 }
 
 // shardOf picks a shard from a hash's bits 40 and up, leaving the low 32 bits (the index

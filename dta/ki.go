@@ -2,6 +2,7 @@ package dta
 
 import (
 	"sync/atomic"
+	"unsafe"
 )
 
 // Key-Increment (DTA §4, A.4): a count-min sketch. Each report adds its counter to N 64-bit
@@ -62,12 +63,24 @@ func (s *KeyIncrement) Add(key []byte, c uint64, n int) error {
 	if s.compat && len(key) != 4 {
 		return errKeyLen
 	}
-	h := s.slotHash(key)
+	s.AddHashed(s.slotHash(key), c, n)
+	return nil
+}
+
+// AddHashed is Add of a key whose slot hash is h: Hash64 with the store's seed in the
+// default layout (as KeyWrite.HashKey of a store with the same seed), the CRC checksum in
+// the compat layout.
+func (s *KeyIncrement) AddHashed(h, c uint64, n int) {
 	for i := 0; i < n; i++ {
 		atomic.AddUint64(s.R.u64(s.slot(h, i)*8), c)
 	}
-	return nil
 }
+
+// Seed is the store's hash seed.
+func (s *KeyIncrement) Seed() uint64 { return s.seed }
+
+// Compat reports whether the store uses the prototype's layout (CRC hashes).
+func (s *KeyIncrement) Compat() bool { return s.compat }
 
 // Count returns the minimum over key's MaxN counters (n > 0: over n of them).
 func (s *KeyIncrement) Count(key []byte, n int) (uint64, error) {
@@ -96,3 +109,14 @@ func (s *KeyIncrement) Reset() {
 
 // Epoch is the number of resets since the region was created.
 func (s *KeyIncrement) Epoch() uint64 { return s.R.counter(offEpoch).Load() }
+
+// slotAddrs appends the addresses of key hash h's MaxN counters to addrs[na:] (for
+// prefetching) and returns the new count.
+func (s *KeyIncrement) slotAddrs(h uint64, addrs []uintptr, na int) int {
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(s.R.Data)))
+	for i := 0; i < s.maxN && na < len(addrs); i++ {
+		addrs[na] = base + uintptr(s.slot(h, i)*8)
+		na++
+	}
+	return na
+}

@@ -128,6 +128,34 @@ func (s *KeyWrite) Insert(key, value []byte, n int) error {
 	return nil
 }
 
+// HashKey is the key hash Insert and Query compute (default layout; the compat layout's
+// keys are hashed by CRC and have no such hash). A caller that writes one key to several
+// stores of the same seed hashes it once.
+func (s *KeyWrite) HashKey(key []byte) uint64 { return Hash64(s.seed, key) }
+
+// Seed is the store's hash seed.
+func (s *KeyWrite) Seed() uint64 { return s.seed }
+
+// InsertHashed is Insert of a key whose hash (HashKey) is h, in the default layout.
+func (s *KeyWrite) InsertHashed(h uint64, value []byte, n int) {
+	if len(value) > s.vbytes {
+		value = value[len(value)-s.vbytes:]
+	}
+	if s.stride == 8 {
+		vw := valueWord(value, s.vbytes)
+		w := uint64((checkOf(h)^uint32(hashTail(s.seed^csumXor, vw, s.vbytes)))&s.cmask) | vw<<32
+		for i := 0; i < n; i++ {
+			*s.word(slotOf(h, i, s.mask) * 8) = w
+		}
+		return
+	}
+	var img [40]byte // checksum word + value, as stored
+	vb := img[4 : 4+s.vbytes]
+	copy(vb[s.vbytes-len(value):], value)
+	binary.LittleEndian.PutUint32(img[:4], (checkOf(h)^s.valueMix(vb))&s.cmask)
+	s.write(h, n, &img)
+}
+
 // valueWord is the little-endian word of value (at most w ≤ 4 bytes) right-aligned into w
 // bytes: the value bytes of a one-word slot.
 func valueWord(value []byte, w int) uint64 {
@@ -303,4 +331,19 @@ func plurality[T comparable](c []T, t int, r *KWResult) int {
 	}
 	r.Status = Found
 	return best
+}
+
+// slotAddrs appends the addresses of the lines of key hash h's MaxN slots (default layout)
+// to addrs[na:] (for prefetching) and returns the new count.
+func (s *KeyWrite) slotAddrs(h uint64, addrs []uintptr, na int) int {
+	for i := 0; i < s.maxN && na+1 < len(addrs); i++ {
+		off := slotOf(h, i, s.mask) * s.stride
+		addrs[na] = uintptr(s.base) + uintptr(off)
+		na++
+		if (off+s.stride-1)/64 != off/64 { // the slot straddles two lines
+			addrs[na] = uintptr(s.base) + uintptr(off+s.stride-1)
+			na++
+		}
+	}
+	return na
 }

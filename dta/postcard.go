@@ -74,6 +74,9 @@ func NewPostcard(r *Region) (*Postcard, error) {
 // Hops is B.
 func (p *Postcard) Hops() int { return p.hops }
 
+// Seed is the store's hash seed.
+func (p *Postcard) Seed() uint64 { return p.seed }
+
 func (p *Postcard) g(v uint64) uint32 { return uint32(hashU64(p.seed^pcGXor, v)) & p.bmask }
 func (p *Postcard) check(h uint64, i int) uint32 {
 	return uint32(fmix64(h+uint64(i+1)*pcCheckMul)>>32) & p.bmask
@@ -340,12 +343,51 @@ func (c *PostcardCache) Add(key []byte, hop int, v uint32, pathLen int) {
 	p := c.P
 	p.Learn(v)
 	h := Hash64(p.seed, key)
+	e := c.lock(h)
+	complete, early := c.add(e, key, h, hop, v, pathLen)
+	e.lock.Store(0)
+	if complete > 0 {
+		c.Complete.Add(complete)
+	}
+	if early > 0 {
+		c.Early.Add(early)
+	}
+}
+
+// AddPath is Add of the postcards of hops 1 to B whose bit is in present (hop i+1's value
+// is vals[i]), in hop order, all with path length pathLen, under one lock. h is the key's
+// hash (Hash64 with the store's seed, Postcard.Seed); the caller has learned the values
+// (Postcard.Learn) already. It returns the chunks written complete and early, for the
+// caller to add to Complete and Early (the translator does once per batch). It does not
+// allocate.
+func (c *PostcardCache) AddPath(key []byte, h uint64, vals *[MaxHops]uint32, present uint32, pathLen int) (complete, early uint64) {
+	e := c.lock(h)
+	for i := 0; present != 0; i++ {
+		if present&1 != 0 {
+			c1, e1 := c.add(e, key, h, i+1, vals[i], pathLen)
+			complete, early = complete+c1, early+e1
+		}
+		present >>= 1
+	}
+	e.lock.Store(0)
+	return complete, early
+}
+
+// lock takes the spin lock of key hash h's entry and returns the entry.
+func (c *PostcardCache) lock(h uint64) *cacheEntry {
 	e := &c.ents[(h>>24)&c.mask]
 	for !e.lock.CompareAndSwap(0, 1) {
 	}
+	return e
+}
+
+// add is Add's work on entry e, which the caller has locked; it returns the chunks it
+// wrote complete and early.
+func (c *PostcardCache) add(e *cacheEntry, key []byte, h uint64, hop int, v uint32, pathLen int) (complete, early uint64) {
+	p := c.P
 	if e.used && (e.h != h || !bytes.Equal(e.key[:e.keyLen], key)) {
 		p.writeHashed(e.h, &e.vals, e.seen)
-		c.Early.Add(1)
+		early++
 		e.used = false
 	}
 	if !e.used {
@@ -362,10 +404,10 @@ func (c *PostcardCache) Add(key []byte, hop int, v uint32, pathLen int) {
 	}
 	if e.seen&full == full {
 		p.writeHashed(h, &e.vals, e.seen)
-		c.Complete.Add(1)
+		complete++
 		e.used = false
 	}
-	e.lock.Store(0)
+	return complete, early
 }
 
 // Flush writes every partial entry (at stop: nothing is left in the cache).
@@ -381,4 +423,30 @@ func (c *PostcardCache) Flush() {
 		}
 		e.lock.Store(0)
 	}
+}
+
+// chunkAddrs appends the addresses of the lines of key hash h's chunks to addrs[na:] (for
+// prefetching) and returns the new count.
+func (p *Postcard) chunkAddrs(h uint64, addrs []uintptr, na int) int {
+	for j := 0; j < p.n && na+1 < len(addrs); j++ {
+		off := p.chunk(h, j)
+		addrs[na] = uintptr(p.base) + uintptr(off)
+		na++
+		if (off+p.stride-1)/64 != off/64 {
+			addrs[na] = uintptr(p.base) + uintptr(off+p.stride-1)
+			na++
+		}
+	}
+	return na
+}
+
+// entryAddrs appends the addresses of the lines of key hash h's cache entry to addrs[na:]
+// (for prefetching) and returns the new count.
+func (c *PostcardCache) entryAddrs(h uint64, addrs []uintptr, na int) int {
+	e := uintptr(unsafe.Pointer(&c.ents[(h>>24)&c.mask]))
+	for l := e &^ 63; l < e+unsafe.Sizeof(cacheEntry{}) && na < len(addrs); l += 64 {
+		addrs[na] = l
+		na++
+	}
+	return na
 }

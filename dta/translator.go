@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/internal/prefetch"
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -17,7 +18,10 @@ import (
 // 5-tuple → node ids), per-hop metadata → Postcarding, drop and queue reports → Append
 // lists, a report count per flow → Key-Increment. It runs in the ingest workers: no lock on
 // the Key-Write and Key-Increment paths, one spin lock per postcard cache line, one mutex
-// per Append batch. Bad input is counted by reason and never written. Detected events reach
+// per Append batch. A report's flow key is hashed once for every store of the same seed,
+// and a trace's postcards are added under one cache-line lock; counters are the worker's,
+// published at Flush. ProcessBatch (the workers' path) prefetches a group of reports' store
+// slots, cache lines and chunks before it writes them. Bad input is counted by reason and never written. Detected events reach
 // an Append list through the event bus and an EventWriter (events.go).
 
 // Bad-input reasons.
@@ -51,11 +55,50 @@ const (
 // WrittenNames label the write counters.
 var WrittenNames = [numWritten]string{"key-write", "key-increment", "append", "postcard", "int-path", "int-postcard", "int-append", "int-counter", "int-event"}
 
-// workerStats are one worker's counters, a cache line apart from the next worker's.
+// workerStats are one worker's counters: counted in plain fields by the worker and
+// published at Flush (an atomic add per report would cost more than some writes), a cache
+// line apart from the next worker's. learned caches values the worker has added to the
+// postcard store's known values.
 type workerStats struct {
-	bad     [numBad]atomic.Uint64
-	written [numWritten]atomic.Uint64
-	_       [64]byte
+	bad, pubBad         [numBad]uint64
+	written, pubWritten [numWritten]uint64
+	complete, early     uint64 // postcard chunks written by AddPath, not yet in Cache's counters
+	pbad                [numBad]atomic.Uint64
+	pwritten            [numWritten]atomic.Uint64
+	learned             [learnedSize]uint64 // 1<<32 | value, direct mapped by value
+	stage               *stage
+	_                   [64]byte
+}
+
+// learnedSize is the size of a worker's cache of learned postcard values (a power of two).
+const learnedSize = 256
+
+// learn is p.Learn(v) once per value and worker while the value stays in the worker's cache:
+// V only grows, so a value learned once is known for good.
+func (ws *workerStats) learn(p *Postcard, v uint32) {
+	e := &ws.learned[(v^v>>8)&(learnedSize-1)]
+	if *e == 1<<32|uint64(v) {
+		return
+	}
+	if p.Learn(v) {
+		*e = 1<<32 | uint64(v)
+	}
+}
+
+// publish stores the worker's counts for other goroutines.
+func (ws *workerStats) publish() {
+	for i, v := range ws.bad {
+		if v != ws.pubBad[i] {
+			ws.pbad[i].Store(v)
+			ws.pubBad[i] = v
+		}
+	}
+	for i, v := range ws.written {
+		if v != ws.pubWritten[i] {
+			ws.pwritten[i].Store(v)
+			ws.pubWritten[i] = v
+		}
+	}
 }
 
 // Translator is the DTA processor.
@@ -94,6 +137,9 @@ type Deps struct {
 // nothing: Start opens (or creates) the stores.
 func NewTranslator(cfg Config, deps Deps) *Translator {
 	t := &Translator{Cfg: cfg, stats: make([]workerStats, max(deps.Workers, 1)), bus: deps.Bus}
+	for i := range t.stats {
+		t.stats[i].stage = &stage{}
+	}
 	if deps.Metrics != nil {
 		t.registerMetrics(deps.Metrics)
 	}
@@ -151,11 +197,18 @@ func (t *Translator) every(p time.Duration, f func(time.Time)) {
 }
 
 // Flush writes the worker's partial Append batches (after each receive batch, so that an
-// entry waits at most one recvmmsg round).
+// entry waits at most one recvmmsg round) and publishes its counters.
 func (t *Translator) Flush(worker int) {
 	if worker < len(t.batchers) {
 		t.batchers[worker].Flush()
 	}
+	ws := &t.stats[worker]
+	if t.Cache != nil && ws.complete+ws.early > 0 {
+		t.Cache.Complete.Add(ws.complete)
+		t.Cache.Early.Add(ws.early)
+		ws.complete, ws.early = 0, 0
+	}
+	ws.publish()
 }
 
 // Stop ends the event consumer (after appending what it holds), writes what is cached and
@@ -175,6 +228,73 @@ func (t *Translator) Stop(context.Context) error {
 	return t.St.Close()
 }
 
+// stageGroup is how many reports ProcessBatch stages at once: the store slots, cache entry
+// and postcard chunks of each INT report's flow are prefetched for the group before the
+// first is written, so that their cache misses (a dozen per report, over stores of
+// megabytes) overlap.
+const stageGroup = 16
+
+// stage is a worker's scratch for ProcessBatch.
+type stage struct {
+	kb    [stageGroup][40]byte
+	klen  [stageGroup]uint8
+	h     [stageGroup]uint64
+	addrs [stageGroup * 16]uintptr
+}
+
+// ProcessBatch implements ingest.BatchProcessor: Process for each report of rs, in order,
+// with the same writes, staged (stageGroup).
+func (t *Translator) ProcessBatch(worker int, rs []telemetry.Report) {
+	ws := &t.stats[worker]
+	st := ws.stage
+	for len(rs) > 0 {
+		g := rs[:min(len(rs), stageGroup)]
+		rs = rs[len(g):]
+		na := 0
+		for i := range g {
+			r := &g[i]
+			if r.Format == telemetry.FormatDTA || r.Has&telemetry.HasFlow == 0 {
+				continue
+			}
+			key := FlowKeyBytes(&st.kb[i], &r.Flow)
+			st.klen[i] = uint8(len(key))
+			st.h[i] = t.keyHash(key)
+			na = t.stageAddrs(st.h[i], r, st.addrs[:], na)
+		}
+		prefetch.Addrs(st.addrs[:na])
+		for i := range g {
+			r := &g[i]
+			if r.Format == telemetry.FormatDTA || r.Has&telemetry.HasFlow == 0 {
+				t.Process(worker, r)
+				continue
+			}
+			t.processNode(worker, ws, r)
+			t.processFlow(ws, r, st.kb[i][:st.klen[i]], st.h[i])
+		}
+	}
+}
+
+// stageAddrs appends to addrs[na:] the lines processFlow will touch for a report whose key
+// hash is h (in the default layouts; nothing for a compat paths store), and returns the new
+// count.
+func (t *Translator) stageAddrs(h uint64, r *telemetry.Report, addrs []uintptr, na int) int {
+	if t.St.Paths.Compat() || na+16 > len(addrs) {
+		return na
+	}
+	c, st := &t.Cfg.INT, t.St
+	if c.Counters && !st.KI.Compat() && st.KI.Seed() == st.Paths.Seed() {
+		na = st.KI.slotAddrs(h, addrs, na)
+	}
+	if c.PathTrace && r.NHops > 0 {
+		na = st.Paths.slotAddrs(h, addrs, na)
+	}
+	if c.Postcards && st.PC.Seed() == st.Paths.Seed() {
+		na = t.Cache.entryAddrs(h, addrs, na)
+		na = st.PC.chunkAddrs(h, addrs, na)
+	}
+	return na
+}
+
 // Process implements ingest.Processor. It does not allocate.
 func (t *Translator) Process(worker int, r *telemetry.Report) {
 	ws := &t.stats[worker]
@@ -191,53 +311,53 @@ func (t *Translator) processDTA(worker int, ws *workerStats, d *telemetry.DTA) {
 	case telemetry.DTAKeyWrite:
 		switch {
 		case d.Redundancy == 0 || int(d.Redundancy) > st.KW.MaxN():
-			ws.bad[BadRedundancy].Add(1)
+			ws.bad[BadRedundancy]++
 		case int(d.DataLen) > st.KW.ValueBytes():
-			ws.bad[BadDataLength].Add(1)
+			ws.bad[BadDataLength]++
 		case st.KW.Insert(d.KeyBytes(), d.DataBytes(), int(d.Redundancy)) != nil:
-			ws.bad[BadKeyLength].Add(1)
+			ws.bad[BadKeyLength]++
 		default:
-			ws.written[WKeyWrite].Add(1)
+			ws.written[WKeyWrite]++
 		}
 	case telemetry.DTAKeyIncrement:
 		switch {
 		case d.Redundancy == 0 || int(d.Redundancy) > st.KI.MaxN():
-			ws.bad[BadRedundancy].Add(1)
+			ws.bad[BadRedundancy]++
 		// A count-min sketch needs every key in the same N counters for the minimum to be
 		// an upper bound: the report's redundancy is checked, the store's N is used.
 		case st.KI.Add(d.KeyBytes(), d.Counter, st.KI.MaxN()) != nil:
-			ws.bad[BadKeyLength].Add(1)
+			ws.bad[BadKeyLength]++
 		default:
-			ws.written[WKeyIncrement].Add(1)
+			ws.written[WKeyIncrement]++
 		}
 	case telemetry.DTAAppend:
 		switch {
 		case d.ListID >= uint32(st.AP.Lists()):
-			ws.bad[BadListID].Add(1)
+			ws.bad[BadListID]++
 		case int(d.DataLen) > st.AP.Stride():
-			ws.bad[BadDataLength].Add(1)
+			ws.bad[BadDataLength]++
 		default:
 			t.batchers[worker].Add(int(d.ListID), d.DataBytes())
-			ws.written[WAppend].Add(1)
+			ws.written[WAppend]++
 		}
 	case telemetry.DTAPostcard:
 		switch {
 		case d.Hop == 0 || int(d.Hop) > st.PC.Hops():
-			ws.bad[BadHop].Add(1)
+			ws.bad[BadHop]++
 		case d.KeyLen > MaxCacheKey:
-			ws.bad[BadKeyLength].Add(1)
+			ws.bad[BadKeyLength]++
 		case d.DataLen > 4:
-			ws.bad[BadDataLength].Add(1)
+			ws.bad[BadDataLength]++
 		default:
 			var v uint32
 			for _, c := range d.DataBytes() {
 				v = v<<8 | uint32(c)
 			}
 			t.Cache.Add(d.KeyBytes(), int(d.Hop), v, 0)
-			ws.written[WPostcard].Add(1)
+			ws.written[WPostcard]++
 		}
 	default:
-		ws.bad[BadOpcode].Add(1)
+		ws.bad[BadOpcode]++
 	}
 }
 
@@ -261,28 +381,60 @@ func FlowKeyBytes(dst *[40]byte, k *telemetry.FlowKey) []byte {
 	return dst[:13]
 }
 
+// processINT maps one INT report into the stores (DTA Table 2). The flow key is hashed once
+// for every store that shares the Key-Write paths store's seed and layout (all of them by
+// default), and the postcards of a trace are added under one cache lock.
 func (t *Translator) processINT(worker int, ws *workerStats, r *telemetry.Report) {
+	t.processNode(worker, ws, r)
+	if r.Has&telemetry.HasFlow == 0 {
+		return
+	}
+	var kb [40]byte
+	key := FlowKeyBytes(&kb, &r.Flow)
+	t.processFlow(ws, r, key, t.keyHash(key))
+}
+
+// processNode is processINT's part for the reporting node: drop and queue reports to their
+// Append lists.
+func (t *Translator) processNode(worker int, ws *workerStats, r *telemetry.Report) {
 	c := &t.Cfg.INT
 	if r.Has&telemetry.HasNodeID != 0 {
 		var node [4]byte
 		binary.BigEndian.PutUint32(node[:], r.NodeID)
 		if r.Flags&telemetry.FlagDrop != 0 && c.DropList >= 0 {
 			t.batchers[worker].Add(c.DropList, node[:])
-			ws.written[WINTAppend].Add(1)
+			ws.written[WINTAppend]++
 		}
 		if r.Flags&telemetry.FlagQueue != 0 && c.QueueList >= 0 {
 			t.batchers[worker].Add(c.QueueList, node[:])
-			ws.written[WINTAppend].Add(1)
+			ws.written[WINTAppend]++
 		}
 	}
-	if r.Has&telemetry.HasFlow == 0 {
-		return
+}
+
+// keyHash is a flow key's hash for the stores that share the paths store's seed (0 when the
+// paths store has the compat layout, whose keys are not hashed so).
+func (t *Translator) keyHash(key []byte) uint64 {
+	if t.St.Paths.Compat() {
+		return 0
 	}
-	var kb [40]byte
-	key := FlowKeyBytes(&kb, &r.Flow)
+	return Hash64(t.St.Paths.Seed(), key)
+}
+
+// processFlow is processINT's part for a report with a flow: key is the flow's key bytes, h
+// its hash (keyHash).
+func (t *Translator) processFlow(ws *workerStats, r *telemetry.Report, key []byte, h uint64) {
+	c := &t.Cfg.INT
+	st := t.St
+	seed := st.Paths.Seed()
+	hashable := !st.Paths.Compat()
 	if c.Counters {
-		t.St.KI.Add(key, 1, t.St.KI.MaxN())
-		ws.written[WINTCounter].Add(1)
+		if hashable && !st.KI.Compat() && st.KI.Seed() == seed {
+			st.KI.AddHashed(h, 1, st.KI.MaxN())
+		} else {
+			st.KI.Add(key, 1, st.KI.MaxN())
+		}
+		ws.written[WINTCounter]++
 	}
 	hops := r.HopList()
 	nstack := len(hops)
@@ -294,50 +446,66 @@ func (t *Translator) processINT(worker int, ws *workerStats, r *telemetry.Report
 		// An INT-MD trace: the path from the source, oldest hop first.
 		stack := hops[len(hops)-nstack:]
 		var val [32]byte
-		w := t.St.Paths.ValueBytes() / 4
+		w := st.Paths.ValueBytes() / 4
 		n := 0
 		for i := len(stack) - 1; i >= 0 && n < w; i-- {
 			binary.BigEndian.PutUint32(val[4*n:], stack[i].NodeID)
 			n++
 		}
-		t.St.Paths.Insert(key, val[:t.St.Paths.ValueBytes()], t.St.Paths.MaxN())
-		ws.written[WINTPath].Add(1)
+		if hashable {
+			st.Paths.InsertHashed(h, val[:st.Paths.ValueBytes()], st.Paths.MaxN())
+		} else {
+			st.Paths.Insert(key, val[:st.Paths.ValueBytes()], st.Paths.MaxN())
+		}
+		ws.written[WINTPath]++
 		if c.Postcards {
+			var vals [MaxHops]uint32
+			var present uint32
 			for i := len(stack) - 1; i >= 0; i-- {
-				if hop := len(stack) - i; hop <= t.St.PC.Hops() && stack[i].Fields&telemetry.FNodeID != 0 {
-					t.Cache.Add(key, hop, stack[i].NodeID, min(len(stack), t.St.PC.Hops()))
-					ws.written[WINTPostcard].Add(1)
+				if hop := len(stack) - i; hop <= st.PC.Hops() && stack[i].Fields&telemetry.FNodeID != 0 {
+					ws.learn(st.PC, stack[i].NodeID)
+					vals[hop-1], present = stack[i].NodeID, present|1<<(hop-1)
+					ws.written[WINTPostcard]++
 				}
+			}
+			if present != 0 {
+				ph := h
+				if !hashable || st.PC.Seed() != seed {
+					ph = Hash64(st.PC.Seed(), key)
+				}
+				complete, early := t.Cache.AddPath(key, ph, &vals, present, min(len(stack), st.PC.Hops()))
+				ws.complete += complete
+				ws.early += early
 			}
 		}
 	case len(hops) == 1 && c.Postcards && hops[0].Fields&telemetry.FNodeID != 0:
 		// A postcard (INT-XD/MX, a TR report with only the reporter's hop): its hop number
 		// from the remaining hop count the source's hop limit started.
 		rem := int(r.INT.RemHops)
-		if hop := c.HopLimit - rem; rem > 0 && hop >= 1 && hop <= t.St.PC.Hops() {
+		if hop := c.HopLimit - rem; rem > 0 && hop >= 1 && hop <= st.PC.Hops() {
 			t.Cache.Add(key, hop, hops[0].NodeID, 0)
-			ws.written[WINTPostcard].Add(1)
+			ws.written[WINTPostcard]++
 		}
 	}
 }
 
-// Bad returns the bad-input count for reason i.
+// Bad returns the bad-input count for reason i, as of the workers' last Flush.
 func (t *Translator) Bad(i int) uint64 {
 	var n uint64
 	for w := range t.stats {
-		n += t.stats[w].bad[i].Load()
+		n += t.stats[w].pbad[i].Load()
 	}
 	return n
 }
 
-// Written returns the write count i.
+// Written returns the write count i, as of the workers' last Flush.
 func (t *Translator) Written(i int) uint64 {
 	if i == WINTEvent {
 		return t.events.Load()
 	}
 	var n uint64
 	for w := range t.stats {
-		n += t.stats[w].written[i].Load()
+		n += t.stats[w].pwritten[i].Load()
 	}
 	return n
 }

@@ -135,6 +135,104 @@ func (b *Bus) Publish(e *Event) {
 	}
 }
 
+// Publisher publishes for one goroutine (an ingest worker) many events at a time: Publish
+// copies a run of events into every consumer's ring with one reservation per ring, and
+// Wake, called once at the end of the publisher's batch, wakes the consumers that may be
+// waiting for what it published since the last Wake. Between Publish and Wake the events
+// are in the rings (a consumer that polls finds them); only the wake-up waits. A Publisher
+// is for one goroutine; any number of Publishers and Publish callers share a Bus.
+type Publisher struct {
+	bus  *Bus
+	wake []pendingWake
+}
+
+// pendingWake is what a Publisher reserved in one consumer's ring since its last Wake.
+type pendingWake struct {
+	c          *Consumer
+	first, end uint64
+}
+
+// NewPublisher returns a Publisher on b.
+func (b *Bus) NewPublisher() *Publisher { return &Publisher{bus: b} }
+
+// Publish delivers copies of es, in order, to every consumer: each ring is reserved once for
+// the run, and the events that do not fit are dropped for that consumer and counted as its
+// overflow, as Bus.Publish does one at a time. It never blocks; it allocates only when
+// consumers appear that this Publisher has not published to before.
+func (p *Publisher) Publish(es []Event) {
+	if len(es) == 0 {
+		return
+	}
+	subs := p.bus.subs.Load()
+	if subs == nil {
+		return
+	}
+	for _, c := range *subs {
+		pos, k := c.putBatch(es)
+		if k == 0 {
+			continue
+		}
+		i := 0
+		for i < len(p.wake) && p.wake[i].c != c {
+			i++
+		}
+		if i == len(p.wake) {
+			p.wake = append(p.wake, pendingWake{c: c, first: pos})
+		}
+		p.wake[i].end = pos + uint64(k)
+	}
+}
+
+// Wake wakes every consumer whose reader stands at a position this Publisher filled since
+// the last Wake: it may be waiting for it. (A reader before those positions will reach them
+// as it drains; a reader past them has taken them.)
+func (p *Publisher) Wake() {
+	for i := range p.wake {
+		w := &p.wake[i]
+		if d := w.c.deq.Load(); d >= w.first && d < w.end {
+			select {
+			case w.c.notify <- struct{}{}:
+			default:
+			}
+		}
+		w.c = nil
+	}
+	p.wake = p.wake[:0]
+}
+
+// putBatch reserves up to len(es) consecutive free slots at the ring's end with one CAS,
+// copies the events into them and returns the first position and how many it took; the
+// rest are overflow.
+func (c *Consumer) putBatch(es []Event) (uint64, int) {
+	n := len(es)
+	var pos uint64
+	k := 0
+reserve:
+	for {
+		pos = c.enq.Load()
+		for k = 0; k < n; k++ {
+			seq := c.slots[(pos+uint64(k))&c.mask].seq.Load()
+			if d := int64(seq - (pos + uint64(k))); d < 0 {
+				break // full from here: the slot still holds an event from one lap ago
+			} else if d > 0 {
+				continue reserve // another producer took this position: pos is stale
+			}
+		}
+		if k == 0 || c.enq.CompareAndSwap(pos, pos+uint64(k)) {
+			break
+		}
+	}
+	if k < n {
+		c.overflow.Add(uint64(n - k))
+	}
+	for j := 0; j < k; j++ {
+		s := &c.slots[(pos+uint64(j))&c.mask]
+		s.ev = es[j]
+		s.seq.Store(pos + uint64(j) + 1)
+	}
+	return pos, k
+}
+
 // Consumers returns the current consumers.
 func (b *Bus) Consumers() []*Consumer {
 	if s := b.subs.Load(); s != nil {

@@ -5,10 +5,13 @@
 // rings R_G (least recently updated bucket of a full row, and the ager's idle flows); and the
 // per-switch metric histograms.
 //
-// The FlowCache is an ingest.Processor. Its table is one flat pointer-free allocation
-// (Config.Bytes); every ingest worker updates it under the row's spin lock, as the paper's
-// micro-engine threads lock the row they update (§III-B). Process allocates nothing and never
-// blocks on anything but a row lock held for a bucket update.
+// The FlowCache is an ingest.Processor and BatchProcessor. Its table is one flat pointer-free
+// allocation (Config.Bytes); every ingest worker updates it under the row's spin lock, as
+// the paper's micro-engine threads lock the row they update (§III-B). Process allocates
+// nothing and never blocks on anything but a row lock held for a bucket update. ProcessBatch
+// does the same for a receive batch, staged: the rows and buckets of a group of reports are
+// prefetched before the first of them is updated, and the histogram counts are added once
+// per batch.
 //
 // Evicted buckets are copied into the rings by the worker that evicts; one drain goroutine
 // (the paper's host reader of R_G) turns them into Records and hands them to the record sinks
@@ -22,8 +25,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/internal/prefetch"
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -35,7 +40,8 @@ type FlowCache struct {
 	rings *ringSet
 	hist  *Histograms
 
-	workers []workerCounts
+	workers    []workerCounts
+	stageAbove uint64 // stageAbove, or another bound in tests (0: always stage)
 
 	collisions atomic.Uint64 // evictions from a full row
 	idle       atomic.Uint64 // evictions by the ager
@@ -71,7 +77,35 @@ type workerCounts struct {
 	recv    int64
 	pubRecv atomic.Int64
 	pubWall atomic.Int64
+	stage   *stage // the batch path's scratch
 	_       [64]byte
+}
+
+// stageGroup is how many reports ProcessBatch stages at once: it prefetches their rows'
+// headers, then (from the tags) their buckets, then updates them, so that the group's
+// cache misses overlap instead of each waiting behind the row lock of the update before
+// (a locked instruction lets no later load start). It does so when the resident flows are
+// beyond the caches (stageAbove).
+const stageGroup = 16
+
+// stageAbove is the size of the resident flows' buckets (and row headers) above which
+// ProcessBatch stages its updates: about what a core's L2 cache holds.
+const stageAbove = 1 << 20
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// stage is one worker's scratch for a group of ProcessBatch.
+type stage struct {
+	h     [stageGroup]uint64
+	lat   [stageGroup]uint64
+	nlat  [stageGroup]int
+	ri    [stageGroup]int         // index of the report in the group
+	addrs [stageGroup * 8]uintptr // lines to prefetch: a 5-hop bucket spans 6 or 7
 }
 
 // Deps are what a FlowCache works with besides its configuration.
@@ -90,9 +124,12 @@ func New(cfg Config, deps Deps) *FlowCache {
 	workers := max(deps.Workers, 1)
 	f := &FlowCache{cfg: cfg, t: newTable(cfg.Rows, cfg.Buckets, cfg.MaxHops),
 		hist: newHistograms(cfg.Histograms, workers), bus: deps.Bus}
-	f.now = f.dataClock
+	f.now, f.stageAbove = f.dataClock, stageAbove
 	f.rings = newRingSet(cfg.Rings, cfg.RingEntries, f.t.bktW)
 	f.workers = make([]workerCounts, workers)
+	for i := range f.workers {
+		f.workers[i].stage = &stage{}
+	}
 	if deps.Metrics != nil {
 		f.registerMetrics(deps.Metrics)
 	}
@@ -232,6 +269,129 @@ func (f *FlowCache) Process(worker int, r *telemetry.Report) {
 	}
 }
 
+// ProcessBatch implements ingest.BatchProcessor: Process for every report of rs, in order,
+// with the same effect, but staged (see stageGroup) and with the histogram counts of the
+// batch added to the worker's shard once, at the end.
+func (f *FlowCache) ProcessBatch(worker int, rs []telemetry.Report) {
+	w := &f.workers[worker]
+	c, st := &w.local, w.stage
+	d, sh := f.hist.delta(worker), f.hist.shard(worker)
+	t := f.t
+	var ins, coll, ovf uint64
+	// Staging pays when the resident flows' rows and buckets are beyond the caches; with
+	// the few flows whose rows stay in the cache, its extra passes cost more than they save
+	// (measured: +17 ns a report at 64 flows, -16 ns at 4096, -370 ns at a million).
+	stage := uint64(t.flows.Load())*uint64(t.bktW*8+64) > f.stageAbove
+	for len(rs) > 0 {
+		g := rs[:min(len(rs), stageGroup)]
+		rs = rs[len(g):]
+		n := 0
+		for i := range g {
+			r := &g[i]
+			c[cReports]++
+			if r.RecvTime > w.recv {
+				w.recv = r.RecvTime
+			}
+			if r.NHops == 0 {
+				c[cNoHops]++
+				continue
+			}
+			lat, nlat, o := f.histBatch(d, sh, r)
+			ovf += o
+			if r.Has&telemetry.HasFlow == 0 {
+				c[cNoFlow]++
+				continue
+			}
+			if int(r.NHops) > f.cfg.MaxHops {
+				c[cTrunc]++
+			}
+			c[cUpdates]++
+			h := telemetry.FlowHash(&r.Flow)
+			st.h[n], st.lat[n], st.nlat[n], st.ri[n] = h, lat, nlat, i
+			st.addrs[n] = uintptr(unsafe.Pointer(&t.mem[t.rowOff(h&t.mask)]))
+			n++
+		}
+		if !stage {
+			for j := 0; j < n; j++ {
+				i, e := t.updateHashed(&g[st.ri[j]], st.h[j], st.lat[j], st.nlat[j], f.rings)
+				ins, coll = ins+b2u(i), coll+b2u(e)
+			}
+			continue
+		}
+		prefetch.Addrs(st.addrs[:n])
+		// The tags say which bucket each update will touch: its lines are fetched next
+		// (a new flow's row is only in the header's line).
+		na := 0
+		bktBytes := uintptr(t.bktW * 8)
+		for j := 0; j < n; j++ {
+			off := t.rowOff(st.h[j] & t.mask)
+			tag := uint32(st.h[j]>>32) | 1
+			tags := t.tags(off)
+			for bi := range tags {
+				if atomic.LoadUint32(&tags[bi]) == tag {
+					b := uintptr(unsafe.Pointer(&t.mem[t.bucketOff(off, bi)]))
+					for l := b &^ 63; l < b+bktBytes && na < len(st.addrs); l += 64 {
+						st.addrs[na] = l
+						na++
+					}
+					break
+				}
+			}
+		}
+		prefetch.Addrs(st.addrs[:na])
+		for j := 0; j < n; j++ {
+			i, e := t.updateHashed(&g[st.ri[j]], st.h[j], st.lat[j], st.nlat[j], f.rings)
+			ins, coll = ins+b2u(i), coll+b2u(e)
+		}
+	}
+	d.publish(sh)
+	if ins > 0 {
+		f.inserts.Add(ins)
+	}
+	if coll > 0 {
+		f.collisions.Add(coll)
+	}
+	if ovf > 0 {
+		f.hist.overflow.Add(ovf)
+	}
+}
+
+// histBatch is Process's histogram part for the batch path: it counts r's values into the
+// worker's delta and returns the report's end-to-end latency, its number of hop latencies
+// and the samples lost to max_switches.
+func (f *FlowCache) histBatch(d *histDelta, sh []uint64, r *telemetry.Report) (lat uint64, nlat int, ovf uint64) {
+	hist := f.hist
+	for i := 0; i < int(r.NHops); i++ {
+		hp := &r.Hops[i]
+		fl := hp.Fields
+		if fl&telemetry.FHopLatency != 0 {
+			lat += uint64(hp.HopLatency)
+			nlat++
+		}
+		if fl&telemetry.FNodeID == 0 || fl&(telemetry.FHopLatency|telemetry.FQueueOccupancy|telemetry.FTxUtil) == 0 {
+			continue
+		}
+		si := hist.index(hp.NodeID)
+		if si < 0 {
+			ovf++
+			continue
+		}
+		if fl&telemetry.FHopLatency != 0 {
+			d.inc(sh, hist.counter(si, HopLatency, uint64(hp.HopLatency)))
+		}
+		if fl&telemetry.FQueueOccupancy != 0 {
+			d.inc(sh, hist.counter(si, QueueOccupancy, uint64(hp.QueueOccupancy)))
+		}
+		if fl&telemetry.FTxUtil != 0 {
+			d.inc(sh, hist.counter(si, TxUtil, uint64(hp.TxUtil)))
+		}
+	}
+	if nlat > 0 {
+		d.inc(sh, hist.counterE2E(lat))
+	}
+	return lat, nlat, ovf
+}
+
 // Flush implements ingest.Flusher: it publishes the worker's counters.
 func (f *FlowCache) Flush(worker int) {
 	c := &f.workers[worker]
@@ -330,7 +490,7 @@ func (f *FlowCache) Age(now int64) int {
 				continue
 			}
 			f.rings.push(uint64(row), f.t.mem[boff:boff+f.t.bktW], ReasonIdle)
-			tags[i] = 0
+			setTag(tags, i, 0)
 			f.t.flows.Add(-1)
 			n++
 		}

@@ -17,7 +17,9 @@ import (
 // Switch ids map to a dense index through an open-addressed table read without a lock
 // (inserts, rare, take a mutex). Counters are sharded per ingest worker (at most
 // maxHistShards) so that the atomic increments stay in the incrementing core's cache; a
-// query sums the shards.
+// query sums the shards. The batch path (ProcessBatch) counts a batch in a plain per-worker
+// delta and adds it to the shard at the batch's end: one atomic add per counter the batch
+// touched, not one per value.
 type Histograms struct {
 	cfg    HistConfig
 	log    bool
@@ -32,7 +34,20 @@ type Histograms struct {
 	shards   [][]uint64 // per shard: [switch][numHist-1 metrics][bins], then e2e [bins]
 	perShard int
 	overflow atomic.Uint64 // samples of switches past max_switches
+
+	deltas []histDelta // per worker: the batch path's counts not yet in the worker's shard
 }
+
+// histDelta is what one worker's batch path has counted and not yet added to its shard:
+// plain increments while it works through a batch, added to the shard (one atomic add per
+// counter touched) once at the batch's end. dirty lists the counters with n > 0.
+type histDelta struct {
+	n     []uint32
+	dirty []int32
+}
+
+// maxDirty bounds a delta's dirty list; a batch that touches more counters publishes early.
+const maxDirty = 4096
 
 // numHist counts the per-hop metrics plus the end-to-end latency.
 const (
@@ -52,7 +67,48 @@ func newHistograms(cfg HistConfig, shards int) *Histograms {
 	h.smask = uint64(n - 1)
 	h.perShard = (cfg.MaxSwitches*int(NumMetrics) + 1) * cfg.Bins
 	h.resize(shards)
+	h.deltas = make([]histDelta, max(shards, 1))
 	return h
+}
+
+// delta returns worker's delta, allocating its counters on first use.
+func (h *Histograms) delta(worker int) *histDelta {
+	d := &h.deltas[worker]
+	if d.n == nil {
+		d.n, d.dirty = make([]uint32, h.perShard), make([]int32, 0, maxDirty)
+	}
+	return d
+}
+
+// counter returns the index in a shard of the counter for value v of metric m at switch
+// index si.
+func (h *Histograms) counter(si int, m Metric, v uint64) int {
+	return (si*int(NumMetrics)+int(m))*h.bins + h.bin(int(m), v)
+}
+
+// counterE2E is counter for the end-to-end latency histogram.
+func (h *Histograms) counterE2E(v uint64) int {
+	return h.cfg.MaxSwitches*int(NumMetrics)*h.bins + h.bin(e2eHist, v)
+}
+
+// inc counts one at counter i of the delta; a full dirty list is published to sh first.
+func (d *histDelta) inc(sh []uint64, i int) {
+	if d.n[i] == 0 {
+		if len(d.dirty) == cap(d.dirty) {
+			d.publish(sh)
+		}
+		d.dirty = append(d.dirty, int32(i))
+	}
+	d.n[i]++
+}
+
+// publish adds the delta's counts to shard sh and clears them.
+func (d *histDelta) publish(sh []uint64) {
+	for _, i := range d.dirty {
+		atomic.AddUint64(&sh[i], uint64(d.n[i]))
+		d.n[i] = 0
+	}
+	d.dirty = d.dirty[:0]
 }
 
 // resize sets the number of shards (at Start, before any worker runs).
@@ -152,11 +208,11 @@ func (h *Histograms) shard(worker int) []uint64 { return h.shards[worker%len(h.s
 
 // add counts value v of metric m at switch index si.
 func (h *Histograms) add(sh []uint64, si int, m Metric, v uint64) {
-	atomic.AddUint64(&sh[(si*int(NumMetrics)+int(m))*h.bins+h.bin(int(m), v)], 1)
+	atomic.AddUint64(&sh[h.counter(si, m, v)], 1)
 }
 
 func (h *Histograms) addE2E(sh []uint64, v uint64) {
-	atomic.AddUint64(&sh[h.cfg.MaxSwitches*int(NumMetrics)*h.bins+h.bin(e2eHist, v)], 1)
+	atomic.AddUint64(&sh[h.counterE2E(v)], 1)
 }
 
 // counts sums the shards of histogram (si, k) into dst (len bins).

@@ -113,10 +113,15 @@ func (t *table) lockRow(off int) *uint32 {
 
 func unlockRow(p *uint32) { atomic.StoreUint32(p, 0) }
 
-// tags returns row's tag array (valid under the row lock).
+// tags returns row's tag array. It is read under the row lock, and also without it by the
+// batch path's staging (ProcessBatch), which only uses it to know what to prefetch: tags are
+// therefore written with atomic stores (setTag), and that unlocked read is atomic.
 func (t *table) tags(off int) []uint32 {
 	return unsafe.Slice((*uint32)(unsafe.Pointer(&t.mem[off])), 1+t.buckets)[1:]
 }
+
+// setTag sets tag i of a row (under the row lock).
+func setTag(tags []uint32, i int, tag uint32) { atomic.StoreUint32(&tags[i], tag) }
 
 func (t *table) bucketOff(rowOff, i int) int { return rowOff + t.hdrW + i*t.bktW }
 
@@ -136,7 +141,11 @@ func mix(a, b uint64) uint64 {
 // lat/nlat are the report's end-to-end latency and the count of hop latencies in it.
 // It returns what it did.
 func (t *table) update(r *telemetry.Report, lat uint64, nlat int, rings *ringSet) (inserted, evicted bool) {
-	h := telemetry.FlowHash(&r.Flow)
+	return t.updateHashed(r, telemetry.FlowHash(&r.Flow), lat, nlat, rings)
+}
+
+// updateHashed is update with the flow's hash h already computed.
+func (t *table) updateHashed(r *telemetry.Report, h, lat uint64, nlat int, rings *ringSet) (inserted, evicted bool) {
 	row := h & t.mask
 	tag := uint32(h>>32) | 1
 	off := t.rowOff(row)
@@ -172,7 +181,7 @@ func (t *table) update(r *telemetry.Report, lat uint64, nlat int, rings *ringSet
 			t.flows.Add(1)
 			boff = t.bucketOff(off, free)
 		}
-		tags[free] = tag
+		setTag(tags, free, tag)
 		b = t.hdr(boff)
 		*b = bucketHdr{Key: r.Flow, First: r.RecvTime}
 	} else {
@@ -258,7 +267,7 @@ func (t *table) walk(since int64, fn func(b []uint64, h *bucketHdr) (evict bool)
 				continue
 			}
 			if fn(t.mem[boff:boff+t.bktW], h) {
-				tags[i] = 0
+				setTag(tags, i, 0)
 				t.flows.Add(-1)
 			}
 		}

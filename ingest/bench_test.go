@@ -20,6 +20,15 @@ func (p *nop) Name() string                       { return "nop" }
 func (p *nop) Process(_ int, r *telemetry.Report) { p.n += uint64(r.NHops) }
 func (p *nop) Flush(int)                          {}
 
+// nopBatch is nop with a batch path: a worker hands it a batch's reports at once.
+type nopBatch struct{ nop }
+
+func (p *nopBatch) ProcessBatch(_ int, rs []telemetry.Report) {
+	for i := range rs {
+		p.n += uint64(rs[i].NHops)
+	}
+}
+
 // filled returns a worker whose socket buffers hold a recvmmsg batch of datagrams, as the
 // kernel leaves them, and no file descriptor: the benchmark starts after the system call.
 func filled(tb testing.TB, in wire.Input, dgrams [][]byte) (*worker, *nop, int) {
@@ -36,7 +45,8 @@ func filled(tb testing.TB, in wire.Input, dgrams [][]byte) (*worker, *nop, int) 
 		copy(s.bufs[i*s.size:], d)
 		s.msgs[i].Len = uint32(len(d))
 	}
-	w := &worker{dec: dec, in: in, procs: []Processor{p}, flushers: []Flusher{p}, sock: s}
+	w := &worker{dec: dec, in: in, sock: s}
+	w.setProcessors([]Processor{p})
 	return w, p, batch
 }
 
@@ -59,6 +69,28 @@ func BenchmarkHotPath(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/report")
 	_ = p.n
+}
+
+// BenchmarkHotPathBatch is BenchmarkHotPath with a processor that takes the batch's reports
+// at once (ProcessBatch): the reports are decoded into the worker's batch array instead of
+// one Report. It must report 0 allocs/op.
+func BenchmarkHotPathBatch(b *testing.B) {
+	good := goodReports(b)
+	if good == nil {
+		b.Skip("TR v2.0 encoder not ready")
+	}
+	w, _, n := filled(b, wire.InputReport, good[:1])
+	p := &nopBatch{}
+	w.setProcessors([]Processor{p})
+	w.batch(0, n)
+	if w.local[cReports] != uint64(n) || p.n != uint64(5*n) {
+		b.Fatalf("reference batch: %d reports, %d hops", w.local[cReports], p.n)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		w.batch(0, n)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/report")
 }
 
 // BenchmarkHotPathMixed: coalesced TR v2.0 datagrams of three reports interleaved with

@@ -101,12 +101,6 @@ func New(cfg Config, deps Deps) (*Receiver, error) {
 	}
 	c := &Receiver{cfg: cfg, reg: reg, log: log.With("component", "ingest"), procs: procs, created: time.Now(),
 		ports: portState{seen: map[uint64]bool{}, lastLog: map[string]time.Time{}}}
-	var flushers []Flusher
-	for _, p := range procs {
-		if f, ok := p.(Flusher); ok {
-			flushers = append(flushers, f)
-		}
-	}
 	for i, lc := range cfg.Listeners {
 		in, _ := wire.ParseInput(lc.Format)
 		dec, err := wire.NewDecoder(cfg.DecoderFor(i))
@@ -121,8 +115,8 @@ func New(cfg Config, deps Deps) (*Receiver, error) {
 		prefixes, _ := ParseAllow(lc.Allow) // validated
 		allow := newAllowList(prefixes)
 		for j := 0; j < lc.Sockets; j++ {
-			w := &worker{id: len(c.workers), l: l, dec: dec, in: in, procs: procs, flushers: flushers, coalesce: coalesce,
-				allow: allow, wlog: workerLog{log: c.log}}
+			w := &worker{id: len(c.workers), l: l, dec: dec, in: in, coalesce: coalesce, allow: allow, wlog: workerLog{log: c.log}}
+			w.setProcessors(procs)
 			l.workers = append(l.workers, w)
 			c.workers = append(c.workers, w)
 		}

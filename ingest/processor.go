@@ -18,8 +18,26 @@ type Processor interface {
 	Process(worker int, r *telemetry.Report)
 }
 
+// BatchProcessor is implemented by processors that do better with many reports at once:
+// the worker decodes a receive batch's reports into an array of its own and hands them
+// over together (at most BatchReports at a time, in arrival order), instead of calling
+// Process per report. A batch lets a processor stage its memory accesses so that their
+// cache misses overlap, take each lock once for many reports, and publish counters and
+// events once. The reports are the worker's and are overwritten after the call returns:
+// copy what you keep. The rules of Process hold (no allocation, no blocking). Process is
+// still called by other paths (tests, tools) and must have the same effect, report by report.
+type BatchProcessor interface {
+	Processor
+	ProcessBatch(worker int, rs []telemetry.Report)
+}
+
+// BatchReports is the most reports a worker hands to ProcessBatch at once; a receive batch
+// that holds more (many reports per datagram) is handed over in parts.
+const BatchReports = 64
+
 // Flusher is implemented by processors that batch: Flush is called by each worker after it
-// has processed one recvmmsg batch (and at the end of a capture), in the worker's goroutine.
+// has processed one recvmmsg batch (and at the end of a capture), in the worker's goroutine,
+// after the batch's last ProcessBatch.
 type Flusher interface {
 	Flush(worker int)
 }

@@ -67,11 +67,17 @@ type worker struct {
 	dec *wire.Decoder
 	in  wire.Input
 
-	procs    []Processor
+	procs    []Processor      // every processor, in call order
+	plain    []Processor      // those without a batch path: called as each report is decoded
+	batchers []BatchProcessor // those with one: handed the batch's reports at once
 	flushers []Flusher
 
 	rd  wire.Reader
 	rep telemetry.Report
+	// reps holds the reports decoded since the last hand-over when there are batchers
+	// (BatchReports of them, allocated once); nrep are in use.
+	reps []telemetry.Report
+	nrep int
 
 	local     [nCounters]uint64
 	published [nCounters]uint64
@@ -97,14 +103,38 @@ type worker struct {
 // not advance.
 const reportSlack = 2
 
-// datagram decodes one datagram and hands its reports to the processors. It is the hot path:
-// no allocation, no lock, no atomic.
+// setProcessors sets the processors the worker calls, in order, sorting out which have a
+// batch path and which flush.
+func (w *worker) setProcessors(procs []Processor) {
+	w.procs, w.plain, w.batchers, w.flushers = procs, nil, nil, nil
+	for _, p := range procs {
+		if bp, ok := p.(BatchProcessor); ok {
+			w.batchers = append(w.batchers, bp)
+		} else {
+			w.plain = append(w.plain, p)
+		}
+		if f, ok := p.(Flusher); ok {
+			w.flushers = append(w.flushers, f)
+		}
+	}
+	w.reps, w.nrep = nil, 0
+	if len(w.batchers) > 0 {
+		w.reps = make([]telemetry.Report, BatchReports)
+	}
+}
+
+// datagram decodes one datagram and hands its reports to the processors: to those without a
+// batch path at once, to the others when the batch array is full or the batch ends
+// (endBatch). It is the hot path: no allocation, no lock, no atomic.
 func (w *worker) datagram(b []byte, now int64) {
 	w.local[cPackets]++
 	w.local[cBytes] += uint64(len(b))
 	w.rd.Reset(w.dec, w.in, b)
 	r := &w.rep
 	for n := len(b) + reportSlack; n > 0; n-- {
+		if w.reps != nil {
+			r = &w.reps[w.nrep]
+		}
 		err := w.rd.Next(r)
 		if err == nil {
 			r.RecvTime = now
@@ -115,8 +145,13 @@ func (w *worker) datagram(b []byte, now int64) {
 			if f := int(r.Format); f < numFormats {
 				w.local[cFormat0+f]++
 			}
-			for _, p := range w.procs {
+			for _, p := range w.plain {
 				p.Process(w.id, r)
+			}
+			if w.reps != nil {
+				if w.nrep++; w.nrep == len(w.reps) {
+					w.handOver()
+				}
 			}
 			continue
 		}
@@ -139,8 +174,22 @@ func (w *worker) datagram(b []byte, now int64) {
 // drop counts a datagram discarded for reason.
 func (w *worker) drop(reason DropReason) { w.local[cDrop0+int(reason)]++ }
 
-// endBatch lets batching processors flush and publishes the counters.
+// handOver gives the reports decoded since the last hand-over to the batch processors.
+func (w *worker) handOver() {
+	if w.nrep == 0 {
+		return
+	}
+	rs := w.reps[:w.nrep]
+	for _, p := range w.batchers {
+		p.ProcessBatch(w.id, rs)
+	}
+	w.nrep = 0
+}
+
+// endBatch hands the batch's last reports over, lets batching processors flush and
+// publishes the counters.
 func (w *worker) endBatch() {
+	w.handOver()
 	for _, f := range w.flushers {
 		f.Flush(w.id)
 	}

@@ -1,0 +1,13 @@
+package benchclock
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+// threadCPU is the calling thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID).
+func threadCPU() int64 {
+	var ts syscall.Timespec
+	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 3 /* CLOCK_THREAD_CPUTIME_ID */, uintptr(unsafe.Pointer(&ts)), 0)
+	return ts.Nano()
+}

@@ -1,0 +1,14 @@
+#include "textflag.h"
+
+// func addrs_(addrs []uintptr)
+TEXT ·addrs_(SB), NOSPLIT, $0-24
+	MOVD	addrs_base+0(FP), R0
+	MOVD	addrs_len+8(FP), R1
+	CBZ	R1, done
+loop:
+	MOVD.P	8(R0), R2
+	PRFM	(R2), PLDL1KEEP
+	SUBS	$1, R1, R1
+	BNE	loop
+done:
+	RET
