@@ -319,8 +319,8 @@ func (w *worker) run(stopping *atomic.Bool) {
 		// A read that found the socket nearly drained means datagrams come slower than the
 		// worker reads them: waiting a moment lets the next read take many at once, instead
 		// of paying a wakeup (expensive, in a VM above all) for every datagram or two. The
-		// thread sleeps in the kernel: the goroutine stays on it, and the scheduler is not
-		// involved.
+		// thread sleeps in the kernel with the goroutine on it (no park and wake-up through
+		// the scheduler); its P is free for other goroutines meanwhile.
 		if n < s.batch/2 && w.coalesce > 0 {
 			ts := unix.NsecToTimespec(int64(w.coalesce))
 			unix.Nanosleep(&ts, nil)
