@@ -152,7 +152,7 @@ func Ingest(cfg IngestConfig) (IngestResult, error) {
 		}
 		as, bs, procs = append(as, a), append(bs, b), names
 	}
-	a, b := median(as), median(bs)
+	a, b := median(as, reportRate), median(bs, reportRate)
 	res := IngestResult{DrainReportsPerS: a.ReportsPS, CollectorReportsPerS: b.ReportsPS, Loss: b.Loss,
 		DrainLoss: a.Loss, Rounds: rounds, DatagramsSent: b.Sent.Datagrams, KernelDrops: b.Kernel,
 		BacklogDrops: b.Backlog, DecodeErrors: b.Errors, Processors: procs, Sockets: cfg.Collector.Listeners[0].Sockets,
@@ -162,7 +162,7 @@ func Ingest(cfg IngestConfig) (IngestResult, error) {
 		res.SystemCPUNsPerReport = float64(b.SystemCPU.Nanoseconds()) / float64(b.Reports)
 	}
 	if len(cs) > 0 {
-		res.Base = medianCPU(cs)
+		res.Base = median(cs, Phase.CPUPerDatagram)
 		res.BaselineCPUNsPerDatagram = res.Base.CPUPerDatagram()
 		if res.BaselineCPUNsPerDatagram > 0 {
 			res.DrainVsBaseline = res.DrainCPUNsPerDatagram / res.BaselineCPUNsPerDatagram
@@ -297,19 +297,15 @@ func (cfg *IngestConfig) baseline() (Phase, error) {
 	return p, nil
 }
 
-// medianCPU returns the phase with the median CPU per datagram.
-func medianCPU(rs []Phase) Phase {
-	rs = slices.Clone(rs)
-	slices.SortFunc(rs, func(x, y Phase) int { return cmp.Compare(x.CPUPerDatagram(), y.CPUPerDatagram()) })
-	return rs[len(rs)/2]
-}
-
 // quiet is the phases' logger: the drops a benchmark provokes are its result, not news.
 var quiet = slog.New(slog.DiscardHandler)
 
-// median returns the phase with the median report rate.
-func median(rs []Phase) Phase {
+// median returns the phase with the median key: the report rate for the receivers, CPU
+// per datagram for the baseline.
+func median(rs []Phase, key func(Phase) float64) Phase {
 	rs = slices.Clone(rs)
-	slices.SortFunc(rs, func(x, y Phase) int { return cmp.Compare(x.ReportsPS, y.ReportsPS) })
+	slices.SortFunc(rs, func(x, y Phase) int { return cmp.Compare(key(x), key(y)) })
 	return rs[len(rs)/2]
 }
+
+func reportRate(p Phase) float64 { return p.ReportsPS }

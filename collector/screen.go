@@ -100,10 +100,7 @@ func (d *Screen) Draw(up time.Duration, httpLine, source string) {
 		over = " (mean over the run)"
 	}
 	fmt.Fprintf(&b, "reports/s   %-10.0f %s%s\n", total, strings.Join(perFmt, ", "), over)
-	var qd uint64
-	for _, v := range st.ProcessorQueueDrops {
-		qd += v
-	}
+	qd := sum(st.ProcessorQueueDrops)
 	fmt.Fprintf(&b, "received    %d packets, %d reports   drops: kernel %d, decode errors %d, ingest %d, queues %d\n",
 		st.PacketsReceived, st.ReportsDecoded, st.KernelDrops, st.DecodeErrors.Total, st.IngestDrops.Total, qd)
 	fmt.Fprintf(&b, "events      new_key %d, path_change %d, change %d, above %d, below %d\n",

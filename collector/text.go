@@ -23,20 +23,23 @@ func (c *Collector) WriteSummary(w io.Writer) {
 	if st.InnerErrors.Total > 0 {
 		fmt.Fprintf(w, "  inner errors      %d%s (reports kept without their data packet)\n", st.InnerErrors.Total, nonZero(st.InnerErrors.ByReason))
 	}
-	var nrej uint64
-	for _, v := range rejected {
-		nrej += v
-	}
+	nrej := sum(rejected)
 	fmt.Fprintf(w, "  rejected          %d%s\n", nrej, nonZero(rejected))
 	fmt.Fprintf(w, "  ingest drops      %d%s\n", st.IngestDrops.Total, nonZero(st.IngestDrops.ByReason))
 	fmt.Fprintf(w, "  kernel drops      %d\n", st.KernelDrops)
 	if len(st.ProcessorQueueDrops) > 0 {
-		var n uint64
-		for _, v := range st.ProcessorQueueDrops {
-			n += v
-		}
+		n := sum(st.ProcessorQueueDrops)
 		fmt.Fprintf(w, "  queue drops       %d%s\n", n, nonZero(st.ProcessorQueueDrops))
 	}
+}
+
+// sum adds a breakdown's counts.
+func sum(m map[string]uint64) uint64 {
+	var n uint64
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // nonZero formats " (a 1, b 2)" from the non-zero entries of m, sorted by key.
