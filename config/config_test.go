@@ -118,6 +118,8 @@ func TestErrors(t *testing.T) {
 			"listeners[0].prot: unknown key (allowed: name, format, address, port, sockets, batch, rcvbuf, max_datagram, coalesce, gro, allow, decoder)"},
 		{"listeners:\n  - {format: report, coalesce: 1s}\n",
 			"listeners[0].coalesce: 1s: must be 0 (off) to 100ms (unset: 1ms)"},
+		{"listeners:\n  - {format: report, gro: maybe}\n",
+			"listeners[0].gro: maybe: must be true or false"},
 		{"listeners:\n  - {format: report, coalesce: soon}\n",
 			"listeners[0].coalesce: soon: must be a duration such as 1ms"},
 		{"listner: []\n",

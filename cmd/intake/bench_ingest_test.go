@@ -92,6 +92,7 @@ func TestBenchIngestMisuse(t *testing.T) {
 	}{
 		{[]string{"--duration", "0s"}, "--duration: 0s: must be positive"},
 		{[]string{"--senders", "0"}, "--senders: 0: allowed is 1 to 256"},
+		{[]string{"--gso", "65"}, "--gso: 65: allowed is 0 (off) to 64"},
 		{[]string{"--format", "tr9"}, "format"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	} {

@@ -27,6 +27,7 @@ func TestGenMisuse(t *testing.T) {
 		{[]string{"--count", "5", "--duration", "1s"}, "--duration and --count exclude each other"},
 		{[]string{"--rate", "-5"}, "--rate: -5: must be 0"},
 		{[]string{"--sockets", "0"}, "--sockets: 0: allowed is 1 to 256"},
+		{[]string{"--gso", "-1"}, "--gso: -1: allowed is 0 (off) to 64"},
 		{[]string{"--to", "nowhere"}, `--to "nowhere": want HOST:PORT`},
 		{[]string{"--format", "tr1.0", "--batch", "4"}, "batch: 4: only tr2.0 (coalescing) and dta (batches)"},
 		{[]string{"--format", "dta", "--dta-op", "read"}, `dta-op: "read": allowed are key-write, key-increment, postcard, append`},
