@@ -16,8 +16,7 @@ func (c *Config) Budget(ringConsumers int) budget.Budget {
 	if !c.Enabled {
 		return nil
 	}
-	perFlows := int64(max(1, (c.MaxFlows+c.Shards-1)/c.Shards))
-	perKeys := int64(max(1, (c.MaxKeys+c.Shards-1)/c.Shards))
+	perFlows, perKeys := int64(shardCap(c.MaxFlows, c.Shards)), int64(shardCap(c.MaxKeys, c.Shards))
 	table := func(n, entry int64) int64 {
 		idx := int64(8)
 		for idx < 2*n {

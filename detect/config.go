@@ -15,7 +15,9 @@ type Config struct {
 	// Enabled turns the event detector on (the default).
 	Enabled bool `yaml:"enabled"`
 	// MaxFlows bounds the flow keys held (flow path, flow latency and the flow's per-hop
-	// latencies); when full, the least recently updated flow is evicted and counted.
+	// latencies); when full, the least recently updated flow is evicted and counted. Each
+	// shard holds its share plus a quarter (shardCap), so that an uneven hash does not
+	// evict before MaxFlows are held.
 	MaxFlows int `yaml:"max_flows"`
 	// MaxKeys bounds the switch keys held: (switch, queue), (switch, egress port), (switch,
 	// buffer), (switch, drop reason), (node, hw_id). Least recently updated evicted, counted.

@@ -106,8 +106,7 @@ func New(cfg Config, deps Deps) *Detector {
 		bus = &event.Bus{}
 	}
 	d := &Detector{cfg: cfg, bus: bus, shards: make([]*shard, cfg.Shards), mask: uint64(cfg.Shards - 1)}
-	perFlows := max(1, (cfg.MaxFlows+cfg.Shards-1)/cfg.Shards)
-	perKeys := max(1, (cfg.MaxKeys+cfg.Shards-1)/cfg.Shards)
+	perFlows, perKeys := shardCap(cfg.MaxFlows, cfg.Shards), shardCap(cfg.MaxKeys, cfg.Shards)
 	for i := range d.shards {
 		d.shards[i] = newShard(perFlows, perKeys)
 	}

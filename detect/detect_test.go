@@ -363,6 +363,13 @@ func benchProcessBatch(b *testing.B, flows int) {
 	}
 	clk.Stop("hop", n*batch*5)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*batch*5), "ns/hop")
+	st := d.Stats()
+	var evs uint64
+	for _, v := range st.Events {
+		evs += v
+	}
+	b.ReportMetric(float64(evs)/float64(st.Reports), "events/report")
+	b.ReportMetric(float64(st.EvictedFlows)/float64(st.Reports), "evictions/report")
 }
 
 // BenchmarkProcessBatchParallel is BenchmarkProcessBatch/flows=1024 with every core a

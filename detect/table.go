@@ -193,6 +193,21 @@ func (x *index) remove(h uint64, i int32) {
 	}
 }
 
+// shardCap is the entries each shard's table holds for max_flows or max_keys of n over
+// shards: an even share, plus a quarter and 8 more. A hash spreads keys unevenly (a share's
+// standard deviation is about its square root: 23 for 512), and a shard that is full evicts
+// even while the others have room; without the headroom, 32768 flows in the default 32768
+// entries evicted on more than half the reports. Each shard is bounded on its own, so that
+// which key is evicted never depends on the order in which workers reach different shards.
+// One shard needs no headroom.
+func shardCap(n, shards int) int {
+	per := max(1, (n+shards-1)/shards)
+	if shards == 1 {
+		return per
+	}
+	return per + per/4 + 8
+}
+
 // shard is one lock's worth of state. Flow keys go to the shard of their flow hash, switch
 // keys to the shard of their switch id, so that one hop's queue, port and buffer keys are
 // updated under one lock.
