@@ -47,6 +47,9 @@ func runSimLabelDist(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--max-hop %d: must be in [2, 127]", *maxHop)
 	}
 	f, err := label.ParseF(*fname)
+	if err == nil && f == label.F3Proto {
+		err = fmt.Errorf("%q: the §4.3 analysis has no term for it; use F1, F2 or F3", f)
+	}
 	if err != nil {
 		return usageErr("--f %v", err)
 	}
