@@ -153,8 +153,8 @@ func paperHops(f int) (hops [5][2]uint32) {
 // 35,240 keys; factor 2.2·10⁸ / 45,240 = 4862.9, the paper's formula R·k / (E + K/P) at
 // this K (22·10⁶ / 4524). With the paper's K = 110,240 the same formula gives its 1829.7.
 func TestReductionPaperSetup(t *testing.T) {
-	if testing.Short() {
-		t.Skip("10 M reports")
+	if testing.Short() || raceEnabled {
+		t.Skip("10 M reports: seconds, but many minutes under the race detector")
 	}
 	s := startInflux(t)
 	bus := &event.Bus{}
