@@ -52,12 +52,12 @@ type Setup struct {
 	Seed     uint64
 	K        float64 // Pro's k
 	// Routing is "fixed" (the default: pre-installed routes, 18 ports carry traffic) or
-	// "ecmp" (flows hashed over both uplinks: 24 ports, the paper's count).
+	// "ecmp" (flows hashed over the equal-cost ports: 36 ports with the default 8 flows).
 	Routing string
 	Flows   int // source ports per sender under ECMP (0: 8)
 	// Prototype runs the traffic of the authors' prototype (the paper setup, prototype.go):
 	// its source routes (25 ports carry traffic), each sender cycling over the other
-	// seven servers, 1 Gb/s links; Routing and Flows are then unused.
+	// seven servers, 1 Gb/s links; Routing and Flows then do not matter.
 	Prototype bool
 }
 
