@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"net/netip"
 	"strings"
 	"testing"
@@ -108,4 +109,163 @@ func TestReductionSynthetic(t *testing.T) {
 	}
 	st := p.Status()
 	t.Logf("M_all %d, exported %d events + %d periodic: reduction factor %.1f", *st.Values, st.ExportedEvents, st.ExportedPeriodic, *st.ReductionFactor)
+}
+
+// paperNet is INTCollector §V-B2's network: a k = 4 fat tree (20 switches of 4 ports: edges
+// 1-8, aggregations 9-16, cores 17-20), 16 hosts, 5000 flows on 5-hop paths between pods,
+// every INT field on, so a report carries k = 22 metric values (path, flow latency, and per
+// hop latency, queue occupancy, queue congestion, tx utilization). Queue id = egress port.
+// Its metric keys: 5000 paths + 5000 flow latencies + 25,000 (flow, switch) hop latencies +
+// 80 queue occupancies + 80 queue congestions + 80 tx utilizations = K = 35,240. (The paper
+// counts 100,000 hop-latency keys, K = 110,240: 20 per flow, where a 5-hop path has 5.)
+const (
+	paperFlows = 5000
+	paperK     = 5000 + 5000 + paperFlows*5 + 3*80
+	paperVals  = 22
+)
+
+// paperHops returns flow f's path, source first: (switch, egress port) per hop.
+func paperHops(f int) (hops [5][2]uint32) {
+	src, dst := f%16, (f/16)%16
+	if src/4 == dst/4 { // same pod: take the next pod's host, keeping 5 hops
+		dst = (dst + 4) % 16
+	}
+	ps, pd := src/4, dst/4
+	a, c := (f/256)%2, (f/512)%2 // which aggregation, which of its cores
+	es, ed := 1+src/2, 1+dst/2
+	hops[0] = [2]uint32{uint32(es), uint32(3 + a)}            // edge: ports 1-2 hosts, 3-4 up
+	hops[1] = [2]uint32{uint32(9 + 2*ps + a), uint32(3 + c)}  // aggregation: 1-2 down, 3-4 up
+	hops[2] = [2]uint32{uint32(17 + 2*a + c), uint32(1 + pd)} // core: port to each pod
+	hops[3] = [2]uint32{uint32(9 + 2*pd + a), uint32(1 + (ed-1)%2)}
+	hops[4] = [2]uint32{uint32(ed), uint32(1 + dst%2)}
+	return hops
+}
+
+// TestReductionPaperSetup measures INTCollector §V-B2's reduction factor end to end with the
+// paper's setup: R = 1 M reports/s (5000 flows, 200 reports/s each, in the reports' own
+// time), P = 10 s, E = 1000 events/s, through the detector and the export pipeline into a
+// real InfluxDB (Debian's influxd). One round of every flow at t = 0 creates the keys (their
+// new_key events and the values are left out, as the paper's steady-state formula does);
+// the window is the next 10 s (2000 rounds, 10 M reports) and the push at its end. Each
+// second 500 flows move 200 of latency from their first hop to their second (the flow's
+// latency stays): 2 change events per flow, 1000 a second; queue and port values are
+// constant. Measured: M_all = 10 M × 22 values, M_event = 10,000 events + one push of K =
+// 35,240 keys; factor 2.2·10⁸ / 45,240 = 4862.9, the paper's formula R·k / (E + K/P) at
+// this K (22·10⁶ / 4524). With the paper's K = 110,240 the same formula gives its 1829.7.
+func TestReductionPaperSetup(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("10 M reports: seconds, but many minutes under the race detector")
+	}
+	s := startInflux(t)
+	bus := &event.Bus{}
+	reg := metrics.NewRegistry()
+	dc := detect.DefaultConfig()
+	dc.Shards = 4
+	d := detect.New(dc, detect.Deps{Bus: bus, Metrics: reg})
+	cfg := exportConfig()
+	cfg.InfluxDB.URL, cfg.InfluxDB.Database = s.url, "reduction"
+	// A push of K = 35,240 values at once overflows the default queue of 20,000 (the sink
+	// drops, the pipeline counts them exported): the paper's K needs a queue above it.
+	cfg.Queue = 1 << 17
+	p, err := export.New(cfg, export.Deps{Bus: bus, Source: d, Metrics: reg, Values: func() uint64 { return d.Stats().Values }, Ring: 1 << 17})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var paths [paperFlows][5][2]uint32
+	for f := range paths {
+		paths[f] = paperHops(f)
+	}
+	const rounds, step = 2000, 5 * time.Millisecond // 200 rounds a second
+	start := time.Now()
+	var r telemetry.Report
+	round := func(j int) {
+		now := base + int64(j)*int64(step)
+		for f := 0; f < paperFlows; f++ {
+			// Flow f's latencies move at round 2000 − 200·(f mod 10): group g at second
+			// 10 − g of the window, every group once.
+			shift := uint32(((j + 200*(f%10)) / rounds) % 2 * 200)
+			r = telemetry.Report{Has: telemetry.HasFlow, RecvTime: now}
+			r.Flow.SetAddrs(netip.AddrFrom4([4]byte{10, 0, byte(f >> 8), byte(f)}), netip.MustParseAddr("10.1.0.1"))
+			r.Flow.SrcPort, r.Flow.DstPort, r.Flow.Proto = uint16(1024+f), 80, 17
+			for i := 4; i >= 0; i-- { // newest (sink side) first
+				h := r.AddHop()
+				h.Fields = telemetry.FNodeID | telemetry.FHopLatency | telemetry.FQueueID | telemetry.FQueueOccupancy |
+					telemetry.FQueueCongestion | telemetry.FEgressPort | telemetry.FTxUtil
+				sw, port := paths[f][i][0], paths[f][i][1]
+				h.NodeID, h.EgressPort, h.QueueID = sw, port, uint8(port)
+				h.HopLatency, h.QueueOccupancy, h.QueueCongestion, h.TxUtil = 500, 100+sw, 5, 1000+10*sw+port
+				switch i {
+				case 0:
+					h.HopLatency += shift
+				case 1:
+					h.HopLatency += 200 - shift
+				}
+			}
+			d.Process(0, &r)
+		}
+		d.Flush(0)
+	}
+	drain := func(want uint64) {
+		waitFor(t, 30*time.Second, fmt.Sprintf("%d events exported", want), func() bool { ev, _ := p.Exported(); return ev >= want })
+	}
+	round(0)
+	drain(paperK)
+	v0 := d.Stats().Values
+	ev0, per0 := p.Exported()
+	if v0 != paperFlows*paperVals || ev0 != paperK || per0 != 0 {
+		t.Fatalf("warm-up: M_all %d, events %d, periodic %d; want %d, %d, 0", v0, ev0, per0, paperFlows*paperVals, paperK)
+	}
+	for j := 1; j <= rounds; j++ {
+		round(j)
+	}
+	drain(ev0 + 10000)
+	end := base + int64(rounds)*int64(step) + int64(time.Millisecond)
+	p.PushNow(end)
+	elapsed := time.Since(start)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v1 := d.Stats().Values
+	ev1, per1 := p.Exported()
+	mAll, mEvent := v1-v0, (ev1-ev0)+(per1-per0)
+	factor := float64(mAll) / float64(mEvent)
+	t.Logf("window: M_all %d, events %d, periodic %d: reduction factor %.1f (%v for %d reports)", mAll, ev1-ev0, per1-per0, factor, elapsed, (rounds+1)*paperFlows)
+	if mAll != rounds*paperFlows*paperVals || ev1-ev0 != 10000 || per1-per0 != paperK {
+		t.Errorf("window: M_all %d, events %d, periodic %d; want %d, 10000, %d", mAll, ev1-ev0, per1-per0, rounds*paperFlows*paperVals, paperK)
+	}
+	const R, k, E, P = 1e6, paperVals, 1000.0, 10.0
+	if want := R * k / (E + paperK/P); math.Abs(factor-want) > 0.01 || math.Abs(factor-4862.95) > 0.01 {
+		t.Errorf("reduction factor %.2f, formula at K = %d %.2f, want 4862.9", factor, paperK, want)
+	}
+	if paper := R * k / (E + 110240/P); math.Abs(paper-1829.7) > 0.05 {
+		t.Errorf("the paper's formula at its K = 110240: %.2f, want 1829.7", paper)
+	}
+	if st := p.Status(); st.RingOverflow != 0 {
+		t.Fatalf("ring overflow %d", st.RingOverflow)
+	}
+	// What InfluxDB stored in the window: every value exported, no more.
+	in := p.Sinks()[0].(*export.InfluxSink)
+	if in.Dropped() != 0 {
+		t.Fatalf("influx sink dropped %d", in.Dropped())
+	}
+	var out string
+	for _, m := range []string{"flow_path", "flow_latency", "flow_hop_latency", "queue_occupancy", "queue_congestion", "tx_utilization"} {
+		out += influxQuery(t, s, "reduction", fmt.Sprintf(`SELECT count(value) FROM %s WHERE time > %d`, m, base))
+	}
+	stored := 0
+	for _, line := range strings.Split(out, "\n") {
+		var ts, n int
+		if _, err := fmt.Sscanf(strings.TrimSpace(line), "[%d %d]", &ts, &n); err == nil {
+			stored += n
+		}
+	}
+	t.Logf("InfluxDB, values stored in the window by measurement:\n%s", out)
+	if uint64(stored) != mEvent {
+		t.Errorf("InfluxDB holds %d values in the window, the pipeline counted %d", stored, mEvent)
+	}
 }

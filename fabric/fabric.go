@@ -87,6 +87,10 @@ type Config struct {
 	Routing string
 	Traffic Traffic
 	Label   LabelConfig
+	// SourceRoutes pins the path of a (source host, destination host) pair: the switches
+	// it crosses (node indices), source side first, as the source routes of INT-label's
+	// prototype do; other pairs follow Routing.
+	SourceRoutes map[[2]int][]int
 	// Specific flows (Base B only).
 	Specific []SpecificFlow
 	// INTMDEvery: every n-th packet gets INT-MD instructions at its first switch; each
@@ -211,11 +215,13 @@ type Fabric struct {
 	// routes[node*nHosts+dst] = offset<<8 | count into hopsTab
 	routes  []uint32
 	hopsTab []uint8
-	nHosts  int
-	senders []int32
-	sendIx  []int32 // round robin / permutation state per host
-	sent    int
-	swIndex [256]int32 // switch id → node
+	// srcPorts[src*nHosts+dst]: a source-routed pair's egress port at each hop
+	srcPorts [][]uint8
+	nHosts   int
+	senders  []int32
+	sendIx   []int32 // round robin / permutation state per host
+	sent     int
+	swIndex  [256]int32 // switch id → node
 
 	t       int64 // labeling interval
 	t1      int64
@@ -374,6 +380,9 @@ func New(cfg Config) (*Fabric, error) {
 // (hosts do not forward).
 func (f *Fabric) route() error {
 	t := f.topo
+	if err := f.sourceRoutes(); err != nil {
+		return err
+	}
 	nn := len(t.Nodes)
 	f.routes = make([]uint32, nn*f.nHosts)
 	dist := make([]int, nn)
@@ -704,6 +713,11 @@ func (f *Fabric) arrive(i int32, n int32, in uint8) {
 		k = mix(p.flow, uint32(node.ID)) % cnt
 	}
 	port := f.hopsTab[r>>8+k]
+	if f.srcPorts != nil {
+		if sp := f.srcPorts[int(p.src)*f.nHosts+int(p.dst)]; sp != nil {
+			port = sp[p.hops-1] // sourceRoutes checked the path's length and links
+		}
+	}
 	f.transmit(i, &f.ports[f.base[n]+int32(port)-1], f.now)
 }
 
@@ -795,12 +809,16 @@ func (f *Fabric) atEgress(i int32, e *egress, sw uint8, ct int64, depth uint32) 
 		labeled = true // Base A, Algorithm 1 line 10
 	case p.specific && f.isFirstHop(e, p):
 		labeled = true
-	case f.cfg.Label.Algo == AlgoB && since >= f.t1 && n > 0:
+	case f.cfg.Label.Algo == AlgoB && since >= f.t1 && (n > 0 || f.cfg.Label.F == label.F3Proto):
 		num := n
 		if p.specific {
 			num += f.maxHop
 		}
-		pr := f.cfg.Label.F.Eval(num, f.maxHop, float64(since)/float64(interval))
+		frac := float64(since) / float64(interval)
+		if f.cfg.Label.F == label.F3Proto && f.t1 < interval {
+			frac = float64(since-f.t1) / float64(interval-f.t1)
+		}
+		pr := f.cfg.Label.F.Eval(num, f.maxHop, frac)
 		labeled = pr >= 1 || pr > 0 && f.rng.Float64() < pr
 	}
 	var it *telemetry.LabelItem
@@ -848,4 +866,46 @@ func (f *Fabric) export(j int32, _ int32) {
 		f.sink.Label(f.now, r)
 	}
 	f.release(j)
+}
+
+// sourceRoutes turns Config.SourceRoutes into egress ports, checking that each path starts
+// at the source's switch, follows links and ends at the destination's switch.
+func (f *Fabric) sourceRoutes() error {
+	t := f.topo
+	if len(f.cfg.SourceRoutes) == 0 {
+		return nil
+	}
+	f.srcPorts = make([][]uint8, f.nHosts*f.nHosts)
+	port := func(u, v int) uint8 { // u's port towards v, 0 if none
+		for p, li := range t.Nodes[u].Links {
+			if l := &t.Links[li]; l.A+l.B-u == v {
+				return uint8(p + 1)
+			}
+		}
+		return 0
+	}
+	for pair, path := range f.cfg.SourceRoutes {
+		src, dst := pair[0], pair[1]
+		if src < 0 || src >= f.nHosts || dst < 0 || dst >= f.nHosts || src == dst {
+			return fmt.Errorf("source route %d→%d: hosts out of range", src, dst)
+		}
+		if len(path) == 0 || len(path) > 255 {
+			return fmt.Errorf("source route %d→%d: %d switches", src, dst, len(path))
+		}
+		hops := append(append([]int{t.Hosts[src]}, path...), t.Hosts[dst])
+		ports := make([]uint8, len(path))
+		for i, u := range path {
+			if u < 0 || u >= len(t.Nodes) || t.Nodes[u].Kind != Switch {
+				return fmt.Errorf("source route %d→%d: node %d is not a switch", src, dst, u)
+			}
+			if port(hops[i], u) == 0 {
+				return fmt.Errorf("source route %d→%d: no link %s–%s", src, dst, t.Nodes[hops[i]].Name, t.Nodes[u].Name)
+			}
+			if ports[i] = port(u, hops[i+2]); ports[i] == 0 {
+				return fmt.Errorf("source route %d→%d: no link %s–%s", src, dst, t.Nodes[u].Name, t.Nodes[hops[i+2]].Name)
+			}
+		}
+		f.srcPorts[src*f.nHosts+dst] = ports
+	}
+	return nil
 }

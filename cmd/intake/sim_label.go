@@ -47,6 +47,9 @@ func runSimLabelDist(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--max-hop %d: must be in [2, 127]", *maxHop)
 	}
 	f, err := label.ParseF(*fname)
+	if err == nil && f == label.F3Proto {
+		err = fmt.Errorf("%q: the §4.3 analysis has no term for it; use F1, F2 or F3", f)
+	}
 	if err != nil {
 		return usageErr("--f %v", err)
 	}
@@ -96,12 +99,13 @@ func runSimLabelDist(args []string, stdout, stderr io.Writer) error {
 }
 
 func runSimLabel(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sim label", "[--fig ID,...] [--out DIR] [--json] [--seed N] [--long]", stdout)
+	fs := newFlags("sim label", "[--fig ID,...] [--out DIR] [--json] [--seed N] [--long] [--paper-setup]", stdout)
 	figs := fs.String("fig", "", "comma-separated figures (default all): "+strings.Join(labelsim.IDs(), ", "))
 	out := fs.String("out", "", "write one SVG plot per figure into `dir`")
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
 	seed := fs.Uint64("seed", 1, "PCG seed")
 	long := fs.Bool("long", false, "longer and larger runs: 100 s instead of 20 s per coverage point, Figs. 15-16 simulated on fat trees up to k = 14 with 1,000,000 packets per point")
+	paper := fs.Bool("paper-setup", false, "the authors' prototype's traffic (its source routes over 25 ports, each sender cycling over the other servers, 1 Gb/s links) and its F3 in Fig. 19: docs/label-results.md")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
@@ -110,7 +114,7 @@ func runSimLabel(args []string, stdout, stderr io.Writer) error {
 		only = strings.Split(*figs, ",")
 	}
 	start := time.Now()
-	res, err := labelsim.Reproduce(labelsim.Options{Long: *long, Seed: *seed, Progress: func(id string) {
+	res, err := labelsim.Reproduce(labelsim.Options{Long: *long, Seed: *seed, Paper: *paper, Progress: func(id string) {
 		fmt.Fprintf(stderr, "intake sim label: %s (%s)\n", id, time.Since(start).Round(time.Millisecond))
 	}}, only...)
 	if errors.Is(err, labelsim.ErrUnknownFigure) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -50,6 +51,10 @@ func TestSimLabelDistJSON(t *testing.T) {
 		t.Fatalf("bad --f: exit %d, %q", code, errb.String())
 	}
 	errb.Reset()
+	if code := run([]string{"sim", "label-dist", "--f", "F3-prototype"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `--f "F3-prototype": the §4.3 analysis has no term for it; use F1, F2 or F3`) {
+		t.Fatalf("--f F3-prototype: exit %d, %q", code, errb.String())
+	}
+	errb.Reset()
 	if code := run([]string{"sim", "label-dist", "--algo", "c"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `--algo "c": must be a or b`) {
 		t.Fatalf("bad --algo: exit %d, %q", code, errb.String())
 	}
@@ -75,5 +80,31 @@ func TestSimLabelOneFigure(t *testing.T) {
 	svg, err := os.ReadFile(filepath.Join(dir, "label-fig19.svg"))
 	if err != nil || !strings.HasPrefix(string(svg), "<svg") || !strings.Contains(string(svg), "Impact of the probability function (Base B)") {
 		t.Errorf("--out: %v %.200s", err, svg)
+	}
+}
+
+// --paper-setup: the prototype's traffic, and Fig. 19 with the prototype's F3 (seed 1).
+func TestSimLabelPaperSetup(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"sim", "label", "--fig", "fig19", "--paper-setup", "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var v struct {
+		Figures []struct {
+			Conditions string `json:"conditions"`
+			Series     []struct {
+				Y []float64 `json:"y"`
+			} `json:"series"`
+		} `json:"figures"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || len(v.Figures) != 1 || len(v.Figures[0].Series) != 2 {
+		t.Fatalf("%v %s", err, out.String())
+	}
+	f := v.Figures[0]
+	if !strings.Contains(f.Conditions, "paper setup: the prototype's traffic") || !strings.Contains(f.Conditions, "F3 as the prototype's code evaluates it") {
+		t.Errorf("conditions %q", f.Conditions)
+	}
+	if got := fmt.Sprint(f.Series[0].Y, f.Series[1].Y); got != "[1535 1877 6441] [4411 4094 10041]" {
+		t.Errorf("labeled packets, labeling times: %s", got)
 	}
 }

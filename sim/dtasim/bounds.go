@@ -62,3 +62,24 @@ func PCWrong(n int, alpha float64, b, values, hops int) float64 {
 func KWSuccess(n int, alpha float64, b int) float64 {
 	return 1 - KWEmpty(n, alpha, b) - KWWrong(n, alpha, b)
 }
+
+// SlotsFor returns the store size M (slots) at which a key with later writes after it is
+// found with probability success (KWSuccess at α = later/M): the size a published
+// success rate implies under the analysis. Success rises with M, so bisection (on log M)
+// finds it; 0 when success is out of the range M ∈ [later/100, 10⁶·later] gives.
+func SlotsFor(n int, later float64, b int, success float64) float64 {
+	lo, hi := math.Log(later/100), math.Log(later*1e6)
+	at := func(lm float64) float64 { return KWSuccess(n, later/math.Exp(lm), b) }
+	if success < at(lo) || success > at(hi) {
+		return 0
+	}
+	for range 200 {
+		mid := (lo + hi) / 2
+		if at(mid) < success {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return math.Exp((lo + hi) / 2)
+}

@@ -62,3 +62,35 @@ func TestSimAgreesWithBounds(t *testing.T) {
 		}
 	}
 }
+
+// The store sizes the papers' Key-Write figures imply under the analysis (N = 2, 32-bit
+// checksums, 24-byte slots): DART §5.2's theory for the oldest of 10⁸ paths in "3 GB" is
+// one size, 1.31·10⁸ slots; DTA §6.5.3's two points on its 3 GiB curve (99.3% at 10⁷ later
+// paths, 44.5% at 10⁸) imply sizes 1.56× apart, and its two 30 GiB points (99.99%, 98.2%)
+// 1.43× apart: no one store gives both points of either curve (docs/dta-results.md).
+func TestPaperClaimsSlots(t *testing.T) {
+	const gib = 1 << 30
+	for _, c := range []struct {
+		claim         string
+		later, p      float64
+		slots, within float64
+	}{
+		{"DART §5.2 3 GB oldest, theory 38.7%", 1e8, 0.387, 1.309e8, 0.002e8},
+		{"DTA §6.5.3 3 GiB, 10^7 later: 99.3%", 1e7, 0.993, 2.29e8, 0.01e8},
+		{"DTA §6.5.3 3 GiB, 10^8 later: 44.5%", 1e8, 0.445, 1.464e8, 0.005e8},
+		{"DTA §6.5.3 30 GiB, 10^7 later: 99.99%", 1e7, 0.9999, 1.99e9, 0.01e9},
+		{"DTA §6.5.3 30 GiB, 10^8 later: 98.2%", 1e8, 0.982, 1.388e9, 0.005e9},
+	} {
+		m := SlotsFor(2, c.later, 32, c.p)
+		t.Logf("%s: M = %.4g slots (%.2f GiB of 24-byte slots); intake's 3 GiB store is 2^27 = 1.342e8", c.claim, m, m*24/gib)
+		if math.Abs(m-c.slots) > c.within {
+			t.Errorf("%s: M = %.4g, want %.4g ± %.2g", c.claim, m, c.slots, c.within)
+		}
+		if got := KWSuccess(2, c.later/m, 32); math.Abs(got-c.p) > 1e-9 {
+			t.Errorf("%s: success at M = %v is %v", c.claim, m, got)
+		}
+	}
+	if SlotsFor(2, 1e8, 32, 1) != 0 {
+		t.Error("success 1 is out of range")
+	}
+}

@@ -2,6 +2,7 @@ package labelsim
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/intake-int/intake/fabric"
@@ -13,15 +14,23 @@ var ab = []fabric.Algo{fabric.AlgoA, fabric.AlgoB}
 // variant is one labeling scheme of Figs. 12 and 13.
 type variant struct {
 	a       fabric.Algo
-	pro     bool // Algorithm 3
-	proFlag bool // the prototype's flag controller
+	pro     bool    // Algorithm 3
+	proFlag bool    // the prototype's flag controller
+	k       float64 // Algorithm 3's k (0: 1)
 }
 
 var proVariants = []variant{{a: fabric.AlgoA}, {a: fabric.AlgoB}, {a: fabric.AlgoA, pro: true}, {a: fabric.AlgoA, proFlag: true}}
 
+// fig12Variants adds Algorithm 3 with k = 0.5: the paper leaves Fig. 12's k unstated, and
+// at k = 0.5 a port is sped up before it misses a window (docs/label-results.md).
+var fig12Variants = append(proVariants[:len(proVariants):len(proVariants)], variant{a: fabric.AlgoA, pro: true, k: 0.5})
+
 func (v variant) name() string {
 	if v.proFlag {
 		return "Pro (prototype flag)"
+	}
+	if v.pro && v.k != 0 {
+		return fmt.Sprintf("Pro (k = %g)", v.k)
 	}
 	return algoName(v.a, v.pro)
 }
@@ -46,7 +55,7 @@ func fig6(o Options) (Figure, error) {
 		cov := Series{Name: algoName(a, false) + " coverage"}
 		occ := Series{Name: algoName(a, false) + " occupation"}
 		for _, r := range rates {
-			res, err := Run(Setup{Algo: a, Rate: r, Duration: o.dur(20 * time.Second), Seed: seed(o)})
+			res, err := o.run(Setup{Algo: a, Rate: r, Duration: o.dur(20 * time.Second), Seed: seed(o)})
 			if err != nil {
 				return fig, err
 			}
@@ -70,7 +79,7 @@ func fig78(o Options) (Figure, error) {
 	for i, a := range ab {
 		lab[i].Name, tim[i].Name = algoName(a, false)+" labeled packets", algoName(a, false)+" labeling times"
 		for _, t := range ts {
-			res, err := Run(Setup{Algo: a, T: t * time.Millisecond, Seed: seed(o)})
+			res, err := o.run(Setup{Algo: a, T: t * time.Millisecond, Seed: seed(o)})
 			if err != nil {
 				return fig, err
 			}
@@ -94,7 +103,7 @@ func fig9(o Options) (Figure, error) {
 	for _, a := range ab {
 		s := Series{Name: algoName(a, false)}
 		for _, r := range ratios {
-			res, err := Run(Setup{Algo: a, T: time.Duration(float64(100*time.Millisecond) / r), Duration: o.dur(20 * time.Second), Seed: seed(o)})
+			res, err := o.run(Setup{Algo: a, T: time.Duration(float64(100*time.Millisecond) / r), Duration: o.dur(20 * time.Second), Seed: seed(o)})
 			if err != nil {
 				return fig, err
 			}
@@ -112,7 +121,7 @@ func fig11(o Options) (Figure, error) {
 		Conditions: "testbed, T_i = 100 ms, 5 Mb/s per sender, " + o.dur(10*time.Second).String(),
 		Paper:      "T = 20 ms stays at 100%; longer T jitters more"}
 	for _, t := range []time.Duration{20, 50, 80} {
-		res, err := Run(Setup{Algo: fabric.AlgoA, T: t * time.Millisecond, Duration: o.dur(10 * time.Second), Seed: seed(o)})
+		res, err := o.run(Setup{Algo: fabric.AlgoA, T: t * time.Millisecond, Duration: o.dur(10 * time.Second), Seed: seed(o)})
 		if err != nil {
 			return fig, err
 		}
@@ -131,13 +140,13 @@ func fig12(o Options) (Figure, error) {
 	ts := []time.Duration{60, 70, 80, 90, 100}
 	fig := Figure{ID: "fig12", Title: "Coverage of Base A/B and Pro vs labeling interval", XLabel: "T (ms)", YLabel: "coverage",
 		Conditions: "testbed, T_i = 100 ms, " + o.dur(20*time.Second).String() + " per point; Pro = Base A + Algorithm 3 (k = 1, max S 5, 5 ms loop) in the collector; " +
-			"Pro (prototype flag) = Base A + the prototype's controller (label every packet for 10 T_i after a port misses T_i)",
+			"Pro (prototype flag) = Base A + the prototype's controller (label every packet for 10 T_i after a port misses T_i); Pro (k = 0.5) = Algorithm 3 with k = 0.5",
 		Paper: "Pro stays around 99%; Base A/B fall as T grows"}
-	labels := make([]float64, len(proVariants))
-	for i, v := range proVariants {
+	labels := make([]float64, len(fig12Variants))
+	for i, v := range fig12Variants {
 		s := Series{Name: v.name()}
 		for _, t := range ts {
-			res, err := Run(Setup{Algo: v.a, Pro: v.pro, ProFlag: v.proFlag, T: t * time.Millisecond, Duration: o.dur(20 * time.Second), Seed: seed(o)})
+			res, err := o.run(Setup{Algo: v.a, Pro: v.pro, ProFlag: v.proFlag, K: v.k, T: t * time.Millisecond, Duration: o.dur(20 * time.Second), Seed: seed(o)})
 			if err != nil {
 				return fig, err
 			}
@@ -146,8 +155,8 @@ func fig12(o Options) (Figure, error) {
 		}
 		fig.Series = append(fig.Series, s)
 	}
-	fig.Intake = fmt.Sprintf("at T = 100 ms: A %.3f, B %.3f, Pro (Algorithm 3) %.3f with %.2fx A's labels, Pro (prototype flag) %.3f with %.1fx A's labels",
-		last(fig.Series[0].Y), last(fig.Series[1].Y), last(fig.Series[2].Y), labels[2]/labels[0], last(fig.Series[3].Y), labels[3]/labels[0])
+	fig.Intake = fmt.Sprintf("at T = 100 ms: A %.3f, B %.3f, Pro (Algorithm 3) %.3f with %.2fx A's labels, Pro (prototype flag) %.3f with %.1fx A's labels, Pro (k = 0.5) %.3f with %.2fx A's labels",
+		last(fig.Series[0].Y), last(fig.Series[1].Y), last(fig.Series[2].Y), labels[2]/labels[0], last(fig.Series[3].Y), labels[3]/labels[0], last(fig.Series[4].Y), labels[4]/labels[0])
 	return fig, nil
 }
 
@@ -160,7 +169,7 @@ func fig13(o Options) (Figure, error) {
 	for _, v := range proVariants {
 		s := Series{Name: v.name()}
 		for _, l := range losses {
-			res, err := Run(Setup{Algo: v.a, Pro: v.pro, ProFlag: v.proFlag, Loss: l, Duration: o.dur(20 * time.Second), Seed: seed(o)})
+			res, err := o.run(Setup{Algo: v.a, Pro: v.pro, ProFlag: v.proFlag, Loss: l, Duration: o.dur(20 * time.Second), Seed: seed(o)})
 			if err != nil {
 				return fig, err
 			}
@@ -311,7 +320,7 @@ func fig17(o Options) (Figure, error) {
 		Conditions: "testbed, 10,000 packets, T = 50 ms, Base B F1, T1 = 0",
 		Paper:      "A: 1 most, decreasing to 5; B: 1 most, then 5, many 4 and 5"}
 	for _, a := range ab {
-		res, err := Run(Setup{Algo: a, Seed: seed(o)})
+		res, err := o.run(Setup{Algo: a, Seed: seed(o)})
 		if err != nil {
 			return fig, err
 		}
@@ -327,10 +336,10 @@ func fig17(o Options) (Figure, error) {
 
 // countFigure fills fig with the labeled (exported) packets and the labeling operations of
 // one 10,000-packet Base B run per x, setup(i) giving run i's setup.
-func countFigure(fig *Figure, xs []float64, setup func(i int) Setup) error {
+func countFigure(fig *Figure, o Options, xs []float64, setup func(i int) Setup) error {
 	lab, tim := Series{Name: "labeled packets"}, Series{Name: "labeling times"}
 	for i, x := range xs {
-		res, err := Run(setup(i))
+		res, err := o.run(setup(i))
 		if err != nil {
 			return err
 		}
@@ -347,14 +356,42 @@ func fig18(o Options) (Figure, error) {
 		Conditions: "testbed, 10,000 packets, T = 50 ms, F1",
 		Paper:      "labeling times fall and labeled packets rise as T1 → T; they cross near T1 = T/2"}
 	rs := []float64{0, 0.25, 0.5, 0.75, 1}
-	err := countFigure(&fig, rs, func(i int) Setup {
+	err := countFigure(&fig, o, rs, func(i int) Setup {
 		return Setup{Algo: fabric.AlgoB, T1: time.Duration(rs[i] * float64(50*time.Millisecond)), Seed: seed(o)}
 	})
 	if err != nil {
 		return fig, err
 	}
-	fig.Intake = fmt.Sprintf("labeled %v; labeling times %v", fig.Series[0].Y, fig.Series[1].Y)
+	fig.Intake = fmt.Sprintf("labeled %v; labeling times %v; on two axes each spanning its curve, the curves cross at T1/T = %.2f",
+		fig.Series[0].Y, fig.Series[1].Y, Crossing(fig.Series[0], fig.Series[1]))
 	return fig, nil
+}
+
+// Crossing is where a and b (same X) cross when each is drawn on its own axis spanning its
+// range, as Fig. 18 draws labeled packets and labeling times: the first x where the
+// min-max normalized curves meet, linearly interpolated; NaN if they do not.
+func Crossing(a, b Series) float64 {
+	norm := func(y []float64, i int) float64 {
+		lo, hi := y[0], y[0]
+		for _, v := range y {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		if hi == lo {
+			return 0
+		}
+		return (y[i] - lo) / (hi - lo)
+	}
+	for i := 1; i < len(a.X); i++ {
+		d0 := norm(a.Y, i-1) - norm(b.Y, i-1)
+		d1 := norm(a.Y, i) - norm(b.Y, i)
+		if d0 == 0 {
+			return a.X[i-1]
+		}
+		if d0*d1 < 0 || d1 == 0 {
+			return a.X[i-1] + (a.X[i]-a.X[i-1])*d0/(d0-d1)
+		}
+	}
+	return math.NaN()
 }
 
 // Fig. 19: probability functions.
@@ -363,7 +400,12 @@ func fig19(o Options) (Figure, error) {
 		Conditions: "testbed, 10,000 packets, T = 50 ms, T1 = 0, MAX_hop 5",
 		Paper:      "F1 best (fewest labeled packets and labels), F2 second, F3 worst"}
 	fs := []label.F{label.F1, label.F2, label.F3}
-	err := countFigure(&fig, []float64{1, 2, 3}, func(i int) Setup { return Setup{Algo: fabric.AlgoB, F: fs[i], Seed: seed(o)} })
+	if o.Paper {
+		// The prototype's F3 is its P_time alone: (CT − LT − T1)/(T − T1), INT_num unused.
+		fs[2] = label.F3Proto
+		fig.Conditions += "; F3 as the prototype's code evaluates it: (CT − LT)/T for every packet"
+	}
+	err := countFigure(&fig, o, []float64{1, 2, 3}, func(i int) Setup { return Setup{Algo: fabric.AlgoB, F: fs[i], Seed: seed(o)} })
 	if err != nil {
 		return fig, err
 	}

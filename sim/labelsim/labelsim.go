@@ -7,7 +7,8 @@
 //     (package fabric, in virtual time), with the collector's controller (package label) in
 //     the loop where the figure needs it (Pro, Algorithm 3 of §3.2), the authors' prototype
 //     controller of §5 beside it (flagpro.go), and Figs. 15-16's analysis next to E[Z]
-//     simulated on fat trees (zsim.go) (`intake sim label`).
+//     simulated on fat trees (zsim.go) (`intake sim label`), on the testbed's fixed routes or
+//     on the authors' prototype's traffic (prototype.go; `--paper-setup`).
 //
 // Each experiment returns a Figure: series of (x, y) points with the conditions they were
 // measured under, which cmd/intake prints as tables and JSON and Figure.Chart draws (package

@@ -54,6 +54,12 @@ func TestSuite(t *testing.T) {
 	if n := len(a.Y) - 1; pf.Y[n] < 0.985 || pf.Y[n] <= a.Y[n] || p3.Y[n] < a.Y[n] {
 		t.Errorf("fig12 at T = 100 ms: A %v, Pro %v, Pro (prototype flag) %v", a.Y[n], p3.Y[n], pf.Y[n])
 	}
+	// Fig. 12 with k = 0.5: Algorithm 3 stays around the paper's 99% at every T up to T_i.
+	for i, c := range series("fig12", "Pro (k = 0.5)").Y {
+		if c < 0.985 {
+			t.Errorf("fig12 Pro (k = 0.5) at T = %v ms: %v", a.X[i], c)
+		}
+	}
 	// Fig. 13: Pro (Algorithm 3) above Base A under every loss > 0.
 	a, p3 = series("fig13", "Base A"), series("fig13", "Pro")
 	for i := 1; i < len(a.Y); i++ {

@@ -44,12 +44,21 @@ type Setup struct {
 	T, T1    time.Duration
 	Ti       time.Duration
 	F        label.F
+	MaxHop   int     // MAX_hop of F2 and F3 (0: 5)
 	Rate     float64 // per sender, b/s
 	Loss     float64 // per switch-to-switch link
 	Packets  int     // stop after this many packets (0: Duration)
 	Duration time.Duration
 	Seed     uint64
 	K        float64 // Pro's k
+	// Routing is "fixed" (the default: pre-installed routes, 18 ports carry traffic) or
+	// "ecmp" (flows hashed over the equal-cost ports: 36 ports with the default 8 flows).
+	Routing string
+	Flows   int // source ports per sender under ECMP (0: 8)
+	// Prototype runs the traffic of the authors' prototype (the paper setup, prototype.go):
+	// its source routes (25 ports carry traffic), each sender cycling over the other
+	// seven servers, 1 Gb/s links; Routing and Flows then do not matter.
+	Prototype bool
 }
 
 // Result is what one run measured.
@@ -61,6 +70,7 @@ type Result struct {
 	Hist        []uint64  // exported packets by item count
 	BWOccupancy float64   // INT bytes / traffic bytes, per hop
 	E2ELoss     float64
+	Ports       int // switch ports that carried traffic in the busiest window
 	Stats       fabric.Stats
 }
 
@@ -89,6 +99,9 @@ func (s *Setup) defaults() {
 	if s.K == 0 {
 		s.K = 1
 	}
+	if s.Routing == "" {
+		s.Routing = "fixed"
+	}
 }
 
 type procSink struct{ c *label.Controller }
@@ -101,8 +114,17 @@ func Run(s Setup) (Result, error) {
 	s.defaults()
 	lp := fabric.DefaultLink
 	lp.Bandwidth = 20e6
+	if s.Prototype {
+		lp.Bandwidth = 1e9
+	}
 	lp.Queue = 100
 	topo := fabric.Testbed(lp)
+	tr := fabric.Traffic{Senders: []int{0, 7}, Rate: s.Rate, PacketSize: 1000, Poisson: true, Packets: s.Packets, Flows: s.Flows}
+	var routes map[[2]int][]int
+	if s.Prototype {
+		tr.Pattern = "all"
+		routes = prototypeRoutes(topo)
+	}
 	for i := range topo.Links {
 		l := &topo.Links[i]
 		if topo.Nodes[l.A].Kind == fabric.Switch && topo.Nodes[l.B].Kind == fabric.Switch {
@@ -110,12 +132,13 @@ func Run(s Setup) (Result, error) {
 		}
 	}
 	f, err := fabric.New(fabric.Config{
-		Topology:    topo,
-		Routing:     "fixed",
-		Traffic:     fabric.Traffic{Senders: []int{0, 7}, Rate: s.Rate, PacketSize: 1000, Poisson: true, Packets: s.Packets},
-		Label:       fabric.LabelConfig{Algo: s.Algo, T: s.T, T1: s.T1, F: s.F},
-		ExportDelay: 200 * time.Microsecond,
-		Seed:        s.Seed,
+		Topology:     topo,
+		Routing:      s.Routing,
+		Traffic:      tr,
+		SourceRoutes: routes,
+		Label:        fabric.LabelConfig{Algo: s.Algo, T: s.T, T1: s.T1, F: s.F, MaxHop: s.MaxHop},
+		ExportDelay:  200 * time.Microsecond,
+		Seed:         s.Seed,
 	})
 	if err != nil {
 		return Result{}, err
@@ -157,6 +180,7 @@ func Run(s Setup) (Result, error) {
 	sum := 0.0
 	for _, w := range ws {
 		res.Windows = append(res.Windows, w.Coverage)
+		res.Ports = max(res.Ports, w.Traffic)
 		sum += w.Coverage
 	}
 	if len(ws) > 0 {
@@ -167,7 +191,10 @@ func Run(s Setup) (Result, error) {
 
 // Options scale the suite.
 type Options struct {
-	Long     bool // more points and longer runs
+	Long bool // more points and longer runs
+	// Paper runs every testbed figure with the prototype's traffic (Setup.Prototype), and
+	// Fig. 19's F3 as the prototype's code evaluates it (label.F3Proto).
+	Paper    bool
 	Seed     uint64
 	Progress func(id string)
 }
@@ -213,6 +240,9 @@ func Reproduce(o Options, only ...string) ([]Figure, error) {
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", e.id, err)
 		}
+		if o.Paper && e.id != "fig15" && e.id != "fig16" {
+			f.Conditions += "; paper setup: the prototype's traffic (source routes over 25 ports, senders cycling over the other servers, 1 Gb/s links)"
+		}
 		out = append(out, f)
 	}
 	return out, nil
@@ -228,6 +258,12 @@ func contains(xs []string, s string) bool {
 }
 
 func seed(o Options) uint64 { return max(o.Seed, 1) }
+
+// run runs a testbed setup, on the prototype's traffic in the paper setup.
+func (o Options) run(s Setup) (Result, error) {
+	s.Prototype = o.Paper
+	return Run(s)
+}
 
 // dur is a run's length: d, or five times d in the long variant.
 func (o Options) dur(d time.Duration) time.Duration {
