@@ -10,11 +10,16 @@ require (
 )
 
 require (
+	github.com/chromedp/chromedp v0.23.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.yaml.in/yaml/v3 v3.0.6
 )
 
-require go.uber.org/atomic v1.12.0 // indirect
+require (
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -10,7 +10,9 @@
 //
 // Every request passes the Server's guards first (guard.go, docs/security.md): the Host
 // header must name this server (DNS rebinding), the bearer token must be there when one is
-// configured, and a body is capped in size. The server may serve TLS.
+// configured, and a body is capped in size. The server may serve TLS. Beside the API it
+// serves static pages at every other path (HandlePages: the web console, package console),
+// which need no token.
 package api
 
 import (
@@ -91,6 +93,24 @@ func (s *Server) Handle(pattern string, h http.Handler) {
 		panic("api: handler path " + path + " is not under /api/v1/")
 	}
 	s.mux.Handle(pattern, h)
+}
+
+// HandlePages serves h at every path that neither the API (/api/v1/), /metrics nor /healthz
+// owns: the web console's static files (package console). Pages pass the Host check like
+// everything else but need no bearer token: they hold no data, and what they show they
+// fetch from the API, sending the token the user gave them. Call it before Start.
+func (s *Server) HandlePages(h http.Handler) {
+	// "/" and not "GET /": the API's catch-all for /api/v1/ takes every method, and a
+	// pattern with a method may not be more general in its path than one without.
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			Error(w, http.StatusMethodNotAllowed, "the console's pages are read with GET")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	s.guard.pages = true
 }
 
 // HandleFunc is Handle for a handler function (usually a component's method).

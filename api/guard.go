@@ -24,12 +24,14 @@ const MaxBody = 64 << 10
 //     of http.allowed_hosts. A browser sends the name of the page's origin, so a page on a
 //     name that an attacker's DNS points at the collector (DNS rebinding) is refused;
 //   - with a token configured, the request must carry it (Authorization: Bearer): writes
-//     always, reads unless token_reads is off; /healthz never needs it;
+//     always, reads unless token_reads is off; /healthz never needs it, nor do the console's
+//     pages (HandlePages), which are static files;
 //   - a body is capped at MaxBody.
 type guard struct {
 	token   string
 	reads   bool
 	allowed map[string]bool
+	pages   bool                       // HandlePages was called: GETs outside the API and /metrics are static pages
 	bound   atomic.Pointer[netip.Addr] // the address listened on, once started
 
 	counts [numRefusals]atomic.Uint64 // intake_http_refused_total{reason}
@@ -97,7 +99,7 @@ func (g *guard) wrap(h http.Handler) http.Handler {
 			Error(w, http.StatusMisdirectedRequest, fmt.Sprintf("Host %q does not name this server (a loopback or local address, localhost, or a name in http.allowed_hosts)", r.Host))
 			return
 		}
-		if g.token != "" && (g.reads || write(r.Method)) && !g.tokenOK(r) {
+		if g.token != "" && (g.reads || write(r.Method)) && !g.page(r) && !g.tokenOK(r) {
 			g.counts[refusedToken].Add(1)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="intake"`)
 			Error(w, http.StatusUnauthorized, "a bearer token is required: Authorization: Bearer TOKEN (http.token)")
@@ -113,6 +115,13 @@ func (g *guard) wrap(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// page reports whether r asks for one of the console's static pages, which need no token.
+func (g *guard) page(r *http.Request) bool {
+	p := r.URL.Path
+	return g.pages && (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+		p != "/metrics" && p != "/api" && !strings.HasPrefix(p, "/api/")
 }
 
 func (g *guard) tokenOK(r *http.Request) bool {

@@ -346,3 +346,49 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("token file: %q %v", tok, err)
 	}
 }
+
+// TestPages: the console's static pages (HandlePages) need no token, as they hold no data,
+// but still pass the Host check; every API path, /metrics and every write keep the token.
+func TestPages(t *testing.T) {
+	cfg := api.Config{Address: "127.0.0.1:0", Token: testToken, TokenReads: true}
+	s, err := api.NewFromConfig(cfg, metrics.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.HandleFunc("GET /api/v1/thing", func(w http.ResponseWriter, r *http.Request) {
+		api.JSON(w, 200, map[string]string{"thing": "ok"})
+	})
+	s.HandlePages(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "page "+r.URL.Path)
+	}))
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(context.Background())
+	base := "http://" + s.Addr()
+	for _, tc := range []struct {
+		method, path, host, token string
+		code                      int
+		body                      string
+	}{
+		{"GET", "/", "", "", 200, "page /"},
+		{"GET", "/console.js", "", "", 200, "page /console.js"},
+		{"HEAD", "/", "", "", 200, ""},
+		{"GET", "/", "evil.example", "", 421, ""},
+		{"PUT", "/", "", "", 401, ""},
+		{"POST", "/console.js", "", testToken, 405, ""},
+		{"GET", "/api/v1/thing", "", "", 401, ""},
+		{"GET", "/api/v1/thing", "", testToken, 200, "{\n  \"thing\": \"ok\"\n}\n"},
+		{"GET", "/api/v1/nothing", "", "", 401, ""},
+		{"GET", "/api/v2/x", "", "", 401, ""},
+		{"GET", "/api", "", "", 401, ""},
+		{"GET", "/metrics", "", "", 401, ""},
+		{"GET", "/%6detrics", "", "", 401, ""}, // the decoded path is what counts
+		{"GET", "/healthz", "", "", 200, "ok\n"},
+	} {
+		code, body := call(t, http.DefaultClient, tc.method, base+tc.path, tc.host, tc.token, "")
+		if code != tc.code || (tc.body != "" && body != tc.body) {
+			t.Errorf("%s %s (Host %q, token %q): %d %q, want %d %q", tc.method, tc.path, tc.host, tc.token, code, body, tc.code, tc.body)
+		}
+	}
+}

@@ -5,7 +5,7 @@
 //
 //	sinks (Redis, InfluxDB flow records, histogram writer, export pipeline)
 //	→ processors (detect, dta, flowcache, label), in the order ingest calls them
-//	→ the receive path (ingest) → the HTTP API
+//	→ the receive path (ingest) → the HTTP API, with the web console (package console) at /
 //
 // Every component is inert after New and has Start(ctx) and Stop(ctx); the Collector starts
 // them in that order and stops them in reverse, so that nothing is offered to a stopped
@@ -25,6 +25,7 @@ import (
 
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/console"
 	"github.com/intake-int/intake/detect"
 	"github.com/intake-int/intake/dta"
 	"github.com/intake-int/intake/event"
@@ -121,6 +122,7 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 		if c.Detector != nil {
 			c.API.HandleFunc("GET /api/v1/detect/status", c.handleDetectStatus)
 		}
+		console.Register(c.API)
 	}
 	return c, nil
 }

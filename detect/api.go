@@ -11,6 +11,7 @@ import (
 
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/telemetry"
 )
 
 // EventJSON is an event as the API shows it (GET /api/v1/events, the live stream, `intake
@@ -167,6 +168,7 @@ func eventKindNames() []string {
 // RegisterAPI adds the detector's endpoints:
 //
 //	GET /api/v1/events?since=&kind=&limit=   recent events (since: RFC 3339, Unix ns or a duration ago)
+//	    &src=&dst=&sport=&dport=&proto=      only one flow's (all five, or none)
 //	GET /api/v1/events/stream?kind=          server-sent events, one `data:` JSON event each
 //	GET /api/v1/flow?src=&dst=&sport=&dport=&proto=   a flow's latest values and path
 //	GET /api/v1/thresholds, PUT /api/v1/thresholds    detect.change / detect.above at run time
@@ -182,10 +184,21 @@ func (d *Detector) RegisterAPI(s *api.Server) {
 }
 
 func (d *Detector) handleEvents(w http.ResponseWriter, r *http.Request) {
-	if !api.CheckParams(w, r, "since", "kind", "limit") {
+	if !api.CheckParams(w, r, "since", "kind", "limit", "src", "dst", "sport", "dport", "proto") {
 		return
 	}
 	q := r.URL.Query()
+	var flow *telemetry.FlowKey
+	for _, p := range []string{"src", "dst", "sport", "dport", "proto"} {
+		if q.Has(p) {
+			k, ok := api.FlowParams(w, r)
+			if !ok {
+				return
+			}
+			flow = &k
+			break
+		}
+	}
 	since, bad := parseSince(q.Get("since"), time.Now())
 	if bad != "" {
 		api.BadParam(w, "since", q.Get("since"), bad)
@@ -199,7 +212,7 @@ func (d *Detector) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	api.JSON(w, http.StatusOK, map[string]any{"events": d.log.Query(since, kinds, limit)})
+	api.JSON(w, http.StatusOK, map[string]any{"events": d.log.Query(since, kinds, flow, limit)})
 }
 
 func (d *Detector) handleFlow(w http.ResponseWriter, r *http.Request) {

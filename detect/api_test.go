@@ -155,10 +155,25 @@ func TestAPIEvents(t *testing.T) {
   "value": "0"
 }
 `)
+	f.expect(t, "GET", "/api/v1/events?switch_id=7", "", 400, `{
+  "error": "unknown parameter switch_id (allowed: since, kind, limit, src, dst, sport, dport, proto)",
+  "param": "switch_id",
+  "value": "7"
+}
+`)
+
+	// One flow's events: a second flow's are left out, and a flow needs all five parts.
+	f.process(report(t0+3*sec, 1001, hop{node: 7, lat: 100}, hop{node: 8, lat: 10}))
+	const q = "/api/v1/events?src=10.0.0.1&dst=10.0.1.2&dport=80&proto=6&sport="
+	f.expect(t, "GET", q+"1000", "", 200, list(all...))
+	f.expect(t, "GET", q+"1000&kind=change", "", 200, list(all[4]))
+	f.expect(t, "GET", q+"1002", "", 200, list())
+	if code, body := f.do(t, "GET", q+"1001", ""); code != 200 || strings.Count(body, `"sport": 1001`) != 4 || strings.Contains(body, `"sport": 1000`) {
+		t.Errorf("flow 1001: %d %s", code, body)
+	}
 	f.expect(t, "GET", "/api/v1/events?src=10.0.0.1", "", 400, `{
-  "error": "unknown parameter src (allowed: since, kind, limit)",
-  "param": "src",
-  "value": "10.0.0.1"
+  "error": "parameter dst: \"\": must be an IPv4 or IPv6 address",
+  "param": "dst"
 }
 `)
 }

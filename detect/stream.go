@@ -14,6 +14,7 @@ import (
 
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/telemetry"
 )
 
 // minLogRing is the least number of events the shared ring holds, whatever event_log says:
@@ -123,9 +124,10 @@ func (l *Log) stop() {
 	}
 }
 
-// Query returns the logged events with time ≥ since (Unix ns) and a kind in kinds (all when
-// empty), oldest first, at most limit (the newest ones). It sees the newest event_log events.
-func (l *Log) Query(since int64, kinds map[event.Kind]bool, limit int) []EventJSON {
+// Query returns the logged events with time ≥ since (Unix ns), a kind in kinds (all when
+// empty) and, when flow is not nil, keyed by that flow, oldest first, at most limit (the
+// newest ones). It sees the newest event_log events.
+func (l *Log) Query(since int64, kinds map[event.Kind]bool, flow *telemetry.FlowKey, limit int) []EventJSON {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := uint64(len(l.ring))
@@ -136,7 +138,8 @@ func (l *Log) Query(since int64, kinds map[event.Kind]bool, limit int) []EventJS
 	out := []EventJSON{}
 	for s := first; s < l.seq; s++ {
 		e := &l.ring[s%n]
-		if e.Time < since || (len(kinds) > 0 && !kinds[e.Kind]) {
+		if e.Time < since || (len(kinds) > 0 && !kinds[e.Kind]) ||
+			(flow != nil && (!e.Measurement.HasFlow() || e.Key.Flow != *flow)) {
 			continue
 		}
 		out = append(out, ToJSON(s+1, e))

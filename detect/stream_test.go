@@ -111,7 +111,7 @@ func TestStreamBehind(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 	// GET /api/v1/events still answers from the newest event_log events.
-	if evs := f.log.Query(0, nil, 0); len(evs) != 100 || evs[99].Seq != 10000 {
+	if evs := f.log.Query(0, nil, nil, 0); len(evs) != 100 || evs[99].Seq != 10000 {
 		t.Errorf("query: %d events, last %+v", len(evs), evs[len(evs)-1])
 	}
 }

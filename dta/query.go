@@ -198,6 +198,9 @@ type RegionStats struct {
 	Hops       uint32 `json:"hops,omitempty"`
 	Capacity   uint64 `json:"capacity,omitempty"`
 	HugePages  bool   `json:"huge_pages"`
+	// Fill is the share of slots that hold data (Region.Fill; estimated from a sample in
+	// a store of more than 2^18 slots); Append: of the lists' entries.
+	Fill *float64 `json:"fill,omitempty"`
 }
 
 // Stats is the JSON of /api/v1/dta/stats.
@@ -227,13 +230,25 @@ func (s *Stores) Stats() Stats {
 		st.Regions = append(st.Regions, RegionStats{File: r.Path, Primitive: primNames[h.Primitive], Layout: lay, Bytes: r.Size(),
 			Slots: h.Slots, SlotBytes: h.SlotBytes, MaxN: h.MaxN, CheckBits: h.CheckBits, ValueBytes: h.ValueBytes,
 			Hops: h.Hops, Capacity: h.Capacity, HugePages: r.Huge})
+		if f, ok := r.Fill(); ok {
+			st.Regions[len(st.Regions)-1].Fill = &f
+		}
 	}
 	if s.PC != nil {
 		st.KnownValues = s.PC.Known()
 	}
 	if s.AP != nil {
+		var held, capacity uint64
 		for l := 0; l < s.AP.Lists(); l++ {
 			st.ListHeads = append(st.ListHeads, s.AP.Head(l))
+			held += min(s.AP.Head(l), s.AP.cap)
+			capacity += s.AP.cap
+		}
+		for i, r := range s.regions {
+			if r.Hdr.Primitive == PrimAppend && capacity > 0 {
+				f := float64(held) / float64(capacity)
+				st.Regions[i].Fill = &f
+			}
 		}
 	}
 	return st

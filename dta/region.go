@@ -314,3 +314,36 @@ func (r *Region) load64(off uint64) uint64 { return atomic.LoadUint64(r.u64(off)
 func (r *Region) atom(off uint64) *atomic.Uint64 {
 	return (*atomic.Uint64)(unsafe.Pointer(&r.Data[off]))
 }
+
+// fillSample is the most slots Fill reads: a large store's fill is estimated from evenly
+// spaced slots, so that a stats request (the console polls it) costs a few milliseconds
+// whatever the store's size.
+const fillSample = 1 << 18
+
+// Fill is the fraction of the region's slots (Postcarding: chunks) that hold anything, a
+// nonzero word, read from at most fillSample evenly spaced ones; ok is false for Append
+// regions (their fill is the lists' heads) and strides that are not whole words. Writers
+// never clear a slot, so this is the share of the store ever written: how loaded it is in
+// the sense of DART's analysis (§3), which sets the chance of a query's success.
+func (r *Region) Fill() (fill float64, ok bool) {
+	h := &r.Hdr
+	if h.Primitive == PrimAppend || h.SlotBytes == 0 || h.SlotBytes%8 != 0 || h.Slots == 0 {
+		return 0, false
+	}
+	step := max(h.Slots/fillSample, 1)
+	var seen, used uint64
+	for s := uint64(0); s < h.Slots; s += step {
+		seen++
+		off := s * uint64(h.SlotBytes)
+		if off+uint64(h.SlotBytes) > uint64(len(r.Data)) {
+			break
+		}
+		for w := uint64(0); w < uint64(h.SlotBytes); w += 8 {
+			if r.load64(off+w) != 0 {
+				used++
+				break
+			}
+		}
+	}
+	return float64(used) / float64(seen), true
+}

@@ -445,3 +445,40 @@ func TestPostcardFullValueTable(t *testing.T) {
 		t.Fatal("query did not return")
 	}
 }
+
+// TestFill: a store's fill is the share of slots holding data, counted exactly up to
+// fillSample slots and from evenly spaced ones beyond.
+func TestFill(t *testing.T) {
+	s := anonKW(t, KWConfig{Slots: 1 << 10, MaxRedundancy: 4, ChecksumBits: 32, ValueBytes: 4, Threshold: 1})
+	if f, ok := s.R.Fill(); !ok || f != 0 {
+		t.Fatalf("empty store: %v %v", f, ok)
+	}
+	s.Insert(be32(7), []byte{1, 2, 3, 4}, 2) // two copies, in two slots (or one, if they collide)
+	used := 0
+	for i := 0; i < len(s.R.Data); i += 8 {
+		if binary.LittleEndian.Uint64(s.R.Data[i:]) != 0 {
+			used++
+		}
+	}
+	if used < 1 || used > 2 {
+		t.Fatalf("%d slots written", used)
+	}
+	if f, _ := s.R.Fill(); f != float64(used)/1024 {
+		t.Errorf("fill %v, want %d/1024", f, used)
+	}
+	// A store larger than the sample: every 4th slot is read; filling slots 0, 4, 8, ...
+	// fills the sample, writing only the others leaves it empty.
+	big := anonKW(t, KWConfig{Slots: 4 * fillSample, MaxRedundancy: 1, ChecksumBits: 32, ValueBytes: 4, Threshold: 1})
+	for i := 1; i < len(big.R.Data)/8; i += 4 {
+		big.R.Data[i*8] = 1
+	}
+	if f, _ := big.R.Fill(); f != 0 {
+		t.Errorf("odd slots written: fill %v, want 0 (sampled)", f)
+	}
+	for i := 0; i < len(big.R.Data)/8; i += 8 {
+		big.R.Data[i*8] = 1
+	}
+	if f, _ := big.R.Fill(); f != 0.5 {
+		t.Errorf("every 8th slot written: fill %v, want 0.5", f)
+	}
+}

@@ -15,12 +15,14 @@ import (
 //	GET /api/v1/flowcache/top?by=latency|packets&n=             the top flows
 //	GET /api/v1/flowcache/stats                                 counters, event rings, sinks
 //	GET /api/v1/histograms, /api/v1/histograms/{switch}/{metric}
+//	GET /api/v1/topology                                        switches and links of the cached paths
 func (f *FlowCache) RegisterAPI(s *api.Server) {
 	s.HandleFunc("GET /api/v1/flowcache/flow", f.handleFlow)
 	s.HandleFunc("GET /api/v1/flowcache/top", f.handleTop)
 	s.HandleFunc("GET /api/v1/flowcache/stats", f.handleStats)
 	s.HandleFunc("GET /api/v1/histograms", f.handleHistograms)
 	s.HandleFunc("GET /api/v1/histograms/{switch}/{metric}", f.handleHistogram)
+	s.HandleFunc("GET /api/v1/topology", f.handleTopology)
 }
 
 // SetSinkStatus adds the record sinks' status to GET /api/v1/flowcache/stats (as "redis").

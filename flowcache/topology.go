@@ -1,0 +1,152 @@
+package flowcache
+
+import (
+	"net/http"
+	"sort"
+
+	"github.com/intake-int/intake/api"
+)
+
+// The topology is what the flows in the cache have shown of the network: every switch a
+// path went through and every pair of switches one hop apart on a path, with the hop
+// values the flows last reported there. It is the web console's fabric map; nothing here
+// knows the real wiring, so a link no flow crossed is not drawn.
+
+// TopologyJSON is GET /api/v1/topology.
+type TopologyJSON struct {
+	Flows    int          `json:"flows"`
+	Switches []SwitchJSON `json:"switches"`
+	Links    []LinkJSON   `json:"links"`
+}
+
+// SwitchJSON is one switch of the observed topology. Depth is the fewest hops from it to
+// either end of a path it is on (0: a first or last hop, an edge switch; in a fat tree the
+// spines have the largest), for drawing it in layers.
+type SwitchJSON struct {
+	ID     uint32     `json:"id"`
+	Flows  int        `json:"flows"`
+	Depth  int        `json:"depth"`
+	Latest LatestJSON `json:"latest"`
+	First  int        `json:"first"` // flows whose path starts here
+	Last   int        `json:"last"`  // flows whose path ends here
+}
+
+// LinkJSON is a directed link: some flow's path went from switch From to switch To next.
+// Latest holds From's hop values on those flows: its egress towards To.
+type LinkJSON struct {
+	From   uint32     `json:"from"`
+	To     uint32     `json:"to"`
+	Flows  int        `json:"flows"`
+	Latest LatestJSON `json:"latest"`
+}
+
+// LatestJSON summarises the latest value of each metric over the flows through a switch or
+// link; a metric no flow carried is omitted.
+type LatestJSON struct {
+	HopLatency     *StatJSON `json:"hop_latency,omitempty"`
+	QueueOccupancy *StatJSON `json:"queue_occupancy,omitempty"`
+	TxUtil         *StatJSON `json:"tx_util,omitempty"`
+}
+
+// StatJSON is the mean and largest of the flows' latest values.
+type StatJSON struct {
+	Mean float64 `json:"mean"`
+	Max  uint64  `json:"max"`
+}
+
+// topoAcc accumulates one switch's or link's latest values.
+type topoAcc struct {
+	flows int
+	n     [NumMetrics]uint64
+	sum   [NumMetrics]uint64
+	max   [NumMetrics]uint64
+}
+
+func (a *topoAcc) add(h *HopRecord) {
+	a.flows++
+	for m := range NumMetrics {
+		if h.Count[m] > 0 {
+			v := h.Latest[m]
+			a.n[m]++
+			a.sum[m] += v
+			a.max[m] = max(a.max[m], v)
+		}
+	}
+}
+
+func (a *topoAcc) stats() LatestJSON {
+	var s LatestJSON
+	dst := [NumMetrics]**StatJSON{&s.HopLatency, &s.QueueOccupancy, &s.TxUtil}
+	for m := range NumMetrics {
+		if a.n[m] > 0 {
+			*dst[m] = &StatJSON{Mean: float64(a.sum[m]) / float64(a.n[m]), Max: a.max[m]}
+		}
+	}
+	return s
+}
+
+// Topology returns the switches and links the cached flows' paths went through, switches
+// by id and links by (from, to).
+func (f *FlowCache) Topology() TopologyJSON {
+	type sw struct {
+		topoAcc
+		depth       int
+		first, last int
+	}
+	type link struct{ from, to uint32 }
+	sws := map[uint32]*sw{}
+	links := map[link]*topoAcc{}
+	flows := 0
+	var rec Record
+	f.t.walk(-1<<63, func(w []uint64, _ *bucketHdr) bool {
+		f.t.decode(w, &rec)
+		flows++
+		n := len(rec.Hops)
+		for i := range rec.Hops {
+			h := &rec.Hops[i]
+			s := sws[h.NodeID]
+			if s == nil {
+				s = &sw{depth: n}
+				sws[h.NodeID] = s
+			}
+			s.add(h)
+			s.depth = min(s.depth, i, n-1-i)
+			if i == 0 {
+				s.first++
+			}
+			if i == n-1 {
+				s.last++
+			}
+			if i+1 < n {
+				k := link{h.NodeID, rec.Hops[i+1].NodeID}
+				l := links[k]
+				if l == nil {
+					l = &topoAcc{}
+					links[k] = l
+				}
+				l.add(h)
+			}
+		}
+		return false
+	})
+	out := TopologyJSON{Flows: flows, Switches: make([]SwitchJSON, 0, len(sws)), Links: make([]LinkJSON, 0, len(links))}
+	for id, s := range sws {
+		out.Switches = append(out.Switches, SwitchJSON{ID: id, Flows: s.flows, Depth: s.depth,
+			Latest: s.stats(), First: s.first, Last: s.last})
+	}
+	sort.Slice(out.Switches, func(i, j int) bool { return out.Switches[i].ID < out.Switches[j].ID })
+	for k, l := range links {
+		out.Links = append(out.Links, LinkJSON{From: k.from, To: k.to, Flows: l.flows, Latest: l.stats()})
+	}
+	sort.Slice(out.Links, func(i, j int) bool {
+		a, b := &out.Links[i], &out.Links[j]
+		return a.From < b.From || (a.From == b.From && a.To < b.To)
+	})
+	return out
+}
+
+func (f *FlowCache) handleTopology(w http.ResponseWriter, r *http.Request) {
+	if api.CheckParams(w, r) {
+		api.JSON(w, http.StatusOK, f.Topology())
+	}
+}

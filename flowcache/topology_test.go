@@ -1,0 +1,62 @@
+package flowcache
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/intake-int/intake/api"
+)
+
+// TestTopology: switches and directed links come from the cached paths, with the flows'
+// latest hop values (a link carries its upstream switch's), depth from the nearer end.
+func TestTopology(t *testing.T) {
+	f := New(small(16, 4), Deps{})
+	// flow 1: 1 → 2 → 3 (twice: the latest values count, not the first)
+	f.Process(0, report(flow(1), 1, hop{1, 100, 1, 0}, hop{2, 200, 2, 0}, hop{3, 300, 3, 0}))
+	f.Process(0, report(flow(1), 2, hop{1, 110, 5, 0}, hop{2, 210, 6, 0}, hop{3, 310, 7, 0}))
+	// flow 2: 4 → 2 → 3
+	f.Process(0, report(flow(2), 3, hop{4, 400, 40, 0}, hop{2, 230, 8, 0}, hop{3, 330, 9, 0}))
+	// flow 3: 3 alone
+	f.Process(0, report(flow(3), 4, hop{3, 50, 1, 0}))
+
+	srv := api.New("127.0.0.1:0", nil)
+	f.RegisterAPI(srv)
+	get := func(url string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1"+url, nil))
+		return rec
+	}
+	rec := get("/api/v1/topology")
+	if rec.Code != 200 {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	const want = `{"flows":3,"switches":[` +
+		`{"id":1,"flows":1,"depth":0,"latest":{"hop_latency":{"mean":110,"max":110},"queue_occupancy":{"mean":5,"max":5},"tx_util":{"mean":0,"max":0}},"first":1,"last":0},` +
+		`{"id":2,"flows":2,"depth":1,"latest":{"hop_latency":{"mean":220,"max":230},"queue_occupancy":{"mean":7,"max":8},"tx_util":{"mean":0,"max":0}},"first":0,"last":0},` +
+		`{"id":3,"flows":3,"depth":0,"latest":{"hop_latency":{"mean":230,"max":330},"queue_occupancy":{"mean":5.666666666666667,"max":9},"tx_util":{"mean":0,"max":0}},"first":1,"last":3},` +
+		`{"id":4,"flows":1,"depth":0,"latest":{"hop_latency":{"mean":400,"max":400},"queue_occupancy":{"mean":40,"max":40},"tx_util":{"mean":0,"max":0}},"first":1,"last":0}],` +
+		`"links":[` +
+		`{"from":1,"to":2,"flows":1,"latest":{"hop_latency":{"mean":110,"max":110},"queue_occupancy":{"mean":5,"max":5},"tx_util":{"mean":0,"max":0}}},` +
+		`{"from":2,"to":3,"flows":2,"latest":{"hop_latency":{"mean":220,"max":230},"queue_occupancy":{"mean":7,"max":8},"tx_util":{"mean":0,"max":0}}},` +
+		`{"from":4,"to":2,"flows":1,"latest":{"hop_latency":{"mean":400,"max":400},"queue_occupancy":{"mean":40,"max":40},"tx_util":{"mean":0,"max":0}}}]}`
+	var v any
+	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(v)
+	var w any
+	json.Unmarshal([]byte(want), &w)
+	exp, _ := json.Marshal(w)
+	if string(got) != string(exp) {
+		t.Errorf("topology:\n got %s\nwant %s", got, exp)
+	}
+
+	rec = get("/api/v1/topology?x=1")
+	if rec.Code != 400 {
+		t.Errorf("unknown parameter: %d %s", rec.Code, rec.Body)
+	}
+	if e := New(small(16, 4), Deps{}).Topology(); e.Flows != 0 || len(e.Switches) != 0 || len(e.Links) != 0 {
+		t.Errorf("empty cache: %+v", e)
+	}
+}
