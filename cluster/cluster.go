@@ -247,3 +247,31 @@ func ReportOwner(r *telemetry.Report, n int) int {
 	var b KeyBuf
 	return Owner(ReportKey(&b, r), n)
 }
+
+// ParseCollectors reads the --collectors flag of `intake gen` and `intake fabric`: a
+// comma-separated list of the members' report addresses in cluster.members order, each
+// HOST:PORT, or HOST alone for port defPort.
+func ParseCollectors(s string, defPort int) ([]string, error) {
+	var out []string
+	for i, a := range strings.Split(s, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			return nil, fmt.Errorf("collector %d: empty (want HOST[:PORT],HOST[:PORT],...)", i+1)
+		}
+		if _, p, err := net.SplitHostPort(a); err == nil {
+			if !validPort(p) {
+				return nil, fmt.Errorf("collector %d: %q: port must be 1-65535", i+1, a)
+			}
+			out = append(out, a)
+			continue
+		}
+		if strings.Contains(a, ":") && !strings.Contains(a, "]") && strings.Count(a, ":") == 1 {
+			return nil, fmt.Errorf("collector %d: %q: want HOST or HOST:PORT", i+1, a)
+		}
+		out = append(out, net.JoinHostPort(strings.Trim(a, "[]"), strconv.Itoa(defPort)))
+	}
+	if len(out) > MaxMembers {
+		return nil, fmt.Errorf("%d collectors: at most %d", len(out), MaxMembers)
+	}
+	return out, nil
+}

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/fabric"
 	"github.com/intake-int/intake/label"
 )
@@ -40,6 +42,7 @@ func runFabric(args []string, stdout, stderr io.Writer) error {
 	postcard := fs.Int("postcard", 0, "every `n`-th packet makes each switch send an INT-XD postcard (0: off)")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until Ctrl-C)")
 	seed := fs.Uint64("seed", 1, "PCG seed")
+	collectors := fs.String("collectors", "", "a cluster's collectors, `HOST,...` in cluster.members order: each export and report goes to its owner, at the --label and --report ports")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
@@ -82,6 +85,12 @@ func runFabric(args []string, stdout, stderr io.Writer) error {
 		rep = ""
 	}
 	ep := fabric.Endpoints{Label: *labelAddr, Report: rep, Control: *control}
+	if *collectors != "" {
+		if ep.Labels, ep.Reports, err = clusterEndpoints(*collectors, *labelAddr, rep); err != nil {
+			return usageErr("--collectors: %v", err)
+		}
+		*labelAddr, rep = strings.Join(ep.Labels, ","), strings.Join(ep.Reports, ",")
+	}
 	if err := f.Listen(ep); err != nil {
 		return err
 	}
@@ -124,4 +133,36 @@ func loadTopology(s string) (*fabric.Topology, error) {
 	}
 	defer fh.Close()
 	return fabric.ParseTopology(fh, fabric.DefaultLink)
+}
+
+// clusterEndpoints puts the --label and --report ports on each host of --collectors.
+func clusterEndpoints(hosts, labelAddr, reportAddr string) (labels, reports []string, err error) {
+	port := func(a string) (int, error) {
+		_, p, err := net.SplitHostPort(a)
+		if err != nil {
+			return 0, err
+		}
+		return strconv.Atoi(p)
+	}
+	lp, err := port(labelAddr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--label %q: %v", labelAddr, err)
+	}
+	if labels, err = cluster.ParseCollectors(hosts, lp); err != nil {
+		return nil, nil, err
+	}
+	for _, l := range labels {
+		if _, p, _ := net.SplitHostPort(l); p != strconv.Itoa(lp) {
+			return nil, nil, fmt.Errorf("%s: hosts only (the ports are --label's and --report's)", l)
+		}
+	}
+	if reportAddr == "" {
+		return labels, nil, nil
+	}
+	rp, err := port(reportAddr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--report %q: %v", reportAddr, err)
+	}
+	reports, _ = cluster.ParseCollectors(hosts, rp)
+	return labels, reports, nil
 }
