@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -265,10 +266,13 @@ func ParseCollectors(s string, defPort int) ([]string, error) {
 			out = append(out, a)
 			continue
 		}
-		if strings.Contains(a, ":") && !strings.Contains(a, "]") && strings.Count(a, ":") == 1 {
-			return nil, fmt.Errorf("collector %d: %q: want HOST or HOST:PORT", i+1, a)
+		host := strings.TrimSuffix(strings.TrimPrefix(a, "["), "]")
+		if strings.Contains(host, ":") { // only an IPv6 address may have colons without a port
+			if _, err := netip.ParseAddr(host); err != nil {
+				return nil, fmt.Errorf("collector %d: %q: want HOST or HOST:PORT", i+1, a)
+			}
 		}
-		out = append(out, net.JoinHostPort(strings.Trim(a, "[]"), strconv.Itoa(defPort)))
+		out = append(out, net.JoinHostPort(host, strconv.Itoa(defPort)))
 	}
 	if len(out) > MaxMembers {
 		return nil, fmt.Errorf("%d collectors: at most %d", len(out), MaxMembers)
