@@ -238,5 +238,3 @@ func compact(t *testing.T, b []byte) string {
 	out, _ := json.Marshal(v)
 	return string(out)
 }
-
-
