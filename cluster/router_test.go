@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/telemetry"
@@ -16,7 +18,7 @@ import (
 
 // freeAddrs returns n loopback addresses with ports free now: members must know each
 // other's API address before any of them listens.
-func freeAddrs(t *testing.T, n int) []string {
+func freeAddrs(t testing.TB, n int) []string {
 	t.Helper()
 	var out []string
 	var lns []net.Listener
@@ -37,7 +39,7 @@ func freeAddrs(t *testing.T, n int) []string {
 // testCluster starts three API servers, each a member with a router over endpoints that
 // answer with the member's name: GET /api/v1/flow (the key's member), /api/v1/flowcache/top
 // (top[i]) and /api/v1/events (events[i]).
-func testCluster(t *testing.T, top, events []string) (cfg Config, srvs []*api.Server) {
+func testCluster(t testing.TB, top, events []string) (cfg Config, srvs []*api.Server) {
 	t.Helper()
 	addrs := freeAddrs(t, 3)
 	cfg = DefaultConfig()
@@ -237,4 +239,36 @@ func compact(t *testing.T, b []byte) string {
 	}
 	out, _ := json.Marshal(v)
 	return string(out)
+}
+
+// BenchmarkForwardedLookup: a key lookup through a member that does not own the key (one
+// forwarding hop over loopback HTTP), with its p50 and p99.
+func BenchmarkForwardedLookup(b *testing.B) {
+	cfg, srvs := testCluster(b, []string{"{}", "{}", "{}"}, []string{"{}", "{}", "{}"})
+	var k telemetry.FlowKey
+	k.SetIPv4([]byte{10, 0, 0, 1}, []byte{10, 0, 0, 2})
+	k.SrcPort, k.DstPort, k.Proto = 1, 80, 6
+	var kb KeyBuf
+	via := srvs[(Owner(FlowKey(&kb, &k), len(cfg.Members))+1)%3]
+	u := "http://" + via.Addr() + "/api/v1/flow?src=10.0.0.1&dst=10.0.0.2&sport=1&dport=80&proto=6"
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		resp, err := http.Get(u)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatal(resp.Status)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
