@@ -392,3 +392,26 @@ func TestCluster(t *testing.T) {
 		}
 	}
 }
+
+// The flags' misuse and a collector alone.
+func TestClusterFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"gen", "--collectors", "127.0.0.1:1,127.0.0.1:2", "--to", "127.0.0.1:3"}, "--to and --collectors exclude each other"},
+		{[]string{"gen", "--collectors", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", "--count", "2"}, "--count 2: at least one datagram per collector (3)"},
+		{[]string{"gen", "--collectors", "127.0.0.1:0"}, `--collectors: collector 1: "127.0.0.1:0": port must be 1-65535`},
+		{[]string{"fabric", "--collectors", "127.0.0.1:5"}, "--collectors: 127.0.0.1:5: hosts only (the ports are --label's and --report's)"},
+	} {
+		code, _, errs := runVerb(c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", c.args, code, errs, c.want)
+		}
+	}
+	coll := startCollector(t, nil)
+	code, _, errs := runVerb("status", "--cluster", "--addr", coll.API.Addr())
+	if want := "404 Not Found: this collector is not in a cluster (cluster.members is empty)"; code != 1 || !strings.Contains(errs, want) {
+		t.Errorf("status --cluster of a collector alone: %d %q", code, errs)
+	}
+}
