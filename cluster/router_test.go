@@ -7,8 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
