@@ -385,7 +385,12 @@ func TestCluster(t *testing.T) {
 			t.Errorf("top through %s with c2 down: partial %v missing %v, %d flows (want %d)", m.name, top.Partial, top.Missing, len(got), len(alive))
 		}
 	}
-	code, out, errs := runVerb("status", "--cluster", "--addr", ms[0].api)
+	code, out, errs := runVerb("query", "top", "--addr", ms[1].api, "--n", "3")
+	if code != 0 || !strings.HasPrefix(out, "partial answer: c2 did not answer\n") {
+		t.Errorf("query top with c2 down: %d %q %s", code, out, errs)
+	}
+	code, out, errs = runVerb("status", "--cluster", "--addr", ms[0].api)
+	t.Logf("intake status --cluster:\n%s", out)
 	for _, want := range []string{"cluster of 3 members (hash: crc32c mod members), asked through c0", "c0 (self)  up", "c2         DOWN", "c2 is down: ", "partial: 2 of 3 members answered (missing: c2)"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("status --cluster: %d %q lacks %q (%s)", code, out, want, errs)
