@@ -179,8 +179,9 @@ func TestCluster(t *testing.T) {
 	const flows = 48
 	trTruth := runCollectorsGen(t, reps, "--format", "tr2.0", "--flows", fmt.Sprint(flows), "--count", "2400", "--rate", "40000", "--latency", "const:1000")
 	kiTruth := runCollectorsGen(t, dtas, "--format", "dta", "--dta-op", "key-increment", "--flows", fmt.Sprint(flows), "--count", "1500", "--rate", "40000")
+	apTruth := runCollectorsGen(t, dtas, "--format", "dta", "--dta-op", "append", "--flows", fmt.Sprint(flows), "--count", "600", "--rate", "40000")
 	for i, m := range ms {
-		want := trTruth[i].Reports + kiTruth[i].Reports
+		want := trTruth[i].Reports + kiTruth[i].Reports + apTruth[i].Reports
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			var st struct {
@@ -238,6 +239,37 @@ func TestCluster(t *testing.T) {
 				t.Errorf("dta ki %s through %s: %d %s (member %s), want count %d from %s", dkey, m.name, code, b, h.Get(cluster.HeaderMember), kiTruth[kiOwner].ByFlow[f], ms[kiOwner].name)
 			}
 		}
+	}
+
+	// Every DTA list (a switch's, keyed by its id) through every member: the owner's list.
+	lists := 0
+	for sw := uint32(1); sw <= 16; sw++ {
+		var kb cluster.KeyBuf
+		owner := cluster.Owner(cluster.IDKey(&kb, sw), 3)
+		for i := range ms {
+			if i != owner && apTruth[i].ByNode[sw] != 0 {
+				t.Fatalf("list %d appended on c%d, owner c%d", sw, i, owner)
+			}
+		}
+		want := apTruth[owner].ByNode[sw]
+		if want == 0 {
+			continue
+		}
+		lists++
+		for _, m := range ms {
+			code, h, b := call(t, m.api, fmt.Sprintf("/api/v1/dta/list/%d?limit=100000", sw))
+			var l struct {
+				Head    uint64   `json:"head"`
+				Entries []string `json:"entries"`
+			}
+			json.Unmarshal(b, &l)
+			if code != 200 || l.Head != want || uint64(len(l.Entries)) != want || h.Get(cluster.HeaderMember) != ms[owner].name {
+				t.Errorf("list %d through %s: %d head %d, %d entries (member %s), want %d from %s", sw, m.name, code, l.Head, len(l.Entries), h.Get(cluster.HeaderMember), want, ms[owner].name)
+			}
+		}
+	}
+	if lists < 3 {
+		t.Errorf("only %d lists appended", lists)
 	}
 
 	// Top flows through every member: every flow, exact, the same answer everywhere.
@@ -311,10 +343,12 @@ func TestCluster(t *testing.T) {
 				sum += h.Total
 			}
 		}
-		var h struct{ Total uint64 }
-		getJSON(t, "http://"+ms[0].api+path, &h)
-		if h.Total != sum || sum == 0 {
-			t.Errorf("switch %d: merged histogram total %d, members hold %d", sw, h.Total, sum)
+		for _, m := range ms {
+			var h struct{ Total uint64 }
+			getJSON(t, "http://"+m.api+path, &h)
+			if h.Total != sum || sum == 0 {
+				t.Errorf("switch %d through %s: merged histogram total %d, members hold %d", sw, m.name, h.Total, sum)
+			}
 		}
 	}
 
