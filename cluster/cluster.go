@@ -19,8 +19,8 @@
 //     endian;
 //   - a telemetry report without a flow: the reporting node's id, 4 bytes big endian.
 //
-// The package's lower half (Config, Hash, Owner, ReportKey) depends on telemetry alone, so
-// that the generator and the emulated fabric send by owner with the collector's own code.
+// The package depends on telemetry and api alone (no processor), so that the generator and
+// the emulated fabric send by owner with the collector's own code (Owner, ReportKey).
 package cluster
 
 import (

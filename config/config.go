@@ -409,6 +409,9 @@ func (c *Config) Validate() error {
 	if err := c.HTTP.Validate(); err != nil {
 		return fmt.Errorf("http.%w", err)
 	}
+	if c.Cluster.Enabled() && c.HTTP.Address == "" {
+		return errors.New("cluster.members: a cluster needs http.address: the other members query this one through it")
+	}
 	if err := c.Decoder.Validate(); err != nil {
 		return prefix("decoder", err)
 	}

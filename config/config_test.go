@@ -128,6 +128,8 @@ func TestErrors(t *testing.T) {
 			"cluster.members[0].report: unknown key (allowed: name, api, reports)"},
 		{"cluster: {self: c0, timeout: 0, members: [{name: c0, api: '127.0.0.1:8041'}]}\n",
 			"cluster.timeout: 0s: must be positive, e.g. 2s"},
+		{"http: {address: ''}\ncluster: {self: c0, members: [{name: c0, api: '127.0.0.1:8041'}]}\n",
+			"cluster.members: a cluster needs http.address: the other members query this one through it"},
 		{"listner: []\n",
 			"listner: unknown key (allowed: listeners, http, decoder, detect, flowcache, dta, label, export, cluster)"},
 		{"listeners:\n  - {format: report, port: x}\n",
