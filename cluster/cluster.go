@@ -279,3 +279,24 @@ func ParseCollectors(s string, defPort int) ([]string, error) {
 	}
 	return out, nil
 }
+
+// AtPort reads a comma-separated list of hosts (the --collectors of `intake fabric`, in
+// cluster.members order) and gives each the port of addr (host:port): the members listen on
+// the same ports.
+func AtPort(hosts, addr string) ([]string, error) {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil || !validPort(p) {
+		return nil, fmt.Errorf("%q: want host:port", addr)
+	}
+	port, _ := strconv.Atoi(p)
+	out, err := ParseCollectors(hosts, port)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range out {
+		if _, ap, _ := net.SplitHostPort(a); ap != p {
+			return nil, fmt.Errorf("%s: hosts only (the ports are --label's and --report's)", a)
+		}
+	}
+	return out, nil
+}

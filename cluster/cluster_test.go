@@ -155,6 +155,15 @@ func TestParseCollectors(t *testing.T) {
 	if strings.Join(got, " ") != "127.0.0.1:9000 127.0.0.2:40040 [::1]:7 [::1]:40040" {
 		t.Errorf("%q", got)
 	}
+	if got, err := AtPort("127.0.0.2,::1", "127.0.0.1:40050"); err != nil || strings.Join(got, " ") != "127.0.0.2:40050 [::1]:40050" {
+		t.Errorf("AtPort: %q %v", got, err)
+	}
+	if _, err := AtPort("127.0.0.2:9", "127.0.0.1:40050"); err == nil || err.Error() != "127.0.0.2:9: hosts only (the ports are --label's and --report's)" {
+		t.Errorf("AtPort with a port: %v", err)
+	}
+	if _, err := AtPort("127.0.0.2", "x"); err == nil || err.Error() != `"x": want host:port` {
+		t.Errorf("AtPort of a bad address: %v", err)
+	}
 	for in, want := range map[string]string{
 		"a,,b":   "collector 2: empty (want HOST[:PORT],HOST[:PORT],...)",
 		"a:0":    `collector 1: "a:0": port must be 1-65535`,

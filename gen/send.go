@@ -3,6 +3,7 @@ package gen
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -190,4 +191,35 @@ func Partition(cfg Config, send SendConfig, addrs []string) []Target {
 		ts[i] = Target{Config: c, Send: s}
 	}
 	return ts
+}
+
+// ClusterSummary is a run to a cluster's collectors as `intake gen --collectors --json`
+// prints it: each member's summary, in cluster.members order, and the totals.
+type ClusterSummary struct {
+	Collectors []Summary `json:"collectors"`
+	Datagrams  uint64    `json:"datagrams"`
+	Reports    uint64    `json:"reports"`
+	SendErrors uint64    `json:"send_errors"`
+}
+
+// NewClusterSummary sums what Run of Partition's targets sent to addrs.
+func NewClusterSummary(gens []*Generator, addrs []string, sts []Stats) ClusterSummary {
+	s := ClusterSummary{Collectors: make([]Summary, len(gens))}
+	for i, g := range gens {
+		s.Collectors[i] = g.Summary(addrs[i], sts[i])
+		s.Datagrams += sts[i].Datagrams
+		s.Reports += sts[i].Reports
+		s.SendErrors += sts[i].SendErrors
+	}
+	return s
+}
+
+// WriteText prints a line per collector and the totals.
+func (s *ClusterSummary) WriteText(w io.Writer) error {
+	for _, c := range s.Collectors {
+		fmt.Fprintf(w, "gen: sent %d datagrams (%d reports) to %s\n", c.Datagrams, c.Reports, c.To)
+	}
+	_, err := fmt.Fprintf(w, "gen: sent %d datagrams (%d reports) to %d collectors; %d send errors\n",
+		s.Datagrams, s.Reports, len(s.Collectors), s.SendErrors)
+	return err
 }

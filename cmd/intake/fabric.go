@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -86,8 +85,13 @@ func runFabric(args []string, stdout, stderr io.Writer) error {
 	}
 	ep := fabric.Endpoints{Label: *labelAddr, Report: rep, Control: *control}
 	if *collectors != "" {
-		if ep.Labels, ep.Reports, err = clusterEndpoints(*collectors, *labelAddr, rep); err != nil {
+		if ep.Labels, err = cluster.AtPort(*collectors, *labelAddr); err != nil {
 			return usageErr("--collectors: %v", err)
+		}
+		if rep != "" {
+			if ep.Reports, err = cluster.AtPort(*collectors, rep); err != nil {
+				return usageErr("--collectors: %v", err)
+			}
 		}
 		*labelAddr, rep = strings.Join(ep.Labels, ","), strings.Join(ep.Reports, ",")
 	}
@@ -133,36 +137,4 @@ func loadTopology(s string) (*fabric.Topology, error) {
 	}
 	defer fh.Close()
 	return fabric.ParseTopology(fh, fabric.DefaultLink)
-}
-
-// clusterEndpoints puts the --label and --report ports on each host of --collectors.
-func clusterEndpoints(hosts, labelAddr, reportAddr string) (labels, reports []string, err error) {
-	port := func(a string) (int, error) {
-		_, p, err := net.SplitHostPort(a)
-		if err != nil {
-			return 0, err
-		}
-		return strconv.Atoi(p)
-	}
-	lp, err := port(labelAddr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--label %q: %v", labelAddr, err)
-	}
-	if labels, err = cluster.ParseCollectors(hosts, lp); err != nil {
-		return nil, nil, err
-	}
-	for _, l := range labels {
-		if _, p, _ := net.SplitHostPort(l); p != strconv.Itoa(lp) {
-			return nil, nil, fmt.Errorf("%s: hosts only (the ports are --label's and --report's)", l)
-		}
-	}
-	if reportAddr == "" {
-		return labels, nil, nil
-	}
-	rp, err := port(reportAddr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--report %q: %v", reportAddr, err)
-	}
-	reports, _ = cluster.ParseCollectors(hosts, rp)
-	return labels, reports, nil
 }

@@ -165,27 +165,14 @@ func runGenCluster(cfg gen.Config, send gen.SendConfig, addrs []string, asJSON, 
 	if err != nil {
 		return err
 	}
-	sums := make([]gen.Summary, len(gens))
-	var total gen.Stats
-	for i, g := range gens {
-		sums[i] = g.Summary(addrs[i], sts[i])
-		total.Datagrams += sts[i].Datagrams
-		total.Reports += sts[i].Reports
-		total.SendErrors += sts[i].SendErrors
+	sum := gen.NewClusterSummary(gens, addrs, sts)
+	if !asJSON {
+		return sum.WriteText(stdout)
 	}
-	if asJSON {
-		b, err := json.Marshal(map[string]any{"collectors": sums, "datagrams": total.Datagrams,
-			"reports": total.Reports, "send_errors": total.SendErrors})
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", b)
+	b, err := json.Marshal(sum)
+	if err != nil {
 		return err
 	}
-	for _, s := range sums {
-		fmt.Fprintf(stdout, "gen: sent %d datagrams (%d reports) to %s\n", s.Datagrams, s.Reports, s.To)
-	}
-	_, err = fmt.Fprintf(stdout, "gen: sent %d datagrams (%d reports) to %d collectors; %d send errors\n",
-		total.Datagrams, total.Reports, len(addrs), total.SendErrors)
+	_, err = fmt.Fprintf(stdout, "%s\n", b)
 	return err
 }
