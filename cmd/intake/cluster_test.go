@@ -199,6 +199,12 @@ func TestCluster(t *testing.T) {
 	}
 
 	// Every flow and every DTA key through every member: the owner's exact answer.
+	pc := gen.DefaultConfig()
+	pc.Flows = flows
+	paths, err := gen.New(pc) // the flows' paths: the same in every member's stream
+	if err != nil {
+		t.Fatal(err)
+	}
 	packets := func(f int) (uint64, int) { // a flow's reports and its owner
 		for i := range ms {
 			if n := trTruth[i].ByFlow[f]; n > 0 {
@@ -227,8 +233,14 @@ func TestCluster(t *testing.T) {
 			if code != 200 || rec.Packets != n || h.Get(cluster.HeaderMember) != ms[owner].name {
 				t.Errorf("flowcache flow %d through %s: %d %s (member %s), want %d packets from %s", f, m.name, code, b, h.Get(cluster.HeaderMember), n, ms[owner].name)
 			}
-			if code, h, b := call(t, m.api, "/api/v1/flow?"+q); code != 200 || h.Get(cluster.HeaderMember) != ms[owner].name {
-				t.Errorf("detect flow %d through %s: %d %s", f, m.name, code, b)
+			code, h, b = call(t, m.api, "/api/v1/flow?"+q)
+			var st struct {
+				Reports uint64   `json:"reports"`
+				Path    []uint32 `json:"path"`
+			}
+			json.Unmarshal(b, &st)
+			if _, path := paths.Flow(f); code != 200 || st.Reports != n || !slices.Equal(st.Path, path) || h.Get(cluster.HeaderMember) != ms[owner].name {
+				t.Errorf("detect flow %d through %s: %d %s, want %d reports over %v from %s", f, m.name, code, b, n, path, ms[owner].name)
 			}
 			code, h, b = call(t, m.api, "/api/v1/dta/ki/"+dkey)
 			var ki struct {
