@@ -42,6 +42,7 @@ type Server struct {
 	reg   *metrics.Registry
 	log   *slog.Logger
 	mux   *http.ServeMux
+	route func(local http.Handler) http.Handler // nil: the mux answers every request
 	guard guard
 	srv   *http.Server
 	ln    net.Listener
@@ -118,8 +119,21 @@ func (s *Server) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Re
 	s.Handle(pattern, http.HandlerFunc(h))
 }
 
+// Route puts fn's handler between the guards and the endpoints: a cluster member forwards
+// a request to the member that owns its key, or fans it out, and hands the rest to local
+// (the endpoints registered here). Call it before Start.
+func (s *Server) Route(fn func(local http.Handler) http.Handler) { s.route = fn }
+
+// root is what the guards pass a request on to.
+func (s *Server) root() http.Handler {
+	if s.route != nil {
+		return s.route(s.mux)
+	}
+	return s.mux
+}
+
 // Handler returns the server's handler, guards included, for tests and embedding.
-func (s *Server) Handler() http.Handler { return s.guard.wrap(s.mux) }
+func (s *Server) Handler() http.Handler { return s.guard.wrap(s.root()) }
 
 // Guarded reports whether requests need a token (for the startup lines).
 func (s *Server) Guarded() bool { return s.guard.token != "" }
@@ -154,7 +168,7 @@ func (s *Server) Start(context.Context) error {
 	}
 	base, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	s.srv = &http.Server{Handler: s.guard.wrap(s.mux), ReadHeaderTimeout: 10 * time.Second,
+	s.srv = &http.Server{Handler: s.guard.wrap(s.root()), ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
 		BaseContext: func(net.Listener) context.Context { return base },
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/api"
+	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/console"
 	"github.com/intake-int/intake/detect"
@@ -123,8 +124,34 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 			c.API.HandleFunc("GET /api/v1/detect/status", c.handleDetectStatus)
 		}
 		console.Register(c.API)
+		if err := c.buildCluster(); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
+}
+
+// buildCluster routes the API's queries across the cluster's members (cluster.Router) when
+// the collector is one; otherwise the cluster's status says it is not.
+func (c *Collector) buildCluster() error {
+	cfg := c.Config.Cluster
+	if !cfg.Enabled() {
+		c.API.HandleFunc("GET "+cluster.StatusPath, func(w http.ResponseWriter, r *http.Request) {
+			api.Error(w, http.StatusNotFound, "this collector is not in a cluster (cluster.members is empty)")
+		})
+		return nil
+	}
+	keyLen := c.Config.Decoder.DTA.KeyLen
+	rt, err := cluster.NewRouter(cfg, cluster.Deps{
+		DTAKey:      func(s string) ([]byte, error) { return dta.ParseKey(s, keyLen) },
+		EventsLimit: detect.EventsLimit,
+		Logger:      c.log.With("component", "cluster"),
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	c.API.Route(rt.Wrap)
+	return nil
 }
 
 func (c *Collector) buildDetect(workers int, procs *[]ingest.Processor) error {

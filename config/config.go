@@ -23,6 +23,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/intake-int/intake/api"
+	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/detect"
 	"github.com/intake-int/intake/dta"
 	"github.com/intake-int/intake/export"
@@ -56,6 +57,8 @@ type Config struct {
 	DTA       dta.Config       `yaml:"dta"`
 	Label     label.Config     `yaml:"label"`
 	Export    export.Config    `yaml:"export"`
+	// Cluster partitions keys across collectors (docs/scale-out.md).
+	Cluster cluster.Config `yaml:"cluster"`
 }
 
 // sections returns the component sections with their keys, for defaults and validation.
@@ -66,13 +69,14 @@ func (c *Config) sections() []struct {
 	return []struct {
 		key string
 		v   interface{ Validate() error }
-	}{{"detect", &c.Detect}, {"flowcache", &c.FlowCache}, {"dta", &c.DTA}, {"label", &c.Label}, {"export", &c.Export}}
+	}{{"detect", &c.Detect}, {"flowcache", &c.FlowCache}, {"dta", &c.DTA}, {"label", &c.Label}, {"export", &c.Export}, {"cluster", &c.Cluster}}
 }
 
 // withSectionDefaults sets every component section to its package's defaults.
 func (c *Config) withSectionDefaults() {
 	c.Detect, c.FlowCache, c.DTA = detect.DefaultConfig(), flowcache.DefaultConfig(), dta.DefaultConfig()
 	c.Label, c.Export = label.DefaultConfig(), export.DefaultConfig()
+	c.Cluster = cluster.DefaultConfig()
 }
 
 // HTTP configures the API server (its section is the api package's).
@@ -404,6 +408,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.HTTP.Validate(); err != nil {
 		return fmt.Errorf("http.%w", err)
+	}
+	if c.Cluster.Enabled() && c.HTTP.Address == "" {
+		return errors.New("cluster.members: a cluster needs http.address: the other members query this one through it")
 	}
 	if err := c.Decoder.Validate(); err != nil {
 		return prefix("decoder", err)

@@ -122,8 +122,16 @@ func TestErrors(t *testing.T) {
 			"listeners[0].gro: maybe: must be true or false"},
 		{"listeners:\n  - {format: report, coalesce: soon}\n",
 			"listeners[0].coalesce: soon: must be a duration such as 1ms"},
+		{"cluster: {self: c9, members: [{name: c0, api: '127.0.0.1:8041'}]}\n",
+			"cluster.self: c9: not a member (one of c0)"},
+		{"cluster: {self: c0, members: [{name: c0, api: '127.0.0.1:8041', report: x}]}\n",
+			"cluster.members[0].report: unknown key (allowed: name, api, reports)"},
+		{"cluster: {self: c0, timeout: 0, members: [{name: c0, api: '127.0.0.1:8041'}]}\n",
+			"cluster.timeout: 0s: must be positive, e.g. 2s"},
+		{"http: {address: ''}\ncluster: {self: c0, members: [{name: c0, api: '127.0.0.1:8041'}]}\n",
+			"cluster.members: a cluster needs http.address: the other members query this one through it"},
 		{"listner: []\n",
-			"listner: unknown key (allowed: listeners, http, decoder, detect, flowcache, dta, label, export)"},
+			"listner: unknown key (allowed: listeners, http, decoder, detect, flowcache, dta, label, export, cluster)"},
 		{"listeners:\n  - {format: report, port: x}\n",
 			"listeners[0].port: x: must be an integer"},
 		{"listeners:\n  - {format: report, sockets: 2000}\n",
@@ -167,7 +175,7 @@ func TestLoad(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "intake.yaml")
 	os.WriteFile(p, []byte("http: {address: ':0'}\nbogus: 1\n"), 0o644)
 	_, err := Load(p)
-	if want := p + ": bogus: unknown key (allowed: listeners, http, decoder, detect, flowcache, dta, label, export)"; err == nil || err.Error() != want {
+	if want := p + ": bogus: unknown key (allowed: listeners, http, decoder, detect, flowcache, dta, label, export, cluster)"; err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {

@@ -183,6 +183,9 @@ func (d *Detector) RegisterAPI(s *api.Server) {
 	s.HandleFunc("PUT /api/v1/thresholds", d.handleSetThresholds)
 }
 
+// EventsLimit is GET /api/v1/events' default limit.
+const EventsLimit = 1000
+
 func (d *Detector) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if !api.CheckParams(w, r, "since", "kind", "limit", "src", "dst", "sport", "dport", "proto") {
 		return
@@ -208,7 +211,7 @@ func (d *Detector) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	limit, ok := api.IntParam(w, r, "limit", 1000, 1, math.MaxInt, "a positive integer")
+	limit, ok := api.IntParam(w, r, "limit", EventsLimit, 1, math.MaxInt, "a positive integer")
 	if !ok {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/api"
+	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/label"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
@@ -25,19 +26,36 @@ type Endpoints struct {
 	// Control is the HTTP control endpoint's listen address (e.g. 127.0.0.1:8050; port 0
 	// picks one); empty: none.
 	Control string
+	// Labels and Reports, when set, replace Label and Report with a cluster's members, in
+	// cluster.members order: each export and report goes to the member that owns it
+	// (package cluster, docs/scale-out.md).
+	Labels, Reports []string
 }
 
 // UDPSink encodes exports and reports with intake's encoder and sends each as one UDP
-// datagram.
+// datagram, to its owner when there are several collectors.
 type UDPSink struct {
 	enc          *wire.Encoder
-	label, rep   *net.UDPConn
+	label, rep   []*net.UDPConn // one per collector, in cluster.members order
 	buf          []byte
 	Sent, Errors atomic.Uint64
 }
 
 // NewUDPSink dials the collector's listeners (either address may be empty).
 func NewUDPSink(labelAddr, reportAddr string) (*UDPSink, error) {
+	var ls, rs []string
+	if labelAddr != "" {
+		ls = []string{labelAddr}
+	}
+	if reportAddr != "" {
+		rs = []string{reportAddr}
+	}
+	return NewClusterSink(ls, rs)
+}
+
+// NewClusterSink dials the listeners of a cluster's members (package cluster): each export
+// goes to labelAddrs[owner], each report to reportAddrs[owner]. Either list may be empty.
+func NewClusterSink(labelAddrs, reportAddrs []string) (*UDPSink, error) {
 	enc, err := wire.NewEncoder(wire.DefaultConfig())
 	if err != nil {
 		return nil, err
@@ -53,19 +71,32 @@ func NewUDPSink(labelAddr, reportAddr string) (*UDPSink, error) {
 		}
 		return net.DialUDP("udp", nil, ua)
 	}
-	if s.label, err = dial(labelAddr); err != nil {
-		return nil, fmt.Errorf("label collector %s: %w", labelAddr, err)
+	for _, a := range labelAddrs {
+		c, err := dial(a)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("label collector %s: %w", a, err)
+		}
+		s.label = append(s.label, c)
 	}
-	if s.rep, err = dial(reportAddr); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("report collector %s: %w", reportAddr, err)
+	for _, a := range reportAddrs {
+		c, err := dial(a)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("report collector %s: %w", a, err)
+		}
+		s.rep = append(s.rep, c)
 	}
 	return s, nil
 }
 
-func (s *UDPSink) send(c *net.UDPConn, r *telemetry.Report) {
-	if c == nil {
+func (s *UDPSink) send(cs []*net.UDPConn, r *telemetry.Report) {
+	if len(cs) == 0 {
 		return
+	}
+	c := cs[0]
+	if len(cs) > 1 {
+		c = cs[cluster.ReportOwner(r, len(cs))]
 	}
 	b, err := s.enc.Append(s.buf[:0], r)
 	if err == nil {
@@ -87,11 +118,8 @@ func (s *UDPSink) Report(_ int64, r *telemetry.Report) { s.send(s.rep, r) }
 
 // Close closes the sockets.
 func (s *UDPSink) Close() {
-	if s.label != nil {
-		s.label.Close()
-	}
-	if s.rep != nil {
-		s.rep.Close()
+	for _, c := range append(s.label, s.rep...) {
+		c.Close()
 	}
 }
 
@@ -101,7 +129,13 @@ func (f *Fabric) Listen(ep Endpoints) error {
 	if f.udp != nil {
 		return nil
 	}
-	s, err := NewUDPSink(ep.Label, ep.Report)
+	var s *UDPSink
+	var err error
+	if len(ep.Labels) > 0 || len(ep.Reports) > 0 {
+		s, err = NewClusterSink(ep.Labels, ep.Reports)
+	} else {
+		s, err = NewUDPSink(ep.Label, ep.Report)
+	}
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
@@ -55,6 +56,10 @@ type topology struct {
 	seqMask  uint32   // sequence number width; 0: the format has none
 	hopML    uint8    // INT v1.0/v2.x words per hop
 	maxLen   int      // bound on a datagram's size
+
+	// With Parts > 1: the reporting positions member Part owns, all and by stream.
+	ownedPos []uint32
+	owned    [][]uint32
 }
 
 // stream is one (node, hw_id) reporter and the path positions that report on it.
@@ -161,7 +166,36 @@ func newTopology(cfg Config) (*topology, error) {
 	if err := t.cutBatch(); err != nil {
 		return nil, err
 	}
+	if cfg.Parts > 1 {
+		if err := t.partition(); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
+}
+
+// partition keeps the reporting positions whose reports member Part owns: the report of a
+// position has the same key whatever values it draws (its flow, DTA key or list id, or its
+// switch), so ownership is computed once from a scratch report.
+func (t *topology) partition() error {
+	var b builder
+	b.init(t, 0)
+	var r telemetry.Report
+	var kb cluster.KeyBuf
+	t.owned = make([][]uint32, len(t.streams))
+	for s := range t.streams {
+		for _, p := range t.streams[s].members {
+			b.report(&r, p, t.streams[s].hw, 0)
+			if cluster.Owner(cluster.ReportKey(&kb, &r), t.cfg.Parts) == t.cfg.Part {
+				t.ownedPos = append(t.ownedPos, p)
+				t.owned[s] = append(t.owned[s], p)
+			}
+		}
+	}
+	if len(t.ownedPos) == 0 {
+		return fmt.Errorf("collectors: member %d of %d owns none of the stream's %d flows (more flows, fewer collectors)", t.cfg.Part, t.cfg.Parts, t.cfg.Flows)
+	}
+	return nil
 }
 
 // flowKey derives flow f's 5-tuple: 10.0.0.0/8 sources and 172.16.0.0/12 destinations
@@ -297,10 +331,18 @@ func (b *builder) next(dst []byte) ([]byte, dgram, error) {
 	}
 	// The first report picks the reporter uniformly over (flow, reporting hop); the
 	// others of a batch come from flows that report on the same stream.
-	k := b.rng.IntN(t.cfg.Flows * perFlow)
-	p := uint32(k/perFlow*t.cfg.Hops + t.cfg.Hops - 1)
-	if t.everyHop {
-		p = uint32(k)
+	var p uint32
+	var members []uint32
+	if t.ownedPos != nil {
+		p = t.ownedPos[b.rng.IntN(len(t.ownedPos))]
+		members = t.owned[t.stream[p]]
+	} else {
+		k := b.rng.IntN(t.cfg.Flows * perFlow)
+		p = uint32(k/perFlow*t.cfg.Hops + t.cfg.Hops - 1)
+		if t.everyHop {
+			p = uint32(k)
+		}
+		members = t.streams[t.stream[p]].members
 	}
 	s := t.stream[p]
 	st := &t.streams[s]
@@ -308,7 +350,7 @@ func (b *builder) next(dst []byte) ([]byte, dgram, error) {
 	b.seq[s]++
 	for i := 0; i < d.n; i++ {
 		if i > 0 {
-			p = st.members[b.rng.IntN(len(st.members))]
+			p = members[b.rng.IntN(len(members))]
 		}
 		b.pos[i] = p
 		b.report(&b.rs[i], p, st.hw, d.seq)

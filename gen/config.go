@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
@@ -65,6 +66,12 @@ type Config struct {
 	// Fresh builds every datagram as it is sent, with new values, instead of cycling
 	// through a prebuilt ring: slower, for accuracy tests that need no repeats.
 	Fresh bool
+	// Part and Parts partition the stream as a cluster of Parts collectors does (package
+	// cluster): with Parts above 1 the stream holds only the reports member Part (0-based,
+	// in cluster.members order) owns, so that one generator per member sends each report to
+	// its owner. Datagrams batch reports of one owner only, as a switch batching per
+	// collector would.
+	Part, Parts int
 }
 
 // DTAConfig holds the DTA options (DTA §3-4; docs/wire-dta-label.md).
@@ -170,6 +177,9 @@ func (c *Config) isReport() bool {
 
 // Validate reports the first invalid option.
 func (c *Config) Validate() error {
+	if c.Parts > 1 && (c.Part < 0 || c.Part >= c.Parts) || c.Parts < 0 || c.Parts > cluster.MaxMembers {
+		return fmt.Errorf("collectors: member %d of %d: allowed are 1 to %d collectors", c.Part, c.Parts, cluster.MaxMembers)
+	}
 	if !contains(Formats, c.Format) {
 		return fmt.Errorf("format: %q: allowed are %s", c.Format, strings.Join(Formats, ", "))
 	}

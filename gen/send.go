@@ -3,6 +3,7 @@ package gen
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -74,6 +75,24 @@ type Target struct {
 // ctx is done (or each has sent its Count or Duration). The returned wait blocks until all
 // have stopped, closes them, and returns their errors; a cancelled ctx is not one.
 func Start(ctx context.Context, targets ...Target) (gens []*Generator, wait func() error, err error) {
+	gens, waitStats, err := start(ctx, targets)
+	if err != nil {
+		return nil, nil, err
+	}
+	return gens, func() error { _, err := waitStats(); return err }, nil
+}
+
+// Run is Start and wait in one: it returns what each target sent, in order.
+func Run(ctx context.Context, targets ...Target) ([]*Generator, []Stats, error) {
+	gens, wait, err := start(ctx, targets)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := wait()
+	return gens, st, err
+}
+
+func start(ctx context.Context, targets []Target) (gens []*Generator, wait func() ([]Stats, error), err error) {
 	var snds []*Sender
 	for _, t := range targets {
 		g, err := New(t.Config)
@@ -90,22 +109,24 @@ func Start(ctx context.Context, targets ...Target) (gens []*Generator, wait func
 		gens, snds = append(gens, g), append(snds, snd)
 	}
 	errs := make([]error, len(snds))
+	stats := make([]Stats, len(snds))
 	var wg sync.WaitGroup
 	for i, snd := range snds {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := snd.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			var err error
+			if stats[i], err = snd.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 				errs[i] = err
 			}
 		}()
 	}
-	return gens, func() error {
+	return gens, func() ([]Stats, error) {
 		wg.Wait()
 		for _, s := range snds {
 			s.Close()
 		}
-		return errors.Join(errs...)
+		return stats, errors.Join(errs...)
 	}, nil
 }
 
@@ -145,4 +166,60 @@ func (g *Generator) Summary(to string, st Stats) Summary {
 func (s *Summary) Stats() Stats {
 	return Stats{Datagrams: s.Datagrams, Reports: s.Reports, Bytes: s.Bytes, SendErrors: s.SendErrors,
 		Elapsed: time.Duration(s.ElapsedS * float64(time.Second))}
+}
+
+// Partition returns one target per collector of a cluster (addrs in cluster.members order):
+// target i sends the reports member i owns (Config.Part, Parts) to addrs[i]. Rate and Count
+// are totals, split evenly (a Count's remainder to the first members).
+func Partition(cfg Config, send SendConfig, addrs []string) []Target {
+	n := len(addrs)
+	ts := make([]Target, n)
+	for i, a := range addrs {
+		c, s := cfg, send
+		c.Part, c.Parts = i, n
+		s.To = a
+		s.Rate = send.Rate / float64(n)
+		if send.Count > 0 {
+			s.Count = send.Count / uint64(n)
+			if uint64(i) < send.Count%uint64(n) {
+				s.Count++
+			}
+		}
+		if i > 0 {
+			s.Progress = nil // one progress line: the first member's
+		}
+		ts[i] = Target{Config: c, Send: s}
+	}
+	return ts
+}
+
+// ClusterSummary is a run to a cluster's collectors as `intake gen --collectors --json`
+// prints it: each member's summary, in cluster.members order, and the totals.
+type ClusterSummary struct {
+	Collectors []Summary `json:"collectors"`
+	Datagrams  uint64    `json:"datagrams"`
+	Reports    uint64    `json:"reports"`
+	SendErrors uint64    `json:"send_errors"`
+}
+
+// NewClusterSummary sums what Run of Partition's targets sent to addrs.
+func NewClusterSummary(gens []*Generator, addrs []string, sts []Stats) ClusterSummary {
+	s := ClusterSummary{Collectors: make([]Summary, len(gens))}
+	for i, g := range gens {
+		s.Collectors[i] = g.Summary(addrs[i], sts[i])
+		s.Datagrams += sts[i].Datagrams
+		s.Reports += sts[i].Reports
+		s.SendErrors += sts[i].SendErrors
+	}
+	return s
+}
+
+// WriteText prints a line per collector and the totals.
+func (s *ClusterSummary) WriteText(w io.Writer) error {
+	for _, c := range s.Collectors {
+		fmt.Fprintf(w, "gen: sent %d datagrams (%d reports) to %s\n", c.Datagrams, c.Reports, c.To)
+	}
+	_, err := fmt.Fprintf(w, "gen: sent %d datagrams (%d reports) to %d collectors; %d send errors\n",
+		s.Datagrams, s.Reports, len(s.Collectors), s.SendErrors)
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/fabric"
 	"github.com/intake-int/intake/label"
 )
@@ -40,6 +41,7 @@ func runFabric(args []string, stdout, stderr io.Writer) error {
 	postcard := fs.Int("postcard", 0, "every `n`-th packet makes each switch send an INT-XD postcard (0: off)")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until Ctrl-C)")
 	seed := fs.Uint64("seed", 1, "PCG seed")
+	collectors := fs.String("collectors", "", "a cluster's collectors, `HOST,...` in cluster.members order: each export and report goes to its owner, at the --label and --report ports")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
@@ -82,6 +84,17 @@ func runFabric(args []string, stdout, stderr io.Writer) error {
 		rep = ""
 	}
 	ep := fabric.Endpoints{Label: *labelAddr, Report: rep, Control: *control}
+	if *collectors != "" {
+		if ep.Labels, err = cluster.AtPort(*collectors, *labelAddr); err != nil {
+			return usageErr("--collectors: %v", err)
+		}
+		if rep != "" {
+			if ep.Reports, err = cluster.AtPort(*collectors, rep); err != nil {
+				return usageErr("--collectors: %v", err)
+			}
+		}
+		*labelAddr, rep = strings.Join(ep.Labels, ","), strings.Join(ep.Reports, ",")
+	}
 	if err := f.Listen(ep); err != nil {
 		return err
 	}

@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/gen"
 )
@@ -27,10 +29,11 @@ func init() {
 const genUsage = "[--to HOST:PORT] [--format tr0.5|tr1.0|tr2.0|dta|int-label] [--mode md|xd] [--int-version V]\n" +
 	"       [--hops N] [--fields N | --bitmap 0x...] [--flows N] [--switches N]\n" +
 	"       [--latency DIST] [--queue DIST] [--util DIST] [--batch N] [--rate PPS]\n" +
-	"       [--duration D | --count N] [--gso N] [--seed S] [--json]\n\n" +
+	"       [--duration D | --count N] [--gso N] [--seed S] [--collectors HOST[:PORT],...] [--json]\n\n" +
 	"DIST is const:V, uniform:LO:HI or exp:MEAN. Without --duration or --count, gen sends until\n" +
 	"interrupted. The default target is 127.0.0.1:32766 for reports, :40040 for dta and :40050\n" +
-	"for int-label."
+	"for int-label. --collectors sends each report to the member of a cluster that owns it\n" +
+	"(docs/scale-out.md); --rate and --count are then totals over the members."
 
 // parseGenArgs parses the arguments of a verb that takes the generator's options and no
 // positional argument, and returns the generator configuration.
@@ -57,6 +60,7 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	gso := fs.Int("gso", 0, "send up to `N` equal-size datagrams as one UDP_SEGMENT (GSO) super-datagram (0: off)")
 	asJSON := fs.Bool("json", false, "print the final summary as one JSON object")
 	quiet := fs.Bool("quiet", false, "no start and progress lines on stderr")
+	collectors := fs.String("collectors", "", "send each report to its owner among these collectors: `HOST[:PORT],...` in cluster.members order (a port left out: the format's default)")
 	cfg, err := parseGenArgs(fs, gf, args)
 	if err != nil {
 		return err
@@ -75,14 +79,27 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	case *gso < 0 || *gso > gen.MaxGSO:
 		return usageErr("--gso: %d: allowed is 0 (off) to %d", *gso, gen.MaxGSO)
 	}
-	if *to == "" {
-		port := config.PortReport
-		switch cfg.Format {
-		case "dta":
-			port = config.PortDTA
-		case "int-label":
-			port = config.PortLabel
+	port := config.PortReport
+	switch cfg.Format {
+	case "dta":
+		port = config.PortDTA
+	case "int-label":
+		port = config.PortLabel
+	}
+	if *collectors != "" {
+		addrs, err := cluster.ParseCollectors(*collectors, port)
+		switch {
+		case err != nil:
+			return usageErr("--collectors: %v", err)
+		case *to != "":
+			return usageErr("--to and --collectors exclude each other")
+		case *count > 0 && *count < uint64(len(addrs)):
+			return usageErr("--count %d: at least one datagram per collector (%d)", *count, len(addrs))
 		}
+		return runGenCluster(cfg, gen.SendConfig{Sockets: *sockets, Rate: *rate, Count: *count,
+			Duration: *duration, Vector: *vector, GSO: *gso}, addrs, *asJSON, *quiet, stdout, stderr)
+	}
+	if *to == "" {
 		*to = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	}
 	if _, _, err := net.SplitHostPort(*to); err != nil {
@@ -129,5 +146,33 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = fmt.Fprintf(stdout, "gen: sent %d datagrams (%d reports, %d bytes) to %s in %s: %.0f datagrams/s, %.0f reports/s; %d send errors\n",
 		st.Datagrams, st.Reports, st.Bytes, *to, st.Elapsed.Round(time.Millisecond), st.DatagramsPerSec(), st.ReportsPerSec(), st.SendErrors)
+	return err
+}
+
+// runGenCluster sends to a cluster: one generator per member, each with the reports the
+// member owns.
+func runGenCluster(cfg gen.Config, send gen.SendConfig, addrs []string, asJSON, quiet bool, stdout, stderr io.Writer) error {
+	if err := gen.CheckSend(); err != nil {
+		return err
+	}
+	if !quiet {
+		fmt.Fprintf(stderr, "gen: %d collectors, each report to its owner: %s\n", len(addrs), strings.Join(addrs, ", "))
+		send.Progress = stderr
+	}
+	ctx, stop := runContext(0)
+	defer stop()
+	gens, sts, err := gen.Run(ctx, gen.Partition(cfg, send, addrs)...)
+	if err != nil {
+		return err
+	}
+	sum := gen.NewClusterSummary(gens, addrs, sts)
+	if !asJSON {
+		return sum.WriteText(stdout)
+	}
+	b, err := json.Marshal(sum)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", b)
 	return err
 }

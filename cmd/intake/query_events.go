@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/api"
+	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/detect"
 )
@@ -34,6 +35,16 @@ func apiQuery(stdout io.Writer, addr, path string, q url.Values, asJSON bool, v 
 	if asJSON {
 		_, err := stdout.Write(body)
 		return true, err
+	}
+	if _, own := v.(*cluster.StatusJSON); !own {
+		// A cluster's merged answer says when members were missing from it: so do we.
+		var p struct {
+			Partial bool     `json:"partial"`
+			Missing []string `json:"missing"`
+		}
+		if json.Unmarshal(body, &p) == nil && p.Partial {
+			fmt.Fprintf(stdout, "partial answer: %s did not answer\n", strings.Join(p.Missing, ", "))
+		}
 	}
 	return false, json.Unmarshal(body, v)
 }

@@ -111,6 +111,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stderr, "intake serve: %s on %s (/metrics, /healthz, /api/v1/status; %s)\n", scheme, srv.Addr(), auth)
 	}
+	if cl := coll.Config.Cluster; cl.Enabled() {
+		fmt.Fprintf(stderr, "intake serve: cluster member %s of %d (%s); queries to any member are answered by the keys' owners\n",
+			cl.Self, len(cl.Members), strings.Join(cl.Names(), ", "))
+	}
 	fmt.Fprintf(stderr, "intake serve: ready; Ctrl-C or SIGTERM stops\n")
 
 	s := <-sig

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 
+	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/config"
 )
@@ -18,11 +19,19 @@ func init() {
 }
 
 func runStatus(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("status", "[--addr HOST:PORT] [--json]", stdout)
+	fs := newFlags("status", "[--addr HOST:PORT] [--cluster] [--json]", stdout)
 	addr := fs.String("addr", config.HTTPAddress, addrHelp)
 	asJSON := fs.Bool("json", false, "print the status object as the API returns it")
+	all := fs.Bool("cluster", false, "every member of the collector's cluster (reads "+cluster.StatusPath+")")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
+	}
+	if *all {
+		var cs cluster.StatusJSON
+		if done, err := apiQuery(stdout, *addr, cluster.StatusPath, nil, *asJSON, &cs); done || err != nil {
+			return err
+		}
+		return cs.WriteText(stdout)
 	}
 	var st collector.Status
 	if done, err := apiQuery(stdout, *addr, "/api/v1/status", nil, *asJSON, &st); done || err != nil {
