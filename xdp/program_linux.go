@@ -1,0 +1,211 @@
+package xdp
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+//go:embed intake_bpfel.o
+var object []byte
+
+// ProgramName is the XDP program's name in the kernel (bpftool prog show).
+const ProgramName = "intake_xdp"
+
+// MaxQueues is the most receive queues a program redirects (the XSKMAP's size).
+const MaxQueues = 256
+
+// Program is intake's XDP program attached to one interface.
+type Program struct {
+	ifname  string
+	ifindex int
+	mode    string
+	coll    *ebpf.Collection
+	xsks    *ebpf.Map
+	counts  *ebpf.Map
+	lnk     link.Link
+	percpu  []uint64 // scratch for per-CPU lookups
+	ncpu    int
+	closed  bool
+	ownPort uint16
+}
+
+// Mode values: how the program is attached.
+const (
+	ModeNative  = "native"  // in the driver's receive path (XDP_FLAGS_DRV_MODE)
+	ModeGeneric = "generic" // after the kernel built its socket buffer (XDP_FLAGS_SKB_MODE)
+)
+
+// Options choose how Attach attaches.
+type Options struct {
+	// Mode is "" (native where the driver has it, generic otherwise), ModeNative or
+	// ModeGeneric.
+	Mode string
+}
+
+// Attach loads the program for UDP port and attaches it to interface ifname: natively
+// where the driver supports it, else in generic mode (Program.Mode says which). A load the
+// verifier refuses returns an error holding the verifier's log.
+func Attach(ifname string, port uint16, opt Options) (*Program, error) {
+	ifc, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return nil, fmt.Errorf("interface %q: %w", ifname, err)
+	}
+	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
+	if err != nil {
+		return nil, fmt.Errorf("reading the XDP object: %w", err)
+	}
+	var be [2]byte
+	binary.BigEndian.PutUint16(be[:], port)
+	if err := spec.Variables["listen_port"].Set(binary.NativeEndian.Uint16(be[:])); err != nil {
+		return nil, fmt.Errorf("setting the port: %w", err)
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{})
+	if err != nil {
+		return nil, loadError(err)
+	}
+	p := &Program{ifname: ifname, ifindex: ifc.Index, coll: coll, xsks: coll.Maps["xsks"], counts: coll.Maps["outcomes"], ownPort: port}
+	p.ncpu, err = ebpf.PossibleCPU()
+	if err != nil {
+		coll.Close()
+		return nil, err
+	}
+	p.percpu = make([]uint64, p.ncpu)
+	prog := coll.Programs[ProgramName]
+	try := []struct {
+		mode  string
+		flags link.XDPAttachFlags
+	}{{ModeNative, link.XDPDriverMode}, {ModeGeneric, link.XDPGenericMode}}
+	var errs []error
+	for _, t := range try {
+		if opt.Mode != "" && opt.Mode != t.mode {
+			continue
+		}
+		l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifc.Index, Flags: t.flags})
+		if err == nil {
+			p.lnk, p.mode = l, t.mode
+			return p, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", t.mode, err))
+	}
+	coll.Close()
+	if errors.Is(errors.Join(errs...), unix.EBUSY) || errors.Is(errors.Join(errs...), unix.EEXIST) {
+		return nil, fmt.Errorf("attaching XDP to %s: another XDP program is attached (bpftool net show dev %s): %w", ifname, ifname, errors.Join(errs...))
+	}
+	return nil, fmt.Errorf("attaching XDP to %s: %w", ifname, errors.Join(errs...))
+}
+
+// loadError wraps a load failure, with the verifier's whole log when the verifier refused.
+func loadError(err error) error {
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		return fmt.Errorf("the kernel's verifier refused the XDP program: %+v", ve)
+	}
+	return fmt.Errorf("loading the XDP program: %w", err)
+}
+
+// Mode says how the program is attached: ModeNative or ModeGeneric.
+func (p *Program) Mode() string { return p.mode }
+
+// Interface is the interface's name.
+func (p *Program) Interface() string { return p.ifname }
+
+// Ifindex is the interface's index.
+func (p *Program) Ifindex() int { return p.ifindex }
+
+// Register makes the program redirect frames of receive queue q into s.
+func (p *Program) Register(q int, s *Socket) error {
+	if err := p.xsks.Put(uint32(q), uint32(s.fd)); err != nil {
+		return fmt.Errorf("XSKMAP[%d]: %w", q, err)
+	}
+	return nil
+}
+
+// Unregister stops redirecting queue q: its frames pass to the kernel.
+func (p *Program) Unregister(q int) { p.xsks.Delete(uint32(q)) }
+
+// Counts adds the per-CPU outcome counters up into c. It makes a system call per outcome;
+// call it at scrape time, not per packet.
+func (p *Program) Counts(c *[NumOutcomes]uint64) error {
+	if p.closed {
+		return errors.New("xdp: program closed")
+	}
+	for o := range NumOutcomes {
+		if err := p.counts.Lookup(uint32(o), p.percpu); err != nil {
+			return err
+		}
+		var n uint64
+		for _, v := range p.percpu {
+			n += v
+		}
+		c[o] = n
+	}
+	return nil
+}
+
+// Close detaches the program from the interface and frees it.
+func (p *Program) Close() error {
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	err := p.lnk.Close()
+	p.coll.Close()
+	return err
+}
+
+// RxQueues returns the number of receive queues of interface ifname, from sysfs (1 when
+// sysfs does not say).
+func RxQueues(ifname string) int {
+	ents, err := os.ReadDir("/sys/class/net/" + ifname + "/queues")
+	if err != nil {
+		return 1
+	}
+	n := 0
+	for _, e := range ents {
+		if s, ok := strings.CutPrefix(e.Name(), "rx-"); ok {
+			if _, err := strconv.Atoi(s); err == nil {
+				n++
+			}
+		}
+	}
+	return max(n, 1)
+}
+
+// Attached returns the ids of the XDP links on interface ifindex whose program is intake's,
+// for tests and diagnostics (a link ends with the process holding it).
+func Attached(ifindex int) ([]int, error) {
+	var ids []int
+	it := new(link.Iterator)
+	defer it.Close()
+	for it.Next() {
+		l := it.Take()
+		info, err := l.Info()
+		l.Close()
+		if err != nil || info.Type != link.XDPType {
+			continue
+		}
+		x := info.XDP()
+		if x == nil || int(x.Ifindex) != ifindex {
+			continue
+		}
+		if prog, err := ebpf.NewProgramFromID(info.Program); err == nil {
+			pi, err := prog.Info()
+			prog.Close()
+			if err == nil && pi.Name == ProgramName {
+				ids = append(ids, int(info.ID))
+			}
+		}
+	}
+	return ids, it.Err()
+}

@@ -1,0 +1,120 @@
+package xdp
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+)
+
+// attachOrSkip attaches the program, skipping the test when the kernel refuses XDP itself
+// (not when it refuses our program: that is a failure).
+func attachOrSkip(t *testing.T, v *testVeth, port uint16, opt Options) *Program {
+	t.Helper()
+	p, err := Attach(v.Dev, port, opt)
+	if err != nil {
+		var verr interface{ Unwrap() []error }
+		if errors.As(err, &verr) && !bytes.Contains([]byte(err.Error()), []byte("verifier")) {
+			t.Skipf("skipped: the kernel refused to attach XDP to a veth: %v", err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// receive reads frames from s until want datagrams arrived or a second passed.
+func receive(t *testing.T, s *Socket, want int) [][]byte {
+	t.Helper()
+	var got [][]byte
+	deadline := time.Now().Add(2 * time.Second)
+	for len(got) < want && time.Now().Before(deadline) {
+		n := s.Peek(64)
+		if n == 0 {
+			s.Wait(50)
+			continue
+		}
+		for i := 0; i < n; i++ {
+			var d Datagram
+			if !Parse(s.Frame(i), &d) {
+				t.Fatalf("frame %x: not a UDP datagram", s.Frame(i))
+			}
+			got = append(got, append([]byte(nil), d.Payload...))
+		}
+		s.Release()
+	}
+	return got
+}
+
+func counts(t *testing.T, p *Program) [NumOutcomes]uint64 {
+	t.Helper()
+	var c [NumOutcomes]uint64
+	if err := p.Counts(&c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestRedirectExactCounts(t *testing.T) {
+	v := newTestVeth(t)
+	const port = 40040
+	for _, mode := range []string{ModeNative, ModeGeneric} {
+		t.Run(mode, func(t *testing.T) {
+			p := attachOrSkip(t, v, port, Options{Mode: mode})
+			if p.Mode() != mode {
+				t.Fatalf("mode %q, want %q", p.Mode(), mode)
+			}
+			s, err := Open(p.Ifindex(), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := p.Register(0, s); err != nil {
+				t.Fatal(err)
+			}
+			// A UDP listener on the port must not see redirected datagrams: XDP takes them
+			// before the socket layer.
+			uc, err := net.ListenUDP("udp", &net.UDPAddr{Port: port})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer uc.Close()
+			var want [][]byte
+			for i := range 5 {
+				want = append(want, []byte(fmt.Sprintf("report %d %s", i, mode)))
+			}
+			v.send(t, "udp4", net.JoinHostPort(v.Host, "40040"), want[:3])
+			v.send(t, "udp6", net.JoinHostPort(v.Host6, "40040"), want[3:])
+			got := receive(t, s, len(want))
+			if len(got) != len(want) {
+				t.Fatalf("received %d datagrams, want %d: %q", len(got), len(want), got)
+			}
+			for i := range want {
+				if !bytes.Equal(got[i], want[i]) {
+					t.Errorf("datagram %d: %q, want %q", i, got[i], want[i])
+				}
+			}
+			// Another port passes to the kernel: the UDP socket gets it.
+			v.send(t, "udp4", net.JoinHostPort(v.Host, fmt.Sprint(port+1)), [][]byte{[]byte("other")})
+			c := counts(t, p)
+			if c[Redirected] != uint64(len(want)) {
+				t.Errorf("redirected %d, want %d (%v)", c[Redirected], len(want), c)
+			}
+			if c[PassOther] == 0 {
+				t.Errorf("pass_other 0: the datagram to port %d and neighbour discovery were not counted (%v)", port+1, c)
+			}
+			if c[PassNoSocket] != 0 || c[PassMalformed] != 0 {
+				t.Errorf("unexpected outcomes %v", c)
+			}
+			uc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+			if n, _, err := uc.ReadFrom(make([]byte, 100)); err == nil {
+				t.Errorf("the UDP socket on the port received a %d-byte datagram that XDP should have taken", n)
+			}
+			if s.Drops() != 0 {
+				t.Errorf("socket drops %d", s.Drops())
+			}
+		})
+	}
+}
