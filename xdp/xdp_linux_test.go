@@ -7,11 +7,13 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/intake-int/intake/xdp/xdptest"
 )
 
 // attachOrSkip attaches the program, skipping the test when the kernel refuses XDP itself
 // (not when it refuses our program: that is a failure).
-func attachOrSkip(t *testing.T, v *testVeth, port uint16, opt Options) *Program {
+func attachOrSkip(t *testing.T, v *xdptest.Veth, port uint16, opt Options) *Program {
 	t.Helper()
 	p, err := Attach(v.Dev, port, opt)
 	if err != nil {
@@ -58,7 +60,7 @@ func counts(t *testing.T, p *Program) [NumOutcomes]uint64 {
 }
 
 func TestRedirectExactCounts(t *testing.T) {
-	v := newTestVeth(t)
+	v := xdptest.New(t)
 	const port = 40040
 	for _, mode := range []string{ModeNative, ModeGeneric} {
 		t.Run(mode, func(t *testing.T) {
@@ -85,8 +87,8 @@ func TestRedirectExactCounts(t *testing.T) {
 			for i := range 5 {
 				want = append(want, []byte(fmt.Sprintf("report %d %s", i, mode)))
 			}
-			v.send(t, "udp4", net.JoinHostPort(v.Host, "40040"), want[:3])
-			v.send(t, "udp6", net.JoinHostPort(v.Host6, "40040"), want[3:])
+			v.Send(t, "udp4", net.JoinHostPort(v.Host, "40040"), want[:3]...)
+			v.Send(t, "udp6", net.JoinHostPort(v.Host6, "40040"), want[3:]...)
 			got := receive(t, s, len(want))
 			if len(got) != len(want) {
 				t.Fatalf("received %d datagrams, want %d: %q", len(got), len(want), got)
@@ -97,7 +99,7 @@ func TestRedirectExactCounts(t *testing.T) {
 				}
 			}
 			// Another port passes to the kernel: the UDP socket gets it.
-			v.send(t, "udp4", net.JoinHostPort(v.Host, fmt.Sprint(port+1)), [][]byte{[]byte("other")})
+			v.Send(t, "udp4", net.JoinHostPort(v.Host, fmt.Sprint(port+1)), []byte("other"))
 			c := counts(t, p)
 			if c[Redirected] != uint64(len(want)) {
 				t.Errorf("redirected %d, want %d (%v)", c[Redirected], len(want), c)

@@ -1,0 +1,49 @@
+//go:build !linux
+
+package xdp
+
+import "errors"
+
+var errNotLinux = errors.New("xdp: XDP and AF_XDP need Linux")
+
+// Program is intake's XDP program attached to one interface (Linux only).
+type Program struct{}
+
+// Options choose how Attach attaches.
+type Options struct{ Mode string }
+
+// Mode values: how the program is attached.
+const (
+	ModeNative  = "native"
+	ModeGeneric = "generic"
+	MaxQueues   = 256
+	MaxDatagram = 4096 - 256 - 14 - 4 - 40 - 8
+)
+
+// Attach refuses: XDP is Linux's.
+func Attach(string, uint16, Options) (*Program, error) { return nil, errNotLinux }
+
+func (p *Program) Mode() string                      { return "" }
+func (p *Program) Ifindex() int                      { return 0 }
+func (p *Program) Register(int, *Socket) error       { return errNotLinux }
+func (p *Program) Unregister(int)                    {}
+func (p *Program) Counts(*[NumOutcomes]uint64) error { return errNotLinux }
+func (p *Program) Close() error                      { return nil }
+
+// RxQueues is 1 where there is no sysfs.
+func RxQueues(string) int { return 1 }
+
+// Socket is an AF_XDP socket (Linux only).
+type Socket struct{}
+
+// Open refuses: AF_XDP is Linux's.
+func Open(int, int) (*Socket, error) { return nil, errNotLinux }
+
+func (s *Socket) ZeroCopy() bool   { return false }
+func (s *Socket) Peek(int) int     { return 0 }
+func (s *Socket) Frame(int) []byte { return nil }
+func (s *Socket) Release()         {}
+func (s *Socket) Wait(int) bool    { return true }
+func (s *Socket) Wake()            {}
+func (s *Socket) Drops() uint64    { return 0 }
+func (s *Socket) Close() error     { return nil }
