@@ -78,6 +78,14 @@ type ListenerStatus struct {
 	RcvBufGranted   int    `json:"rcvbuf_granted"`
 	// Allow is the listener's allow list (absent: every source).
 	Allow []string `json:"allow,omitempty"`
+	// Mode is the listener's mode (socket, xdp); Interface, XDPAttach (native, generic) and
+	// XDPZeroCopy say where and how an xdp listener's program and sockets are bound, and
+	// XDPFrames counts its program's frames by outcome (absent for socket listeners).
+	Mode        string            `json:"mode"`
+	Interface   string            `json:"interface,omitempty"`
+	XDPAttach   string            `json:"xdp_attach,omitempty"`
+	XDPZeroCopy bool              `json:"xdp_zero_copy,omitempty"`
+	XDPFrames   map[string]uint64 `json:"xdp_frames,omitempty"`
 	// ForeignSockets counts the sockets not intake's found on the listener's port while it
 	// ran (they take a share of its datagrams).
 	ForeignSockets uint64 `json:"foreign_sockets"`
@@ -237,7 +245,10 @@ func (c *Receiver) Status() Status {
 		if st.Running {
 			ls.Address = l.boundAddr
 		}
+		ls.Mode, ls.Interface = l.cfg.Mode, l.cfg.Interface
+		ls.XDPAttach, ls.XDPZeroCopy = l.xdpAttach()
 		l.mu.Unlock()
+		ls.XDPFrames = l.xdpCounts()
 		if i < len(rates) {
 			ls.Rates = rates[i]
 		}
