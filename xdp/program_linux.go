@@ -61,18 +61,9 @@ func Attach(ifname string, port uint16, opt Options) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("interface %q: %w", ifname, err)
 	}
-	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
+	coll, err := load(port)
 	if err != nil {
-		return nil, fmt.Errorf("reading the XDP object: %w", err)
-	}
-	var be [2]byte
-	binary.BigEndian.PutUint16(be[:], port)
-	if err := spec.Variables["listen_port"].Set(binary.NativeEndian.Uint16(be[:])); err != nil {
-		return nil, fmt.Errorf("setting the port: %w", err)
-	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{})
-	if err != nil {
-		return nil, loadError(err)
+		return nil, err
 	}
 	p := &Program{ifname: ifname, ifindex: ifc.Index, coll: coll, xsks: coll.Maps["xsks"], counts: coll.Maps["outcomes"], ownPort: port}
 	p.ncpu, err = ebpf.PossibleCPU()
@@ -103,6 +94,24 @@ func Attach(ifname string, port uint16, opt Options) (*Program, error) {
 		return nil, fmt.Errorf("attaching XDP to %s: another XDP program is attached (bpftool net show dev %s): %w", ifname, ifname, errors.Join(errs...))
 	}
 	return nil, fmt.Errorf("attaching XDP to %s: %w", ifname, errors.Join(errs...))
+}
+
+// load loads the program and its maps for UDP port, not attached.
+func load(port uint16) (*ebpf.Collection, error) {
+	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
+	if err != nil {
+		return nil, fmt.Errorf("reading the XDP object: %w", err)
+	}
+	var be [2]byte
+	binary.BigEndian.PutUint16(be[:], port)
+	if err := spec.Variables["listen_port"].Set(binary.NativeEndian.Uint16(be[:])); err != nil {
+		return nil, fmt.Errorf("setting the port: %w", err)
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{})
+	if err != nil {
+		return nil, loadError(err)
+	}
+	return coll, nil
 }
 
 // loadError wraps a load failure, with the verifier's whole log when the verifier refused.

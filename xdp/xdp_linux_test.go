@@ -1,10 +1,13 @@
 package xdp
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -118,5 +121,68 @@ func TestRedirectExactCounts(t *testing.T) {
 				t.Errorf("socket drops %d", s.Drops())
 			}
 		})
+	}
+}
+
+// TestCrashLeavesNothing: a process that attached the program and was killed (SIGKILL, no
+// cleanup) leaves no program on the interface, since the bpf_link dies with it; the next
+// Attach succeeds. Close detaches too.
+func TestCrashLeavesNothing(t *testing.T) {
+	if dev := os.Getenv("INTAKE_XDP_CRASH_DEV"); dev != "" {
+		if _, err := Attach(dev, 40040, Options{}); err != nil {
+			fmt.Println("attach:", err)
+			os.Exit(1)
+		}
+		fmt.Println("attached")
+		time.Sleep(time.Minute) // killed by the parent
+		os.Exit(1)
+	}
+	v := xdptest.New(t)
+	ifc, err := net.InterfaceByName(v.Dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashLeavesNothing$")
+	cmd.Env = append(os.Environ(), "INTAKE_XDP_CRASH_DEV="+v.Dev)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line != "attached\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child: %q", line)
+	}
+	if ids, err := Attached(ifc.Index); err != nil || len(ids) != 1 {
+		t.Errorf("while the child runs: links %v (%v), want one", ids, err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	// The kernel releases the link when the last descriptor closes, which process exit does;
+	// give its deferred work a moment.
+	var ids []int
+	for i := 0; i < 50; i++ {
+		if ids, err = Attached(ifc.Index); err == nil && len(ids) == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(ids) != 0 {
+		t.Fatalf("after the child was killed: links %v (%v)", ids, err)
+	}
+	p, err := Attach(v.Dev, 40040, Options{})
+	if err != nil {
+		t.Fatalf("attach after a crash: %v", err)
+	}
+	if ids, _ := Attached(ifc.Index); len(ids) != 1 {
+		t.Errorf("attached: links %v, want one", ids)
+	}
+	p.Close()
+	if ids, _ := Attached(ifc.Index); len(ids) != 0 {
+		t.Errorf("after Close: links %v", ids)
 	}
 }
