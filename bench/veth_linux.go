@@ -44,6 +44,9 @@ func NewVeth() (*Veth, error) {
 	return v, nil
 }
 
+// Device is the collector's end of the pair, in this namespace.
+func (v *Veth) Device() string { return v.dev }
+
 // Command returns a command that runs name with args inside the sender's namespace.
 func (v *Veth) Command(name string, args ...string) *exec.Cmd {
 	return exec.Command("ip", append([]string{"netns", "exec", v.Namespace, name}, args...)...)

@@ -38,7 +38,7 @@ func (c *Receiver) openXDP(l *listener) error {
 	l.mu.Unlock()
 	zc := true
 	for i, w := range l.workers {
-		s, err := xdp.Open(p.Ifindex(), i)
+		s, err := xdp.Open(p.Ifindex(), i, l.cfg.RcvBuf)
 		if err != nil {
 			return err
 		}

@@ -18,7 +18,11 @@ const (
 	ModeGeneric = "generic"
 	MaxQueues   = 256
 	MaxDatagram = 4096 - 256 - 14 - 4 - 40 - 8
+	FrameSize   = 4096
 )
+
+// Frames is the UMEM frames a socket of umemBytes would get on Linux.
+func Frames(umemBytes int) int { return max(64, min(1<<16, umemBytes/FrameSize)) }
 
 // Attach refuses: XDP is Linux's.
 func Attach(string, uint16, Options) (*Program, error) { return nil, errNotLinux }
@@ -37,7 +41,7 @@ func RxQueues(string) int { return 1 }
 type Socket struct{}
 
 // Open refuses: AF_XDP is Linux's.
-func Open(int, int) (*Socket, error) { return nil, errNotLinux }
+func Open(int, int, int) (*Socket, error) { return nil, errNotLinux }
 
 func (s *Socket) ZeroCopy() bool   { return false }
 func (s *Socket) Peek(int) int     { return 0 }

@@ -71,7 +71,7 @@ func TestRedirectExactCounts(t *testing.T) {
 			if p.Mode() != mode {
 				t.Fatalf("mode %q, want %q", p.Mode(), mode)
 			}
-			s, err := Open(p.Ifindex(), 0)
+			s, err := Open(p.Ifindex(), 0, 1<<20)
 			if err != nil {
 				t.Fatal(err)
 			}

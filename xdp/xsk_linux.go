@@ -11,22 +11,35 @@ import (
 
 // Socket geometry: FrameSize bytes per UMEM frame (a frame holds one received Ethernet
 // frame: the largest datagram an xdp listener takes is FrameSize less the headroom and the
-// headers, MaxDatagram), RingSize frames in the UMEM and entries per ring.
+// headers, MaxDatagram); the UMEM holds as many frames as each ring has entries, a power of
+// two from MinFrames to MaxFrames.
 const (
 	FrameSize   = 4096
-	RingSize    = 2048
+	MinFrames   = 64
+	MaxFrames   = 1 << 16
 	headroom    = 256 // XDP_PACKET_HEADROOM: where the kernel puts the frame inside a UMEM frame
 	MaxDatagram = FrameSize - headroom - 14 - 4 - 40 - 8
 )
 
+// Frames is the number of UMEM frames (and ring entries) a socket of about umemBytes of
+// UMEM gets: the power of two at or below umemBytes/FrameSize, within MinFrames-MaxFrames.
+func Frames(umemBytes int) int {
+	n := MinFrames
+	for n*2 <= umemBytes/FrameSize && n*2 <= MaxFrames {
+		n *= 2
+	}
+	return n
+}
+
 // Socket is one AF_XDP socket bound to one receive queue of an interface, with a UMEM of its
-// own: RingSize frames of FrameSize bytes, all handed to the kernel through the fill ring at
+// own: Frames frames of FrameSize bytes, all handed to the kernel through the fill ring at
 // the start and each handed back as soon as the worker has decoded it. The kernel writes
 // the frames the XDP program redirects into them and posts their descriptors on the rx
 // ring; Peek and Release read that ring through shared memory, without a system call while
 // frames keep coming.
 type Socket struct {
 	fd     int
+	frames uint32
 	evfd   int // eventfd that Wake writes, to end a Wait
 	queue  int
 	zc     bool
@@ -48,14 +61,15 @@ type ring struct {
 	mask       uint32
 }
 
-// Open creates an AF_XDP socket for receive queue queue of interface ifindex: zero-copy where
-// the driver has it, copy mode otherwise (ZeroCopy says which).
-func Open(ifindex, queue int) (*Socket, error) {
+// Open creates an AF_XDP socket for receive queue queue of interface ifindex, with about
+// umemBytes of UMEM (Frames): zero-copy where the driver has it, copy mode otherwise
+// (ZeroCopy says which).
+func Open(ifindex, queue, umemBytes int) (*Socket, error) {
 	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("AF_XDP socket: %w", err)
 	}
-	s := &Socket{fd: fd, evfd: -1, queue: queue}
+	s := &Socket{fd: fd, evfd: -1, queue: queue, frames: uint32(Frames(umemBytes))}
 	if err := s.setup(ifindex, queue); err != nil {
 		s.Close()
 		return nil, err
@@ -65,7 +79,7 @@ func Open(ifindex, queue int) (*Socket, error) {
 
 func (s *Socket) setup(ifindex, queue int) error {
 	var err error
-	s.umem, err = unix.Mmap(-1, 0, RingSize*FrameSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	s.umem, err = unix.Mmap(-1, 0, int(s.frames)*FrameSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 	if err != nil {
 		return fmt.Errorf("UMEM: %w", err)
 	}
@@ -75,7 +89,7 @@ func (s *Socket) setup(ifindex, queue int) error {
 	}
 	// The completion ring is unused on a receive-only socket, but bind requires it.
 	for _, o := range []int{unix.XDP_UMEM_FILL_RING, unix.XDP_UMEM_COMPLETION_RING, unix.XDP_RX_RING} {
-		if err := unix.SetsockoptInt(s.fd, unix.SOL_XDP, o, RingSize); err != nil {
+		if err := unix.SetsockoptInt(s.fd, unix.SOL_XDP, o, int(s.frames)); err != nil {
 			return fmt.Errorf("AF_XDP ring size (option %d): %w", o, err)
 		}
 	}
@@ -85,26 +99,26 @@ func (s *Socket) setup(ifindex, queue int) error {
 		uintptr(unsafe.Pointer(&off)), uintptr(unsafe.Pointer(&l)), 0); e != 0 {
 		return fmt.Errorf("XDP_MMAP_OFFSETS: %w", e)
 	}
-	if s.rxMem, err = unix.Mmap(s.fd, 0, int(off.Rx.Desc)+RingSize*int(unsafe.Sizeof(unix.XDPDesc{})),
+	if s.rxMem, err = unix.Mmap(s.fd, 0, int(off.Rx.Desc)+int(s.frames)*int(unsafe.Sizeof(unix.XDPDesc{})),
 		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE); err != nil {
 		return fmt.Errorf("rx ring: %w", err)
 	}
-	if s.fqMem, err = unix.Mmap(s.fd, unix.XDP_UMEM_PGOFF_FILL_RING, int(off.Fr.Desc)+RingSize*8,
+	if s.fqMem, err = unix.Mmap(s.fd, unix.XDP_UMEM_PGOFF_FILL_RING, int(off.Fr.Desc)+int(s.frames)*8,
 		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE); err != nil {
 		return fmt.Errorf("fill ring: %w", err)
 	}
-	if s.cqMem, err = unix.Mmap(s.fd, unix.XDP_UMEM_PGOFF_COMPLETION_RING, int(off.Cr.Desc)+RingSize*8,
+	if s.cqMem, err = unix.Mmap(s.fd, unix.XDP_UMEM_PGOFF_COMPLETION_RING, int(off.Cr.Desc)+int(s.frames)*8,
 		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE); err != nil {
 		return fmt.Errorf("completion ring: %w", err)
 	}
-	s.rx = newRing(s.rxMem, off.Rx)
-	s.fq = newRing(s.fqMem, off.Fr)
+	s.rx = newRing(s.rxMem, off.Rx, s.frames)
+	s.fq = newRing(s.fqMem, off.Fr, s.frames)
 	// Every frame goes to the kernel at once: a frame comes back on the rx ring only to be
 	// returned after it is decoded, so the fill ring never runs dry while the worker keeps up.
-	for i := uint32(0); i < RingSize; i++ {
+	for i := uint32(0); i < s.frames; i++ {
 		*(*uint64)(unsafe.Add(s.fq.entries, 8*uintptr(i))) = uint64(i) * FrameSize
 	}
-	atomic.StoreUint32(s.fq.prod, RingSize)
+	atomic.StoreUint32(s.fq.prod, s.frames)
 	s.zc = true
 	if err := unix.Bind(s.fd, &unix.SockaddrXDP{Flags: unix.XDP_ZEROCOPY, Ifindex: uint32(ifindex), QueueID: uint32(queue)}); err != nil {
 		s.zc = false
@@ -120,10 +134,10 @@ func (s *Socket) setup(ifindex, queue int) error {
 	return nil
 }
 
-func newRing(mem []byte, o unix.XDPRingOffset) ring {
+func newRing(mem []byte, o unix.XDPRingOffset, n uint32) ring {
 	b := unsafe.Pointer(&mem[0])
 	return ring{prod: (*uint32)(unsafe.Add(b, o.Producer)), cons: (*uint32)(unsafe.Add(b, o.Consumer)),
-		entries: unsafe.Add(b, o.Desc), mask: RingSize - 1}
+		entries: unsafe.Add(b, o.Desc), mask: n - 1}
 }
 
 func setsockopt(fd, opt int, p unsafe.Pointer, n uintptr) error {
@@ -171,7 +185,7 @@ func (s *Socket) Release() {
 	if n == 0 {
 		return
 	}
-	// The fill ring has room: it holds RingSize entries and every frame not in it is one
+	// The fill ring has room: it holds as many entries as there are frames, and every frame not in it is one
 	// of these.
 	fp := *s.fq.prod
 	for i := uint32(0); i < n; i++ {
@@ -204,8 +218,9 @@ func (s *Socket) Wake() {
 	unix.Write(s.evfd, b[:])
 }
 
-// Drops returns the frames the kernel dropped for this socket: rx ring full, no frame in
-// the fill ring, or a frame too long for a UMEM frame (XDP_STATISTICS).
+// Drops returns the frames the kernel dropped for this socket (XDP_STATISTICS rx_dropped):
+// rx ring full, no frame in the fill ring, a frame too long for a UMEM frame. (rx_ring_full
+// counts a subset of the same drops again.)
 func (s *Socket) Drops() uint64 {
 	var st unix.XDPStatistics
 	l := uint32(unsafe.Sizeof(st))
@@ -213,7 +228,7 @@ func (s *Socket) Drops() uint64 {
 		uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&l)), 0); e != 0 {
 		return 0
 	}
-	return st.Rx_dropped + st.Rx_ring_full + st.Rx_fill_ring_empty_descs
+	return st.Rx_dropped
 }
 
 // Close closes the socket and unmaps its memory.
