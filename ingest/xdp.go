@@ -72,14 +72,17 @@ func (l *listener) closeXDP() {
 		l.x.base[i] += l.x.last[i]
 	}
 	l.x.last = [xdp.NumOutcomes]uint64{}
-	l.x.prog.Close()
-	l.x.prog = nil
-	for _, w := range l.workers {
+	// Out of the XSKMAP first: the map's reference would keep a socket bound to its queue
+	// until the kernel frees the map, later, and a restart's bind would find it busy.
+	for i, w := range l.workers {
 		if w.xsk != nil {
+			l.x.prog.Unregister(i)
 			w.xsk.Close()
 			w.xsk = nil
 		}
 	}
+	l.x.prog.Close()
+	l.x.prog = nil
 }
 
 // xdpCounts returns the listener's XDP outcome counts, cumulative; nil when it is not an xdp

@@ -10,6 +10,9 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/intake-int/intake/xdp/xdptest"
 )
@@ -184,5 +187,34 @@ func TestCrashLeavesNothing(t *testing.T) {
 	p.Close()
 	if ids, _ := Attached(ifc.Index); len(ids) != 0 {
 		t.Errorf("after Close: links %v", ids)
+	}
+}
+
+// TestSocketDropsExact: frames beyond what the UMEM holds, while nobody reads, are dropped
+// and counted, each once.
+func TestSocketDropsExact(t *testing.T) {
+	v := xdptest.New(t)
+	p := attachOrSkip(t, v, 40040, Options{})
+	s, err := Open(p.Ifindex(), 0, 0) // MinFrames
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := p.Register(0, s); err != nil {
+		t.Fatal(err)
+	}
+	const sent = 3 * MinFrames
+	bs := make([][]byte, sent)
+	for i := range bs {
+		bs[i] = []byte(fmt.Sprint("datagram ", i))
+	}
+	v.Send(t, "udp4", net.JoinHostPort(v.Host, "40040"), bs...)
+	got := receive(t, s, sent)
+	var st unix.XDPStatistics
+	l := uint32(unsafe.Sizeof(st))
+	unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(s.fd), unix.SOL_XDP, unix.XDP_STATISTICS, uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&l)), 0)
+	t.Logf("received %d, statistics %+v", len(got), st)
+	if uint64(len(got))+s.Drops() != sent {
+		t.Errorf("received %d + dropped %d, want %d sent", len(got), s.Drops(), sent)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -119,12 +120,22 @@ func (s *Socket) setup(ifindex, queue int) error {
 		*(*uint64)(unsafe.Add(s.fq.entries, 8*uintptr(i))) = uint64(i) * FrameSize
 	}
 	atomic.StoreUint32(s.fq.prod, s.frames)
-	s.zc = true
-	if err := unix.Bind(s.fd, &unix.SockaddrXDP{Flags: unix.XDP_ZEROCOPY, Ifindex: uint32(ifindex), QueueID: uint32(queue)}); err != nil {
-		s.zc = false
-		if err := unix.Bind(s.fd, &unix.SockaddrXDP{Flags: unix.XDP_COPY, Ifindex: uint32(ifindex), QueueID: uint32(queue)}); err != nil {
+	// A socket closed just before (a restart) may hold the queue until the kernel has
+	// released it: busy is retried for a moment.
+	for wait := time.Duration(0); ; wait += 20 * time.Millisecond {
+		s.zc = true
+		err := unix.Bind(s.fd, &unix.SockaddrXDP{Flags: unix.XDP_ZEROCOPY, Ifindex: uint32(ifindex), QueueID: uint32(queue)})
+		if err != nil {
+			s.zc = false
+			err = unix.Bind(s.fd, &unix.SockaddrXDP{Flags: unix.XDP_COPY, Ifindex: uint32(ifindex), QueueID: uint32(queue)})
+		}
+		if err == nil {
+			break
+		}
+		if err != unix.EBUSY || wait >= time.Second {
 			return fmt.Errorf("binding AF_XDP to queue %d: %w", queue, err)
 		}
+		time.Sleep(wait)
 	}
 	s.cons = atomic.LoadUint32(s.rx.cons)
 	if s.evfd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
