@@ -5,12 +5,12 @@ package xdp
 type Outcome int
 
 const (
-	Redirected     Outcome = iota // to the receive queue's AF_XDP socket
-	PassOther                     // not UDP to the listener's port: passed to the kernel
-	PassFragment                  // an IPv4 fragment: passed (the kernel reassembles it)
-	PassMalformed                 // headers cut short or inconsistent: passed, the kernel judges it
-	PassNoSocket                  // to the port, on a queue without an AF_XDP socket: passed
-	PassIPv6Ext                   // IPv6 with extension headers: passed
+	Redirected    Outcome = iota // to the receive queue's AF_XDP socket
+	PassOther                    // not UDP to the listener's port: passed to the kernel
+	PassFragment                 // an IPv4 fragment: passed (the kernel reassembles it)
+	PassMalformed                // headers cut short or inconsistent: passed, the kernel judges it
+	PassNoSocket                 // to the port, on a queue without an AF_XDP socket: passed
+	PassIPv6Ext                  // IPv6 with extension headers: passed
 	NumOutcomes
 )
 

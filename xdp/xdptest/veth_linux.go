@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -40,7 +41,7 @@ func New(t testing.TB) *Veth {
 	peer := v.Dev + "p"
 	steps := [][]string{
 		{"netns", "add", v.NS},
-		{"link", "add", v.Dev, "type", "veth", "peer", "name", peer},
+		{"link", "add", v.Dev, "address", hostMAC, "type", "veth", "peer", "name", peer, "address", peerMAC},
 		{"link", "set", peer, "netns", v.NS},
 		{"addr", "add", v.Host + "/30", "dev", v.Dev},
 		{"addr", "add", v.Host6 + "/64", "dev", v.Dev, "nodad"},
@@ -48,6 +49,12 @@ func New(t testing.TB) *Veth {
 		{"-n", v.NS, "addr", "add", v.Peer + "/30", "dev", peer},
 		{"-n", v.NS, "addr", "add", v.Peer6 + "/64", "dev", peer, "nodad"},
 		{"-n", v.NS, "link", "set", peer, "up"},
+		// Static neighbours: a first datagram that waited for ARP or neighbour discovery
+		// would be queued (and beyond a few, dropped) by the sender's kernel, not by intake.
+		{"-n", v.NS, "neigh", "replace", v.Host, "lladdr", hostMAC, "dev", peer, "nud", "permanent"},
+		{"-n", v.NS, "neigh", "replace", v.Host6, "lladdr", hostMAC, "dev", peer, "nud", "permanent"},
+		{"neigh", "replace", v.Peer, "lladdr", peerMAC, "dev", v.Dev, "nud", "permanent"},
+		{"neigh", "replace", v.Peer6, "lladdr", peerMAC, "dev", v.Dev, "nud", "permanent"},
 	}
 	t.Cleanup(func() {
 		exec.Command("ip", "link", "del", v.Dev).Run()
@@ -58,8 +65,23 @@ func New(t testing.TB) *Veth {
 			t.Skipf("skipped: the kernel refused a veth pair in a namespace: ip %s: %v: %s", strings.Join(a, " "), err, out)
 		}
 	}
+	// Both ends up (carrier) before anything is sent.
+	for i := 0; i < 100; i++ {
+		out, _ := exec.Command("ip", "-n", v.NS, "link", "show", peer).Output()
+		c, _ := os.ReadFile("/sys/class/net/" + v.Dev + "/carrier")
+		if strings.Contains(string(out), "LOWER_UP") && strings.TrimSpace(string(c)) == "1" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	return v
 }
+
+// The pair's MAC addresses (locally administered).
+const (
+	hostMAC = "02:00:00:49:58:01"
+	peerMAC = "02:00:00:49:58:02"
+)
 
 // Dial returns a UDP socket created inside the namespace, connected to dst. A socket keeps
 // the namespace it was created in; the thread that created it goes back to this one.
