@@ -143,7 +143,21 @@ type Region struct {
 	ReadOnly bool
 	Huge     bool // the kernel accepted MADV_HUGEPAGE
 	mem      []byte
-	Data     []byte // mem[headerSize:]
+	Data     []byte // mem[headerSize:]; or memory held elsewhere (RegionOver)
+	external bool   // Data is not this region's to unmap
+}
+
+// RegionOver is a region of header h whose data is mem (h.DataLen bytes), memory that
+// something else holds and maps: the kernel-written stores of package xdp (DTA in the
+// kernel: BPF_F_MMAPABLE arrays with the data layout of docs/dta-layout.md). Its header is
+// process memory; Close leaves mem alone.
+func RegionOver(h Header, mem []byte) (*Region, error) {
+	if uint64(len(mem)) != h.DataLen {
+		return nil, fmt.Errorf("dta: %d bytes of memory for a region of %d", len(mem), h.DataLen)
+	}
+	hdr := make([]byte, headerSize)
+	h.put(hdr)
+	return &Region{Hdr: h, mem: hdr, Data: mem, external: true}, nil
 }
 
 // counter returns the header's atomic counter at off.
@@ -294,6 +308,10 @@ func (r *Region) Snapshot(path string) error {
 // Close unmaps the region.
 func (r *Region) Close() error {
 	if r.mem == nil {
+		return nil
+	}
+	if r.external {
+		r.mem, r.Data = nil, nil
 		return nil
 	}
 	err := unmapMem(r.mem)

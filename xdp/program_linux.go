@@ -51,6 +51,69 @@ type Options struct {
 	// Mode is "" (native where the driver has it, generic otherwise), ModeNative or
 	// ModeGeneric.
 	Mode string
+	// Stores, when set, makes the program write DTA reports into them (DTA, NewDTAStores).
+	Stores *DTAStores
+}
+
+// DTAStores are the kernel-written DTA stores: BPF_F_MMAPABLE arrays of 8-byte slots, mapped
+// into this process. KW and KI are their memory: the data of a Key-Write and a
+// Key-Increment region (docs/dta-layout.md) that the program writes and user space reads and
+// writes too (the translator's own reports, queries). They outlive programs: a restart
+// attaches a new program to the same stores.
+type DTAStores struct {
+	D      DTA
+	KW, KI []byte
+	kw, ki *ebpf.Map
+}
+
+// NewDTAStores creates the arrays for d and maps them.
+func NewDTAStores(d DTA) (_ *DTAStores, err error) {
+	if err := d.Check(); err != nil {
+		return nil, fmt.Errorf("dta in the kernel: %w", err)
+	}
+	s := &DTAStores{D: d}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	mk := func(name string, slots int) (*ebpf.Map, []byte, error) {
+		m, err := ebpf.NewMap(&ebpf.MapSpec{Name: name, Type: ebpf.Array, KeySize: 4, ValueSize: 8,
+			MaxEntries: uint32(max(slots, 1)), Flags: unix.BPF_F_MMAPABLE})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s array of %d slots: %w", name, slots, err)
+		}
+		mem, err := unix.Mmap(m.FD(), 0, max(slots, 1)*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			m.Close()
+			return nil, nil, fmt.Errorf("mapping %s: %w", name, err)
+		}
+		return m, mem[:slots*8], nil
+	}
+	if s.kw, s.KW, err = mk("kw_store", d.KWSlots); err != nil {
+		return nil, err
+	}
+	if s.ki, s.KI, err = mk("ki_store", d.KISlots); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close unmaps and releases the arrays (a program still attached keeps them alive).
+func (s *DTAStores) Close() error {
+	var errs []error
+	for _, m := range []*[]byte{&s.KW, &s.KI} {
+		if cap(*m) > 0 {
+			errs = append(errs, unix.Munmap((*m)[:cap(*m)]))
+			*m = nil
+		}
+	}
+	for _, m := range []*ebpf.Map{s.kw, s.ki} {
+		if m != nil {
+			errs = append(errs, m.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Attach loads the program for UDP port and attaches it to interface ifname: natively
@@ -61,7 +124,7 @@ func Attach(ifname string, port uint16, opt Options) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("interface %q: %w", ifname, err)
 	}
-	coll, err := load(port)
+	coll, err := load(port, opt.Stores)
 	if err != nil {
 		return nil, err
 	}
@@ -96,8 +159,9 @@ func Attach(ifname string, port uint16, opt Options) (*Program, error) {
 	return nil, fmt.Errorf("attaching XDP to %s: %w", ifname, errors.Join(errs...))
 }
 
-// load loads the program and its maps for UDP port, not attached.
-func load(port uint16) (*ebpf.Collection, error) {
+// load loads the program and its maps for UDP port, writing DTA reports into st when set,
+// not attached.
+func load(port uint16, st *DTAStores) (*ebpf.Collection, error) {
 	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
 	if err != nil {
 		return nil, fmt.Errorf("reading the XDP object: %w", err)
@@ -107,7 +171,31 @@ func load(port uint16) (*ebpf.Collection, error) {
 	if err := spec.Variables["listen_port"].Set(binary.NativeEndian.Uint16(be[:])); err != nil {
 		return nil, fmt.Errorf("setting the port: %w", err)
 	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{})
+	var opts ebpf.CollectionOptions
+	if st != nil {
+		d := &st.D
+		cm := uint32(uint64(1)<<d.KWCheckBits - 1)
+		for name, v := range map[string]any{
+			"dta_kernel": uint8(1), "dta_hdr_len": uint8(d.HeaderLen), "dta_key_len": uint8(d.KeyLen),
+			"dta_data_len": uint8(d.DataLen), "dta_seed": d.Seed,
+			"kw_mask": uint32(max(d.KWSlots, 1) - 1), "kw_maxn": uint32(d.KWMaxN), "kw_cmask": cm, "kw_vbytes": uint32(d.KWValueBytes),
+			"ki_mask": uint32(max(d.KISlots, 1) - 1), "ki_maxn": uint32(d.KIMaxN),
+		} {
+			if err := spec.Variables[name].Set(v); err != nil {
+				return nil, fmt.Errorf("setting %s: %w", name, err)
+			}
+		}
+		if d.KWSlots == 0 {
+			spec.Variables["kw_maxn"].Set(uint32(0))
+		}
+		if d.KISlots == 0 {
+			spec.Variables["ki_maxn"].Set(uint32(0))
+		}
+		spec.Maps["kw_store"].MaxEntries = uint32(max(d.KWSlots, 1))
+		spec.Maps["ki_store"].MaxEntries = uint32(max(d.KISlots, 1))
+		opts.MapReplacements = map[string]*ebpf.Map{"kw_store": st.kw, "ki_store": st.ki}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, opts)
 	if err != nil {
 		return nil, loadError(err)
 	}

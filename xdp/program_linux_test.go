@@ -37,7 +37,7 @@ func loadOrSkip(t *testing.T, port uint16) *ebpf.Collection {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: loading a BPF program needs root (CAP_BPF)")
 	}
-	coll, err := load(port)
+	coll, err := load(port, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
