@@ -85,7 +85,14 @@ type Receiver struct {
 
 	rates rateState
 	ports portState
+
+	dtaStores *xdp.DTAStores // dta.kernel: what the dta listeners' XDP programs write (SetDTAStores)
 }
+
+// SetDTAStores makes the XDP programs of the listeners with format dta and mode xdp write
+// DTA Key-Write and Key-Increment reports into st (dta.kernel), from the next Start on. The
+// composition root calls it before Start, with the stores it gave the DTA translator.
+func (c *Receiver) SetDTAStores(st *xdp.DTAStores) { c.dtaStores = st }
 
 // New builds a Receiver from a configuration (defaults are filled in, then it is
 // validated). It registers its metrics and opens nothing: see Start.

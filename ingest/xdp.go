@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/intake-int/intake/wire"
 	"github.com/intake-int/intake/xdp"
 )
 
@@ -29,7 +30,11 @@ type xdpState struct {
 // openXDP attaches the listener's program and binds an AF_XDP socket per worker, worker i
 // on receive queue i.
 func (c *Receiver) openXDP(l *listener) error {
-	p, err := xdp.Attach(l.cfg.Interface, uint16(l.cfg.Port), xdp.Options{})
+	var opt xdp.Options
+	if l.in == wire.InputDTA {
+		opt.Stores = c.dtaStores
+	}
+	p, err := xdp.Attach(l.cfg.Interface, uint16(l.cfg.Port), opt)
 	if err != nil {
 		return err
 	}

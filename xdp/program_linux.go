@@ -99,6 +99,19 @@ func NewDTAStores(d DTA) (_ *DTAStores, err error) {
 	return s, nil
 }
 
+// KWID and KIID are the arrays' ids (for readers: dta's region headers name them).
+func (s *DTAStores) KWID() uint32 { return mapID(s.kw) }
+func (s *DTAStores) KIID() uint32 { return mapID(s.ki) }
+
+func mapID(m *ebpf.Map) uint32 {
+	info, err := m.Info()
+	if err != nil {
+		return 0
+	}
+	id, _ := info.ID()
+	return uint32(id)
+}
+
 // Close unmaps and releases the arrays (a program still attached keeps them alive).
 func (s *DTAStores) Close() error {
 	var errs []error

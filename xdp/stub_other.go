@@ -10,7 +10,10 @@ var errNotLinux = errors.New("xdp: XDP and AF_XDP need Linux")
 type Program struct{}
 
 // Options choose how Attach attaches.
-type Options struct{ Mode string }
+type Options struct {
+	Mode   string
+	Stores *DTAStores
+}
 
 // Mode values: how the program is attached.
 const (
@@ -51,3 +54,16 @@ func (s *Socket) Wait(int) bool    { return true }
 func (s *Socket) Wake()            {}
 func (s *Socket) Drops() uint64    { return 0 }
 func (s *Socket) Close() error     { return nil }
+
+// DTAStores are kernel-written DTA stores (Linux only).
+type DTAStores struct {
+	D      DTA
+	KW, KI []byte
+}
+
+// NewDTAStores refuses: BPF arrays are Linux's.
+func NewDTAStores(DTA) (*DTAStores, error) { return nil, errNotLinux }
+
+func (s *DTAStores) KWID() uint32 { return 0 }
+func (s *DTAStores) KIID() uint32 { return 0 }
+func (s *DTAStores) Close() error { return nil }
