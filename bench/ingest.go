@@ -27,6 +27,7 @@ import (
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/xdp"
 )
 
 // IngestConfig is one ingest measurement.
@@ -67,6 +68,12 @@ type Phase struct {
 	ReportsPS float64
 	Loss      float64
 	Attach    string // an xdp listener's attach mode (native, generic)
+	// KernelDTA is the DTA reports the XDP program wrote into the stores (dta.kernel),
+	// included in Received and Reports; BPFRuns and BPFTime the program's runs and run time
+	// (with BPF statistics on).
+	KernelDTA uint64
+	BPFRuns   uint64
+	BPFTime   time.Duration
 }
 
 // CPUPerDatagram is CPU nanoseconds per received datagram; 0 without datagrams.
@@ -233,7 +240,7 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 	}
 	recv.Settle()
 	cpu, sys := processCPU()-cpu0, systemCPU()-sys0
-	attach := recv.Status().Listeners[0].XDPAttach
+	run := recv.Status().Listeners[0] // the program's figures go with it at Stop
 	// Stop reads the sockets' final drop counts (SO_MEMINFO): drops after the last datagram
 	// read carry no SO_RXQ_OVFL message.
 	if err := stop(ctx); err != nil {
@@ -241,7 +248,13 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 	}
 	st := recv.Status()
 	r := Phase{Sent: sent, Received: st.PacketsReceived, Reports: st.ReportsDecoded,
-		Errors: st.DecodeErrors.Total, Kernel: st.KernelDrops, Backlog: softnetDrops() - backlog0, CPU: cpu, SystemCPU: sys, Attach: attach}
+		Errors: st.DecodeErrors.Total, Kernel: st.KernelDrops, Backlog: softnetDrops() - backlog0, CPU: cpu, SystemCPU: sys, Attach: run.XDPAttach,
+		BPFRuns: run.XDPRuns, BPFTime: time.Duration(run.XDPRunNs)}
+	// DTA reports the XDP program wrote itself (dta.kernel) never reach user space: they
+	// are received and turned into state all the same (one report per datagram).
+	r.KernelDTA = run.XDPFrames["dta_key_write"] + run.XDPFrames["dta_key_increment"]
+	r.Received += r.KernelDTA
+	r.Reports += r.KernelDTA
 	if drain && sent.Datagrams > 0 {
 		r.Reports = uint64(float64(r.Received) * float64(sent.Reports) / float64(sent.Datagrams))
 	}
@@ -320,6 +333,11 @@ type ModeComparison struct {
 	RateRatio float64 `json:"collector_rate_xdp_over_socket"`
 	// XDPAttach is how the program was attached (native, generic).
 	XDPAttach string `json:"xdp_attach"`
+	// BPFNsPerFrame is the XDP program's run time per frame in the xdp collector phase (from
+	// the kernel's BPF statistics, which IngestModes turns on), and KernelDTAReports the DTA
+	// reports it wrote into the stores itself (dta.kernel), which cost no user-space CPU.
+	BPFNsPerFrame    float64 `json:"bpf_ns_per_frame"`
+	KernelDTAReports uint64  `json:"kernel_dta_reports"`
 }
 
 // IngestModes runs Ingest twice, with the first listener in socket mode and then in xdp
@@ -335,6 +353,7 @@ func IngestModes(cfg IngestConfig, dev string) (ModeComparison, error) {
 	}
 	s := cfg
 	s.Progress = progress(ingest.ModeSocket)
+	s.Collector.DTA.Kernel = false // dta.kernel needs the xdp listener
 	sock, err := Ingest(s)
 	if err != nil {
 		return mc, fmt.Errorf("socket mode: %w", err)
@@ -350,11 +369,17 @@ func IngestModes(cfg IngestConfig, dev string) (ModeComparison, error) {
 	l.FillDefaults()
 	x.Baseline = ""
 	x.Progress = progress(ingest.ModeXDP)
+	if c, err := xdp.EnableRunStats(); err == nil {
+		defer c.Close()
+	}
 	xr, err := Ingest(x)
 	if err != nil {
 		return mc, fmt.Errorf("xdp mode: %w", err)
 	}
-	mc = ModeComparison{Socket: sock, XDP: xr, XDPAttach: xr.Full.Attach}
+	mc = ModeComparison{Socket: sock, XDP: xr, XDPAttach: xr.Full.Attach, KernelDTAReports: xr.Full.KernelDTA}
+	if xr.Full.BPFRuns > 0 {
+		mc.BPFNsPerFrame = float64(xr.Full.BPFTime.Nanoseconds()) / float64(xr.Full.BPFRuns)
+	}
 	if xr.DrainCPUNsPerDatagram > 0 {
 		mc.DrainCPURatio = sock.DrainCPUNsPerDatagram / xr.DrainCPUNsPerDatagram
 	}

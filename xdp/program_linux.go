@@ -6,10 +6,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -262,6 +264,24 @@ func (p *Program) Counts(c *[NumOutcomes]uint64) error {
 	}
 	return nil
 }
+
+// RunStats returns the program's run count and total run time, which the kernel keeps
+// while BPF statistics are on (sysctl kernel.bpf_stats_enabled, or EnableRunStats); zeros
+// otherwise.
+func (p *Program) RunStats() (runs uint64, total time.Duration) {
+	if p.closed {
+		return 0, 0
+	}
+	st, err := p.coll.Programs[ProgramName].Stats()
+	if err != nil {
+		return 0, 0
+	}
+	return st.RunCount, st.Runtime
+}
+
+// EnableRunStats turns the kernel's BPF run-time statistics on until the returned closer is
+// closed (they cost a clock read per run, so they are off by default).
+func EnableRunStats() (io.Closer, error) { return ebpf.EnableStats(unix.BPF_STATS_RUN_TIME) }
 
 // Close detaches the program from the interface and frees it.
 func (p *Program) Close() error {

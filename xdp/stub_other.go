@@ -2,7 +2,11 @@
 
 package xdp
 
-import "errors"
+import (
+	"errors"
+	"io"
+	"time"
+)
 
 var errNotLinux = errors.New("xdp: XDP and AF_XDP need Linux")
 
@@ -67,3 +71,8 @@ func NewDTAStores(DTA) (*DTAStores, error) { return nil, errNotLinux }
 func (s *DTAStores) KWID() uint32 { return 0 }
 func (s *DTAStores) KIID() uint32 { return 0 }
 func (s *DTAStores) Close() error { return nil }
+
+func (p *Program) RunStats() (uint64, time.Duration) { return 0, 0 }
+
+// EnableRunStats refuses: BPF is Linux's.
+func EnableRunStats() (io.Closer, error) { return nil, errNotLinux }

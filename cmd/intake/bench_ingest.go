@@ -254,6 +254,7 @@ func printModes(stdout, stderr io.Writer, cfg bench.IngestConfig, dev, format st
 	}
 	fmt.Fprintf(stdout, "  socket / xdp CPU: drain %.2fx per datagram, collector %.2fx per report; collector reports/s xdp / socket %.2f\n",
 		mc.DrainCPURatio, mc.CollectorCPURatio, mc.RateRatio)
+	fmt.Fprintf(stdout, "  XDP program: %.1f ns per frame (collector phase); DTA reports written in the kernel: %d\n", mc.BPFNsPerFrame, mc.KernelDTAReports)
 	return nil
 }
 
