@@ -2,6 +2,7 @@ package xdp
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,8 +30,11 @@ func TestVerifierLogOnLoadFailure(t *testing.T) {
 	}
 }
 
-// xdpPass is XDP_PASS (linux/bpf.h).
-const xdpPass = 2
+// XDP actions (linux/bpf.h).
+const (
+	xdpDrop = 1
+	xdpPass = 2
+)
 
 func loadOrSkip(t *testing.T, port uint16) *ebpf.Collection {
 	t.Helper()
@@ -134,4 +138,118 @@ func TestObjectMatchesSource(t *testing.T) {
 	if !bytes.Equal(got, object) {
 		t.Fatal("intake_bpfel.o does not match bpf/intake.c: run go generate ./xdp and commit the object")
 	}
+}
+
+// dtaFrame is an IPv4 UDP frame to port 40040 (9c68) holding the DTA datagram p.
+func dtaFrame(t testing.TB, p string) []byte {
+	b := frame(t, p)
+	return frame(t, ethV4, "4500 0000 0000 0000 4011 0000 0a000002 0a000001", fmt.Sprintf("9c40 9c68 %04x 0000", 8+len(b)), p)
+}
+
+// TestProgramDTAFrames: with the kernel stores, the program writes exactly the single
+// Key-Write and Key-Increment reports the translator would write the same way, and passes
+// every other DTA datagram up (here: XDP_PASS, the XSKMAP being empty).
+func TestProgramDTAFrames(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: loading a BPF program needs root (CAP_BPF)")
+	}
+	st, err := NewDTAStores(DTA{HeaderLen: 2, KeyLen: 4, DataLen: 4, Seed: 1, KWSlots: 64, KWMaxN: 4, KWCheckBits: 32, KWValueBytes: 4, KISlots: 64, KIMaxN: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	coll, err := load(40040, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coll.Close()
+	prog := coll.Programs[ProgramName]
+	cases := []struct {
+		name    string
+		p       string
+		action  uint32
+		outcome Outcome
+	}{
+		{"key-write", "0100 02 0a0b0c0d 11223344", xdpDrop, DTAKeyWrite},
+		{"key-write, immediate flag", "0180 04 0a0b0c0d 11223344", xdpDrop, DTAKeyWrite},
+		{"key-increment", "0300 01 0a0b0c0d 0000000000000005", xdpDrop, DTAKeyIncrement},
+		{"key-write batch", "0101 02 02 0a0b0c0d 11223344 02 0a0b0c0e 11223345", xdpPass, PassNoSocket},
+		{"key-write redundancy 0", "0100 00 0a0b0c0d 11223344", xdpPass, PassNoSocket},
+		{"key-write redundancy above N", "0100 05 0a0b0c0d 11223344", xdpPass, PassNoSocket},
+		{"key-write truncated", "0100 02 0a0b0c0d 1122", xdpPass, PassNoSocket},
+		{"key-write one byte long (3-byte layout?)", "0100 02 0a0b0c0d 11223344 00", xdpPass, PassNoSocket},
+		{"key-increment redundancy above N", "0300 03 0a0b0c0d 0000000000000005", xdpPass, PassNoSocket},
+		{"append", "0200 00000001 0000000a", xdpPass, PassNoSocket},
+		{"postcard", "0400 0a0b0c0d 01 11223344", xdpPass, PassNoSocket},
+		{"bad opcode", "0900 02 0a0b0c0d 11223344", xdpPass, PassNoSocket},
+		{"one byte", "01", xdpPass, PassNoSocket},
+		{"empty", "", xdpPass, PassNoSocket},
+	}
+	var want [NumOutcomes]uint64
+	for _, c := range cases {
+		ret, err := prog.Run(&ebpf.RunOptions{Data: dtaFrame(t, c.p)})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if ret != c.action {
+			t.Errorf("%s: action %d, want %d", c.name, ret, c.action)
+		}
+		want[c.outcome]++
+	}
+	p := &Program{counts: coll.Maps["outcomes"]}
+	n, _ := ebpf.PossibleCPU()
+	p.percpu = make([]uint64, n)
+	var got [NumOutcomes]uint64
+	if err := p.Counts(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("outcomes %v, want %v", got, want)
+	}
+}
+
+// FuzzProgramDTA runs the kernel's program with the DTA stores on arbitrary UDP payloads to
+// the port: it must return XDP_PASS or XDP_DROP (never fail), and drop only what user space
+// would read as one Key-Write or Key-Increment report of the exact length.
+func FuzzProgramDTA(f *testing.F) {
+	for _, s := range []string{"0100 02 0a0b0c0d 11223344", "0300 01 0a0b0c0d 0000000000000005", "0101 02 02 0a0b0c0d 11223344 02 0a0b0c0e 11223345", "0200 00000001 0000000a", ""} {
+		f.Add(frame(f, s))
+	}
+	if os.Geteuid() != 0 {
+		f.Skip("skipped: loading a BPF program needs root (CAP_BPF)")
+	}
+	st, err := NewDTAStores(DTA{HeaderLen: 2, KeyLen: 4, DataLen: 4, Seed: 1, KWSlots: 64, KWMaxN: 4, KWCheckBits: 32, KWValueBytes: 4, KISlots: 64, KIMaxN: 2})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer st.Close()
+	coll, err := load(40040, st)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer coll.Close()
+	prog := coll.Programs[ProgramName]
+	f.Fuzz(func(t *testing.T, p []byte) {
+		if len(p) > 1400 {
+			return
+		}
+		fr := frame(t, ethV4, "4500 0000 0000 0000 4011 0000 0a000002 0a000001", fmt.Sprintf("9c40 9c68 %04x 0000", 8+len(p)))
+		fr = append(fr, p...)
+		ret, err := prog.Run(&ebpf.RunOptions{Data: fr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ret {
+		case xdpPass:
+		case xdpDrop:
+			ok := len(p) >= 3 && p[1]&1 == 0 &&
+				(p[0] == 1 && len(p) == 2+1+4+4 && p[2] >= 1 && p[2] <= 4 ||
+					p[0] == 3 && len(p) == 2+1+4+8 && p[2] >= 1 && p[2] <= 2)
+			if !ok {
+				t.Fatalf("dropped %x, which is not a single Key-Write or Key-Increment the translator takes", p)
+			}
+		default:
+			t.Fatalf("action %d", ret)
+		}
+	})
 }
