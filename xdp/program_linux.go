@@ -168,6 +168,11 @@ func Attach(ifname string, port uint16, opt Options) (*Program, error) {
 		errs = append(errs, fmt.Errorf("%s: %w", t.mode, err))
 	}
 	coll.Close()
+	// A bpf_link ends with the process that holds it: intake's program still attached
+	// means another collector is running on the interface, not one that crashed.
+	if ids, _ := Attached(ifc.Index); len(ids) > 0 {
+		return nil, fmt.Errorf("attaching XDP to %s: intake's program is already attached by another running process (bpf_link %v): one collector per interface", ifname, ids)
+	}
 	if errors.Is(errors.Join(errs...), unix.EBUSY) || errors.Is(errors.Join(errs...), unix.EEXIST) {
 		return nil, fmt.Errorf("attaching XDP to %s: another XDP program is attached (bpftool net show dev %s): %w", ifname, ifname, errors.Join(errs...))
 	}

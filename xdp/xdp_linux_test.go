@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -162,6 +163,9 @@ func TestCrashLeavesNothing(t *testing.T) {
 	}
 	if ids, err := Attached(ifc.Index); err != nil || len(ids) != 1 {
 		t.Errorf("while the child runs: links %v (%v), want one", ids, err)
+	}
+	if _, err := Attach(v.Dev, 40040, Options{}); err == nil || !strings.Contains(err.Error(), "intake's program is already attached by another running process") {
+		t.Errorf("attach while another process has it attached: %v", err)
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
