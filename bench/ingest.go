@@ -27,6 +27,7 @@ import (
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/xdp"
 )
 
 // IngestConfig is one ingest measurement.
@@ -66,6 +67,13 @@ type Phase struct {
 	SystemCPU time.Duration // the whole machine's: sender, collector, kernel (/proc/stat)
 	ReportsPS float64
 	Loss      float64
+	Attach    string // an xdp listener's attach mode (native, generic)
+	// KernelDTA is the DTA reports the XDP program wrote into the stores (dta.kernel),
+	// included in Received and Reports; BPFRuns and BPFTime the program's runs and run time
+	// (with BPF statistics on).
+	KernelDTA uint64
+	BPFRuns   uint64
+	BPFTime   time.Duration
 }
 
 // CPUPerDatagram is CPU nanoseconds per received datagram; 0 without datagrams.
@@ -220,12 +228,19 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 		defer pprof.StopCPUProfile()
 	}
 	cpu0, sys0, backlog0 := processCPU(), systemCPU(), softnetDrops()
-	sent, err := cfg.Send(recv.ListenerAddr(0))
+	addr := recv.ListenerAddr(0)
+	if l := cfg.Collector.Listeners[0]; l.Mode == ingest.ModeXDP {
+		// An xdp listener binds no socket: the load goes to the host's address and the port
+		// the program matches.
+		addr = net.JoinHostPort(cmp.Or(cfg.Host, "127.0.0.1"), strconv.Itoa(l.Port))
+	}
+	sent, err := cfg.Send(addr)
 	if err != nil {
 		return Phase{}, nil, err
 	}
 	recv.Settle()
 	cpu, sys := processCPU()-cpu0, systemCPU()-sys0
+	run := recv.Status().Listeners[0] // the program's figures go with it at Stop
 	// Stop reads the sockets' final drop counts (SO_MEMINFO): drops after the last datagram
 	// read carry no SO_RXQ_OVFL message.
 	if err := stop(ctx); err != nil {
@@ -233,7 +248,13 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 	}
 	st := recv.Status()
 	r := Phase{Sent: sent, Received: st.PacketsReceived, Reports: st.ReportsDecoded,
-		Errors: st.DecodeErrors.Total, Kernel: st.KernelDrops, Backlog: softnetDrops() - backlog0, CPU: cpu, SystemCPU: sys}
+		Errors: st.DecodeErrors.Total, Kernel: st.KernelDrops, Backlog: softnetDrops() - backlog0, CPU: cpu, SystemCPU: sys, Attach: run.XDPAttach,
+		BPFRuns: run.XDPRuns, BPFTime: time.Duration(run.XDPRunNs)}
+	// DTA reports the XDP program wrote itself (dta.kernel) never reach user space: they
+	// are received and turned into state all the same (one report per datagram).
+	r.KernelDTA = run.XDPFrames["dta_key_write"] + run.XDPFrames["dta_key_increment"]
+	r.Received += r.KernelDTA
+	r.Reports += r.KernelDTA
 	if drain && sent.Datagrams > 0 {
 		r.Reports = uint64(float64(r.Received) * float64(sent.Reports) / float64(sent.Datagrams))
 	}
@@ -295,6 +316,90 @@ func (cfg *IngestConfig) baseline() (Phase, error) {
 		p.Loss = float64(sent.Datagrams-n) / float64(sent.Datagrams)
 	}
 	return p, nil
+}
+
+// ModeComparison is `bench ingest --mode xdp`: the same measurement with the first
+// listener in socket mode and in xdp mode, the same load in the same run. The ratios say how
+// many times less CPU xdp mode takes (socket over xdp), and how its collector rate compares.
+type ModeComparison struct {
+	Socket IngestResult `json:"socket"`
+	XDP    IngestResult `json:"xdp"`
+	// DrainCPURatio is the drain phases' CPU per datagram, socket over xdp: the receive
+	// path alone.
+	DrainCPURatio float64 `json:"drain_cpu_socket_over_xdp"`
+	// CollectorCPURatio is the collector phases' CPU per report, socket over xdp.
+	CollectorCPURatio float64 `json:"collector_cpu_socket_over_xdp"`
+	// RateRatio is the collector phases' reports/s, xdp over socket.
+	RateRatio float64 `json:"collector_rate_xdp_over_socket"`
+	// XDPAttach is how the program was attached (native, generic).
+	XDPAttach string `json:"xdp_attach"`
+	// BPFNsPerFrame is the XDP program's run time per frame in the xdp collector phase (from
+	// the kernel's BPF statistics, which IngestModes turns on), and KernelDTAReports the DTA
+	// reports it wrote into the stores itself (dta.kernel), which cost no user-space CPU.
+	BPFNsPerFrame    float64 `json:"bpf_ns_per_frame"`
+	KernelDTAReports uint64  `json:"kernel_dta_reports"`
+}
+
+// IngestModes runs Ingest twice, with the first listener in socket mode and then in xdp
+// mode on interface dev (on a free port: the program matches a fixed one). cfg.Host must be
+// an address of dev. Progress is told phases as "socket:drain", "xdp:collector", ...
+func IngestModes(cfg IngestConfig, dev string) (ModeComparison, error) {
+	var mc ModeComparison
+	progress := func(mode string) func(int, int, string) {
+		if cfg.Progress == nil {
+			return nil
+		}
+		return func(round, rounds int, phase string) { cfg.Progress(round, rounds, mode+":"+phase) }
+	}
+	s := cfg
+	s.Progress = progress(ingest.ModeSocket)
+	s.Collector.DTA.Kernel = false // dta.kernel needs the xdp listener
+	sock, err := Ingest(s)
+	if err != nil {
+		return mc, fmt.Errorf("socket mode: %w", err)
+	}
+	port, err := freeUDPPort(cfg.Host)
+	if err != nil {
+		return mc, err
+	}
+	x := cfg
+	x.Collector.Listeners = slices.Clone(cfg.Collector.Listeners)
+	l := &x.Collector.Listeners[0]
+	l.Mode, l.Interface, l.Port, l.Sockets, l.Address = ingest.ModeXDP, dev, port, 0, ""
+	l.FillDefaults()
+	x.Baseline = ""
+	x.Progress = progress(ingest.ModeXDP)
+	if c, err := xdp.EnableRunStats(); err == nil {
+		defer c.Close()
+	}
+	xr, err := Ingest(x)
+	if err != nil {
+		return mc, fmt.Errorf("xdp mode: %w", err)
+	}
+	mc = ModeComparison{Socket: sock, XDP: xr, XDPAttach: xr.Full.Attach, KernelDTAReports: xr.Full.KernelDTA}
+	if xr.Full.BPFRuns > 0 {
+		mc.BPFNsPerFrame = float64(xr.Full.BPFTime.Nanoseconds()) / float64(xr.Full.BPFRuns)
+	}
+	if xr.DrainCPUNsPerDatagram > 0 {
+		mc.DrainCPURatio = sock.DrainCPUNsPerDatagram / xr.DrainCPUNsPerDatagram
+	}
+	if xr.CPUNsPerReport > 0 {
+		mc.CollectorCPURatio = sock.CPUNsPerReport / xr.CPUNsPerReport
+	}
+	if sock.CollectorReportsPerS > 0 {
+		mc.RateRatio = xr.CollectorReportsPerS / sock.CollectorReportsPerS
+	}
+	return mc, nil
+}
+
+// freeUDPPort returns a UDP port free on host now.
+func freeUDPPort(host string) (int, error) {
+	c, err := net.ListenPacket("udp", net.JoinHostPort(cmp.Or(host, "127.0.0.1"), "0"))
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port, nil
 }
 
 // quiet is the phases' logger: the drops a benchmark provokes are its result, not news.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
 )
 
@@ -25,9 +27,12 @@ func NewVeth() (*Veth, error) {
 	v := &Veth{Namespace: fmt.Sprintf("intake-bench-%d", id), Host: "10.201.0.1", Peer: "10.201.0.2",
 		dev: fmt.Sprintf("ib%d", id)}
 	peer := v.dev + "p"
+	q := strconv.Itoa(runtime.NumCPU())
 	steps := [][]string{
 		{"netns", "add", v.Namespace},
-		{"link", "add", v.dev, "type", "veth", "peer", "name", peer},
+		// A receive queue per core, as a multi-queue NIC has: an xdp listener has a worker
+		// per queue, as a socket listener has one per core.
+		{"link", "add", v.dev, "numtxqueues", q, "numrxqueues", q, "type", "veth", "peer", "name", peer, "numtxqueues", q, "numrxqueues", q},
 		{"link", "set", peer, "netns", v.Namespace},
 		{"addr", "add", v.Host + "/30", "dev", v.dev},
 		{"link", "set", v.dev, "up"},
@@ -43,6 +48,9 @@ func NewVeth() (*Veth, error) {
 	}
 	return v, nil
 }
+
+// Device is the collector's end of the pair, in this namespace.
+func (v *Veth) Device() string { return v.dev }
 
 // Command returns a command that runs name with args inside the sender's namespace.
 func (v *Veth) Command(name string, args ...string) *exec.Cmd {

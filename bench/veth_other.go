@@ -16,3 +16,5 @@ func NewVeth() (*Veth, error) { return nil, errors.New("bench: --veth needs Linu
 func (v *Veth) Command(name string, args ...string) *exec.Cmd { return exec.Command(name, args...) }
 
 func (v *Veth) Close() error { return nil }
+
+func (v *Veth) Device() string { return "" }

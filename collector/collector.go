@@ -36,6 +36,7 @@ import (
 	"github.com/intake-int/intake/label"
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/pcap"
+	"github.com/intake-int/intake/xdp"
 )
 
 // Component is what the Collector starts and stops.
@@ -106,6 +107,10 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 		return nil, err
 	}
 	c.buildDTA(workers, &procs)
+	kd, err := c.kernelDTA()
+	if err != nil {
+		return nil, err
+	}
 	c.buildFlowCache(workers, &procs)
 	c.buildLabel(&procs)
 	recv, err := ingest.New(in, ingest.Deps{Metrics: c.Metrics, Processors: procs, Logger: log})
@@ -113,6 +118,11 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 		return nil, err
 	}
 	c.Receiver = recv
+	if kd != nil {
+		// First in start order: the stores exist before the translator opens its regions
+		// over them, and are freed after the receiver and the translator have stopped.
+		c.comps = append([]Component{kd}, c.comps...)
+	}
 	if c.API != nil {
 		c.API.HandleFunc("GET /api/v1/status", c.statusHandler())
 		for _, x := range procs {
@@ -373,4 +383,60 @@ func ScratchDTA(cfg *config.Config) (cleanup func(), err error) {
 	}
 	cfg.DTA.DataDir = dir
 	return func() { os.RemoveAll(dir) }, nil
+}
+
+// kernelDTAComp creates the kernel-written DTA stores (dta.kernel) at Start and hands them to
+// the translator and the receiver; it frees them at Stop (docs/xdp.md, "DTA in the kernel").
+type kernelDTAComp struct {
+	spec xdp.DTA
+	c    *Collector
+	st   *xdp.DTAStores
+}
+
+// kernelDTA returns the component of dta.kernel, nil when it is off. It needs an xdp
+// listener of format dta: the program of that listener writes the stores.
+func (c *Collector) kernelDTA() (*kernelDTAComp, error) {
+	d := &c.Config.DTA
+	if !d.Enabled || !d.Kernel {
+		return nil, nil
+	}
+	in := c.Config.Ingest()
+	for i, l := range in.Listeners {
+		if l.Format != "dta" || l.Mode != ingest.ModeXDP {
+			continue
+		}
+		w := in.DecoderFor(i).DTA
+		spec := xdp.DTA{HeaderLen: w.HeaderLen, KeyLen: w.KeyLen, DataLen: w.DataLen, Seed: d.Seed,
+			KWSlots: d.KeyWrite.Slots, KWMaxN: d.KeyWrite.MaxRedundancy, KWCheckBits: d.KeyWrite.ChecksumBits, KWValueBytes: d.KeyWrite.ValueBytes,
+			KISlots: d.KeyIncrement.Slots, KIMaxN: d.KeyIncrement.MaxRedundancy}
+		if err := spec.Check(); err != nil {
+			return nil, fmt.Errorf("dta.kernel: listeners[%d]: %w", i, err)
+		}
+		return &kernelDTAComp{spec: spec, c: c}, nil
+	}
+	return nil, errors.New("dta.kernel: true: needs a listener with format dta and mode xdp (its XDP program writes the stores)")
+}
+
+func (k *kernelDTAComp) Name() string { return "dta-kernel" }
+
+func (k *kernelDTAComp) Start(context.Context) error {
+	st, err := xdp.NewDTAStores(k.spec)
+	if err != nil {
+		return err
+	}
+	k.st = st
+	k.c.Translator.SetKernel(&dta.KernelMem{KW: st.KW, KI: st.KI, KWID: st.KWID(), KIID: st.KIID()})
+	k.c.Receiver.SetDTAStores(st)
+	return nil
+}
+
+func (k *kernelDTAComp) Stop(context.Context) error {
+	if k.st == nil {
+		return nil
+	}
+	k.c.Translator.SetKernel(nil)
+	k.c.Receiver.SetDTAStores(nil)
+	err := k.st.Close()
+	k.st = nil
+	return err
 }

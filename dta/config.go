@@ -29,6 +29,12 @@ type Config struct {
 	// HugePages asks the kernel for transparent huge pages on the regions (madvise; the
 	// kernel may refuse, e.g. tmpfs with shmem_enabled=never).
 	HugePages bool `yaml:"huge_pages"`
+	// Kernel makes the XDP program of the `dta` listeners in mode xdp write single Key-Write
+	// and Key-Increment reports into the stores itself (docs/xdp.md, "DTA in the kernel"):
+	// the stores' data is then held in BPF arrays that the collector and readers map, and
+	// copied to the files when the collector stops. Default layouts only; key_write's
+	// value_bytes at most 4.
+	Kernel bool `yaml:"kernel"`
 	// Seed is the hash seed of the default layouts. Fixed, not per process: a query process
 	// (and a reporter) must compute the same slot addresses. It is stored in each region.
 	Seed uint64 `yaml:"seed"`
@@ -197,6 +203,16 @@ func (c *Config) Validate() error {
 	}
 	if c.Paths.Layout != "default" {
 		return fmt.Errorf("paths.layout: %q: only default (5-tuple keys do not fit the compat layout)", c.Paths.Layout)
+	}
+	if c.Kernel {
+		switch {
+		case c.KeyWrite.Layout != "default" || c.KeyIncrement.Layout != "default":
+			return fmt.Errorf("kernel: true: needs key_write.layout and key_increment.layout default (the kernel has no CRC layout)")
+		case c.KeyWrite.ValueBytes > 4:
+			return fmt.Errorf("kernel: true: key_write.value_bytes %d: at most 4 (the kernel writes one-word slots)", c.KeyWrite.ValueBytes)
+		case c.KeyWrite.Slots > 1<<31 || c.KeyIncrement.Slots > 1<<31:
+			return fmt.Errorf("kernel: true: key_write.slots and key_increment.slots at most 2^31 (a BPF array's size)")
+		}
 	}
 	ki := &c.KeyIncrement
 	if ki.Layout != "default" && ki.Layout != "compat" {

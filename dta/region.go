@@ -94,6 +94,7 @@ const (
 	offCreated   = 88
 	offEpoch     = 96  // counter: Key-Increment resets
 	offValCount  = 104 // counter: Postcarding known values
+	offKernelMap = 112 // the id of the BPF array holding the data while a collector runs with dta.kernel; 0: the data is in the file
 )
 
 func (h *Header) put(b []byte) {
@@ -143,7 +144,39 @@ type Region struct {
 	ReadOnly bool
 	Huge     bool // the kernel accepted MADV_HUGEPAGE
 	mem      []byte
-	Data     []byte // mem[headerSize:]
+	Data     []byte // mem[headerSize:]; or memory held elsewhere (RegionOver, useKernel)
+	external bool   // Data is not this region's to unmap
+	fileData []byte // useKernel: the file's data area, written back at Close
+	kernel   []byte // OpenRegion of a kernel-held region: the array's read-only mapping
+}
+
+// useKernel moves a writer's region into kernel memory mem (a BPF array of package xdp,
+// whose id is id): the file's data is copied into it, the header names the array for
+// readers, and Close copies the data back to the file.
+func (r *Region) useKernel(mem []byte, id uint32) error {
+	if uint64(len(mem)) != r.Hdr.DataLen {
+		return fmt.Errorf("dta: %d bytes of kernel memory for a region of %d", len(mem), r.Hdr.DataLen)
+	}
+	copy(mem, r.Data)
+	r.fileData, r.Data = r.Data, mem
+	r.counter(offKernelMap).Store(uint64(id))
+	return nil
+}
+
+// KernelMap is the id of the BPF array that holds the region's data (0: the file holds it).
+func (r *Region) KernelMap() uint64 { return r.counter(offKernelMap).Load() }
+
+// RegionOver is a region of header h whose data is mem (h.DataLen bytes), memory that
+// something else holds and maps: the kernel-written stores of package xdp (DTA in the
+// kernel: BPF_F_MMAPABLE arrays with the data layout of docs/dta-layout.md). Its header is
+// process memory; Close leaves mem alone.
+func RegionOver(h Header, mem []byte) (*Region, error) {
+	if uint64(len(mem)) != h.DataLen {
+		return nil, fmt.Errorf("dta: %d bytes of memory for a region of %d", len(mem), h.DataLen)
+	}
+	hdr := make([]byte, headerSize)
+	h.put(hdr)
+	return &Region{Hdr: h, mem: hdr, Data: mem, external: true}, nil
 }
 
 // counter returns the header's atomic counter at off.
@@ -255,7 +288,15 @@ func OpenRegion(path string) (*Region, error) {
 	// The geometry is the header as checked, not the mapping's: a file rewritten between the
 	// read and the map cannot change it. The counters are read from the mapping, and every
 	// use of them is bounded (Postcard.table, Append.Poll).
-	return &Region{Path: path, Hdr: h, ReadOnly: true, mem: mem, Data: mem[headerSize:]}, nil
+	r := &Region{Path: path, Hdr: h, ReadOnly: true, mem: mem, Data: mem[headerSize:]}
+	// A collector with dta.kernel holds the data in a BPF array while it runs: read that,
+	// where this process may (root); else the file, as of the collector's last stop.
+	if id := r.KernelMap(); id != 0 {
+		if km, err := mapKernelArray(uint32(id), int(h.DataLen)); err == nil {
+			r.kernel, r.Data = km, km[:h.DataLen]
+		}
+	}
+	return r, nil
 }
 
 const maxInt = int(^uint(0) >> 1)
@@ -285,7 +326,20 @@ func (r *Region) Sync() error {
 // racing the copy land in it or not, as for any reader.
 func (r *Region) Snapshot(path string) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, r.mem, 0o644); err != nil {
+	// The header as it is, but naming no kernel array: the snapshot's data is its own.
+	var hdr [headerSize]byte
+	copy(hdr[:], r.mem[:headerSize])
+	clear(hdr[offKernelMap : offKernelMap+8])
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(hdr[:])
+	if err == nil {
+		_, err = f.Write(r.Data)
+	}
+	if err = errors.Join(err, f.Close()); err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	return os.Rename(tmp, path)
@@ -295,6 +349,21 @@ func (r *Region) Snapshot(path string) error {
 func (r *Region) Close() error {
 	if r.mem == nil {
 		return nil
+	}
+	if r.external {
+		r.mem, r.Data = nil, nil
+		return nil
+	}
+	if r.fileData != nil {
+		// The collector has stopped: the kernel's program no longer writes (ingest stops
+		// first), and the file takes the data back for readers and the next start.
+		copy(r.fileData, r.Data)
+		r.counter(offKernelMap).Store(0)
+		r.Data, r.fileData = r.fileData, nil
+	}
+	if r.kernel != nil {
+		unmapMem(r.kernel)
+		r.kernel = nil
 	}
 	err := unmapMem(r.mem)
 	r.mem, r.Data = nil, nil

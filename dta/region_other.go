@@ -60,3 +60,8 @@ func syncMem([]byte) error { return nil }
 
 // unmapMem drops nothing: the garbage collector frees the memory once the Region lets go.
 func unmapMem([]byte) error { return nil }
+
+// mapKernelArray: BPF arrays are Linux's.
+func mapKernelArray(uint32, int) ([]byte, error) {
+	return nil, errors.New("dta: kernel-held stores need Linux")
+}

@@ -3,6 +3,7 @@
 package dta
 
 import (
+	"errors"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -35,3 +36,8 @@ func syncMem(mem []byte) error { return unix.Msync(mem, unix.MS_ASYNC) }
 
 // unmapMem releases a mapping of mapFile or mapAnon.
 func unmapMem(mem []byte) error { return unix.Munmap(mem) }
+
+// mapKernelArray: BPF arrays are Linux's.
+func mapKernelArray(uint32, int) ([]byte, error) { return nil, errNoKernelArrays }
+
+var errNoKernelArrays = errors.New("dta: kernel-held stores need Linux")

@@ -50,10 +50,22 @@ func WriterDirs() []string {
 	return slices.Clone(writerDirs.dirs)
 }
 
+// KernelMem is the memory of kernel-written stores (dta.kernel; package xdp's DTAStores):
+// the data of the Key-Write and Key-Increment regions, held in BPF arrays, and the arrays'
+// ids, which the region headers give readers.
+type KernelMem struct {
+	KW, KI     []byte
+	KWID, KIID uint32
+}
+
 // OpenStores creates or reopens the regions of cfg.DataDir for writing: it creates the
 // directory (0700) when missing, refuses one that another user could change, and holds the
 // directory's lock until Close (datadir.go).
-func OpenStores(cfg *Config) (_ *Stores, err error) {
+func OpenStores(cfg *Config) (_ *Stores, err error) { return openStores(cfg, nil) }
+
+// openStores is OpenStores, with the Key-Write and Key-Increment data in kernel memory km
+// when set: the files' data is copied in at the start and back at Close.
+func openStores(cfg *Config, km *KernelMem) (_ *Stores, err error) {
 	writerDirs.Lock()
 	writerDirs.dirs = append(writerDirs.dirs, cfg.DataDir)
 	writerDirs.Unlock()
@@ -78,6 +90,11 @@ func OpenStores(cfg *Config) (_ *Stores, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if km != nil {
+		if err := r.useKernel(km.KW, km.KWID); err != nil {
+			return nil, err
+		}
+	}
 	if s.KW, err = NewKeyWrite(r); err != nil {
 		return nil, err
 	}
@@ -89,6 +106,11 @@ func OpenStores(cfg *Config) (_ *Stores, err error) {
 	}
 	if r, err = open(FileKI, KIHeader(cfg.KeyIncrement, cfg.Seed)); err != nil {
 		return nil, err
+	}
+	if km != nil {
+		if err := r.useKernel(km.KI, km.KIID); err != nil {
+			return nil, err
+		}
 	}
 	if s.KI, err = NewKeyIncrement(r); err != nil {
 		return nil, err

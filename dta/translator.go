@@ -109,7 +109,8 @@ type Translator struct {
 	batchers []*Batcher
 	stats    []workerStats
 
-	keyLen   int // decoder.dta.key_len, for API queries
+	keyLen   int        // decoder.dta.key_len, for API queries
+	kernel   *KernelMem // dta.kernel: the Key-Write and Key-Increment data (SetKernel)
 	bus      *event.Bus
 	consumer *event.Consumer // the event list's, between Start and Stop
 	evCancel context.CancelFunc
@@ -149,13 +150,18 @@ func NewTranslator(cfg Config, deps Deps) *Translator {
 // Name implements ingest.Processor.
 func (t *Translator) Name() string { return "dta" }
 
+// SetKernel puts the Key-Write and Key-Increment stores' data in km, memory the kernel's
+// XDP program writes too (dta.kernel), from the next Start on. The composition root calls
+// it before Start.
+func (t *Translator) SetKernel(km *KernelMem) { t.kernel = km }
+
 // Start opens the stores, allocates the per-worker batches and starts the reset and
 // snapshot timers and the event list's consumer.
 func (t *Translator) Start(context.Context) error {
 	if t.stop != nil {
 		return nil
 	}
-	st, err := OpenStores(&t.Cfg)
+	st, err := openStores(&t.Cfg, t.kernel)
 	if err != nil {
 		return err
 	}

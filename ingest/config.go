@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/wire"
+	"github.com/intake-int/intake/xdp"
 )
 
 // Listener defaults and limits (docs/config.md, "listeners").
@@ -54,6 +55,12 @@ func (c *Config) Workers() int {
 	return n
 }
 
+// Listener modes: how a listener's datagrams reach its workers.
+const (
+	ModeSocket = "socket" // SO_REUSEPORT UDP sockets read with recvmmsg (the default)
+	ModeXDP    = "xdp"    // an XDP program on Interface redirects them into AF_XDP sockets
+)
+
 // Listener is one UDP port receiving one input format.
 type Listener struct {
 	// Name labels the listener's counters; default "<format>:<port>".
@@ -66,8 +73,16 @@ type Listener struct {
 	Address string `yaml:"address"`
 	// Port to bind; 0 lets the kernel pick a free port, shared by all the listener's sockets.
 	Port int `yaml:"port"`
+	// Mode is how datagrams reach the workers: "socket" (the default) or "xdp": an XDP
+	// program attached to Interface redirects the frames of UDP datagrams to Port into one
+	// AF_XDP socket per receive queue (docs/xdp.md); everything else passes to the kernel.
+	Mode string `yaml:"mode"`
+	// Interface is the network interface an xdp listener attaches its program to (required
+	// with mode xdp, unused otherwise).
+	Interface string `yaml:"interface,omitempty"`
 	// Sockets is the number of SO_REUSEPORT sockets, each read by its own worker; 0: one per
-	// core (runtime.NumCPU).
+	// core (runtime.NumCPU). With mode xdp: the number of receive queues given an AF_XDP
+	// socket, queues 0 to sockets-1; 0: every receive queue of the interface.
 	Sockets int `yaml:"sockets"`
 	// Batch is the recvmmsg vector length: datagrams read per system call.
 	Batch int `yaml:"batch"`
@@ -100,8 +115,14 @@ type Listener struct {
 
 // FillDefaults replaces zero settings with their defaults.
 func (l *Listener) FillDefaults() {
+	if l.Mode == "" {
+		l.Mode = ModeSocket
+	}
 	if l.Sockets == 0 {
 		l.Sockets = runtime.NumCPU()
+		if l.Mode == ModeXDP && l.Interface != "" {
+			l.Sockets = min(xdp.RxQueues(l.Interface), xdp.MaxQueues)
+		}
 	}
 	if l.Batch == 0 {
 		l.Batch = DefaultBatch
@@ -162,6 +183,7 @@ func (c *Config) Validate() error {
 	}
 	seen := map[bind]int{}
 	names := map[string]int{}
+	ifaces := map[string]int{}
 	for i := range c.Listeners {
 		if err := c.Listeners[i].Validate(fmt.Sprintf("listeners[%d]", i)); err != nil {
 			return err
@@ -175,6 +197,13 @@ func (c *Config) Validate() error {
 				return errAt(fmt.Sprintf("listeners[%d].port", i), l.Port, "already used by listeners[%d]", j)
 			}
 			seen[b] = i
+		}
+		if l.Mode == ModeXDP {
+			// One XDP program per interface: a second listener would replace the first's.
+			if j, dup := ifaces[l.Interface]; dup {
+				return errAt(fmt.Sprintf("listeners[%d].interface", i), strconv.Quote(l.Interface), "already used by listeners[%d] (one xdp listener per interface)", j)
+			}
+			ifaces[l.Interface] = i
 		}
 		if j, dup := names[l.Name]; dup {
 			return errAt(fmt.Sprintf("listeners[%d].name", i), l.Name, "already used by listeners[%d]", j)
@@ -196,6 +225,21 @@ func (l *Listener) Validate(key string) error {
 	}
 	if l.Port < 0 || l.Port > 65535 {
 		return errAt(key+".port", l.Port, "must be 0-65535 (0: a free port the kernel picks)")
+	}
+	switch l.Mode {
+	case ModeSocket, "":
+	case ModeXDP:
+		if l.Interface == "" {
+			return errAt(key+".interface", `""`, "is required with mode xdp: the network interface to attach the XDP program to")
+		}
+		if l.Port == 0 {
+			return errAt(key+".port", l.Port, "must be 1-65535 with mode xdp: the XDP program matches a fixed port")
+		}
+		if l.Sockets > xdp.MaxQueues {
+			return errAt(key+".sockets", l.Sockets, "must be 1-%d with mode xdp (receive queues; 0: every queue of the interface)", xdp.MaxQueues)
+		}
+	default:
+		return errAt(key+".mode", strconv.Quote(l.Mode), "must be socket or xdp")
 	}
 	if l.Sockets < 1 || l.Sockets > MaxSockets {
 		return errAt(key+".sockets", l.Sockets, "must be 1-%d (0: one per core)", MaxSockets)

@@ -34,6 +34,7 @@ import (
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
+	"github.com/intake-int/intake/xdp"
 )
 
 // listener is one configured port and its workers.
@@ -50,6 +51,8 @@ type listener struct {
 	rcvbufGranted int
 
 	foreign atomic.Uint64 // foreign sockets found on the port while running
+
+	x xdpState // mode xdp: the program (under mu)
 }
 
 // Deps are what a Receiver works with besides its configuration.
@@ -82,7 +85,14 @@ type Receiver struct {
 
 	rates rateState
 	ports portState
+
+	dtaStores *xdp.DTAStores // dta.kernel: what the dta listeners' XDP programs write (SetDTAStores)
 }
+
+// SetDTAStores makes the XDP programs of the listeners with format dta and mode xdp write
+// DTA Key-Write and Key-Increment reports into st (dta.kernel), from the next Start on. The
+// composition root calls it before Start, with the stores it gave the DTA translator.
+func (c *Receiver) SetDTAStores(st *xdp.DTAStores) { c.dtaStores = st }
 
 // New builds a Receiver from a configuration (defaults are filled in, then it is
 // validated). It registers its metrics and opens nothing: see Start.
@@ -160,6 +170,9 @@ func (c *Receiver) Start(context.Context) (err error) {
 					w.sock = nil
 				}
 			}
+			for _, l := range c.listeners {
+				l.closeXDP()
+			}
 		}
 	}()
 	for _, l := range c.listeners {
@@ -189,6 +202,10 @@ func (c *Receiver) Start(context.Context) (err error) {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
+			if w.xsk != nil {
+				w.runXDP(&c.stopping)
+				return
+			}
 			w.run(&c.stopping)
 		}()
 	}
@@ -201,6 +218,12 @@ func (c *Receiver) Start(context.Context) (err error) {
 // open binds the listener's sockets. With port 0 the first socket's port, picked by the
 // kernel, is the port of the others.
 func (c *Receiver) open(l *listener) error {
+	if l.cfg.Mode == ModeXDP {
+		if err := c.openXDP(l); err != nil {
+			return xdpError(l, err)
+		}
+		return nil
+	}
 	port := l.cfg.Port
 	for i, w := range l.workers {
 		network, addr := bindSpec(l.cfg.Address, port)
@@ -231,12 +254,23 @@ func (c *Receiver) Stop(context.Context) error {
 	}
 	c.stopping.Store(true)
 	for _, w := range c.workers {
-		w.sock.wake()
+		if w.xsk != nil {
+			w.xsk.Wake()
+		} else {
+			w.sock.wake()
+		}
 	}
 	close(c.sampler)
 	c.wg.Wait()
 	for _, w := range c.workers {
-		w.finish()
+		if w.xsk != nil {
+			w.finishXDP()
+		} else {
+			w.finish()
+		}
+	}
+	for _, l := range c.listeners {
+		l.closeXDP()
 	}
 	c.running = false
 	c.started.Store(0)
@@ -284,6 +318,7 @@ func (c *Receiver) register() {
 	rg := r.Gauge("intake_socket_rcvbuf_granted_bytes", "Socket receive buffer granted per socket, as getsockopt(SO_RCVBUF) reports it (Linux doubles the request for bookkeeping).", "listener")
 	rd := r.Counter("intake_socket_reads_total", "recvmmsg calls that returned datagrams, by listener: received datagrams over it is the mean batch per read.", "listener")
 	gr := r.Counter("intake_gro_datagrams_total", "Datagrams that arrived coalesced in GRO super-datagrams (UDP_GRO), after splitting; included in packets received.", "listener")
+	xf := r.Counter("intake_xdp_frames_total", "Frames the XDP program of an xdp listener handled, by outcome: redirected to an AF_XDP socket, or passed to the kernel (pass_*: another port or protocol, a fragment, malformed headers, a queue without a socket, IPv6 extension headers).", "listener", "outcome")
 	so := r.Gauge("intake_listener_sockets", "SO_REUSEPORT sockets (and workers) per listener.", "listener")
 	for _, l := range c.listeners {
 		l := l
@@ -320,6 +355,11 @@ func (c *Receiver) register() {
 			return float64(l.rcvbufGranted)
 		}, name)
 		so.With(name).SetInt(int64(len(l.workers)))
+		if l.cfg.Mode == ModeXDP {
+			for o := range xdp.NumOutcomes {
+				xf.Func(func() float64 { return float64(l.xdpCounts()[o.String()]) }, name, o.String())
+			}
+		}
 	}
 	qd := r.Counter("intake_processor_queue_drops_total", "Reports a processor dropped because its queue was full.", "processor")
 	for _, p := range c.procs {

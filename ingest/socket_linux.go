@@ -379,16 +379,6 @@ func (w *worker) batch(from, n int) {
 	w.endBatch()
 }
 
-// one handles one datagram: decoded, or only counted in drain mode.
-func (w *worker) one(b []byte, now int64) {
-	if w.drain {
-		w.local[cPackets]++
-		w.local[cBytes] += uint64(len(b))
-		return
-	}
-	w.datagram(b, now)
-}
-
 // finish records the socket's final drop count once the worker has returned, and closes it.
 func (w *worker) finish() {
 	if d, ok := w.sock.memDrops(); ok {
@@ -400,4 +390,10 @@ func (w *worker) finish() {
 	w.kdBase = w.local[cKernelDrops]
 	w.publish()
 	w.sock = nil
+}
+
+// sleepThread sleeps in the kernel with the goroutine on its thread (see run's coalesce).
+func sleepThread(d time.Duration) {
+	ts := unix.NsecToTimespec(int64(d))
+	unix.Nanosleep(&ts, nil)
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"runtime"
 	"sync/atomic"
+	"time"
 )
 
 // The UDP receive path is Linux's (socket_linux.go): one SO_REUSEPORT socket per worker,
@@ -40,3 +41,5 @@ func (s *socket) wake() {}
 func (w *worker) run(stopping *atomic.Bool) {}
 
 func (w *worker) finish() {}
+
+func sleepThread(d time.Duration) { time.Sleep(d) }

@@ -78,6 +78,18 @@ type ListenerStatus struct {
 	RcvBufGranted   int    `json:"rcvbuf_granted"`
 	// Allow is the listener's allow list (absent: every source).
 	Allow []string `json:"allow,omitempty"`
+	// Mode is the listener's mode (socket, xdp); Interface, XDPAttach (native, generic) and
+	// XDPZeroCopy say where and how an xdp listener's program and sockets are bound, and
+	// XDPFrames counts its program's frames by outcome (absent for socket listeners).
+	Mode        string            `json:"mode"`
+	Interface   string            `json:"interface,omitempty"`
+	XDPAttach   string            `json:"xdp_attach,omitempty"`
+	XDPZeroCopy bool              `json:"xdp_zero_copy,omitempty"`
+	XDPFrames   map[string]uint64 `json:"xdp_frames,omitempty"`
+	// XDPRuns and XDPRunNs are the program's runs and run time while BPF statistics are on
+	// (sysctl kernel.bpf_stats_enabled=1); absent otherwise.
+	XDPRuns  uint64 `json:"xdp_runs,omitempty"`
+	XDPRunNs uint64 `json:"xdp_run_ns,omitempty"`
 	// ForeignSockets counts the sockets not intake's found on the listener's port while it
 	// ran (they take a share of its datagrams).
 	ForeignSockets uint64 `json:"foreign_sockets"`
@@ -237,7 +249,14 @@ func (c *Receiver) Status() Status {
 		if st.Running {
 			ls.Address = l.boundAddr
 		}
+		ls.Mode, ls.Interface = l.cfg.Mode, l.cfg.Interface
+		ls.XDPAttach, ls.XDPZeroCopy = l.xdpAttach()
+		if l.x.prog != nil {
+			runs, d := l.x.prog.RunStats()
+			ls.XDPRuns, ls.XDPRunNs = runs, uint64(d)
+		}
 		l.mu.Unlock()
+		ls.XDPFrames = l.xdpCounts()
 		if i < len(rates) {
 			ls.Rates = rates[i]
 		}

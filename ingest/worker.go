@@ -6,6 +6,7 @@ import (
 
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
+	"github.com/intake-int/intake/xdp"
 )
 
 // DropReason says why ingest discarded a datagram (or a captured frame) before or around
@@ -88,7 +89,9 @@ type worker struct {
 	// kdBase is the kernel drop count of sockets this worker read before the current one.
 	kdBase uint64
 
-	sock    *socket    // nil when not running
+	sock    *socket     // nil when not running
+	xsk     *xdp.Socket // the AF_XDP socket instead, for an xdp listener (xdp.go)
+	dg      xdp.Datagram
 	touched bool       // RunCapture: handed a datagram since the last flush
 	drain   bool       // count datagrams only (SetDrainOnly)
 	allow   *allowList // the listener's sources; nil: every source
@@ -169,6 +172,16 @@ func (w *worker) datagram(b []byte, now int64) {
 		w.local[cReason0+int(reason)]++
 	}
 	w.local[cDrop0+int(DropDecoderLoop)]++
+}
+
+// one handles one datagram: decoded, or only counted in drain mode.
+func (w *worker) one(b []byte, now int64) {
+	if w.drain {
+		w.local[cPackets]++
+		w.local[cBytes] += uint64(len(b))
+		return
+	}
+	w.datagram(b, now)
 }
 
 // drop counts a datagram discarded for reason.

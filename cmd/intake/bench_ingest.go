@@ -30,7 +30,7 @@ func init() {
 	})
 }
 
-const benchIngestUsage = "[--duration D] [--rate PPS] [--senders N] [--gso N] [--sockets N] [--veth] [--baseline PROG] [--config FILE] [--json]\n" +
+const benchIngestUsage = "[--duration D] [--rate PPS] [--senders N] [--gso N] [--sockets N] [--veth] [--mode socket|xdp] [--baseline PROG] [--config FILE] [--json]\n" +
 	"       [generator options, as intake gen: --format, --batch, --hops, --flows, ...]\n\n" +
 	"Runs the generator against (a) a receiver that only drains and counts its sockets and (b) the\n" +
 	"full collector (the processors of --config, default all), for --duration each, over loopback.\n" +
@@ -51,6 +51,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the collector phase to `file` (go tool pprof)")
 	veth := fs.Bool("veth", false, "run the generator in a network namespace it creates, across a veth pair, so that datagrams take a device's receive path (NAPI, GRO) as from a NIC; needs root")
+	mode := recvModeFlag(fs)
 	baseline := fs.String("baseline", "", "also run the receiver `program` with the same load and compare its CPU per datagram with the drain phase's (a minimal C recvmmsg loop: bench/testdata/recvmmsg.c)")
 	gcfg, err := parseGenArgs(fs, gf, args)
 	if err != nil {
@@ -91,7 +92,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		defer cleanup()
 	}
 	host, inNS := "127.0.0.1", (*bench.Veth)(nil)
-	if *veth {
+	if *veth || *mode == ingest.ModeXDP {
 		if inNS, err = bench.NewVeth(); err != nil {
 			return err
 		}
@@ -102,16 +103,26 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	genArgs := append(passGenFlags(fs), "--rate", fmt.Sprint(*rate), "--sockets", fmt.Sprint(*senders), "--gso", fmt.Sprint(*gso),
 		"--duration", duration.String(), "--json", "--quiet")
 
-	res, err := bench.Ingest(bench.IngestConfig{
+	icfg := bench.IngestConfig{
 		Collector: cfg, Rounds: *rounds, CPUProfile: *profile, Baseline: *baseline, Host: host,
 		Send: func(addr string) (gen.Stats, error) {
 			return runGenChild(inNS, append([]string{"--to", addr}, genArgs...))
 		},
 		Progress: func(round, rounds int, phase string) {
+			mode, phase, ok := strings.Cut(phase, ":") // IngestModes: "xdp:drain"
+			if !ok {
+				mode, phase = "", mode
+			} else {
+				mode += " mode, "
+			}
 			what := map[string]string{"baseline": "(c) baseline receiver", "drain": "(a) drain-only receiver", "collector": "(b) full collector"}[phase]
-			fmt.Fprintf(stderr, "bench ingest: round %d/%d: %s to %s, %s per phase; %s...\n", round, rounds, input, host, *duration, what)
+			fmt.Fprintf(stderr, "bench ingest: %sround %d/%d: %s to %s, %s per phase; %s...\n", mode, round, rounds, input, host, *duration, what)
 		},
-	})
+	}
+	if *mode == ingest.ModeXDP {
+		return printModes(stdout, stderr, icfg, inNS.Device(), gcfg.Format, *duration, *asJSON)
+	}
+	res, err := bench.Ingest(icfg)
 	if err != nil {
 		return err
 	}
@@ -139,6 +150,38 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 			res.BaselineCPUNsPerDatagram, res.Base.Received, res.Base.Sent.Datagrams, res.DrainVsBaseline)
 	}
 	return nil
+}
+
+// modeValue is bench ingest's --mode: socket and xdp choose the receive path, md and xd are
+// the generator's report mode (as intake gen --mode); the value sets do not overlap, and the
+// flag may be given twice to set both.
+type modeValue struct {
+	recv *string
+	gen  flag.Value
+}
+
+func (m modeValue) String() string {
+	if m.gen == nil {
+		return ""
+	}
+	return m.gen.String()
+}
+
+func (m modeValue) Set(v string) error {
+	if v == ingest.ModeSocket || v == ingest.ModeXDP {
+		*m.recv = v
+		return nil
+	}
+	return m.gen.Set(v)
+}
+
+// recvModeFlag puts the receive path on the generator's --mode flag.
+func recvModeFlag(fs *flag.FlagSet) *string {
+	recv := ingest.ModeSocket
+	f := fs.Lookup("mode")
+	f.Value = modeValue{recv: &recv, gen: f.Value}
+	f.Usage = "socket or xdp: xdp measures across a veth pair (as --veth) twice, the listener in socket mode and then in xdp mode (XDP program, AF_XDP sockets), and compares them (root); md or xd: the generator's report `mode` (give --mode twice for both)"
+	return &recv
 }
 
 // passGenFlags returns the generator options given on the command line, for `intake gen`.
@@ -181,3 +224,41 @@ func runGenChild(ns *bench.Veth, args []string) (gen.Stats, error) {
 // childEnv marks a process that bench started as intake itself; the tests' TestMain reads it
 // so that the test binary can stand in for intake.
 const childEnv = "INTAKE_CHILD"
+
+// printModes runs and prints `bench ingest --mode xdp`: socket mode and xdp mode over the
+// same veth pair, one after the other.
+func printModes(stdout, stderr io.Writer, cfg bench.IngestConfig, dev, format string, d time.Duration, asJSON bool) error {
+	mc, err := bench.IngestModes(cfg, dev)
+	if err != nil {
+		return err
+	}
+	mc.Socket.Format, mc.Socket.DurationS, mc.XDP.Format, mc.XDP.DurationS = format, d.Seconds(), format, d.Seconds()
+	if asJSON {
+		j, err := json.Marshal(mc)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", j)
+		return err
+	}
+	fmt.Fprintf(stdout, "bench ingest: %s across a veth pair, %.3g reports/datagram, %s per phase, processors: %s\n",
+		format, mc.XDP.ReportsPerDatagram, d, orNone(strings.Join(mc.XDP.Processors, ", ")))
+	for _, m := range []struct {
+		name string
+		r    bench.IngestResult
+	}{{"socket", mc.Socket}, {"xdp (" + mc.XDPAttach + ")", mc.XDP}} {
+		fmt.Fprintf(stdout, "  %s mode, %d workers:\n", m.name, m.r.Sockets)
+		printPhase(stdout, "drain", m.r.Drain)
+		printPhase(stdout, "collector", m.r.Full)
+		fmt.Fprintf(stdout, "    ratio      %.3f (collector / drain); drain CPU %.1f ns/datagram\n", m.r.Ratio, m.r.DrainCPUNsPerDatagram)
+	}
+	fmt.Fprintf(stdout, "  socket / xdp CPU: drain %.2fx per datagram, collector %.2fx per report; collector reports/s xdp / socket %.2f\n",
+		mc.DrainCPURatio, mc.CollectorCPURatio, mc.RateRatio)
+	fmt.Fprintf(stdout, "  XDP program: %.1f ns per frame (collector phase); DTA reports written in the kernel: %d\n", mc.BPFNsPerFrame, mc.KernelDTAReports)
+	return nil
+}
+
+func printPhase(w io.Writer, name string, r bench.Phase) {
+	fmt.Fprintf(w, "    %-10s %12.0f reports/s  %8.1f CPU ns/report  loss %.4f  (%d of %d datagrams; drops: %d socket, %d host backlog; %d decode errors)\n",
+		name, r.ReportsPS, r.CPUPerReport(), r.Loss, r.Received, r.Sent.Datagrams, r.Kernel, r.Backlog, r.Errors)
+}

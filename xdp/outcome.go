@@ -1,0 +1,26 @@
+package xdp
+
+// Outcome is what the XDP program did with a frame; the program counts each per CPU (the
+// outcome_* enum of bpf/intake.c, in the same order).
+type Outcome int
+
+const (
+	Redirected      Outcome = iota // to the receive queue's AF_XDP socket
+	PassOther                      // not UDP to the listener's port: passed to the kernel
+	PassFragment                   // an IPv4 fragment: passed (the kernel reassembles it)
+	PassMalformed                  // headers cut short or inconsistent: passed, the kernel judges it
+	PassNoSocket                   // to the port, on a queue without an AF_XDP socket: passed
+	PassIPv6Ext                    // IPv6 with extension headers: passed
+	DTAKeyWrite                    // a DTA Key-Write report the program wrote into its store (DTAStores), dropped
+	DTAKeyIncrement                // a DTA Key-Increment report the program added into its store, dropped
+	NumOutcomes
+)
+
+var outcomeNames = [...]string{"redirected", "pass_other", "pass_fragment", "pass_malformed", "pass_no_socket", "pass_ipv6_ext", "dta_key_write", "dta_key_increment"}
+
+func (o Outcome) String() string {
+	if o >= 0 && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
