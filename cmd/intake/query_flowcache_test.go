@@ -237,7 +237,7 @@ func TestFlowCacheRedis(t *testing.T) {
 		if testing.Short() {
 			t.Skip("redis-server not installed (-short)")
 		}
-		t.Fatal("redis-server not found: install it with: apt-get install -y redis-server")
+		t.Fatal("redis-server not found: install it with: apt-get install -y redis-server (or run ./test, which installs what the tests need)")
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
