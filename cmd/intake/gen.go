@@ -26,7 +26,7 @@ func init() {
 
 const genUsage = "[--to HOST:PORT] [--format tr0.5|tr1.0|tr2.0|dta|int-label] [--mode md|xd] [--int-version V]\n" +
 	"       [--hops N] [--fields N | --bitmap 0x...] [--flows N] [--switches N]\n" +
-	"       [--latency DIST] [--queue DIST] [--util DIST] [--batch N] [--rate PPS]\n" +
+	"       [--latency DIST] [--queue DIST] [--util DIST] [--batch N] [--pps PPS]\n" +
 	"       [--duration D | --count N] [--gso N] [--seed S] [--json]\n\n" +
 	"DIST is const:V, uniform:LO:HI or exp:MEAN. Without --duration or --count, gen sends until\n" +
 	"interrupted. The default target is 127.0.0.1:32766 for reports, :40040 for dta and :40050\n" +
@@ -49,31 +49,16 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("gen", genUsage, stdout)
 	gf := gen.AddFlags(fs, gen.DefaultConfig())
 	to := fs.String("to", "", "collector `address` HOST:PORT (default by format: 127.0.0.1:32766, :40040 for dta, :40050 for int-label)")
-	rate := fs.Float64("rate", 0, "`PPS` datagrams per second in total (0: as fast as possible)")
-	duration := fs.Duration("duration", 0, "stop after `D` (e.g. 10s)")
-	count := fs.Uint64("count", 0, "stop after `N` datagrams")
-	sockets := fs.Int("sockets", 1, "`N` sending sockets, each with its own source port and goroutine")
-	vector := fs.Int("vector", 64, "`N` datagrams per sendmmsg call")
-	gso := fs.Int("gso", 0, "send up to `N` equal-size datagrams as one UDP_SEGMENT (GSO) super-datagram (0: off)")
+	sf := gen.AddSendFlags(fs, 0, stderr)
 	asJSON := fs.Bool("json", false, "print the final summary as one JSON object")
 	quiet := fs.Bool("quiet", false, "no start and progress lines on stderr")
 	cfg, err := parseGenArgs(fs, gf, args)
 	if err != nil {
 		return err
 	}
-	switch {
-	case *duration > 0 && *count > 0:
-		return usageErr("--duration and --count exclude each other")
-	case *duration < 0:
-		return usageErr("--duration: %v: must be positive", *duration)
-	case *rate < 0:
-		return usageErr("--rate: %g: must be 0 (as fast as possible) or positive", *rate)
-	case *sockets < 1 || *sockets > 256:
-		return usageErr("--sockets: %d: allowed is 1 to 256", *sockets)
-	case *vector < 1 || *vector > 1024:
-		return usageErr("--vector: %d: allowed is 1 to 1024", *vector)
-	case *gso < 0 || *gso > gen.MaxGSO:
-		return usageErr("--gso: %d: allowed is 0 (off) to %d", *gso, gen.MaxGSO)
+	sc, err := sf.Config()
+	if err != nil {
+		return usageErr("%v", err)
 	}
 	if *to == "" {
 		port := config.PortReport
@@ -106,8 +91,8 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "gen: %s; %s; sending to %s\n", g, built, *to)
 		progress = stderr
 	}
-	s, err := gen.NewSender(g, gen.SendConfig{To: *to, Sockets: *sockets, Rate: *rate, Count: *count,
-		Duration: *duration, Vector: *vector, GSO: *gso, Progress: progress})
+	sc.To, sc.Progress = *to, progress
+	s, err := gen.NewSender(g, sc)
 	if err != nil {
 		return err
 	}
