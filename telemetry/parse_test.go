@@ -35,13 +35,13 @@ func TestParseFlowKey(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"10.0.0.1:1000 > 172.16.0.1:5201":        errFlow.Error(),
-		"10.0.0.1 > 172.16.0.1 udp":              errFlow.Error(),
-		"10.0.0.1:1 > [2001:db8::2]:80 udp":      errFlow.Error(),
-		"10.0.0.1,10.0.0.2,1,70000,6":            errFlow.Error(),
-		"10.0.0.1,10.0.0.2,1,2":                  errFlow.Error(),
-		"10.0.0.1:1 > 10.0.0.2:2 gre":            `protocol "gre": want tcp, udp, icmp, icmpv6, sctp or a number 0-255`,
-		"10.0.0.1,10.0.0.2,1,2,256":              `protocol "256": want tcp, udp, icmp, icmpv6, sctp or a number 0-255`,
+		"10.0.0.1:1000 > 172.16.0.1:5201":         errFlow.Error(),
+		"10.0.0.1 > 172.16.0.1 udp":               errFlow.Error(),
+		"10.0.0.1:1 > [2001:db8::2]:80 udp":       errFlow.Error(),
+		"10.0.0.1,10.0.0.2,1,70000,6":             errFlow.Error(),
+		"10.0.0.1,10.0.0.2,1,2":                   errFlow.Error(),
+		"10.0.0.1:1 > 10.0.0.2:2 gre":             `protocol "gre": want tcp, udp, icmp, icmpv6, sctp or a number 0-255`,
+		"10.0.0.1,10.0.0.2,1,2,256":               `protocol "256": want tcp, udp, icmp, icmpv6, sctp or a number 0-255`,
 		"[fe80::1%eth0]:1 > [fe80::2%eth0]:2 udp": errFlow.Error(),
 	} {
 		if _, err := ParseFlowKey(in); err == nil || err.Error() != want {

@@ -67,24 +67,16 @@ func writeCachedFlow(w io.Writer, f *flowcache.FlowJSON) {
 	}
 	fmt.Fprintf(w, "path     %s%s\n", cli.Path(f.Path), trunc)
 	if f.Latency.Latest != nil {
-		fmt.Fprintf(w, "latency  %s end to end, mean %s\n", cli.Nanos(float64(*f.Latency.Latest)), nanosOpt(f.Latency.Mean))
+		fmt.Fprintf(w, "latency  %s end to end, mean %s\n", cli.Nanos(float64(*f.Latency.Latest)), cli.NanosOf(f.Latency.Mean))
 	}
 	fmt.Fprintf(w, "packets  %d, first seen %s, last seen %s\n", f.Packets, f.FirstSeen, f.LastSeen)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOP\tSWITCH\tHOP LATENCY (mean)\tQUEUE OCCUPANCY (mean)\tTX UTILIZATION (mean)")
 	for i, h := range f.Hops {
-		fmt.Fprintf(tw, "%d\t%d\t%s (%s)\t%s (%s)\t%s (%s)\n", i+1, h.NodeID, nanosOpt(h.Latest.HopLatency), nanosOpt(h.Mean.HopLatency),
+		fmt.Fprintf(tw, "%d\t%d\t%s (%s)\t%s (%s)\t%s (%s)\n", i+1, h.NodeID, cli.NanosOf(h.Latest.HopLatency), cli.NanosOf(h.Mean.HopLatency),
 			opt(h.Latest.QueueOccupancy), mean(h.Mean.QueueOccupancy), opt(h.Latest.TxUtil), mean(h.Mean.TxUtil))
 	}
 	tw.Flush()
-}
-
-// nanosOpt writes an optional duration in nanoseconds with its unit, "-" when absent.
-func nanosOpt[T uint64 | float64](p *T) string {
-	if p == nil {
-		return "-"
-	}
-	return cli.Nanos(float64(*p))
 }
 
 // mean writes an optional mean to one decimal, "-" when absent.
@@ -114,7 +106,7 @@ func runQueryTop(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(tw, "#\tFLOW\tPACKETS\tLATENCY MEAN\tLATENCY LATEST\tPATH")
 	for i, f := range top.Flows {
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\n", i+1, cli.Flow(f.Src, f.Sport, f.Dst, f.Dport, f.Proto), f.Packets,
-			nanosOpt(f.Latency.Mean), nanosOpt(f.Latency.Latest), cli.Path(f.Path))
+			cli.NanosOf(f.Latency.Mean), cli.NanosOf(f.Latency.Latest), cli.Path(f.Path))
 	}
 	return tw.Flush()
 }

@@ -145,41 +145,16 @@ func Version() string {
 	return v + " " + bi.GoVersion
 }
 
-// Proto names an IP protocol number as the flow notation writes it (tcp, udp, icmp,
-// icmpv6; otherwise "proto N").
+// Proto names an IP protocol as the flow notation writes it (telemetry.FlowKey.String):
+// tcp, udp, otherwise "proto N"; telemetry.ParseProto reads names and numbers back.
 func Proto(p uint8) string {
 	switch p {
-	case 1:
-		return "icmp"
 	case 6:
 		return "tcp"
 	case 17:
 		return "udp"
-	case 58:
-		return "icmpv6"
 	}
 	return "proto " + strconv.Itoa(int(p))
-}
-
-// ParseProto reads an IP protocol: a name (tcp, udp, icmp, icmpv6, sctp) or a number 0-255.
-func ParseProto(s string) (uint8, error) {
-	switch strings.ToLower(s) {
-	case "icmp":
-		return 1, nil
-	case "tcp":
-		return 6, nil
-	case "udp":
-		return 17, nil
-	case "icmpv6":
-		return 58, nil
-	case "sctp":
-		return 132, nil
-	}
-	n, err := strconv.ParseUint(s, 10, 8)
-	if err != nil {
-		return 0, fmt.Errorf("%q: want tcp, udp, icmp, icmpv6, sctp or a number 0-255", s)
-	}
-	return uint8(n), nil
 }
 
 // Flow writes a flow as the demo's screen and every query do: "10.0.0.1:1000 >
@@ -213,6 +188,14 @@ func Nanos(ns float64) string {
 		return sig(ns/1e3) + " µs"
 	}
 	return strconv.FormatFloat(ns, 'f', 0, 64) + " ns"
+}
+
+// NanosOf writes an optional duration in nanoseconds as Nanos does, "-" when absent.
+func NanosOf[T uint64 | float64](p *T) string {
+	if p == nil {
+		return "-"
+	}
+	return Nanos(float64(*p))
 }
 
 // sig writes v (at least 1 in magnitude) to three significant digits.

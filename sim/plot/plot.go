@@ -32,6 +32,9 @@ type Series struct {
 	// Panel is the plot area the series is drawn in: 0 is the chart's Y axis, i > 0 is
 	// Chart.Panels[i-1].
 	Panel int
+	// Like, when above 0, makes the series a repeat of series Like-1 (in another panel, on
+	// a zoomed axis): drawn in its colour and marker, and not in the legend again.
+	Like int
 }
 
 // Band shades the x-interval [From, To] of the plot area in the colour of series Series.
@@ -205,7 +208,8 @@ func (c *Chart) layout() *layout {
 	}
 	last := l.panels[len(l.panels)-1]
 	l.legendTop = last.bottom() + 58
-	rows := (len(c.Series) + cols - 1) / cols
+	_, entries := legendSlots(c.Series)
+	rows := (entries + cols - 1) / cols
 	l.height = l.legendTop + float64(max(rows, 1)-1)*legendRow + 14
 	return l
 }
@@ -291,9 +295,11 @@ func (c *Chart) writeBars(b *strings.Builder, l *layout) {
 func (c *Chart) writeLines(b *strings.Builder, l *layout) {
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	under := covered(c.Series, l)
+	slot, _ := legendSlots(c.Series)
 	for i, s := range c.Series {
 		pn := l.panels[min(max(s.Panel, 0), len(l.panels)-1)]
-		col, dash := color(i), ""
+		st := style(c.Series, i)
+		col, dash := color(st), ""
 		width := lineWidth + 2*float64(min(under[i], 3))
 		if s.Dashed {
 			dash = fmt.Sprintf(` stroke-dasharray="%.0f %.0f"`, 3*width, 2*width)
@@ -311,14 +317,17 @@ func (c *Chart) writeLines(b *strings.Builder, l *layout) {
 		r := 3.5 + float64(min(under[i], 3))
 		if markers {
 			for k := range n {
-				b.WriteString(marker(i, l.px(s.X[k]), pn.py(s.Y[k]), r, col))
+				b.WriteString(marker(st, l.px(s.X[k]), pn.py(s.Y[k]), r, col))
 			}
 			b.WriteByte('\n')
 		}
-		lx, ly := l.left+float64(i%l.cols)*l.colW, l.legendTop+float64(i/l.cols)*legendRow
+		if slot[i] < 0 {
+			continue
+		}
+		lx, ly := l.left+float64(slot[i]%l.cols)*l.colW, l.legendTop+float64(slot[i]/l.cols)*legendRow
 		p(`<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="%.1f"%s/>`, lx, lx+legendLine, ly-4, ly-4, col, width, dash)
 		if markers {
-			b.WriteString(marker(i, lx+legendLine/2, ly-4, r, col))
+			b.WriteString(marker(st, lx+legendLine/2, ly-4, r, col))
 		}
 		p(`<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+legendLine+5, ly, html.EscapeString(s.Name))
 	}
@@ -382,18 +391,40 @@ func marker(i int, x, y, r float64, col string) string {
 	return fmt.Sprintf(`<circle cx="%.1f" cy="%.1f" r="%.1f" fill="%s" %s/>`, x, y, r, col, edge)
 }
 
+// style is the index of the series whose colour and marker series i is drawn in.
+func style(series []Series, i int) int {
+	if l := series[i].Like; l > 0 && l <= len(series) {
+		return l - 1
+	}
+	return i
+}
+
+// legendSlots numbers the series that have a legend entry, in order; -1 for repeats.
+func legendSlots(series []Series) (slot []int, n int) {
+	slot = make([]int, len(series))
+	for i, s := range series {
+		slot[i] = -1
+		if s.Like <= 0 {
+			slot[i], n = n, n+1
+		}
+	}
+	return slot, n
+}
+
 func color(i int) string { return Palette[((i%len(Palette))+len(Palette))%len(Palette)] }
 
 // legendColumns returns how many legend entries fit side by side in avail pixels (at most
 // four), the width of a column, and the width the legend needs: more than avail only when one
 // name alone is wider.
 func legendColumns(series []Series, avail float64) (cols int, colW, need float64) {
-	longest := 0.0
+	longest, entries := 0.0, 0
 	for _, s := range series {
-		longest = max(longest, textWidth(s.Name))
+		if s.Like <= 0 {
+			longest, entries = max(longest, textWidth(s.Name)), entries+1
+		}
 	}
 	colW = legendLine + 5 + longest + 20
-	cols = max(1, min(len(series), int(avail/colW), 4))
+	cols = max(1, min(entries, int(avail/colW), 4))
 	need = float64(cols) * colW
 	if cols > 1 {
 		colW = avail / float64(cols)
