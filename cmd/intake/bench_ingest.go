@@ -101,7 +101,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		host = inNS.Host
 		cfg.Listeners[0].Address = host
 	}
-	genArgs := append(passGenFlags(fs), "--rate", fmt.Sprint(*rate), "--sockets", fmt.Sprint(*senders), "--gso", fmt.Sprint(*gso),
+	genArgs := append(passGenFlags(fs), "--pps", fmt.Sprint(*rate), "--sockets", fmt.Sprint(*senders), "--gso", fmt.Sprint(*gso),
 		"--duration", duration.String(), "--json", "--quiet")
 
 	res, err := bench.Ingest(bench.IngestConfig{

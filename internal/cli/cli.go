@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"runtime/debug"
 	"strconv"
@@ -173,7 +174,7 @@ func Path(p []uint32) string {
 }
 
 // Nanos writes a duration in nanoseconds in the unit that reads best, to three significant
-// digits: 850 ns, 20.4 µs, 1.25 ms, 2.00 s.
+// digits: 850 ns (a fraction, as of a mean, to three: 10.5 ns), 20.4 µs, 1.25 ms, 2.00 s.
 func Nanos(ns float64) string {
 	a := ns
 	if a < 0 {
@@ -187,7 +188,10 @@ func Nanos(ns float64) string {
 	case a >= 1e3:
 		return sig(ns/1e3) + " µs"
 	}
-	return strconv.FormatFloat(ns, 'f', 0, 64) + " ns"
+	if ns == math.Trunc(ns) || a < 1 {
+		return strconv.FormatFloat(ns, 'f', 0, 64) + " ns"
+	}
+	return sig(ns) + " ns" // a mean: 10.5 ns
 }
 
 // NanosOf writes an optional duration in nanoseconds as Nanos does, "-" when absent.

@@ -11,7 +11,7 @@ import (
 
 func TestNanosFlowPath(t *testing.T) {
 	for ns, want := range map[float64]string{0: "0 ns", 850: "850 ns", 1000: "1.00 µs", 20412: "20.4 µs", 123456: "123 µs",
-		1.25e6: "1.25 ms", 2e9: "2.00 s", 99.96e3: "100 µs"} {
+		1.25e6: "1.25 ms", 2e9: "2.00 s", 99.96e3: "100 µs", 10.5: "10.5 ns", 33.25: "33.2 ns", 0.4: "0 ns"} {
 		if got := Nanos(ns); got != want {
 			t.Errorf("Nanos(%g) = %q, want %q", ns, got, want)
 		}
