@@ -58,6 +58,8 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		return usageErr("%v", err)
 	case sc.Rate <= 0:
 		return usageErr("--pps: %g: must be positive", sc.Rate)
+	case *useFabric && (sc.Count > 0 || sc.Sockets > 1 || sc.GSO > 0):
+		return usageErr("--count, --sockets and --gso are the generator's: --fabric sends from the fabric")
 	case *top < 1 || *top > 100:
 		return usageErr("--top: %d: allowed is 1 to 100", *top)
 	}

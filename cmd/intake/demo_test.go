@@ -63,6 +63,7 @@ func TestDemoMisuse(t *testing.T) {
 		want string
 	}{
 		{[]string{"--pps", "0"}, "--pps: 0: must be positive"},
+		{[]string{"--fabric", "--count", "10"}, "--count, --sockets and --gso are the generator's: --fabric sends from the fabric"},
 		{[]string{"--top", "0"}, "--top: 0: allowed is 1 to 100"},
 		{[]string{"--format", "dta"}, "--format: dta: the demo's main stream is telemetry reports"},
 	} {
