@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/flowcache"
+	"github.com/intake-int/intake/internal/cli"
 )
 
 // Screen is a one-screen live summary of a running collector, the one `intake demo` draws
@@ -39,12 +39,9 @@ func (c *Collector) NewScreen(w io.Writer, title, consumer string, top int) (*Sc
 	if c.FlowCache == nil {
 		return nil, errors.New("flowcache.enabled: false: the screen reads the flow cache; turn it on")
 	}
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
-	}
+	// Only a terminal gets the screen redrawn in place; /dev/null, a character device too,
+	// and logs get it appended.
+	tty := cli.IsTerminal(w)
 	return &Screen{c: c, w: w, title: title, tty: tty, top: top, buf: make([]event.Event, 4096), lastByFmt: map[string]uint64{},
 		lastT: time.Now(), recent: c.FlowCache.NewRecent(), events: c.Bus.Subscribe(consumer, 1<<14)}, nil
 }

@@ -56,7 +56,7 @@ func (a *API) key(w http.ResponseWriter, r *http.Request) (k []byte, ks string, 
 	ks = r.PathValue("key")
 	k, err := ParseKey(ks, a.keyLen)
 	if err != nil {
-		api.BadParam(w, "key", ks, "decimal, 0x-hex or src,dst,sport,dport,proto ("+err.Error()+")")
+		api.BadParam(w, "key", ks, err.Error())
 		return nil, ks, false
 	}
 	return k, ks, true

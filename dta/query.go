@@ -3,6 +3,7 @@ package dta
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -14,25 +15,26 @@ import (
 // Queries as the HTTP API and `intake query` answer them: the same JSON from a collector
 // and from a store directory opened read-only.
 
+// KeyForms is what a key may be, as ParseKey's errors and the API's say it.
+const KeyForms = `decimal, 0x-hex, an IPv4 or IPv6 address, or a 5-tuple ("SRC:SPORT > DST:DPORT PROTO" or src,dst,sport,dport,proto)`
+
 // ParseKey reads a key as written in a URL or on the command line (docs/dta.md):
 //   - decimal or 0x-hex that fits keyLen bytes: the number, big-endian in keyLen bytes (the
 //     DTA wire's key width, 4 by default), so 32-bit keys read as numbers;
 //   - 0x-hex longer than that: the bytes as written;
-//   - src,dst,sport,dport,proto: a 5-tuple, encoded as FlowKeyBytes.
+//   - an IPv4 or IPv6 address: its 4 or 16 bytes, the low keyLen bytes when the key is
+//     shorter and zero-padded in front when it is longer (gen keys a flow's DTA reports by
+//     its source address this way);
+//   - a 5-tuple, "SRC:SPORT > DST:DPORT PROTO" as intake writes flows, or
+//     src,dst,sport,dport,proto (telemetry.ParseFlowKey): encoded as FlowKeyBytes.
+//
+// Its errors read after "must be": the key's forms, or why this one does not fit.
 func ParseKey(s string, keyLen int) ([]byte, error) {
-	if strings.Count(s, ",") == 4 {
-		f := strings.Split(s, ",")
-		src, err1 := netip.ParseAddr(f[0])
-		dst, err2 := netip.ParseAddr(f[1])
-		sp, err3 := strconv.ParseUint(f[2], 10, 16)
-		dp, err4 := strconv.ParseUint(f[3], 10, 16)
-		pr, err5 := strconv.ParseUint(f[4], 10, 8)
-		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || err5 != nil || src.Is4() != dst.Is4() {
-			return nil, fmt.Errorf("a 5-tuple is src,dst,sport,dport,proto with addresses of one family")
+	if strings.ContainsAny(s, ",>") {
+		k, err := telemetry.ParseFlowKey(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s (%v)", KeyForms, err)
 		}
-		var k telemetry.FlowKey
-		k.SetAddrs(src, dst)
-		k.SrcPort, k.DstPort, k.Proto = uint16(sp), uint16(dp), uint8(pr)
 		var b [40]byte
 		return append([]byte(nil), FlowKeyBytes(&b, &k)...), nil
 	}
@@ -42,23 +44,36 @@ func ParseKey(s string, keyLen int) ([]byte, error) {
 		}
 		b, err := hex.DecodeString(h)
 		if err != nil || len(b) == 0 {
-			return nil, fmt.Errorf("not hex")
+			return nil, fmt.Errorf("%s (0x is followed by hex digits)", KeyForms)
 		}
-		if len(b) < keyLen {
-			b = append(make([]byte, keyLen-len(b)), b...)
-		}
-		return b, nil
+		return fit(b, keyLen, false), nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
+		a = a.Unmap()
+		return fit(a.AsSlice(), keyLen, true), nil
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return nil, fmt.Errorf("a key is decimal, 0x-hex or src,dst,sport,dport,proto")
+		return nil, errors.New(KeyForms)
 	}
 	if keyLen < 8 && n>>(8*keyLen) != 0 {
-		return nil, fmt.Errorf("%d does not fit a %d-byte key", n, keyLen)
+		return nil, fmt.Errorf("a number that fits the %d-byte key (at most %d)", keyLen, uint64(1)<<(8*keyLen)-1)
 	}
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], n)
-	return append([]byte(nil), b[8-min(keyLen, 8):]...), nil
+	return fit(b[:], min(keyLen, 8), true), nil // wider keys take numbers as 8 bytes, as before
+}
+
+// fit widens b to keyLen bytes with leading zeros and, when trim is set, keeps its low keyLen
+// bytes when it is longer.
+func fit(b []byte, keyLen int, trim bool) []byte {
+	switch {
+	case len(b) < keyLen:
+		return append(make([]byte, keyLen-len(b)), b...)
+	case trim && len(b) > keyLen && keyLen > 0:
+		return append([]byte(nil), b[len(b)-keyLen:]...)
+	}
+	return append([]byte(nil), b...)
 }
 
 // KWAnswer is the JSON of a Key-Write query.

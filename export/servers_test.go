@@ -33,7 +33,7 @@ func need(t *testing.T, bin, pkg string) string {
 		if testing.Short() {
 			t.Skipf("%s not installed (-short)", bin)
 		}
-		t.Fatalf("%s not found: install it with: apt-get install -y %s", bin, pkg)
+		t.Fatalf("%s not found: install it with: apt-get install -y %s (or run ./test, which installs what the tests need)", bin, pkg)
 	}
 	return p
 }

@@ -1,10 +1,16 @@
 package gen
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"math"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/intake-int/intake/internal/cli"
 )
 
 // Flags binds the generator's options to a flag set, so that every verb that generates load
@@ -69,3 +75,43 @@ func (f *Flags) Config() (Config, error) {
 
 // Set reports whether the named flag was given on the command line (valid after Config).
 func (f *Flags) Set(name string) bool { return f.set[name] }
+
+// SendFlags are intake gen's sending options, which intake demo takes too: --pps (and its
+// deprecated alias --rate), --duration, --count, --sockets, --vector and --gso.
+type SendFlags struct {
+	pps                  *float64
+	duration             time.Duration
+	count                uint64
+	sockets, vector, gso int
+}
+
+// AddSendFlags registers the sending options on fs, with pps datagrams per second as the
+// default rate; warn gets the deprecation warning of --rate.
+func AddSendFlags(fs *flag.FlagSet, pps float64, warn io.Writer) *SendFlags {
+	s := &SendFlags{pps: cli.Rate(fs, "pps", "rate", pps, "`PPS` datagrams (packets) per second in total (0: as fast as possible)", warn)}
+	fs.DurationVar(&s.duration, "duration", 0, "stop after `D` (e.g. 10s; default: at Ctrl-C)")
+	fs.Uint64Var(&s.count, "count", 0, "stop after `N` datagrams")
+	fs.IntVar(&s.sockets, "sockets", 1, "`N` sending sockets, each with its own source port and goroutine")
+	fs.IntVar(&s.vector, "vector", 64, "`N` datagrams per sendmmsg call")
+	fs.IntVar(&s.gso, "gso", 0, "send up to `N` equal-size datagrams as one UDP_SEGMENT (GSO) super-datagram (0: off)")
+	return s
+}
+
+// Config returns the checked sending options (To and Progress left for the caller).
+func (s *SendFlags) Config() (SendConfig, error) {
+	switch {
+	case s.duration > 0 && s.count > 0:
+		return SendConfig{}, errors.New("--duration and --count exclude each other")
+	case s.duration < 0:
+		return SendConfig{}, fmt.Errorf("--duration: %v: must be positive", s.duration)
+	case *s.pps < 0 || math.IsNaN(*s.pps) || math.IsInf(*s.pps, 0):
+		return SendConfig{}, fmt.Errorf("--pps: %g: must be 0 (as fast as possible) or positive", *s.pps)
+	case s.sockets < 1 || s.sockets > 256:
+		return SendConfig{}, fmt.Errorf("--sockets: %d: allowed is 1 to 256", s.sockets)
+	case s.vector < 1 || s.vector > 1024:
+		return SendConfig{}, fmt.Errorf("--vector: %d: allowed is 1 to 1024", s.vector)
+	case s.gso < 0 || s.gso > MaxGSO:
+		return SendConfig{}, fmt.Errorf("--gso: %d: allowed is 0 (off) to %d", s.gso, MaxGSO)
+	}
+	return SendConfig{Sockets: s.sockets, Rate: *s.pps, Count: s.count, Duration: s.duration, Vector: s.vector, GSO: s.gso}, nil
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/internal/cli"
 )
 
 // bench ingest measures the receive path against its ceiling (package bench); this file
@@ -30,7 +31,7 @@ func init() {
 	})
 }
 
-const benchIngestUsage = "[--duration D] [--rate PPS] [--senders N] [--gso N] [--sockets N] [--veth] [--mode socket|xdp] [--baseline PROG] [--config FILE] [--json]\n" +
+const benchIngestUsage = "[--duration D] [--pps PPS] [--senders N] [--gso N] [--collector-sockets N] [--veth] [--mode socket|xdp] [--baseline PROG] [--config FILE] [--json]\n" +
 	"       [generator options, as intake gen: --format, --batch, --hops, --flows, ...]\n\n" +
 	"Runs the generator against (a) a receiver that only drains and counts its sockets and (b) the\n" +
 	"full collector (the processors of --config, default all), for --duration each, over loopback.\n" +
@@ -41,10 +42,11 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench ingest", benchIngestUsage, stdout)
 	gf := gen.AddFlags(fs, gen.DefaultConfig())
 	duration := fs.Duration("duration", 5*time.Second, "`D` each phase sends for")
-	rate := fs.Float64("rate", 0, "`PPS` datagrams per second the generator sends (0: as fast as it can)")
+	rate := cli.Rate(fs, "pps", "rate", 0, "`PPS` datagrams per second the generator sends (0: as fast as it can)", stderr)
 	senders := fs.Int("senders", 1, "`N` generator sockets")
 	gso := fs.Int("gso", 0, "the generator sends up to `N` datagrams per UDP_SEGMENT (GSO) send (0: off)")
-	sockets := fs.Int("sockets", 0, "`N` collector sockets (SO_REUSEPORT workers); 0: one per core")
+	sockets := fs.Int("collector-sockets", 0, "`N` collector sockets (SO_REUSEPORT workers); 0: one per core")
+	cli.Alias(fs, "sockets", "collector-sockets", stderr) // gen's --sockets are senders: --senders here
 	rcvbuf := fs.Int("rcvbuf", ingest.DefaultRcvBuf, "receive buffer `bytes` requested per collector socket")
 	cfgPath := fs.String("config", "", "collector configuration `file` (its processor sections apply; listeners and http are replaced)")
 	rounds := fs.Int("rounds", 1, "`N` rounds of both phases, alternating; the median round of each phase counts")
@@ -61,7 +63,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	case *duration <= 0:
 		return usageErr("--duration: %v: must be positive", *duration)
 	case *rate < 0:
-		return usageErr("--rate: %g: must be 0 (as fast as possible) or positive", *rate)
+		return usageErr("--pps: %g: must be 0 (as fast as possible) or positive", *rate)
 	case *rcvbuf < ingest.MinRcvBuf || *rcvbuf > ingest.MaxRcvBuf:
 		return usageErr("--rcvbuf: %d: allowed is %d to %d bytes", *rcvbuf, ingest.MinRcvBuf, ingest.MaxRcvBuf)
 	case *rounds < 1 || *rounds > 100:
@@ -71,7 +73,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	case *gso < 0 || *gso > gen.MaxGSO:
 		return usageErr("--gso: %d: allowed is 0 (off) to %d", *gso, gen.MaxGSO)
 	case *sockets < 0 || *sockets > ingest.MaxSockets:
-		return usageErr("--sockets: %d: allowed is 0 (one per core) to %d", *sockets, ingest.MaxSockets)
+		return usageErr("--collector-sockets: %d: allowed is 0 (one per core) to %d", *sockets, ingest.MaxSockets)
 	}
 	if err := cmp.Or(ingest.CheckReceivePath(), gen.CheckSend()); err != nil {
 		return err
@@ -100,7 +102,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		host = inNS.Host
 		cfg.Listeners[0].Address = host
 	}
-	genArgs := append(passGenFlags(fs), "--rate", fmt.Sprint(*rate), "--sockets", fmt.Sprint(*senders), "--gso", fmt.Sprint(*gso),
+	genArgs := append(passGenFlags(fs), "--pps", fmt.Sprint(*rate), "--sockets", fmt.Sprint(*senders), "--gso", fmt.Sprint(*gso),
 		"--duration", duration.String(), "--json", "--quiet")
 
 	icfg := bench.IngestConfig{

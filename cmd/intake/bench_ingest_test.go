@@ -13,7 +13,7 @@ import (
 // TestBenchIngest runs both phases below capacity: nothing is lost, every report decodes, so
 // both rates are the generator's and the ratio is 1 within the pacing's jitter.
 func TestBenchIngest(t *testing.T) {
-	code, out, errs := runVerb("bench", "ingest", "--duration", "400ms", "--rate", "2500", "--sockets", "1",
+	code, out, errs := runVerb("bench", "ingest", "--duration", "400ms", "--pps", "2500", "--collector-sockets", "1",
 		"--format", "tr2.0", "--batch", "4", "--flows", "50", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -64,7 +64,7 @@ func TestBenchIngestBaselineGSO(t *testing.T) {
 	if out, err := exec.Command("gcc", "-O2", "-o", exe, "../../bench/testdata/recvmmsg.c").CombinedOutput(); err != nil {
 		t.Fatalf("gcc (installed by .ci/run): %v\n%s", err, out)
 	}
-	code, out, errs := runVerb("bench", "ingest", "--duration", "400ms", "--rate", "2500", "--sockets", "1",
+	code, out, errs := runVerb("bench", "ingest", "--duration", "400ms", "--pps", "2500", "--collector-sockets", "1",
 		"--gso", "8", "--baseline", exe, "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)

@@ -26,11 +26,11 @@ func init() {
 	})
 }
 
-const demoUsage = "[--rate PPS] [--duration D] [--http ADDR] [--top N] [--config FILE] [--fabric] [generator options]\n\n" +
+const demoUsage = "[--pps PPS] [--duration D | --count N] [--http ADDR] [--top N] [--config FILE] [--fabric] [options of intake gen]\n\n" +
 	"Starts the collector (listeners on loopback ports the kernel picks, so a running intake serve\n" +
 	"is not disturbed; the HTTP API on --http) and sends it telemetry reports (generator options\n" +
 	"as intake gen; default TR v2.0 INT-MD, 5 hops over 16 switches, 200 flows, --vary 0.01), plus DTA and\n" +
-	"INT-label traffic at a tenth of --rate. Every second it prints reports/s, flows, drops, events,\n" +
+	"INT-label traffic at a tenth of --pps. Every second it prints reports/s, flows, drops, events,\n" +
 	"the slowest flows and the slowest hops. Ctrl-C (or --duration) stops it with a final summary.\n" +
 	"With --fabric the traffic comes from the emulated INT fabric instead: the INT-label paper's\n" +
 	"testbed in real time, its sinks sending INT-MD reports and INT-label exports.\n" +
@@ -42,22 +42,24 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	def.Flows = 200
 	def.Vary = 0.01 // values change now and then, as a network's do, so events mean something
 	gf := gen.AddFlags(fs, def)
-	rate := fs.Float64("rate", 2000, "`PPS` report datagrams per second")
-	duration := fs.Duration("duration", 0, "stop after `D` (default: at Ctrl-C)")
+	sf := gen.AddSendFlags(fs, 2000, stderr)
 	httpAddr := fs.String("http", config.HTTPAddress, "HTTP API `address` (127.0.0.1:0 picks a free port; empty: off)")
 	top := fs.Int("top", 5, "`N` slowest flows and switches shown")
 	cfgPath := fs.String("config", "", "collector configuration `file` (its processor sections apply; listeners are replaced)")
-	useFabric := fs.Bool("fabric", false, "send from the emulated INT fabric (the INT-label paper's testbed in real time: switches, ports, paths, coverage) instead of the generator; --rate is then packets/s")
+	useFabric := fs.Bool("fabric", false, "send from the emulated INT fabric (the INT-label paper's testbed in real time: switches, ports, paths, coverage) instead of the generator; --pps is then the fabric's packets/s")
 	lf := addLogFlags(fs)
 	gcfg, err := parseGenArgs(fs, gf, args)
 	if err != nil {
 		return err
 	}
+	sc, err := sf.Config()
 	switch {
-	case *rate <= 0:
-		return usageErr("--rate: %g: must be positive", *rate)
-	case *duration < 0:
-		return usageErr("--duration: %v: must be positive", *duration)
+	case err != nil:
+		return usageErr("%v", err)
+	case sc.Rate <= 0:
+		return usageErr("--pps: %g: must be positive", sc.Rate)
+	case *useFabric && (sc.Count > 0 || sc.Sockets > 1 || sc.GSO > 0):
+		return usageErr("--count, --sockets and --gso are the generator's: --fabric sends from the fabric")
 	case *top < 1 || *top > 100:
 		return usageErr("--top: %d: allowed is 1 to 100", *top)
 	}
@@ -101,7 +103,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	defer scr.Close()
 
-	ctx, stop := runContext(*duration)
+	ctx, stop := runContext(sc.Duration)
 	defer stop()
 
 	if err := coll.Start(context.Background()); err != nil {
@@ -126,13 +128,13 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	var what string
 	if *useFabric {
 		var live *fabric.Live
-		live, err = fabric.StartLive(ctx, recv.ListenerAddr(0), recv.ListenerAddr(2), *rate)
+		live, err = fabric.StartLive(ctx, recv.ListenerAddr(0), recv.ListenerAddr(2), sc.Rate)
 		if err == nil {
 			describe, wait = live.Describe, live.Wait
 		}
-		what = fmt.Sprintf("the emulated testbed (4 spine, 4 leaf, 4 ToR switches, 8 hosts; INT-MD and INT-label Base A) at %.0f packets/s", *rate)
+		what = fmt.Sprintf("the emulated testbed (4 spine, 4 leaf, 4 ToR switches, 8 hosts; INT-MD and INT-label Base A) at %.0f packets/s", sc.Rate)
 	} else {
-		what, wait, err = startDemoGen(ctx, gcfg, *rate, recv)
+		what, wait, err = startDemoGen(ctx, gcfg, sc, recv)
 	}
 	if err != nil {
 		return err
@@ -152,8 +154,8 @@ loop:
 			break loop
 		case runErr = <-errc:
 			errc = nil
-			if runErr != nil {
-				break loop
+			if runErr != nil || sc.Count > 0 {
+				break loop // a failure, or --count datagrams sent
 			}
 		case <-tick.C:
 			scr.Draw(time.Since(start), httpLine, describe())
@@ -175,20 +177,22 @@ loop:
 	return errors.Join(runErr, err)
 }
 
-// startDemoGen starts the demo's generators: the report stream of gcfg at rate datagrams/s
+// startDemoGen starts the demo's generators: the report stream of gcfg as sc sends it
 // to the collector's first listener, and DTA Key-Writes and INT-label exports at a tenth of
-// the rate to its second and third, until ctx is done. It returns what it sends, for the
-// start line, and wait, which returns once every sender has stopped.
-func startDemoGen(ctx context.Context, gcfg gen.Config, rate float64, coll *ingest.Receiver) (string, func() error, error) {
+// its rate (and count) to its second and third, until ctx is done. It returns what it sends,
+// for the start line, and wait, which returns once every sender has stopped.
+func startDemoGen(ctx context.Context, gcfg gen.Config, sc gen.SendConfig, coll *ingest.Receiver) (string, func() error, error) {
 	dta, label := gcfg, gcfg
 	dta.Format, dta.Batch = "dta", 1
 	label.Format, label.Batch = "int-label", 1
-	gens, wait, err := gen.Start(ctx,
-		gen.Target{Config: gcfg, Send: gen.SendConfig{To: coll.ListenerAddr(0), Rate: rate}},
-		gen.Target{Config: dta, Send: gen.SendConfig{To: coll.ListenerAddr(1), Rate: rate / 10}},
-		gen.Target{Config: label, Send: gen.SendConfig{To: coll.ListenerAddr(2), Rate: rate / 10}})
+	side := gen.SendConfig{Rate: sc.Rate / 10, Count: (sc.Count + 9) / 10, Duration: sc.Duration}
+	sc.To = coll.ListenerAddr(0)
+	side.To = coll.ListenerAddr(1)
+	sideLabel := side
+	sideLabel.To = coll.ListenerAddr(2)
+	gens, wait, err := gen.Start(ctx, gen.Target{Config: gcfg, Send: sc}, gen.Target{Config: dta, Send: side}, gen.Target{Config: label, Send: sideLabel})
 	if err != nil {
 		return "", nil, err
 	}
-	return fmt.Sprintf("%s to %s at %.0f datagrams/s", gens[0], coll.ListenerAddr(0), rate), wait, nil
+	return fmt.Sprintf("%s to %s at %.0f datagrams/s", gens[0], coll.ListenerAddr(0), sc.Rate), wait, nil
 }

@@ -11,7 +11,7 @@ import (
 // shows every flow of the generator and lists the slowest flows slowest first, and the final
 // summary has no drops.
 func TestDemo(t *testing.T) {
-	code, out, errs := runVerb("demo", "--duration", "2500ms", "--http", "127.0.0.1:0", "--rate", "400",
+	code, out, errs := runVerb("demo", "--duration", "2500ms", "--http", "127.0.0.1:0", "--pps", "400",
 		"--flows", "20", "--top", "3")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -62,7 +62,8 @@ func TestDemoMisuse(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--rate", "0"}, "--rate: 0: must be positive"},
+		{[]string{"--pps", "0"}, "--pps: 0: must be positive"},
+		{[]string{"--fabric", "--count", "10"}, "--count, --sockets and --gso are the generator's: --fabric sends from the fabric"},
 		{[]string{"--top", "0"}, "--top: 0: allowed is 1 to 100"},
 		{[]string{"--format", "dta"}, "--format: dta: the demo's main stream is telemetry reports"},
 	} {
@@ -91,5 +92,20 @@ func TestDemoFabric(t *testing.T) {
 	}
 	if !regexp.MustCompile(`reports decoded   [1-9]\d* \(int-label [1-9]\d*, tr2\.0 [1-9]\d*\)`).MatchString(out) {
 		t.Errorf("final summary lacks INT-label exports or TR v2.0 reports:\n%s", out)
+	}
+}
+
+// The demo takes gen's sending options: --count stops it once the count is sent (the DTA
+// and INT-label streams send a tenth of it), over --sockets sockets.
+func TestDemoCount(t *testing.T) {
+	code, out, errs := runVerb("demo", "--count", "400", "--sockets", "2", "--pps", "4000", "--http", "127.0.0.1:0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if want := "  reports decoded   480 (dta 40, int-label 40, tr2.0 400)\n"; !strings.Contains(out, want) {
+		t.Errorf("final summary lacks %q:\n%s", want, out)
+	}
+	if code, _, errs := runVerb("demo", "--count", "5", "--duration", "1s"); code != 2 || errs != "intake demo: --duration and --count exclude each other\n" {
+		t.Errorf("--count with --duration: %d %q", code, errs)
 	}
 }

@@ -95,22 +95,22 @@ export: {period: 0s}
 	waitEvents(15) // + seq_gaps 0→1, flow latency 3000→3100, switch 2's hop latency
 
 	code, out, errs := runVerb("query", "events", "--addr", httpAddr)
-	want := `TIME                            KIND     SCOPE   MEASUREMENT       KEY                                          PREV  VALUE  THRESHOLD
-TIME  new_key  switch  seq_gaps          switch_id=5 hw_id=1                          0     0      -
-TIME  new_key  switch  queue_occupancy   switch_id=3 queue_id=3                       0     40     -
-TIME  new_key  switch  tx_utilization    switch_id=3 port=2                           0     55     -
-TIME  new_key  switch  queue_occupancy   switch_id=2 queue_id=3                       0     40     -
-TIME  new_key  switch  tx_utilization    switch_id=2 port=2                           0     55     -
-TIME  new_key  switch  queue_occupancy   switch_id=1 queue_id=3                       0     40     -
-TIME  new_key  switch  tx_utilization    switch_id=1 port=2                           0     55     -
-TIME  new_key  e2e     flow_path         10.0.0.1:40000->10.0.1.2:443/17              -     1:2:3  -
-TIME  new_key  e2e     flow_latency      10.0.0.1:40000->10.0.1.2:443/17              0     3000   -
-TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_id=1  0     1000   -
-TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_id=2  0     1000   -
-TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_id=3  0     1000   -
-TIME  change   switch  seq_gaps          switch_id=5 hw_id=1                          0     1      0
-TIME  change   e2e     flow_latency      10.0.0.1:40000->10.0.1.2:443/17              3000  3100   50
-TIME  change   switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_id=2  1000  1100   50
+	want := `TIME                            KIND     SCOPE   MEASUREMENT       KEY                                          PREV  VALUE      THRESHOLD
+TIME  new_key  switch  seq_gaps          switch_id=5 hw_id=1                          0     0          -
+TIME  new_key  switch  queue_occupancy   switch_id=3 queue_id=3                       0     40         -
+TIME  new_key  switch  tx_utilization    switch_id=3 port=2                           0     55         -
+TIME  new_key  switch  queue_occupancy   switch_id=2 queue_id=3                       0     40         -
+TIME  new_key  switch  tx_utilization    switch_id=2 port=2                           0     55         -
+TIME  new_key  switch  queue_occupancy   switch_id=1 queue_id=3                       0     40         -
+TIME  new_key  switch  tx_utilization    switch_id=1 port=2                           0     55         -
+TIME  new_key  e2e     flow_path         10.0.0.1:40000->10.0.1.2:443/17              -     1 > 2 > 3  -
+TIME  new_key  e2e     flow_latency      10.0.0.1:40000->10.0.1.2:443/17              0     3000       -
+TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_id=1  0     1000       -
+TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_id=2  0     1000       -
+TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_id=3  0     1000       -
+TIME  change   switch  seq_gaps          switch_id=5 hw_id=1                          0     1          0
+TIME  change   e2e     flow_latency      10.0.0.1:40000->10.0.1.2:443/17              3000  3100       50
+TIME  change   switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_id=2  1000  1100       50
 15 events
 `
 	if code != 0 || untime(out) != want {
@@ -149,19 +149,14 @@ TIME  change   switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_
 
 	flow := []string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1", "--dst", "10.0.1.2", "--sport", "40000", "--dport", "443", "--proto", "17"}
 	code, out, errs = runVerb(flow...)
-	want = `flow 10.0.0.1:40000 -> 10.0.1.2:443 proto 17
-  path          1:2:3 (3 hops)
-  flow latency  3100
-  hop switch 1      latency 1000
-  hop switch 2      latency 1100
-  hop switch 3      latency 1000
-  queue switch 1 queue 3: occupancy 40 congestion -
-  queue switch 2 queue 3: occupancy 40 congestion -
-  queue switch 3 queue 3: occupancy 40 congestion -
-  port switch 1 port 2: tx utilization 55
-  port switch 2 port 2: tx utilization 55
-  port switch 3 port 2: tx utilization 55
-  reports 2, first seen TIME, last seen TIME
+	want = `flow     10.0.0.1:40000 > 10.0.1.2:443 udp
+path     1 > 2 > 3 (3 hops)
+latency  3.10 µs end to end
+reports  2, first seen TIME, last seen TIME
+HOP  SWITCH  HOP LATENCY  QUEUE OCCUPANCY  TX UTILIZATION  BUFFER OCCUPANCY
+1    1       1.00 µs      40 (queue 3)     55 (port 2)     -
+2    2       1.10 µs      40 (queue 3)     55 (port 2)     -
+3    3       1.00 µs      40 (queue 3)     55 (port 2)     -
 `
 	if code != 0 || untime(out) != want {
 		t.Errorf("query flow: %d %s\n%s\nwant\n%s", code, errs, untime(out), want)
@@ -250,13 +245,27 @@ TIME  change   switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_
 	}{
 		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1", "--dst", "10.0.1.2", "--sport", "40001", "--dport", "443", "--proto", "17"},
 			1, "intake query flow: 404 Not Found: no such flow (unknown, expired or evicted)\n"},
-		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1", "--dst", "::1"},
-			1, "intake query flow: 400 Bad Request: parameter src: \"10.0.0.1,::1\": must be IPv4 or IPv6 addresses of one family for src and dst\n"},
-		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1"}, 2, "intake query flow: --src and --dst are required\n"},
+		// The flow as the demo and the queries write it, the same flow as flags.
+		{[]string{"query", "flow", "--api", httpAddr, "10.0.0.1:40001 > 10.0.1.2:443 udp"},
+			1, "intake query flow: 404 Not Found: no such flow (unknown, expired or evicted)\n"},
+		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1", "--dst", "::1", "--sport", "1", "--dport", "2", "--proto", "udp"},
+			2, "intake query flow: 400 Bad Request: parameter src: \"10.0.0.1,::1\": must be IPv4 or IPv6 addresses of one family for src and dst\n"},
+		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1"}, 2,
+			"intake query flow: the flow is required: \"SRC:SPORT > DST:DPORT PROTO\", or --src, --dst, --sport, --dport and --proto\n"},
+		// Without ports a flow is not a flow: a usage error, not a 404.
+		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1", "--dst", "10.0.1.2", "--proto", "udp"}, 2,
+			"intake query flow: --sport, --dport and --proto are required with --src and --dst (a flow is its 5-tuple)\n"},
+		{[]string{"query", "flow", "--addr", httpAddr, "10.0.0.1 > 10.0.1.2 udp"}, 2,
+			"intake query flow: \"10.0.0.1 > 10.0.1.2 udp\": a 5-tuple is \"SRC:SPORT > DST:DPORT PROTO\" or src,dst,sport,dport,proto, with addresses of one family\n"},
+		{[]string{"query", "flow", "--addr", httpAddr, "--json", "--table", "10.0.0.1:1 > 10.0.1.2:2 udp"}, 2,
+			"intake query flow: --json and --table exclude each other\n"},
+		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1", "--dst", "10.0.1.2", "--sport", "1", "--dport", "2", "--proto", "gre"}, 2,
+			"intake query flow: invalid value \"gre\" for flag -proto: protocol \"gre\": want tcp, udp, icmp, icmpv6, sctp or a number 0-255\n"},
+		// The collector's 400, the user's misuse: exit 2 as for every misuse.
 		{[]string{"query", "events", "--addr", httpAddr, "--kind", "bogus"},
-			1, "intake query events: 400 Bad Request: parameter kind: \"bogus\": must be a comma-separated list of new_key, path_change, change, above, below, expire\n"},
+			2, "intake query events: 400 Bad Request: parameter kind: \"bogus\": must be a comma-separated list of new_key, path_change, change, above, below, expire\n"},
 		{[]string{"query", "events", "--addr", httpAddr, "--since", "soon"},
-			1, "intake query events: 400 Bad Request: parameter since: \"soon\": must be an RFC 3339 time, Unix nanoseconds, or a duration such as 5m\n"},
+			2, "intake query events: 400 Bad Request: parameter since: \"soon\": must be an RFC 3339 time, Unix nanoseconds, or a duration such as 5m\n"},
 	} {
 		code, _, errs := runVerb(tc.args...)
 		if code != tc.code || errs != tc.want {

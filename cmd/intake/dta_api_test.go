@@ -69,6 +69,8 @@ func TestDTAAPIContract(t *testing.T) {
 		want string
 	}{
 		{"/api/v1/dta/kw/0xdeadbeef", 200, `{"store":"kw","key":"0xdeadbeef","status":"found","value":"0x01020304","votes":2,"candidates":2,"threshold":1}`},
+		// The same key as a dotted IPv4 address (gen keys DTA reports by source address).
+		{"/api/v1/dta/kw/222.173.190.239", 200, `{"store":"kw","key":"222.173.190.239","status":"found","value":"0x01020304","votes":2,"candidates":2,"threshold":1}`},
 		{"/api/v1/dta/kw/3735928559", 200, `{"store":"kw","key":"3735928559","status":"found","value":"0x01020304","votes":2,"candidates":2,"threshold":1}`},
 		{"/api/v1/dta/kw/0xdeadbeef?t=3", 200, `{"store":"kw","key":"0xdeadbeef","status":"ambiguous","votes":2,"candidates":2,"threshold":3}`},
 		{"/api/v1/dta/kw/9", 200, `{"store":"kw","key":"9","status":"ambiguous","votes":2,"candidates":4,"threshold":1}`},
@@ -82,8 +84,8 @@ func TestDTAAPIContract(t *testing.T) {
 		{"/api/v1/dta/postcard/42", 200, `{"key":"42","status":"found","hops":[101,102,103,104,105],"valid_chunks":2}`},
 		{"/api/v1/dta/postcard/43", 200, `{"key":"43","status":"not_found","hops":[],"valid_chunks":0}`},
 		// errors
-		{"/api/v1/dta/kw/xyz", 400, `{"error":"parameter key: \"xyz\": must be decimal, 0x-hex or src,dst,sport,dport,proto (a key is decimal, 0x-hex or src,dst,sport,dport,proto)","param":"key","value":"xyz"}`},
-		{"/api/v1/dta/kw/4294967296", 400, `{"error":"parameter key: \"4294967296\": must be decimal, 0x-hex or src,dst,sport,dport,proto (4294967296 does not fit a 4-byte key)","param":"key","value":"4294967296"}`},
+		{"/api/v1/dta/kw/xyz", 400, `{"error":"parameter key: \"xyz\": must be decimal, 0x-hex, an IPv4 or IPv6 address, or a 5-tuple (\"SRC:SPORT \u003e DST:DPORT PROTO\" or src,dst,sport,dport,proto)","param":"key","value":"xyz"}`},
+		{"/api/v1/dta/kw/4294967296", 400, `{"error":"parameter key: \"4294967296\": must be a number that fits the 4-byte key (at most 4294967295)","param":"key","value":"4294967296"}`},
 		{"/api/v1/dta/kw/1?store=ki", 400, `{"error":"parameter store: \"ki\": must be kw or paths","param":"store","value":"ki"}`},
 		{"/api/v1/dta/kw/1?t=9", 400, `{"error":"parameter t: \"9\": must be 1 to 8","param":"t","value":"9"}`},
 		{"/api/v1/dta/list/16", 400, `{"error":"parameter id: \"16\": must be a list id from 0 to 15","param":"id","value":"16"}`},
@@ -92,6 +94,20 @@ func TestDTAAPIContract(t *testing.T) {
 	} {
 		if code, body := get(c.path); code != c.code || body != c.want {
 			t.Errorf("GET %s: %d %s\nwant %d %s", c.path, code, body, c.code, c.want)
+		}
+	}
+	// intake query: the key as an address, the answer as text with --table.
+	for _, c := range []struct{ args, want string }{
+		{"kw --table 222.173.190.239", "kw key 222.173.190.239: found 0x01020304 (2 votes, 2 candidates, threshold 1)\n"},
+		{"ki --table 0x7b", "key 0x7b: count 10 (epoch 0)\n"},
+		{"postcard --table 42", "key 42: found, hops 101 > 102 > 103 > 104 > 105 (2 valid chunks)\n"},
+		{"kw 9", "{\n  \"store\": \"kw\",\n  \"key\": \"9\",\n  \"status\": \"ambiguous\",\n  \"votes\": 2,\n  \"candidates\": 4,\n  \"threshold\": 1\n}\n"}, // JSON by default
+	} {
+		args := append([]string{"query", "--api", srv.Addr()}, strings.Fields(c.args)...)
+		args[1], args[2], args[3] = args[3], args[1], args[2] // query SUB --api ADDR ...
+		code, out, errs := runVerb(args...)
+		if code != 0 || out != c.want {
+			t.Errorf("%v: %d %q %s, want %q", args, code, out, errs, c.want)
 		}
 	}
 	// /stats: the counters by name, the regions by file.
@@ -131,6 +147,7 @@ func TestQueryDTAUsage(t *testing.T) {
 		{[]string{"kw", "--name", "ki", "1"}, 2, `--name "ki": kw or paths`},
 		{[]string{"list", "--limit", "0", "1"}, 2, "--limit 0: allowed is 1 to 100000"},
 		{[]string{"ki"}, 2, "one KEY is required"},
+		{[]string{"kw", "--json", "--table", "1"}, 2, "--json and --table exclude each other"},
 		{[]string{"list", "--store", t.TempDir(), "1"}, 1, "no DTA region files"},
 		{[]string{"postcard", "--addr", "127.0.0.1:1", "1"}, 1, "--store DIR reads a store directory without a collector"},
 	} {

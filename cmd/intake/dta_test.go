@@ -139,7 +139,8 @@ func TestDTAEndToEnd(t *testing.T) {
 			t.Errorf("%v postcard: %v", src, m)
 		}
 	}
-	if code, _, errs := runVerb("query", "list", "--addr", addr, "--cursor", "7", "3"); code != 1 || !strings.Contains(errs, "cursor") {
+	// The collector refuses the parameter (400): the user's misuse, exit 2.
+	if code, _, errs := runVerb("query", "list", "--addr", addr, "--cursor", "7", "3"); code != 2 || !strings.Contains(errs, "cursor") {
 		t.Errorf("cursor past head: %d %s", code, errs)
 	}
 	st := tr.Stats()

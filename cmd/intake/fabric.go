@@ -11,6 +11,7 @@ import (
 
 	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/fabric"
+	"github.com/intake-int/intake/internal/cli"
 	"github.com/intake-int/intake/label"
 )
 
@@ -31,7 +32,7 @@ func runFabric(args []string, stdout, stderr io.Writer) error {
 	t1 := fs.Duration("t1", 0, "Base B rest time T1")
 	fn := fs.String("f", "F1", "Base B probability function F1, F2 or F3")
 	maxHop := fs.Int("max-hop", 5, "MAX_hop")
-	rate := fs.Float64("rate", 5e6, "bits per second per sender")
+	rate := cli.Rate(fs, "bps", "rate", 5e6, "`BPS` bits per second each sender sends", stderr)
 	size := fs.Int("size", 1000, "packet size in bytes")
 	pattern := fs.String("pattern", "random", "destinations: random, permutation or all")
 	senders := fs.String("senders", "", "comma-separated sending host indices, 0-based (default all)")
@@ -42,6 +43,7 @@ func runFabric(args []string, stdout, stderr io.Writer) error {
 	duration := fs.Duration("duration", 0, "stop after this long (0: until Ctrl-C)")
 	seed := fs.Uint64("seed", 1, "PCG seed")
 	collectors := fs.String("collectors", "", "a cluster's collectors, `HOST,...` in cluster.members order: each export and report goes to its owner, at the --label and --report ports")
+	asJSON := fs.Bool("json", false, "print the final counters as JSON instead of a summary")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
@@ -109,15 +111,35 @@ func runFabric(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "; control on http://%s (%s, /v1/topology, /v1/stats)", a, label.ControlPath)
 	}
 	fmt.Fprintln(stderr)
+	if cli.IsTerminal(stderr) { // a progress line a second, redrawn in place
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+					if st := f.LiveStats(); st.Now > 0 {
+						fmt.Fprintf(stderr, "\r\033[Kintake fabric: %s", st.Progress())
+					}
+				}
+			}
+		}()
+	}
 	if err := f.Run(ctx, ep); err != nil {
 		return err
 	}
 	sent, errs := f.UDPSent()
 	st := f.Stats()
-	fmt.Fprintf(stderr, "intake fabric: stopped after %s: %d datagrams sent (%d errors)\n", time.Duration(st.Now).Round(time.Millisecond), sent, errs)
-	e := json.NewEncoder(stdout)
-	e.SetIndent("", "  ")
-	return e.Encode(st)
+	if *asJSON {
+		e := json.NewEncoder(stdout)
+		e.SetIndent("", "  ")
+		return e.Encode(st)
+	}
+	fmt.Fprintf(stdout, "\nintake fabric: stopped after %s: %d datagrams sent over UDP (%d errors)\n", time.Duration(st.Now).Round(time.Millisecond), sent, errs)
+	st.WriteText(stdout)
+	return nil
 }
 
 func loadTopology(s string) (*fabric.Topology, error) {

@@ -28,12 +28,12 @@ func init() {
 
 const genUsage = "[--to HOST:PORT] [--format tr0.5|tr1.0|tr2.0|dta|int-label] [--mode md|xd] [--int-version V]\n" +
 	"       [--hops N] [--fields N | --bitmap 0x...] [--flows N] [--switches N]\n" +
-	"       [--latency DIST] [--queue DIST] [--util DIST] [--batch N] [--rate PPS]\n" +
+	"       [--latency DIST] [--queue DIST] [--util DIST] [--batch N] [--pps PPS]\n" +
 	"       [--duration D | --count N] [--gso N] [--seed S] [--collectors HOST[:PORT],...] [--json]\n\n" +
 	"DIST is const:V, uniform:LO:HI or exp:MEAN. Without --duration or --count, gen sends until\n" +
 	"interrupted. The default target is 127.0.0.1:32766 for reports, :40040 for dta and :40050\n" +
 	"for int-label. --collectors sends each report to the member of a cluster that owns it\n" +
-	"(docs/scale-out.md); --rate and --count are then totals over the members."
+	"(docs/scale-out.md); --pps and --count are then totals over the members."
 
 // parseGenArgs parses the arguments of a verb that takes the generator's options and no
 // positional argument, and returns the generator configuration.
@@ -52,12 +52,7 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("gen", genUsage, stdout)
 	gf := gen.AddFlags(fs, gen.DefaultConfig())
 	to := fs.String("to", "", "collector `address` HOST:PORT (default by format: 127.0.0.1:32766, :40040 for dta, :40050 for int-label)")
-	rate := fs.Float64("rate", 0, "`PPS` datagrams per second in total (0: as fast as possible)")
-	duration := fs.Duration("duration", 0, "stop after `D` (e.g. 10s)")
-	count := fs.Uint64("count", 0, "stop after `N` datagrams")
-	sockets := fs.Int("sockets", 1, "`N` sending sockets, each with its own source port and goroutine")
-	vector := fs.Int("vector", 64, "`N` datagrams per sendmmsg call")
-	gso := fs.Int("gso", 0, "send up to `N` equal-size datagrams as one UDP_SEGMENT (GSO) super-datagram (0: off)")
+	sf := gen.AddSendFlags(fs, 0, stderr)
 	asJSON := fs.Bool("json", false, "print the final summary as one JSON object")
 	quiet := fs.Bool("quiet", false, "no start and progress lines on stderr")
 	collectors := fs.String("collectors", "", "send each report to its owner among these collectors: `HOST[:PORT],...` in cluster.members order (a port left out: the format's default)")
@@ -65,19 +60,9 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case *duration > 0 && *count > 0:
-		return usageErr("--duration and --count exclude each other")
-	case *duration < 0:
-		return usageErr("--duration: %v: must be positive", *duration)
-	case *rate < 0:
-		return usageErr("--rate: %g: must be 0 (as fast as possible) or positive", *rate)
-	case *sockets < 1 || *sockets > 256:
-		return usageErr("--sockets: %d: allowed is 1 to 256", *sockets)
-	case *vector < 1 || *vector > 1024:
-		return usageErr("--vector: %d: allowed is 1 to 1024", *vector)
-	case *gso < 0 || *gso > gen.MaxGSO:
-		return usageErr("--gso: %d: allowed is 0 (off) to %d", *gso, gen.MaxGSO)
+	sc, err := sf.Config()
+	if err != nil {
+		return usageErr("%v", err)
 	}
 	port := config.PortReport
 	switch cfg.Format {
@@ -93,11 +78,10 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 			return usageErr("--collectors: %v", err)
 		case *to != "":
 			return usageErr("--to and --collectors exclude each other")
-		case *count > 0 && *count < uint64(len(addrs)):
-			return usageErr("--count %d: at least one datagram per collector (%d)", *count, len(addrs))
+		case sc.Count > 0 && sc.Count < uint64(len(addrs)):
+			return usageErr("--count %d: at least one datagram per collector (%d)", sc.Count, len(addrs))
 		}
-		return runGenCluster(cfg, gen.SendConfig{Sockets: *sockets, Rate: *rate, Count: *count,
-			Duration: *duration, Vector: *vector, GSO: *gso}, addrs, *asJSON, *quiet, stdout, stderr)
+		return runGenCluster(cfg, sc, addrs, *asJSON, *quiet, stdout, stderr)
 	}
 	if *to == "" {
 		*to = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -123,8 +107,8 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "gen: %s; %s; sending to %s\n", g, built, *to)
 		progress = stderr
 	}
-	s, err := gen.NewSender(g, gen.SendConfig{To: *to, Sockets: *sockets, Rate: *rate, Count: *count,
-		Duration: *duration, Vector: *vector, GSO: *gso, Progress: progress})
+	sc.To, sc.Progress = *to, progress
+	s, err := gen.NewSender(g, sc)
 	if err != nil {
 		return err
 	}

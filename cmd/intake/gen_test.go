@@ -25,7 +25,7 @@ func TestGenMisuse(t *testing.T) {
 		{[]string{"--bitmap", "zz"}, `bitmap: "zz": want a non-zero 16-bit instruction bitmap`},
 		{[]string{"--latency", "normal:1"}, `invalid value "normal:1" for flag -latency`},
 		{[]string{"--count", "5", "--duration", "1s"}, "--duration and --count exclude each other"},
-		{[]string{"--rate", "-5"}, "--rate: -5: must be 0"},
+		{[]string{"--pps", "-5"}, "--pps: -5: must be 0"},
 		{[]string{"--sockets", "0"}, "--sockets: 0: allowed is 1 to 256"},
 		{[]string{"--gso", "-1"}, "--gso: -1: allowed is 0 (off) to 64"},
 		{[]string{"--to", "nowhere"}, `--to "nowhere": want HOST:PORT`},
@@ -72,7 +72,7 @@ func listen(t *testing.T, n int) (string, <-chan [][]byte) {
 // counts, and the datagrams received, are exactly the generator's.
 func TestGenJSON(t *testing.T) {
 	addr, got := listen(t, 300)
-	code, out, errb := runVerb("gen", "--to", addr, "--count", "300", "--rate", "20000", "--batch", "4",
+	code, out, errb := runVerb("gen", "--to", addr, "--count", "300", "--pps", "20000", "--batch", "4",
 		"--seed", "9", "--flows", "10", "--ring", "100", "--json", "--quiet")
 	if code != 0 || errb != "" {
 		t.Fatalf("exit %d, stderr %q", code, errb)
@@ -128,7 +128,7 @@ func TestGenJSON(t *testing.T) {
 
 func TestGenHuman(t *testing.T) {
 	addr, got := listen(t, 50)
-	code, out, errb := runVerb("gen", "--to", addr, "--format", "tr0.5", "--mode", "xd", "--count", "50", "--rate", "10000")
+	code, out, errb := runVerb("gen", "--to", addr, "--format", "tr0.5", "--mode", "xd", "--count", "50", "--pps", "10k")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errb)
 	}

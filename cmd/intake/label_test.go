@@ -40,9 +40,9 @@ func TestQueryPortsCoverage(t *testing.T) {
 	addr := srv.Addr()
 
 	code, out, errs := runVerb("query", "ports", "--addr", addr)
-	want := `  switch  port  in  label time  latency ns  qdepth  age ms  updates  stale  shift  active
-       3     1   2         200         900       5   300.0        2      0      0    true
-       4     2   0         300          50       0   100.0        2      1      0    true
+	want := `  switch  port  in  label time  latency  qdepth     age  updates  stale  shift  active
+       3     1   2         200   900 ns       5  300 ms        2      0      0    true
+       4     2   0         300    50 ns       0  100 ms        2      1      0    true
 2 ports
 `
 	if code != 0 || out != want {
@@ -55,13 +55,15 @@ func TestQueryPortsCoverage(t *testing.T) {
 		t.Fatalf("query ports --switch 4 --json: exit %d, %v, %s", code, err, out)
 	}
 	code, out, _ = runVerb("query", "coverage", "--addr", addr, "--windows", "4")
+	// Windows by their start on the collector's clock (here since its zero), coverage in
+	// percent.
 	want = `telemetry interval 100 ms, clock receive, 2 ports known
-  window  updated  active  coverage
-       0        2       2    1.0000
-       1        1       2    0.5000
-       2        0       2    0.0000
-       3        1       2    0.5000
-mean 0.5000 over 4 windows
+     start  updated  active  coverage
+    t+0 ns        2       2   100.00%
+  t+100 ms        1       2    50.00%
+  t+200 ms        0       2     0.00%
+  t+300 ms        1       2    50.00%
+mean 50.00% over 4 windows
 `
 	if code != 0 || out != want {
 		t.Fatalf("query coverage: exit %d, stdout\n%s\nwant\n%s", code, out, want)

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/intake-int/intake/internal/cli"
 )
 
 // A verb is one subcommand. run gets the arguments after the verb's name; it returns
@@ -119,6 +121,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "-h", "-help", "--help", "help":
 		mainUsage(stdout)
 		return 0
+	case "-version", "--version":
+		args[0] = "version"
 	}
 	v, ok := verbs[args[0]]
 	if !ok {
@@ -151,6 +155,16 @@ func runContext(d time.Duration) (context.Context, context.CancelFunc) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	return ctx, func() { cancel(); stop() }
+}
+
+func init() {
+	register(verb{name: "version", summary: "print intake's version (module, VCS revision and time, Go)", run: func(args []string, stdout, _ io.Writer) error {
+		if err := parseNoArgs(newFlags("version", "", stdout), args); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintln(stdout, cli.Version())
+		return err
+	}})
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -8,8 +8,8 @@ import (
 	"strconv"
 
 	"github.com/intake-int/intake/api"
-	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/dta"
+	"github.com/intake-int/intake/internal/cli"
 )
 
 // intake query kw|ki|postcard|list: ask a running collector's /api/v1/dta endpoints, or
@@ -35,8 +35,8 @@ func runQueryDTA(prim string, args []string, stdout io.Writer) error {
 	if prim == "list" {
 		arg = "LIST_ID"
 	}
-	fs := newFlags("query "+prim, "[--addr HOST:PORT | --store DIR] [flags] "+arg, stdout)
-	addr := fs.String("addr", config.HTTPAddress, addrHelp)
+	fs := newFlags("query "+prim, "[--api HOST:PORT | --store DIR] [--json|--table] [flags] "+arg, stdout)
+	o := cli.AddQuery(fs, true)
 	store := fs.String("store", "", "open the DTA store `directory` read-only instead of asking a collector (dta.data_dir, or an epochs/<time> snapshot)")
 	keyLen := fs.Int("key-len", 4, "`bytes` a numeric key is widened to (the decoder's dta.key_len)")
 	var t *int
@@ -51,10 +51,13 @@ func runQueryDTA(prim string, args []string, stdout io.Writer) error {
 		cursor = fs.Uint64("cursor", 0, "the `position` to poll from (next_cursor of the previous poll)")
 		limit = fs.Int("limit", 1000, "at most `n` entries")
 	}
-	fs.Bool("json", true, "print JSON (the only output)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
+	}
+	asJSON, err := o.WantJSON()
+	if err != nil {
+		return usageErr("%v", err)
 	}
 	if len(pos) != 1 {
 		return usageErr("one %s is required", arg)
@@ -80,33 +83,34 @@ func runQueryDTA(prim string, args []string, stdout io.Writer) error {
 		q.Set("cursor", strconv.FormatUint(*cursor, 10))
 		q.Set("limit", strconv.Itoa(*limit))
 	}
+	var body []byte
 	if *store == "" {
-		return apiGet(*addr, u, q, stdout)
+		body, err = apiGet(o.API, u, q)
+	} else {
+		// The store directory answers through the same handlers, in process.
+		st, oerr := dta.OpenStoresReadOnly(*store)
+		if oerr != nil {
+			return oerr
+		}
+		defer st.Close()
+		body, err = badRequest(api.Serve(dta.NewAPI(st, *keyLen), u, q))
 	}
-	// The store directory answers through the same handlers, in process.
-	st, err := dta.OpenStoresReadOnly(*store)
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	defer st.Close()
-	body, err := api.Serve(dta.NewAPI(st, *keyLen), u, q)
-	if err != nil {
-		return err
+	case !asJSON:
+		return dta.WriteText(stdout, prim, body)
 	}
 	_, err = stdout.Write(body)
 	return err
 }
 
-// apiGet prints the JSON body of GET addr+path?q, or returns the API's error (the request
+// apiGet reads the JSON body of GET addr+path?q, or returns the API's error (the request
 // as the other query verbs make it).
-func apiGet(addr, path string, q url.Values, stdout io.Writer) error {
+func apiGet(addr, path string, q url.Values) ([]byte, error) {
 	body, err := getAPI(addr, path, q)
 	if ue := (*url.Error)(nil); errors.As(err, &ue) {
-		return fmt.Errorf("%w; --store DIR reads a store directory without a collector", err)
+		return nil, fmt.Errorf("%w; --store DIR reads a store directory without a collector", err)
 	}
-	if err != nil {
-		return err
-	}
-	_, err = stdout.Write(body)
-	return err
+	return body, err
 }

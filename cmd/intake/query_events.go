@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"text/tabwriter"
@@ -11,8 +13,8 @@ import (
 
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/cluster"
-	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/detect"
+	"github.com/intake-int/intake/internal/cli"
 )
 
 // query events: GET /api/v1/events of a running collector.
@@ -25,10 +27,15 @@ func init() {
 	})
 }
 
-// apiQuery reads path?q from the collector at addr. With asJSON it prints the API's body as
-// it is and reports done; otherwise it decodes the body into v for the verb's own output.
-func apiQuery(stdout io.Writer, addr, path string, q url.Values, asJSON bool, v any) (done bool, err error) {
-	body, err := getAPI(addr, path, q)
+// apiQuery reads path?q from the collector at o.API. When o asks for JSON it prints the
+// API's body as it is and reports done; otherwise it decodes the body into v for the verb's
+// own output.
+func apiQuery(stdout io.Writer, o *cli.Query, path string, q url.Values, v any) (done bool, err error) {
+	asJSON, err := o.WantJSON()
+	if err != nil {
+		return true, usageErr("%v", err)
+	}
+	body, err := getAPI(o.API, path, q)
 	if err != nil {
 		return true, err
 	}
@@ -50,23 +57,31 @@ func apiQuery(stdout io.Writer, addr, path string, q url.Values, asJSON bool, v 
 }
 
 // getAPI reads path?q from the collector at addr into its body, or an error naming the
-// status and the collector's JSON error. The token and CAs come from the environment
+// status and the collector's JSON error: a usage error when the collector found the
+// request's parameters wrong (400). The token and CAs come from the environment
 // (api.NewClient).
 func getAPI(addr, path string, q url.Values) ([]byte, error) {
 	c, err := api.NewClient(addr, 10*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	return c.Get(path, q)
+	return badRequest(c.Get(path, q))
+}
+
+// badRequest turns an API answer of 400 into a usage error: the user's misuse.
+func badRequest(body []byte, err error) ([]byte, error) {
+	if se := (*api.StatusError)(nil); errors.As(err, &se) && se.Code == http.StatusBadRequest {
+		return nil, usageErr("%v", err)
+	}
+	return body, err
 }
 
 func runQueryEvents(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("query events", "[--addr HOST:PORT] [--since T] [--kind K[,K]] [--limit N] [--json]", stdout)
-	addr := fs.String("addr", config.HTTPAddress, addrHelp)
+	fs := newFlags("query events", "[--api HOST:PORT] [--since T] [--kind K[,K]] [--limit N] [--json|--table]", stdout)
+	o := cli.AddQuery(fs, false)
 	since := fs.String("since", "", "only events at or after `T`: RFC 3339, Unix ns, or a duration ago (5m)")
 	kind := fs.String("kind", "", "only these `kinds`: new_key, path_change, change, above, below, expire")
 	limit := fs.Int("limit", 0, "at most `N` events, the newest (default: the server's 1000)")
-	asJSON := fs.Bool("json", false, "print the API's JSON")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
@@ -83,7 +98,7 @@ func runQueryEvents(args []string, stdout, stderr io.Writer) error {
 	var r struct {
 		Events []detect.EventJSON `json:"events"`
 	}
-	if done, err := apiQuery(stdout, *addr, "/api/v1/events", q, *asJSON, &r); done || err != nil {
+	if done, err := apiQuery(stdout, o, "/api/v1/events", q, &r); done || err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -95,7 +110,7 @@ func runQueryEvents(args []string, stdout, stderr io.Writer) error {
 		}
 		prev, val := fmt.Sprint(e.Prev), fmt.Sprint(e.Value)
 		if e.Measurement == "flow_path" {
-			prev, val = "-", joinPath(e.Path)
+			prev, val = "-", cli.Path(e.Path)
 		}
 		// Fixed-width nanoseconds (RFC 3339 would trim trailing zeros), so columns align.
 		at := time.Unix(0, e.TimeNS).UTC().Format("2006-01-02T15:04:05.000000000Z07:00")
@@ -104,14 +119,6 @@ func runQueryEvents(args []string, stdout, stderr io.Writer) error {
 	tw.Flush()
 	fmt.Fprintf(stdout, "%d events\n", len(r.Events))
 	return nil
-}
-
-func joinPath(p []uint32) string {
-	s := make([]string, len(p))
-	for i, id := range p {
-		s[i] = fmt.Sprint(id)
-	}
-	return strings.Join(s, ":")
 }
 
 func deref[T any](p *T) T {

@@ -5,8 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
+	"text/tabwriter"
+	"time"
 
 	"github.com/intake-int/intake/detect"
+	"github.com/intake-int/intake/internal/cli"
+	"github.com/intake-int/intake/telemetry"
 )
 
 // query flow: GET /api/v1/flow of a running collector.
@@ -19,56 +24,110 @@ func init() {
 	})
 }
 
+// flowUsage is the flow verbs' usage: the flow as the demo and the queries write it, or as
+// flags.
+const flowUsage = `["SRC:SPORT > DST:DPORT PROTO" | --src IP --dst IP --sport N --dport N --proto udp|tcp|N] [--api HOST:PORT] [--json|--table]`
+
 func runQueryFlow(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("query flow", "--src IP --dst IP --sport N --dport N --proto N [--addr HOST:PORT] [--json]", stdout)
-	addr := apiFlag(fs)
+	fs := newFlags("query flow", flowUsage, stdout)
+	o := cli.AddQuery(fs, false)
 	flow := flowFlags(fs)
-	asJSON := fs.Bool("json", false, "print the API's JSON")
-	if err := parseNoArgs(fs, args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	q, err := flow()
+	q, err := flow(pos)
 	if err != nil {
 		return err
 	}
 	var f detect.FlowState
-	if done, err := apiQuery(stdout, *addr, "/api/v1/flow", q, *asJSON, &f); done || err != nil {
+	if done, err := apiQuery(stdout, o, "/api/v1/flow", q, &f); done || err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "flow %s:%d -> %s:%d proto %d\n", f.Src, f.Sport, f.Dst, f.Dport, f.Proto)
-	fmt.Fprintf(stdout, "  path          %s (%d hops)\n", joinPath(f.Path), f.PathLen)
+	fmt.Fprintf(stdout, "flow     %s\n", cli.Flow(f.Src, f.Sport, f.Dst, f.Dport, f.Proto))
+	fmt.Fprintf(stdout, "path     %s (%d hops)\n", cli.Path(f.Path), f.PathLen)
 	if f.FlowLatency != nil {
-		fmt.Fprintf(stdout, "  flow latency  %d\n", *f.FlowLatency)
+		fmt.Fprintf(stdout, "latency  %s end to end\n", cli.Nanos(float64(*f.FlowLatency)))
 	}
-	for _, h := range f.Hops {
-		fmt.Fprintf(stdout, "  hop switch %-6d latency %d\n", h.SwitchID, h.HopLatency)
+	fmt.Fprintf(stdout, "reports  %d, first seen %s, last seen %s\n", f.Reports, f.FirstSeen.Format(time.RFC3339Nano), f.LastSeen.Format(time.RFC3339Nano))
+	// One line a hop: its latency, and the busiest queue, port and buffer of its switch
+	// (every one of them: --json).
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOP\tSWITCH\tHOP LATENCY\tQUEUE OCCUPANCY\tTX UTILIZATION\tBUFFER OCCUPANCY")
+	for i, h := range f.Hops {
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", i+1, h.SwitchID, cli.Nanos(float64(h.HopLatency)),
+			busiest(f.Queues, h.SwitchID, "queue", func(v detect.SwitchValue) *uint64 { return v.QueueOccupancy }),
+			busiest(f.Ports, h.SwitchID, "port", func(v detect.SwitchValue) *uint64 { return v.TxUtilization }),
+			busiest(f.Buffers, h.SwitchID, "buffer", func(v detect.SwitchValue) *uint64 { return v.BufferOccupancy }))
 	}
-	for _, q := range f.Queues {
-		fmt.Fprintf(stdout, "  queue switch %d queue %d: occupancy %v congestion %v\n", q.SwitchID, deref(q.QueueID), opt(q.QueueOccupancy), opt(q.QueueCongestion))
+	return tw.Flush()
+}
+
+// busiest writes the greatest value among switch sw's keys, "12 (queue 3, max of 8)", or "-".
+func busiest(vs []detect.SwitchValue, sw uint32, what string, val func(detect.SwitchValue) *uint64) string {
+	var best *detect.SwitchValue
+	n := 0
+	for i := range vs {
+		if v := val(vs[i]); vs[i].SwitchID == sw && v != nil {
+			n++
+			if best == nil || *v > *val(*best) {
+				best = &vs[i]
+			}
+		}
 	}
-	for _, p := range f.Ports {
-		fmt.Fprintf(stdout, "  port switch %d port %d: tx utilization %v\n", p.SwitchID, deref(p.Port), opt(p.TxUtilization))
+	if best == nil {
+		return "-"
 	}
-	for _, b := range f.Buffers {
-		fmt.Fprintf(stdout, "  buffer switch %d buffer %d: occupancy %v\n", b.SwitchID, deref(b.BufferID), opt(b.BufferOccupancy))
+	id := deref(best.Port)
+	if best.QueueID != nil {
+		id = uint32(*best.QueueID)
+	} else if best.BufferID != nil {
+		id = uint32(*best.BufferID)
 	}
-	fmt.Fprintf(stdout, "  reports %d, first seen %s, last seen %s\n", f.Reports, f.FirstSeen.Format("2006-01-02T15:04:05.000Z07:00"), f.LastSeen.Format("2006-01-02T15:04:05.000Z07:00"))
-	return nil
+	if n > 1 {
+		return fmt.Sprintf("%d (%s %d, max of %d)", *val(*best), what, id, n)
+	}
+	return fmt.Sprintf("%d (%s %d)", *val(*best), what, id)
 }
 
 // flowFlags adds --src, --dst, --sport, --dport and --proto, the flow as the API addresses
-// it; the function returned, called after parsing, gives the query parameters.
-func flowFlags(fs *flag.FlagSet) func() (url.Values, error) {
+// it; the function returned, called after parsing with the positional arguments, gives the
+// query parameters: from the flags, or from one argument written as the demo and the queries
+// write flows ("10.0.0.1:1000 > 10.0.0.2:80 udp").
+func flowFlags(fs *flag.FlagSet) func(pos []string) (url.Values, error) {
 	src := fs.String("src", "", "source `address`")
 	dst := fs.String("dst", "", "destination `address`")
 	sport := fs.Uint("sport", 0, "source `port`")
 	dport := fs.Uint("dport", 0, "destination `port`")
-	proto := fs.Uint("proto", 0, "IP `protocol` number (6 TCP, 17 UDP)")
-	return func() (url.Values, error) {
-		if *src == "" || *dst == "" {
-			return nil, usageErr("--src and --dst are required")
+	var proto uint8
+	var protoSet, portsSet bool
+	fs.Func("proto", "IP `protocol`: tcp, udp, icmp or a number", func(s string) (err error) {
+		proto, err = telemetry.ParseProto(s)
+		protoSet = true
+		return err
+	})
+	return func(pos []string) (url.Values, error) {
+		fs.Visit(func(f *flag.Flag) { portsSet = portsSet || f.Name == "sport" || f.Name == "dport" })
+		switch {
+		case len(pos) > 1:
+			return nil, usageErr(`one flow, quoted: "SRC:SPORT > DST:DPORT PROTO"`)
+		case len(pos) == 1 && (*src != "" || *dst != "" || portsSet || protoSet):
+			return nil, usageErr("the flow as an argument or as flags, not both")
+		case len(pos) == 1:
+			k, err := telemetry.ParseFlowKey(pos[0])
+			if err != nil {
+				return nil, usageErr("%q: %v", pos[0], err)
+			}
+			*src, *dst, *sport, *dport, proto = k.SrcAddr().String(), k.DstAddr().String(), uint(k.SrcPort), uint(k.DstPort), k.Proto
+		case *src == "" || *dst == "":
+			return nil, usageErr(`the flow is required: "SRC:SPORT > DST:DPORT PROTO", or --src, --dst, --sport, --dport and --proto`)
+		case !portsSet || !protoSet:
+			return nil, usageErr("--sport, --dport and --proto are required with --src and --dst (a flow is its 5-tuple)")
+		case *sport > 65535 || *dport > 65535:
+			return nil, usageErr("--sport %d, --dport %d: ports are 0 to 65535", *sport, *dport)
 		}
-		return url.Values{"src": {*src}, "dst": {*dst}, "sport": {fmt.Sprint(*sport)}, "dport": {fmt.Sprint(*dport)}, "proto": {fmt.Sprint(*proto)}}, nil
+		return url.Values{"src": {*src}, "dst": {*dst}, "sport": {strconv.FormatUint(uint64(*sport), 10)},
+			"dport": {strconv.FormatUint(uint64(*dport), 10)}, "proto": {strconv.Itoa(int(proto))}}, nil
 	}
 }
 

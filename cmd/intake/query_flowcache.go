@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -9,9 +8,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/export"
 	"github.com/intake-int/intake/flowcache"
+	"github.com/intake-int/intake/internal/cli"
 )
 
 // query flowcache-flow, top, histogram, flowcache-stats: the flow cache's endpoints of a
@@ -40,27 +39,20 @@ func init() {
 	})
 }
 
-// apiFlag adds --addr and its alias --api.
-func apiFlag(fs *flag.FlagSet) *string {
-	addr := fs.String("addr", config.HTTPAddress, addrHelp)
-	fs.StringVar(addr, "api", config.HTTPAddress, "the same as --addr")
-	return addr
-}
-
 func runQueryFlowCacheFlow(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("query flowcache-flow", "--src IP --dst IP --sport N --dport N --proto N [--addr HOST:PORT] [--json]", stdout)
-	addr := apiFlag(fs)
+	fs := newFlags("query flowcache-flow", flowUsage, stdout)
+	o := cli.AddQuery(fs, false)
 	flow := flowFlags(fs)
-	asJSON := fs.Bool("json", false, "print the API's JSON")
-	if err := parseNoArgs(fs, args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	q, err := flow()
+	q, err := flow(pos)
 	if err != nil {
 		return err
 	}
 	var f flowcache.FlowJSON
-	if done, err := apiQuery(stdout, *addr, "/api/v1/flowcache/flow", q, *asJSON, &f); done || err != nil {
+	if done, err := apiQuery(stdout, o, "/api/v1/flowcache/flow", q, &f); done || err != nil {
 		return err
 	}
 	writeCachedFlow(stdout, &f)
@@ -68,37 +60,38 @@ func runQueryFlowCacheFlow(args []string, stdout, stderr io.Writer) error {
 }
 
 func writeCachedFlow(w io.Writer, f *flowcache.FlowJSON) {
-	fmt.Fprintf(w, "flow %s:%d -> %s:%d proto %d\n", f.Src, f.Sport, f.Dst, f.Dport, f.Proto)
-	fmt.Fprintf(w, "  packets  %d (first %s, last %s)\n", f.Packets, f.FirstSeen, f.LastSeen)
-	if f.Latency.Latest != nil {
-		fmt.Fprintf(w, "  latency  latest %d, mean %s\n", *f.Latency.Latest, opt(f.Latency.Mean))
-	}
+	fmt.Fprintf(w, "flow     %s\n", cli.Flow(f.Src, f.Sport, f.Dst, f.Dport, f.Proto))
 	trunc := ""
 	if f.Truncated {
 		trunc = " (longer paths seen: truncated to max_hops)"
 	}
-	fmt.Fprintf(w, "  path     %s%s\n", joinPath(f.Path), trunc)
-	for i, h := range f.Hops {
-		fmt.Fprintf(w, "  hop %d node %d:", i+1, h.NodeID)
-		for _, m := range []struct {
-			name string
-			v    *uint64
-			mean *float64
-		}{{"hop_latency", h.Latest.HopLatency, h.Mean.HopLatency}, {"queue_occupancy", h.Latest.QueueOccupancy, h.Mean.QueueOccupancy}, {"tx_util", h.Latest.TxUtil, h.Mean.TxUtil}} {
-			if m.v != nil {
-				fmt.Fprintf(w, "  %s %d (mean %s)", m.name, *m.v, opt(m.mean))
-			}
-		}
-		fmt.Fprintln(w)
+	fmt.Fprintf(w, "path     %s%s\n", cli.Path(f.Path), trunc)
+	if f.Latency.Latest != nil {
+		fmt.Fprintf(w, "latency  %s end to end, mean %s\n", cli.Nanos(float64(*f.Latency.Latest)), cli.NanosOf(f.Latency.Mean))
 	}
+	fmt.Fprintf(w, "packets  %d, first seen %s, last seen %s\n", f.Packets, f.FirstSeen, f.LastSeen)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOP\tSWITCH\tHOP LATENCY (mean)\tQUEUE OCCUPANCY (mean)\tTX UTILIZATION (mean)")
+	for i, h := range f.Hops {
+		fmt.Fprintf(tw, "%d\t%d\t%s (%s)\t%s (%s)\t%s (%s)\n", i+1, h.NodeID, cli.NanosOf(h.Latest.HopLatency), cli.NanosOf(h.Mean.HopLatency),
+			opt(h.Latest.QueueOccupancy), mean(h.Mean.QueueOccupancy), opt(h.Latest.TxUtil), mean(h.Mean.TxUtil))
+	}
+	tw.Flush()
+}
+
+// mean writes an optional mean to one decimal, "-" when absent.
+func mean(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*p, 'f', 1, 64)
 }
 
 func runQueryTop(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("query top", "[--by latency|packets] [--n N] [--addr HOST:PORT] [--json]", stdout)
-	addr := apiFlag(fs)
+	fs := newFlags("query top", "[--by latency|packets] [--n N] [--api HOST:PORT] [--json|--table]", stdout)
+	o := cli.AddQuery(fs, false)
 	by := fs.String("by", "packets", "rank by `key`: latency (mean end-to-end) or packets")
 	n := fs.Int("n", 10, "the top `N` flows (1-1000)")
-	asJSON := fs.Bool("json", false, "print the API's JSON")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
@@ -106,32 +99,23 @@ func runQueryTop(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--by %q: must be latency or packets", *by)
 	}
 	var top flowcache.TopJSON
-	if done, err := apiQuery(stdout, *addr, "/api/v1/flowcache/top", url.Values{"by": {*by}, "n": {strconv.Itoa(*n)}}, *asJSON, &top); done || err != nil {
+	if done, err := apiQuery(stdout, o, "/api/v1/flowcache/top", url.Values{"by": {*by}, "n": {strconv.Itoa(*n)}}, &top); done || err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tFLOW\tPROTO\tPACKETS\tLATENCY MEAN\tLATENCY LATEST\tPATH")
+	fmt.Fprintln(tw, "#\tFLOW\tPACKETS\tLATENCY MEAN\tLATENCY LATEST\tPATH")
 	for i, f := range top.Flows {
-		latest := "-"
-		if f.Latency.Latest != nil {
-			latest = strconv.FormatUint(*f.Latency.Latest, 10)
-		}
-		mean := "-"
-		if f.Latency.Mean != nil {
-			mean = strconv.FormatFloat(*f.Latency.Mean, 'f', 1, 64)
-		}
-		fmt.Fprintf(tw, "%d\t%s:%d -> %s:%d\t%d\t%d\t%s\t%s\t%s\n", i+1, f.Src, f.Sport, f.Dst, f.Dport, f.Proto, f.Packets,
-			mean, latest, joinPath(f.Path))
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\n", i+1, cli.Flow(f.Src, f.Sport, f.Dst, f.Dport, f.Proto), f.Packets,
+			cli.NanosOf(f.Latency.Mean), cli.NanosOf(f.Latency.Latest), cli.Path(f.Path))
 	}
 	return tw.Flush()
 }
 
 func runQueryHistogram(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("query histogram", "--switch ID|e2e [--metric hop_latency|queue_occupancy|tx_util|latency] [--addr HOST:PORT] [--json]", stdout)
-	addr := apiFlag(fs)
+	fs := newFlags("query histogram", "--switch ID|e2e [--metric hop_latency|queue_occupancy|tx_util|latency] [--api HOST:PORT] [--json|--table]", stdout)
+	o := cli.AddQuery(fs, false)
 	sw := fs.String("switch", "", "switch `id`, or e2e for the end-to-end latency")
 	metric := fs.String("metric", "hop_latency", "`metric`: hop_latency, queue_occupancy, tx_util (latency for e2e)")
-	asJSON := fs.Bool("json", false, "print the API's JSON")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
@@ -142,7 +126,7 @@ func runQueryHistogram(args []string, stdout, stderr io.Writer) error {
 		*metric = "latency"
 	}
 	var h flowcache.HistJSON
-	if done, err := apiQuery(stdout, *addr, "/api/v1/histograms/"+url.PathEscape(*sw)+"/"+url.PathEscape(*metric), nil, *asJSON, &h); done || err != nil {
+	if done, err := apiQuery(stdout, o, "/api/v1/histograms/"+url.PathEscape(*sw)+"/"+url.PathEscape(*metric), nil, &h); done || err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "switch %s %s: %d samples, %s scale, %d bins\n", h.Switch, h.Metric, h.Total, h.Scale, h.Bins)
@@ -163,9 +147,8 @@ func runQueryHistogram(args []string, stdout, stderr io.Writer) error {
 }
 
 func runQueryFlowCacheStats(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("query flowcache-stats", "[--addr HOST:PORT] [--json]", stdout)
-	addr := apiFlag(fs)
-	asJSON := fs.Bool("json", false, "print the API's JSON")
+	fs := newFlags("query flowcache-stats", "[--api HOST:PORT] [--json|--table]", stdout)
+	o := cli.AddQuery(fs, false)
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
@@ -174,7 +157,7 @@ func runQueryFlowCacheStats(args []string, stdout, stderr io.Writer) error {
 		flowcache.StatsJSON
 		Redis *export.RedisCounts `json:"redis,omitempty"`
 	}
-	if done, err := apiQuery(stdout, *addr, "/api/v1/flowcache/stats", nil, *asJSON, &s); done || err != nil {
+	if done, err := apiQuery(stdout, o, "/api/v1/flowcache/stats", nil, &s); done || err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "flow cache  %d rows × %d buckets × %d hops: %d of %d flows (%.2f%%), %d bytes (%.1f per flow)\n",

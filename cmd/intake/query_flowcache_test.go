@@ -171,20 +171,21 @@ func TestFlowCacheAPI(t *testing.T) {
 
 	// The CLI reads the same endpoints.
 	c, out, errs := runVerb("query", "flowcache-flow", "--addr", addr, "--src", "10.0.0.1", "--dst", "10.0.0.2", "--sport", "1000", "--dport", "80", "--proto", "17")
-	wantOut := `flow 10.0.0.1:1000 -> 10.0.0.2:80 proto 17
-  packets  2 (first 1970-01-01T00:00:00.0000001Z, last 1970-01-01T00:00:00.0000002Z)
-  latency  latest 36, mean 33
-  path     1:2
-  hop 1 node 1:  hop_latency 11 (mean 10.5)  queue_occupancy 6 (mean 5.5)  tx_util 7 (mean 7)
-  hop 2 node 2:  hop_latency 25 (mean 22.5)  queue_occupancy 3 (mean 1.5)  tx_util 9 (mean 8.5)
+	wantOut := `flow     10.0.0.1:1000 > 10.0.0.2:80 udp
+path     1 > 2
+latency  36 ns end to end, mean 33 ns
+packets  2, first seen 1970-01-01T00:00:00.0000001Z, last seen 1970-01-01T00:00:00.0000002Z
+HOP  SWITCH  HOP LATENCY (mean)  QUEUE OCCUPANCY (mean)  TX UTILIZATION (mean)
+1    1       11 ns (10.5 ns)     6 (5.5)                 7 (7.0)
+2    2       25 ns (22.5 ns)     3 (1.5)                 9 (8.5)
 `
 	if c != 0 || out != wantOut {
 		t.Errorf("query flowcache-flow: exit %d %s\n%s", c, errs, out)
 	}
 	c, out, errs = runVerb("query", "top", "--api", addr, "--by", "packets", "--n", "2")
-	wantTop := `#  FLOW                          PROTO  PACKETS  LATENCY MEAN  LATENCY LATEST  PATH
-1  10.0.0.1:1000 -> 10.0.0.2:80  17     2        33.0          36              1:2
-2  10.0.0.1:2000 -> 10.0.0.2:80  17     1        90.0          90              1:3
+	wantTop := `#  FLOW                             PACKETS  LATENCY MEAN  LATENCY LATEST  PATH
+1  10.0.0.1:1000 > 10.0.0.2:80 udp  2        33 ns         36 ns           1 > 2
+2  10.0.0.1:2000 > 10.0.0.2:80 udp  1        90 ns         90 ns           1 > 3
 `
 	if c != 0 || out != wantTop {
 		t.Errorf("query top: exit %d %s\n%q", c, errs, out)
@@ -237,7 +238,7 @@ func TestFlowCacheRedis(t *testing.T) {
 		if testing.Short() {
 			t.Skip("redis-server not installed (-short)")
 		}
-		t.Fatal("redis-server not found: install it with: apt-get install -y redis-server")
+		t.Fatal("redis-server not found: install it with: apt-get install -y redis-server (or run ./test, which installs what the tests need)")
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

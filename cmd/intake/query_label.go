@@ -5,8 +5,9 @@ import (
 	"io"
 	"net/url"
 	"text/tabwriter"
+	"time"
 
-	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/internal/cli"
 	"github.com/intake-int/intake/label"
 )
 
@@ -18,10 +19,9 @@ func init() {
 }
 
 func runQueryPorts(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("query ports", "[--addr HOST:PORT] [--switch N] [--json]", stdout)
-	addr := fs.String("addr", config.HTTPAddress, addrHelp)
+	fs := newFlags("query ports", "[--api HOST:PORT] [--switch N] [--json|--table]", stdout)
+	o := cli.AddQuery(fs, false)
 	sw := fs.Int("switch", -1, "only this switch `id`")
-	asJSON := fs.Bool("json", false, "print the API's JSON")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
@@ -33,14 +33,14 @@ func runQueryPorts(args []string, stdout, stderr io.Writer) error {
 		q.Set("switch_id", fmt.Sprint(*sw))
 	}
 	var pr label.PortsResponse
-	if done, err := apiQuery(stdout, *addr, "/api/v1/label/ports", q, *asJSON, &pr); done || err != nil {
+	if done, err := apiQuery(stdout, o, "/api/v1/label/ports", q, &pr); done || err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "switch\tport\tin\tlabel time\tlatency ns\tqdepth\tage ms\tupdates\tstale\tshift\tactive\t\n")
+	fmt.Fprintf(tw, "switch\tport\tin\tlabel time\tlatency\tqdepth\tage\tupdates\tstale\tshift\tactive\t\n")
 	for _, p := range pr.Ports {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%d\t%d\t%d\t%v\t\n", p.SwitchID, p.Port, p.IngressPort, p.LabelTime,
-			p.LatencyNs, p.DeqQDepth, p.AgeMs, p.Updates, p.Stale, p.Shift, p.Active)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%v\t\n", p.SwitchID, p.Port, p.IngressPort, p.LabelTime,
+			cli.Nanos(float64(p.LatencyNs)), p.DeqQDepth, cli.Nanos(p.AgeMs*1e6), p.Updates, p.Stale, p.Shift, p.Active)
 	}
 	tw.Flush()
 	fmt.Fprintf(stdout, "%d ports\n", pr.Count)
@@ -48,10 +48,9 @@ func runQueryPorts(args []string, stdout, stderr io.Writer) error {
 }
 
 func runQueryCoverage(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("query coverage", "[--addr HOST:PORT] [--windows N] [--json]", stdout)
-	addr := fs.String("addr", config.HTTPAddress, addrHelp)
+	fs := newFlags("query coverage", "[--api HOST:PORT] [--windows N] [--json|--table]", stdout)
+	o := cli.AddQuery(fs, false)
 	n := fs.Int("windows", 10, "complete telemetry intervals to show")
-	asJSON := fs.Bool("json", false, "print the API's JSON")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
@@ -59,16 +58,22 @@ func runQueryCoverage(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--windows %d: must be in [1, 1000]", *n)
 	}
 	var cr label.CoverageReport
-	if done, err := apiQuery(stdout, *addr, "/api/v1/label/coverage", url.Values{"windows": {fmt.Sprint(*n)}}, *asJSON, &cr); done || err != nil {
+	if done, err := apiQuery(stdout, o, "/api/v1/label/coverage", url.Values{"windows": {fmt.Sprint(*n)}}, &cr); done || err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "telemetry interval %.0f ms, clock %s, %d ports known\n", cr.TelemetryIntervalMs, cr.Clock, cr.PortsKnown)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "window\tupdated\tactive\tcoverage\t\n")
+	// A window starts at a time of the collector's clock: wall time (UTC) when it is one,
+	// otherwise since the clock's zero.
+	fmt.Fprintf(tw, "start\tupdated\tactive\tcoverage\t\n")
 	for _, w := range cr.Windows {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%.4f\t\n", w.Index, w.Updated, w.Active, w.Coverage)
+		at := "t+" + cli.Nanos(float64(w.StartNs))
+		if w.StartNs > 1e18 {
+			at = time.Unix(0, w.StartNs).UTC().Format("15:04:05.000")
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f%%\t\n", at, w.Updated, w.Active, 100*w.Coverage)
 	}
 	tw.Flush()
-	fmt.Fprintf(stdout, "mean %.4f over %d windows\n", cr.Mean, len(cr.Windows))
+	fmt.Fprintf(stdout, "mean %.2f%% over %d windows\n", 100*cr.Mean, len(cr.Windows))
 	return nil
 }

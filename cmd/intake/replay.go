@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/capture"
+	"github.com/intake-int/intake/internal/cli"
 	"github.com/intake-int/intake/pcap"
 )
 
@@ -47,12 +48,12 @@ func (p portList) Set(v string) error {
 	return nil
 }
 
-const replayUsage = "FILE --to HOST:PORT [--rate PPS | --speed X] [--max-wait D] [--dport PORTS]"
+const replayUsage = "FILE --to HOST:PORT [--pps PPS | --speed X] [--max-wait D] [--dport PORTS]"
 
 func runReplay(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("replay", replayUsage, stdout)
 	to := fs.String("to", "", "collector `address` HOST:PORT to send to (required)")
-	rate := fs.Float64("rate", 0, "send at a fixed rate of `PPS` datagrams per second")
+	rate := cli.Rate(fs, "pps", "rate", 0, "send at a fixed rate of `PPS` datagrams (packets) per second", stderr)
 	speed := fs.Float64("speed", 0, "keep the capture's inter-packet timing, `X` times faster (1: real time)")
 	dports := portList{}
 	fs.Var(dports, "dport", "only datagrams to these UDP destination `PORTS` (comma-separated; default: every UDP datagram)")
@@ -63,19 +64,19 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fs.Visit(func(f *flag.Flag) { set[strings.Replace(f.Name, "rate", "pps", 1)] = true })
 	switch {
 	case len(pos) != 1:
 		return usageErr("want one capture FILE, got %d arguments", len(pos))
 	case *to == "":
 		return usageErr("--to HOST:PORT is required")
-	case set["rate"] && set["speed"]:
-		return usageErr("--rate and --speed exclude each other")
+	case set["pps"] && set["speed"]:
+		return usageErr("--pps and --speed exclude each other")
 	}
 	mode, x, name := capture.FullSpeed, 0.0, ""
 	switch {
-	case set["rate"]:
-		mode, x, name = capture.FixedRate, *rate, "--rate"
+	case set["pps"]:
+		mode, x, name = capture.FixedRate, *rate, "--pps"
 	case set["speed"]:
 		mode, x, name = capture.CaptureTiming, *speed, "--speed"
 	}

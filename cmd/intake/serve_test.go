@@ -257,7 +257,7 @@ http: {address: '127.0.0.1:0'}
 		capFrame{dport: 1, payload: tr},
 		capFrame{dport: uint16(pn), payload: tr, at: 2 * time.Millisecond},
 	)
-	code, rout, rerr := runVerb("replay", capPath, "--to", trAddr, "--rate", "100", "--dport", port)
+	code, rout, rerr := runVerb("replay", capPath, "--to", trAddr, "--pps", "100", "--dport", port)
 	if want := fmt.Sprintf("replay: sent 3 datagrams (%d bytes) to %s in ", 3*len(tr), trAddr); code != 0 || !strings.HasPrefix(rout, want) ||
 		!strings.HasSuffix(rout, "skipped 1 frames not UDP, 1 to other ports; 0 send errors\n") {
 		t.Errorf("replay: %d %q %q, want prefix %q", code, rout, rerr, want)
@@ -314,13 +314,18 @@ func TestReplayUsage(t *testing.T) {
 	}{
 		{[]string{"replay"}, "intake replay: want one capture FILE, got 0 arguments\n"},
 		{[]string{"replay", "x.pcap"}, "intake replay: --to HOST:PORT is required\n"},
-		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--rate", "5", "--speed", "2"}, "intake replay: --rate and --speed exclude each other\n"},
+		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--pps", "5", "--speed", "2"}, "intake replay: --pps and --speed exclude each other\n"},
+		// --rate, the older name of --pps, still works, with a warning.
+		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--rate", "5", "--speed", "2"},
+			"intake: --rate is deprecated: use --pps, which means the same\nintake replay: --pps and --speed exclude each other\n"},
 		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--dport", "0"}, "intake replay: invalid value \"0\" for flag -dport: \"0\": port must be 1-65535\n"},
 		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--speed", "NaN"}, "intake replay: --speed NaN: must be a finite number above 0\n"},
 		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--speed", "+Inf"}, "intake replay: --speed +Inf: must be a finite number above 0\n"},
 		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--speed", "0"}, "intake replay: --speed 0: must be a finite number above 0\n"},
 		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--speed", "-2"}, "intake replay: --speed -2: must be a finite number above 0\n"},
-		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--rate", "nan"}, "intake replay: --rate NaN: must be a finite number above 0\n"},
+		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--pps", "nan"}, "intake replay: --pps NaN: must be a finite number above 0\n"},
+		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--pps", "fast"},
+			"intake replay: invalid value \"fast\" for flag -pps: want a number, optionally with k, M or G (5M is 5000000)\n"},
 		{[]string{"replay", "x.pcap", "--to", "127.0.0.1:1", "--max-wait", "0s"}, "intake replay: --max-wait maximum wait 0s: must be positive\n"},
 	} {
 		code, _, errs := runVerb(tc.args...)

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"time"
 
+	"github.com/intake-int/intake/internal/cli"
 	"github.com/intake-int/intake/sim/dtasim"
 	"github.com/intake-int/intake/sim/plot"
 )
@@ -64,18 +63,6 @@ func runSimBounds(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func progress(w io.Writer, label string) func(done, total int) {
-	start := time.Now()
-	return func(done, total int) {
-		f := float64(done) / float64(total)
-		bar := int(f * 30)
-		fmt.Fprintf(w, "\r%s [%-30s] %5.1f%% %s", label, strings.Repeat("#", bar), 100*f, time.Since(start).Round(time.Second))
-		if done >= total {
-			fmt.Fprintln(w)
-		}
-	}
-}
-
 func runSimDTA(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("sim dta", "[--figure load|aging] [--slots M --keys K --n N --bits B --value-bytes W] [--json] [--svg FILE]", stdout)
 	figure := fs.String("figure", "", "reproduce a figure: load (DART Fig. 3 / DTA Fig. 12) or aging (DART Fig. 4 / DTA Fig. 13); empty: one run")
@@ -88,7 +75,7 @@ func runSimDTA(args []string, stdout, stderr io.Writer) error {
 	scale := fs.Float64("scale", 1, "aging: scale the 100 M-key / 3 GiB case by this `factor` at equal load factor")
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	svg := fs.String("svg", "", "write a plot to `file` (SVG)")
-	quiet := fs.Bool("quiet", false, "no progress bar")
+	quiet := fs.Bool("quiet", false, "no progress bar (there is one only on a terminal)")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
@@ -96,7 +83,7 @@ func runSimDTA(args []string, stdout, stderr io.Writer) error {
 		if *quiet {
 			return nil
 		}
-		return progress(stderr, label)
+		return cli.Progress(stderr, label)
 	})
 	var out any
 	var chart *plot.Chart

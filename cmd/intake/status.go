@@ -5,7 +5,7 @@ import (
 
 	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/collector"
-	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/internal/cli"
 )
 
 // status reads a running collector's /api/v1/status and prints it.
@@ -19,27 +19,23 @@ func init() {
 }
 
 func runStatus(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("status", "[--addr HOST:PORT] [--cluster] [--json]", stdout)
-	addr := fs.String("addr", config.HTTPAddress, addrHelp)
-	asJSON := fs.Bool("json", false, "print the status object as the API returns it")
+	fs := newFlags("status", "[--api HOST:PORT] [--cluster] [--json|--table]", stdout)
+	o := cli.AddQuery(fs, false)
 	all := fs.Bool("cluster", false, "every member of the collector's cluster (reads "+cluster.StatusPath+")")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	if *all {
 		var cs cluster.StatusJSON
-		if done, err := apiQuery(stdout, *addr, cluster.StatusPath, nil, *asJSON, &cs); done || err != nil {
+		if done, err := apiQuery(stdout, o, cluster.StatusPath, nil, &cs); done || err != nil {
 			return err
 		}
 		return cs.WriteText(stdout)
 	}
 	var st collector.Status
-	if done, err := apiQuery(stdout, *addr, "/api/v1/status", nil, *asJSON, &st); done || err != nil {
+	if done, err := apiQuery(stdout, o, "/api/v1/status", nil, &st); done || err != nil {
 		return err
 	}
-	st.WriteText(stdout, *addr)
+	st.WriteText(stdout, o.API)
 	return nil
 }
-
-// addrHelp is the --addr flag's text on the verbs that ask a running collector.
-const addrHelp = "the collector's HTTP `address` (http.address in its config; https://host:port for TLS); the token is read from $INTAKE_TOKEN or the file $INTAKE_TOKEN_FILE, the CA certificates for TLS from $INTAKE_CA"

@@ -32,7 +32,8 @@ func TestFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(runs) != 3 || len(c.Series) != 3 || runs[0].Result.Config.Slots != 1024 || !runs[0].Scaled || len(runs[2].Result.Buckets) != 100 {
+	// Three runs, the 30 GiB ones repeated in the zoomed panel below.
+	if len(runs) != 3 || len(c.Series) != 5 || c.Series[3].Panel != 1 || c.Series[3].Like != 2 || c.Series[4].Like != 3 || runs[0].Result.Config.Slots != 1024 || !runs[0].Scaled || len(runs[2].Result.Buckets) != 100 {
 		t.Fatalf("aging: %d runs, %d series, %+v", len(runs), len(c.Series), runs[0].Result.Config)
 	}
 	if !strings.Contains(string(c.SVG()), "30 GiB N=4 (keys /10 at equal load)") {

@@ -1,0 +1,218 @@
+// Package cli owns the grammar that intake's verbs share, so that a flag means the same in
+// every one of them: the query verbs' --api, --json and --table; rates named by their unit
+// (--pps, --bps) with the older --rate kept as a deprecated alias that warns; progress bars
+// that only a terminal gets; the version from the build information; and the one way query
+// output writes flows ("10.0.0.1:1000 > 10.0.0.2:80 udp"), paths ("3 > 1 > 7"), protocols
+// and durations.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultAPI is the collector's default HTTP API address (config's http.address).
+const DefaultAPI = "127.0.0.1:8040"
+
+// Query is the output and address options every query subcommand takes.
+type Query struct {
+	API         string
+	JSON, Table bool
+	table       bool // Table's default: what the verb prints without either flag
+}
+
+// AddQuery adds --api (and --addr, its older name), --json and --table to fs. jsonDefault
+// says what the verb prints when neither --json nor --table is given.
+func AddQuery(fs *flag.FlagSet, jsonDefault bool) *Query {
+	q := &Query{table: !jsonDefault}
+	fs.StringVar(&q.API, "api", DefaultAPI, "the collector's HTTP API `address` (http.address in its config; https://host:port for TLS); the token is read from $INTAKE_TOKEN or the file $INTAKE_TOKEN_FILE, the CA certificates for TLS from $INTAKE_CA")
+	fs.StringVar(&q.API, "addr", DefaultAPI, "the same as --api (its older name)")
+	fs.BoolVar(&q.JSON, "json", false, "print the API's JSON")
+	fs.BoolVar(&q.Table, "table", false, "print a table (or lines) for people")
+	return q
+}
+
+// WantJSON reports whether to print JSON, after checking that --json and --table were not
+// both given.
+func (q *Query) WantJSON() (bool, error) {
+	switch {
+	case q.JSON && q.Table:
+		return false, errors.New("--json and --table exclude each other")
+	case q.JSON:
+		return true, nil
+	case q.Table:
+		return false, nil
+	}
+	return !q.table, nil
+}
+
+// Rate adds a rate flag named for its unit (pps, bps) and, when alias is not empty, the
+// older name as a deprecated alias (Alias). A rate is a number with an optional k, M or G.
+func Rate(fs *flag.FlagSet, name, alias string, def float64, usage string, warn io.Writer) *float64 {
+	v := def
+	fs.Func(name, fmt.Sprintf("%s; k, M, G multiply (default %g)", usage, def), func(s string) error { return setRate(&v, s) })
+	if alias != "" {
+		Alias(fs, alias, name, warn)
+	}
+	return &v
+}
+
+// Alias adds old as a deprecated name of the flag named name, defined before: setting it
+// sets that flag and writes a warning to warn.
+func Alias(fs *flag.FlagSet, old, name string, warn io.Writer) {
+	f := fs.Lookup(name)
+	fs.Func(old, fmt.Sprintf("deprecated: the same as --%s", name), func(s string) error {
+		fmt.Fprintf(warn, "intake: --%s is deprecated: use --%s, which means the same\n", old, name)
+		return f.Value.Set(s)
+	})
+}
+
+// setRate parses a rate: a number, with an optional k, M or G multiplier (5M is 5e6).
+func setRate(v *float64, s string) error {
+	mult := 1.0
+	switch {
+	case strings.HasSuffix(s, "k"):
+		mult, s = 1e3, strings.TrimSuffix(s, "k")
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1e6, strings.TrimSuffix(s, "M")
+	case strings.HasSuffix(s, "G"):
+		mult, s = 1e9, strings.TrimSuffix(s, "G")
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return errors.New("want a number, optionally with k, M or G (5M is 5000000)")
+	}
+	*v = f * mult
+	return nil
+}
+
+// Progress returns a progress bar for label on w, redrawn in place, when w is a terminal,
+// and nil (no progress: a log gets no carriage returns) otherwise.
+func Progress(w io.Writer, label string) func(done, total int) {
+	if !IsTerminal(w) {
+		return nil
+	}
+	return Bar(w, label)
+}
+
+// Bar returns a progress bar for label on w, whatever w is.
+func Bar(w io.Writer, label string) func(done, total int) {
+	start := time.Now()
+	return func(done, total int) {
+		f := float64(done) / float64(max(total, 1))
+		fmt.Fprintf(w, "\r%s [%-30s] %5.1f%% %s", label, strings.Repeat("#", int(f*30)), 100*f, time.Since(start).Round(time.Second))
+		if done >= total {
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+// Version is intake's version from the build information: the module version (a tag, or
+// "(devel)" for a build from a checkout), the VCS revision and time when the build
+// recorded them, and the Go version.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "intake (no build information)"
+	}
+	v := "intake " + bi.Main.Version
+	var rev, at, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = " (modified)"
+			}
+		}
+	}
+	if rev != "" {
+		v += " " + rev[:min(12, len(rev))] + dirty
+		if at != "" {
+			v += " " + at
+		}
+	}
+	return v + " " + bi.GoVersion
+}
+
+// Proto names an IP protocol as the flow notation writes it (telemetry.FlowKey.String):
+// tcp, udp, otherwise "proto N"; telemetry.ParseProto reads names and numbers back.
+func Proto(p uint8) string {
+	switch p {
+	case 6:
+		return "tcp"
+	case 17:
+		return "udp"
+	}
+	return "proto " + strconv.Itoa(int(p))
+}
+
+// Flow writes a flow as the demo's screen and every query do: "10.0.0.1:1000 >
+// 172.16.0.1:80 udp" (IPv6 addresses in brackets).
+func Flow(src string, sport uint16, dst string, dport uint16, proto uint8) string {
+	return net.JoinHostPort(src, strconv.Itoa(int(sport))) + " > " + net.JoinHostPort(dst, strconv.Itoa(int(dport))) + " " + Proto(proto)
+}
+
+// Path writes a path of switch ids, first hop first: "3 > 1 > 7".
+func Path(p []uint32) string {
+	s := make([]string, len(p))
+	for i, id := range p {
+		s[i] = strconv.FormatUint(uint64(id), 10)
+	}
+	return strings.Join(s, " > ")
+}
+
+// Nanos writes a duration in nanoseconds in the unit that reads best, to three significant
+// digits: 850 ns (a fraction, as of a mean, to three: 10.5 ns), 20.4 µs, 1.25 ms, 2.00 s.
+func Nanos(ns float64) string {
+	a := ns
+	if a < 0 {
+		a = -a
+	}
+	switch {
+	case a >= 1e9:
+		return sig(ns/1e9) + " s"
+	case a >= 1e6:
+		return sig(ns/1e6) + " ms"
+	case a >= 1e3:
+		return sig(ns/1e3) + " µs"
+	}
+	if ns == math.Trunc(ns) || a < 1 {
+		return strconv.FormatFloat(ns, 'f', 0, 64) + " ns"
+	}
+	return sig(ns) + " ns" // a mean: 10.5 ns
+}
+
+// NanosOf writes an optional duration in nanoseconds as Nanos does, "-" when absent.
+func NanosOf[T uint64 | float64](p *T) string {
+	if p == nil {
+		return "-"
+	}
+	return Nanos(float64(*p))
+}
+
+// sig writes v (at least 1 in magnitude) to three significant digits.
+func sig(v float64) string {
+	a := v
+	if a < 0 {
+		a = -a
+	}
+	switch {
+	case a >= 99.95:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 9.995:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}

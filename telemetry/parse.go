@@ -1,0 +1,87 @@
+package telemetry
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// ParseProto reads an IP protocol as people write it: tcp, udp, icmp, icmpv6 or sctp
+// (any case), "proto N" as FlowKey.String writes the others, or a number 0-255.
+func ParseProto(s string) (uint8, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "icmp":
+		return 1, nil
+	case "tcp":
+		return 6, nil
+	case "udp":
+		return 17, nil
+	case "icmpv6":
+		return 58, nil
+	case "sctp":
+		return 132, nil
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s), "proto")), 10, 8)
+	if err != nil {
+		return 0, fmt.Errorf("protocol %q: want tcp, udp, icmp, icmpv6, sctp or a number 0-255", s)
+	}
+	return uint8(n), nil
+}
+
+// errFlow is what a 5-tuple looks like, for the errors of ParseFlowKey.
+var errFlow = errors.New(`a 5-tuple is "SRC:SPORT > DST:DPORT PROTO" or src,dst,sport,dport,proto, with addresses of one family`)
+
+// ParseFlowKey reads a 5-tuple as FlowKey.String writes it ("10.0.0.1:1000 > 10.0.0.2:80
+// udp", "[2001:db8::1]:1000 > [2001:db8::2]:80 tcp"; spaces around ">" optional) or as
+// src,dst,sport,dport,proto. The protocol is a name or a number (ParseProto).
+func ParseFlowKey(s string) (FlowKey, error) {
+	var k FlowKey
+	var src, dst netip.Addr
+	var sport, dport uint16
+	var proto string
+	if a, b, ok := strings.Cut(s, ">"); ok {
+		b = strings.TrimSpace(b)
+		i := strings.LastIndexByte(b, ' ')
+		if i < 0 {
+			return k, errFlow
+		}
+		// "proto N": the protocol is the last two words.
+		if j := strings.LastIndexByte(strings.TrimSpace(b[:i]), ' '); j >= 0 && strings.TrimSpace(b[j:i]) == "proto" {
+			i = j
+		}
+		sp, err1 := netip.ParseAddrPort(strings.TrimSpace(a))
+		dp, err2 := netip.ParseAddrPort(strings.TrimSpace(b[:i]))
+		if err1 != nil || err2 != nil {
+			return k, errFlow
+		}
+		src, dst, sport, dport, proto = sp.Addr(), dp.Addr(), sp.Port(), dp.Port(), b[i+1:]
+	} else {
+		f := strings.Split(s, ",")
+		if len(f) != 5 {
+			return k, errFlow
+		}
+		var err [4]error
+		src, err[0] = netip.ParseAddr(strings.TrimSpace(f[0]))
+		dst, err[1] = netip.ParseAddr(strings.TrimSpace(f[1]))
+		var sp, dp uint64
+		sp, err[2] = strconv.ParseUint(strings.TrimSpace(f[2]), 10, 16)
+		dp, err[3] = strconv.ParseUint(strings.TrimSpace(f[3]), 10, 16)
+		if errors.Join(err[:]...) != nil {
+			return k, errFlow
+		}
+		sport, dport, proto = uint16(sp), uint16(dp), f[4]
+	}
+	src, dst = src.Unmap(), dst.Unmap()
+	if src.Is4() != dst.Is4() || src.Zone() != "" || dst.Zone() != "" {
+		return k, errFlow
+	}
+	p, err := ParseProto(proto)
+	if err != nil {
+		return k, err
+	}
+	k.SetAddrs(src, dst)
+	k.SrcPort, k.DstPort, k.Proto = sport, dport, p
+	return k, nil
+}
