@@ -122,36 +122,30 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		},
 	}
 	if *mode == ingest.ModeXDP {
-		return printModes(stdout, stderr, icfg, inNS.Device(), gcfg.Format, *duration, *asJSON)
+		mc, err := bench.IngestModes(icfg, inNS.Device())
+		mc.Socket.Format, mc.Socket.DurationS, mc.XDP.Format, mc.XDP.DurationS = gcfg.Format, duration.Seconds(), gcfg.Format, duration.Seconds()
+		return printResult(stdout, mc, err, *asJSON, mc.WriteText)
 	}
 	res, err := bench.Ingest(icfg)
+	res.Format, res.DurationS = gcfg.Format, duration.Seconds()
+	return printResult(stdout, res, err, *asJSON, func(w io.Writer) { res.WriteText(w, *baseline != "") })
+}
+
+// printResult prints v as one JSON object, or with text, unless err.
+func printResult(stdout io.Writer, v any, err error, asJSON bool, text func(io.Writer)) error {
 	if err != nil {
 		return err
 	}
-	res.Format, res.DurationS = gcfg.Format, duration.Seconds()
-	if *asJSON {
-		j, err := json.Marshal(res)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", j)
+	if !asJSON {
+		text(stdout)
+		return nil
+	}
+	j, err := json.Marshal(v)
+	if err != nil {
 		return err
 	}
-	w := func(name string, r bench.Phase) {
-		fmt.Fprintf(stdout, "  %-10s %12.0f reports/s  %8.1f CPU ns/report  loss %.4f  (%d of %d datagrams; drops: %d socket, %d host backlog; %d decode errors)\n",
-			name, r.ReportsPS, r.CPUPerReport(), r.Loss, r.Received, r.Sent.Datagrams, r.Kernel, r.Backlog, r.Errors)
-	}
-	fmt.Fprintf(stdout, "bench ingest: %s, %.3g reports/datagram, %s per phase, %d collector sockets, processors: %s\n",
-		gcfg.Format, res.ReportsPerDatagram, *duration, res.Sockets, orNone(strings.Join(res.Processors, ", ")))
-	w("drain", res.Drain)
-	w("collector", res.Full)
-	fmt.Fprintf(stdout, "  ratio      %.3f (collector / drain); CPU per datagram: drain %.1f ns; whole machine per report (collector phase): %.1f ns\n",
-		res.Ratio, res.DrainCPUNsPerDatagram, res.SystemCPUNsPerReport)
-	if *baseline != "" {
-		fmt.Fprintf(stdout, "  baseline   %.1f CPU ns/datagram (%d of %d datagrams); drain / baseline %.3f\n",
-			res.BaselineCPUNsPerDatagram, res.Base.Received, res.Base.Sent.Datagrams, res.DrainVsBaseline)
-	}
-	return nil
+	_, err = fmt.Fprintf(stdout, "%s\n", j)
+	return err
 }
 
 // modeValue is bench ingest's --mode: socket and xdp choose the receive path, md and xd are
@@ -226,41 +220,3 @@ func runGenChild(ns *bench.Veth, args []string) (gen.Stats, error) {
 // childEnv marks a process that bench started as intake itself; the tests' TestMain reads it
 // so that the test binary can stand in for intake.
 const childEnv = "INTAKE_CHILD"
-
-// printModes runs and prints `bench ingest --mode xdp`: socket mode and xdp mode over the
-// same veth pair, one after the other.
-func printModes(stdout, stderr io.Writer, cfg bench.IngestConfig, dev, format string, d time.Duration, asJSON bool) error {
-	mc, err := bench.IngestModes(cfg, dev)
-	if err != nil {
-		return err
-	}
-	mc.Socket.Format, mc.Socket.DurationS, mc.XDP.Format, mc.XDP.DurationS = format, d.Seconds(), format, d.Seconds()
-	if asJSON {
-		j, err := json.Marshal(mc)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", j)
-		return err
-	}
-	fmt.Fprintf(stdout, "bench ingest: %s across a veth pair, %.3g reports/datagram, %s per phase, processors: %s\n",
-		format, mc.XDP.ReportsPerDatagram, d, orNone(strings.Join(mc.XDP.Processors, ", ")))
-	for _, m := range []struct {
-		name string
-		r    bench.IngestResult
-	}{{"socket", mc.Socket}, {"xdp (" + mc.XDPAttach + ")", mc.XDP}} {
-		fmt.Fprintf(stdout, "  %s mode, %d workers:\n", m.name, m.r.Sockets)
-		printPhase(stdout, "drain", m.r.Drain)
-		printPhase(stdout, "collector", m.r.Full)
-		fmt.Fprintf(stdout, "    ratio      %.3f (collector / drain); drain CPU %.1f ns/datagram\n", m.r.Ratio, m.r.DrainCPUNsPerDatagram)
-	}
-	fmt.Fprintf(stdout, "  socket / xdp CPU: drain %.2fx per datagram, collector %.2fx per report; collector reports/s xdp / socket %.2f\n",
-		mc.DrainCPURatio, mc.CollectorCPURatio, mc.RateRatio)
-	fmt.Fprintf(stdout, "  XDP program: %.1f ns per frame (collector phase); DTA reports written in the kernel: %d\n", mc.BPFNsPerFrame, mc.KernelDTAReports)
-	return nil
-}
-
-func printPhase(w io.Writer, name string, r bench.Phase) {
-	fmt.Fprintf(w, "    %-10s %12.0f reports/s  %8.1f CPU ns/report  loss %.4f  (%d of %d datagrams; drops: %d socket, %d host backlog; %d decode errors)\n",
-		name, r.ReportsPS, r.CPUPerReport(), r.Loss, r.Received, r.Sent.Datagrams, r.Kernel, r.Backlog, r.Errors)
-}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -116,21 +115,10 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := runContext(0)
 	defer stop()
 	st, err := s.Run(ctx)
-	if err != nil {
-		return err
-	}
-
-	if *asJSON {
-		b, err := json.Marshal(g.Summary(*to, st))
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", b)
-		return err
-	}
-	_, err = fmt.Fprintf(stdout, "gen: sent %d datagrams (%d reports, %d bytes) to %s in %s: %.0f datagrams/s, %.0f reports/s; %d send errors\n",
-		st.Datagrams, st.Reports, st.Bytes, *to, st.Elapsed.Round(time.Millisecond), st.DatagramsPerSec(), st.ReportsPerSec(), st.SendErrors)
-	return err
+	return printResult(stdout, g.Summary(*to, st), err, *asJSON, func(w io.Writer) {
+		fmt.Fprintf(w, "gen: sent %d datagrams (%d reports, %d bytes) to %s in %s: %.0f datagrams/s, %.0f reports/s; %d send errors\n",
+			st.Datagrams, st.Reports, st.Bytes, *to, st.Elapsed.Round(time.Millisecond), st.DatagramsPerSec(), st.ReportsPerSec(), st.SendErrors)
+	})
 }
 
 // runGenCluster sends to a cluster: one generator per member, each with the reports the
@@ -150,13 +138,5 @@ func runGenCluster(cfg gen.Config, send gen.SendConfig, addrs []string, asJSON, 
 		return err
 	}
 	sum := gen.NewClusterSummary(gens, addrs, sts)
-	if !asJSON {
-		return sum.WriteText(stdout)
-	}
-	b, err := json.Marshal(sum)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(stdout, "%s\n", b)
-	return err
+	return printResult(stdout, sum, nil, asJSON, func(w io.Writer) { sum.WriteText(w) })
 }

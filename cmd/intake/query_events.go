@@ -120,11 +120,3 @@ func runQueryEvents(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%d events\n", len(r.Events))
 	return nil
 }
-
-func deref[T any](p *T) T {
-	var z T
-	if p == nil {
-		return z
-	}
-	return *p
-}

@@ -2,12 +2,9 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"io"
 	"net/url"
 	"strconv"
-	"text/tabwriter"
-	"time"
 
 	"github.com/intake-int/intake/detect"
 	"github.com/intake-int/intake/internal/cli"
@@ -44,50 +41,7 @@ func runQueryFlow(args []string, stdout, stderr io.Writer) error {
 	if done, err := apiQuery(stdout, o, "/api/v1/flow", q, &f); done || err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "flow     %s\n", cli.Flow(f.Src, f.Sport, f.Dst, f.Dport, f.Proto))
-	fmt.Fprintf(stdout, "path     %s (%d hops)\n", cli.Path(f.Path), f.PathLen)
-	if f.FlowLatency != nil {
-		fmt.Fprintf(stdout, "latency  %s end to end\n", cli.Nanos(float64(*f.FlowLatency)))
-	}
-	fmt.Fprintf(stdout, "reports  %d, first seen %s, last seen %s\n", f.Reports, f.FirstSeen.Format(time.RFC3339Nano), f.LastSeen.Format(time.RFC3339Nano))
-	// One line a hop: its latency, and the busiest queue, port and buffer of its switch
-	// (every one of them: --json).
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOP\tSWITCH\tHOP LATENCY\tQUEUE OCCUPANCY\tTX UTILIZATION\tBUFFER OCCUPANCY")
-	for i, h := range f.Hops {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", i+1, h.SwitchID, cli.Nanos(float64(h.HopLatency)),
-			busiest(f.Queues, h.SwitchID, "queue", func(v detect.SwitchValue) *uint64 { return v.QueueOccupancy }),
-			busiest(f.Ports, h.SwitchID, "port", func(v detect.SwitchValue) *uint64 { return v.TxUtilization }),
-			busiest(f.Buffers, h.SwitchID, "buffer", func(v detect.SwitchValue) *uint64 { return v.BufferOccupancy }))
-	}
-	return tw.Flush()
-}
-
-// busiest writes the greatest value among switch sw's keys, "12 (queue 3, max of 8)", or "-".
-func busiest(vs []detect.SwitchValue, sw uint32, what string, val func(detect.SwitchValue) *uint64) string {
-	var best *detect.SwitchValue
-	n := 0
-	for i := range vs {
-		if v := val(vs[i]); vs[i].SwitchID == sw && v != nil {
-			n++
-			if best == nil || *v > *val(*best) {
-				best = &vs[i]
-			}
-		}
-	}
-	if best == nil {
-		return "-"
-	}
-	id := deref(best.Port)
-	if best.QueueID != nil {
-		id = uint32(*best.QueueID)
-	} else if best.BufferID != nil {
-		id = uint32(*best.BufferID)
-	}
-	if n > 1 {
-		return fmt.Sprintf("%d (%s %d, max of %d)", *val(*best), what, id, n)
-	}
-	return fmt.Sprintf("%d (%s %d)", *val(*best), what, id)
+	return f.WriteText(stdout)
 }
 
 // flowFlags adds --src, --dst, --sport, --dport and --proto, the flow as the API addresses
@@ -129,12 +83,4 @@ func flowFlags(fs *flag.FlagSet) func(pos []string) (url.Values, error) {
 		return url.Values{"src": {*src}, "dst": {*dst}, "sport": {strconv.FormatUint(uint64(*sport), 10)},
 			"dport": {strconv.FormatUint(uint64(*dport), 10)}, "proto": {strconv.Itoa(int(proto))}}, nil
 	}
-}
-
-// opt prints an optional value, "-" when absent.
-func opt[T any](p *T) string {
-	if p == nil {
-		return "-"
-	}
-	return fmt.Sprint(*p)
 }

@@ -5,8 +5,6 @@ import (
 	"io"
 	"net/url"
 	"strconv"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/intake-int/intake/export"
 	"github.com/intake-int/intake/flowcache"
@@ -55,36 +53,7 @@ func runQueryFlowCacheFlow(args []string, stdout, stderr io.Writer) error {
 	if done, err := apiQuery(stdout, o, "/api/v1/flowcache/flow", q, &f); done || err != nil {
 		return err
 	}
-	writeCachedFlow(stdout, &f)
-	return nil
-}
-
-func writeCachedFlow(w io.Writer, f *flowcache.FlowJSON) {
-	fmt.Fprintf(w, "flow     %s\n", cli.Flow(f.Src, f.Sport, f.Dst, f.Dport, f.Proto))
-	trunc := ""
-	if f.Truncated {
-		trunc = " (longer paths seen: truncated to max_hops)"
-	}
-	fmt.Fprintf(w, "path     %s%s\n", cli.Path(f.Path), trunc)
-	if f.Latency.Latest != nil {
-		fmt.Fprintf(w, "latency  %s end to end, mean %s\n", cli.Nanos(float64(*f.Latency.Latest)), cli.NanosOf(f.Latency.Mean))
-	}
-	fmt.Fprintf(w, "packets  %d, first seen %s, last seen %s\n", f.Packets, f.FirstSeen, f.LastSeen)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOP\tSWITCH\tHOP LATENCY (mean)\tQUEUE OCCUPANCY (mean)\tTX UTILIZATION (mean)")
-	for i, h := range f.Hops {
-		fmt.Fprintf(tw, "%d\t%d\t%s (%s)\t%s (%s)\t%s (%s)\n", i+1, h.NodeID, cli.NanosOf(h.Latest.HopLatency), cli.NanosOf(h.Mean.HopLatency),
-			opt(h.Latest.QueueOccupancy), mean(h.Mean.QueueOccupancy), opt(h.Latest.TxUtil), mean(h.Mean.TxUtil))
-	}
-	tw.Flush()
-}
-
-// mean writes an optional mean to one decimal, "-" when absent.
-func mean(p *float64) string {
-	if p == nil {
-		return "-"
-	}
-	return strconv.FormatFloat(*p, 'f', 1, 64)
+	return f.WriteText(stdout)
 }
 
 func runQueryTop(args []string, stdout, stderr io.Writer) error {
@@ -102,13 +71,7 @@ func runQueryTop(args []string, stdout, stderr io.Writer) error {
 	if done, err := apiQuery(stdout, o, "/api/v1/flowcache/top", url.Values{"by": {*by}, "n": {strconv.Itoa(*n)}}, &top); done || err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tFLOW\tPACKETS\tLATENCY MEAN\tLATENCY LATEST\tPATH")
-	for i, f := range top.Flows {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\n", i+1, cli.Flow(f.Src, f.Sport, f.Dst, f.Dport, f.Proto), f.Packets,
-			cli.NanosOf(f.Latency.Mean), cli.NanosOf(f.Latency.Latest), cli.Path(f.Path))
-	}
-	return tw.Flush()
+	return top.WriteText(stdout)
 }
 
 func runQueryHistogram(args []string, stdout, stderr io.Writer) error {
@@ -129,21 +92,7 @@ func runQueryHistogram(args []string, stdout, stderr io.Writer) error {
 	if done, err := apiQuery(stdout, o, "/api/v1/histograms/"+url.PathEscape(*sw)+"/"+url.PathEscape(*metric), nil, &h); done || err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "switch %s %s: %d samples, %s scale, %d bins\n", h.Switch, h.Metric, h.Total, h.Scale, h.Bins)
-	var most uint64
-	for _, b := range h.Counts {
-		most = max(most, b.Count)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	for _, b := range h.Counts {
-		rng := fmt.Sprintf(">= %d", b.Lo)
-		if b.Hi != nil {
-			rng = fmt.Sprintf("[%d, %d)", b.Lo, *b.Hi)
-		}
-		bar := strings.Repeat("#", int((b.Count*40+most-1)/max(most, 1)))
-		fmt.Fprintf(tw, "%s\t%d\t %s\t\n", rng, b.Count, bar)
-	}
-	return tw.Flush()
+	return h.WriteText(stdout)
 }
 
 func runQueryFlowCacheStats(args []string, stdout, stderr io.Writer) error {
@@ -160,17 +109,7 @@ func runQueryFlowCacheStats(args []string, stdout, stderr io.Writer) error {
 	if done, err := apiQuery(stdout, o, "/api/v1/flowcache/stats", nil, &s); done || err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "flow cache  %d rows × %d buckets × %d hops: %d of %d flows (%.2f%%), %d bytes (%.1f per flow)\n",
-		s.Rows, s.Buckets, s.MaxHops, s.Flows, s.Capacity, 100*s.Occupancy, s.Bytes, s.BytesPerFlow)
-	fmt.Fprintf(stdout, "reports     %d (updates %d, new flows %d, no flow %d, no hops %d, truncated paths %d)\n",
-		s.Reports, s.Updates, s.Inserts, s.SkippedNoFlow, s.SkippedNoHops, s.TruncatedPaths)
-	fmt.Fprintf(stdout, "evictions   collision %d, idle %d\n", s.Evictions.Collision, s.Evictions.Idle)
-	fmt.Fprintf(stdout, "rings       %d × %d: %d records, %d exported, %d pending, %d dropped\n",
-		s.Rings.Count, s.Rings.Entries, s.Rings.Pushed, s.Rings.Exported, s.Rings.Pending, s.Rings.Drops)
-	fmt.Fprintf(stdout, "histograms  %d switches, %d samples over max_switches\n", s.Switches, s.SwitchOverflow)
-	for _, r := range s.EventRings {
-		fmt.Fprintf(stdout, "event ring  %s: %d of %d pending, %d dropped\n", r.Consumer, r.Pending, r.Size, r.Drops)
-	}
+	s.StatsJSON.WriteText(stdout)
 	if r := s.Redis; r != nil {
 		fmt.Fprintf(stdout, "redis       connected %v, queued %d, reconnects %d; sent event %d, flow %d, hash %d; dropped event %d, flow %d, hash %d\n",
 			r.Connected, r.Queued, r.Reconnects, r.Sent["event"], r.Sent["flow"], r.Sent["hash"],

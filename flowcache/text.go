@@ -1,0 +1,93 @@
+package flowcache
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/intake-int/intake/internal/cli"
+)
+
+// WriteText writes f as `intake query flowcache-flow` prints it.
+func (f *FlowJSON) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "flow     %s\n", cli.Flow(f.Src, f.Sport, f.Dst, f.Dport, f.Proto))
+	trunc := ""
+	if f.Truncated {
+		trunc = " (longer paths seen: truncated to max_hops)"
+	}
+	fmt.Fprintf(w, "path     %s%s\n", cli.Path(f.Path), trunc)
+	if f.Latency.Latest != nil {
+		fmt.Fprintf(w, "latency  %s end to end, mean %s\n", cli.Nanos(float64(*f.Latency.Latest)), cli.NanosOf(f.Latency.Mean))
+	}
+	fmt.Fprintf(w, "packets  %d, first seen %s, last seen %s\n", f.Packets, f.FirstSeen, f.LastSeen)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOP\tSWITCH\tHOP LATENCY (mean)\tQUEUE OCCUPANCY (mean)\tTX UTILIZATION (mean)")
+	for i, h := range f.Hops {
+		fmt.Fprintf(tw, "%d\t%d\t%s (%s)\t%s (%s)\t%s (%s)\n", i+1, h.NodeID, cli.NanosOf(h.Latest.HopLatency), cli.NanosOf(h.Mean.HopLatency),
+			optional(h.Latest.QueueOccupancy), meanText(h.Mean.QueueOccupancy), optional(h.Latest.TxUtil), meanText(h.Mean.TxUtil))
+	}
+	return tw.Flush()
+}
+
+// meanText writes an optional mean to one decimal, "-" when absent.
+func meanText(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*p, 'f', 1, 64)
+}
+
+// WriteText writes t as `intake query top` prints it.
+func (t *TopJSON) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tFLOW\tPACKETS\tLATENCY MEAN\tLATENCY LATEST\tPATH")
+	for i, f := range t.Flows {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\n", i+1, cli.Flow(f.Src, f.Sport, f.Dst, f.Dport, f.Proto), f.Packets,
+			cli.NanosOf(f.Latency.Mean), cli.NanosOf(f.Latency.Latest), cli.Path(f.Path))
+	}
+	return tw.Flush()
+}
+
+// WriteText writes h as `intake query histogram` prints it: a bar per bin.
+func (h *HistJSON) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "switch %s %s: %d samples, %s scale, %d bins\n", h.Switch, h.Metric, h.Total, h.Scale, h.Bins)
+	var most uint64
+	for _, b := range h.Counts {
+		most = max(most, b.Count)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, b := range h.Counts {
+		rng := fmt.Sprintf(">= %d", b.Lo)
+		if b.Hi != nil {
+			rng = fmt.Sprintf("[%d, %d)", b.Lo, *b.Hi)
+		}
+		bar := strings.Repeat("#", int((b.Count*40+most-1)/max(most, 1)))
+		fmt.Fprintf(tw, "%s\t%d\t %s\t\n", rng, b.Count, bar)
+	}
+	return tw.Flush()
+}
+
+// WriteText writes s as `intake query flowcache-stats` prints it.
+func (s *StatsJSON) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "flow cache  %d rows × %d buckets × %d hops: %d of %d flows (%.2f%%), %d bytes (%.1f per flow)\n",
+		s.Rows, s.Buckets, s.MaxHops, s.Flows, s.Capacity, 100*s.Occupancy, s.Bytes, s.BytesPerFlow)
+	fmt.Fprintf(w, "reports     %d (updates %d, new flows %d, no flow %d, no hops %d, truncated paths %d)\n",
+		s.Reports, s.Updates, s.Inserts, s.SkippedNoFlow, s.SkippedNoHops, s.TruncatedPaths)
+	fmt.Fprintf(w, "evictions   collision %d, idle %d\n", s.Evictions.Collision, s.Evictions.Idle)
+	fmt.Fprintf(w, "rings       %d × %d: %d records, %d exported, %d pending, %d dropped\n",
+		s.Rings.Count, s.Rings.Entries, s.Rings.Pushed, s.Rings.Exported, s.Rings.Pending, s.Rings.Drops)
+	fmt.Fprintf(w, "histograms  %d switches, %d samples over max_switches\n", s.Switches, s.SwitchOverflow)
+	for _, r := range s.EventRings {
+		fmt.Fprintf(w, "event ring  %s: %d of %d pending, %d dropped\n", r.Consumer, r.Pending, r.Size, r.Drops)
+	}
+}
+
+// optional prints an optional value, "-" when absent.
+func optional[T any](p *T) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprint(*p)
+}
