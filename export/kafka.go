@@ -1,0 +1,603 @@
+package export
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/export/kafkapb"
+	"github.com/intake-int/intake/flowcache"
+	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/telemetry"
+)
+
+// The Kafka sink (docs/kafka.md) produces four kinds of messages, each to its own topic:
+// decoded reports (ingest workers, through KafkaReports, a processor), detector events and
+// periodic snapshots (the export pipeline, through KafkaSink.Events), and evicted flow
+// records (the flow cache's drain goroutine, OfferRecord). Every message is a
+// kafkapb.Message keyed by its flow key (or its switch), so a flow's messages land in one
+// partition in order and a consumer group can share the partitions.
+//
+// The offering side only copies into a bounded queue per kind (full: dropped, counted
+// queue_full); one sender goroutine encodes and hands records to the franz-go producer,
+// which batches per partition, compresses, retries (a broker down, a leader moving) until
+// delivery_timeout, and reports each record's outcome to a callback that counts it sent or
+// dropped (failed). The sender may wait for the producer's buffer (buffered records); the
+// queues, not ingest, absorb that. Every offered message ends counted exactly once: sent,
+// or dropped queue_full, failed or shutdown; docs/kafka.md has the accounting.
+
+// Kinds of Kafka messages, the kind label of the counters.
+const (
+	kafkaReport = iota
+	kafkaEvent
+	kafkaSnapshot
+	kafkaFlow
+	numKafkaKinds
+)
+
+var kafkaKindNames = [numKafkaKinds]string{"report", "event", "snapshot", "flow"}
+
+// Drop reasons of the Kafka counters.
+const (
+	kafkaDropQueue = iota
+	kafkaDropFailed
+	kafkaDropShutdown
+	numKafkaDrops
+)
+
+var kafkaDropNames = [numKafkaDrops]string{"queue_full", "failed", "shutdown"}
+
+var kafkaCompression = map[string]kgo.CompressionCodec{"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(),
+	"snappy": kgo.SnappyCompression(), "lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression()}
+
+// kafkaReportItem is the part of a report the reports topic carries, copied by the worker
+// (pointer-free, so the queue holds it inline).
+type kafkaReportItem struct {
+	recv      int64
+	ingressTS uint64
+	node, seq uint32
+	format    telemetry.Format
+	hwID      uint8
+	hasFlow   bool
+	nhops     uint8
+	total     uint8
+	flow      telemetry.FlowKey
+	hops      [kafkapb.MaxHops]kafkaHop
+}
+
+type kafkaHop struct {
+	node, in, eg, lat, qocc, tx uint32
+	qid                         uint8
+	egTS                        uint64
+}
+
+// kafkaBytes is a message already encoded (flow records: encoded by the offerer, because a
+// record's hops are the cache's memory), with its key.
+type kafkaBytes struct {
+	key, value []byte
+}
+
+// KafkaSink is the Kafka output. It is a collector component (Start, Stop); its three
+// inputs are Events (an export.Sink), Reports (an ingest processor) and OfferRecord (a flow
+// cache sink).
+type KafkaSink struct {
+	cfg    Kafka
+	topics [numKafkaKinds]string
+	json   bool
+
+	reports chan kafkaReportItem
+	events  chan event.Event // events and snapshots
+	flows   chan kafkaBytes
+
+	offered [numKafkaKinds]atomic.Uint64
+	sent    [numKafkaKinds]atomic.Uint64
+	dropped [numKafkaKinds][numKafkaDrops]atomic.Uint64
+	// inflight counts records handed to the producer whose outcome is not known yet.
+	inflight atomic.Int64
+	lastErr  lastError
+
+	promise [numKafkaKinds]func(*kgo.Record, error)
+	client  *kgo.Client
+	opts    []kgo.Opt
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+	stopCtx  context.Context
+	pool     sync.Pool // *kgo.Record, returned by the promise
+}
+
+// NewKafka builds the sink of cfg.Kafka (enabled: brokers set); it connects at Start.
+func NewKafka(cfg Config, reg *metrics.Registry) (*KafkaSink, error) {
+	k := cfg.Kafka
+	s := &KafkaSink{cfg: k, json: k.Encoding == "json",
+		topics:  [numKafkaKinds]string{k.Topics.Reports, k.Topics.Events, k.Topics.Snapshots, k.Topics.Flows},
+		reports: make(chan kafkaReportItem, k.Queue), events: make(chan event.Event, k.Queue),
+		flows: make(chan kafkaBytes, k.Queue)}
+	if k.Reports == "off" {
+		s.topics[kafkaReport] = ""
+	}
+	s.pool.New = func() any { return new(kgo.Record) }
+	for kind := range s.promise {
+		s.promise[kind] = func(r *kgo.Record, err error) { s.delivered(kind, r, err) }
+	}
+	opts, err := k.clientOpts()
+	if err != nil {
+		return nil, err
+	}
+	s.opts = opts
+	if reg != nil {
+		sent := reg.Counter("intake_export_kafka_sent_messages_total", "Messages the Kafka brokers acknowledged, by kind.", "kind")
+		off := reg.Counter("intake_export_kafka_offered_messages_total", "Messages offered to the Kafka sink, by kind.", "kind")
+		drop := reg.Counter("intake_export_kafka_dropped_messages_total", "Messages the Kafka sink dropped, by kind and reason.", "kind", "reason")
+		for kind, name := range kafkaKindNames {
+			sent.Func(func() float64 { return float64(s.sent[kind].Load()) }, name)
+			off.Func(func() float64 { return float64(s.offered[kind].Load()) }, name)
+			for why, wn := range kafkaDropNames {
+				drop.Func(func() float64 { return float64(s.dropped[kind][why].Load()) }, name, wn)
+			}
+		}
+		reg.Gauge("intake_export_kafka_inflight_messages", "Messages handed to the Kafka producer and not yet acknowledged or failed.").
+			Func(func() float64 { return float64(s.inflight.Load()) })
+	}
+	return s, nil
+}
+
+// clientOpts are the producer's options from the configuration.
+func (k *Kafka) clientOpts() ([]kgo.Opt, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(k.Brokers...), kgo.ProducerBatchCompression(kafkaCompression[k.Compression]),
+		kgo.ProducerBatchMaxBytes(int32(k.BatchBytes)), kgo.MaxBufferedRecords(k.Buffered),
+		kgo.RecordDeliveryTimeout(k.DeliveryTimeout), kgo.ProduceRequestTimeout(min(k.DeliveryTimeout, 10*time.Second)),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil))}
+	if k.Linger > 0 {
+		opts = append(opts, kgo.ProducerLinger(k.Linger))
+	}
+	switch k.Acks {
+	case "all":
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	case "leader":
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	case "none":
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+	}
+	more, err := k.authOpts()
+	return append(opts, more...), err
+}
+
+// authOpts are the SASL and TLS options (shared by the sink and KafkaConsume).
+func (k *Kafka) authOpts() ([]kgo.Opt, error) {
+	var opts []kgo.Opt
+	var m sasl.Mechanism
+	switch k.SASL.Mechanism {
+	case "PLAIN":
+		m = plain.Auth{User: k.SASL.Username, Pass: k.SASL.Password}.AsMechanism()
+	case "SCRAM-SHA-256":
+		m = scram.Auth{User: k.SASL.Username, Pass: k.SASL.Password}.AsSha256Mechanism()
+	case "SCRAM-SHA-512":
+		m = scram.Auth{User: k.SASL.Username, Pass: k.SASL.Password}.AsSha512Mechanism()
+	}
+	if m != nil {
+		opts = append(opts, kgo.SASL(m))
+	}
+	tc, err := k.TLS.config()
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	return opts, nil
+}
+
+// config is the TLS configuration (nil when TLS is off).
+func (t *KafkaTLS) config() (*tls.Config, error) {
+	if !t.Enabled {
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
+	if t.CA != "" {
+		pem, err := os.ReadFile(t.CA)
+		if err != nil {
+			return nil, fmt.Errorf("kafka.tls.ca: %q: must be a readable PEM file of CA certificates: %v", t.CA, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("kafka.tls.ca: %q: must be a PEM file of CA certificates: none found", t.CA)
+		}
+		tc.RootCAs = pool
+	}
+	if t.Cert != "" {
+		cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+		if err != nil {
+			return nil, fmt.Errorf("kafka.tls.cert: %q: must be a PEM certificate with its key in kafka.tls.key (%q): %v", t.Cert, t.Key, err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// Name is the sink's name in the export status.
+func (s *KafkaSink) Name() string { return "kafka" }
+
+// SetLogger sets where the sink logs delivery errors. Call before Start.
+func (s *KafkaSink) SetLogger(l *slog.Logger) { s.lastErr.log = l }
+
+// Start creates the producer (it connects in the background: brokers down at start are
+// retried like brokers that go down later) and the sender.
+func (s *KafkaSink) Start(context.Context) error {
+	c, err := kgo.NewClient(s.opts...)
+	if err != nil {
+		return fmt.Errorf("kafka: %w", err)
+	}
+	s.client = c
+	s.stop, s.done, s.stopOnce, s.stopCtx = make(chan struct{}), make(chan struct{}), sync.Once{}, nil
+	go s.run()
+	return nil
+}
+
+// Stop sends what is queued and waits for the brokers' acknowledgements until ctx ends;
+// what is still queued or unacknowledged then is dropped (reason shutdown).
+func (s *KafkaSink) Stop(ctx context.Context) error {
+	if s.client == nil {
+		return nil
+	}
+	s.stopOnce.Do(func() {
+		s.stopCtx = ctx
+		close(s.stop)
+	})
+	<-s.done
+	err := s.client.Flush(ctx)
+	// Close fails what is still buffered: the promises count it (shutdown, as stopping).
+	s.client.Close()
+	s.client = nil
+	if err != nil {
+		return fmt.Errorf("kafka: flush: %w", err)
+	}
+	return nil
+}
+
+func (s *KafkaSink) stopping() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// run moves queued messages to the producer until Stop, then drains the queues.
+func (s *KafkaSink) run() {
+	defer close(s.done)
+	var buf []byte
+	for {
+		select {
+		case it := <-s.reports:
+			buf = s.produceReport(buf, &it)
+		case e := <-s.events:
+			buf = s.produceEvent(buf, &e)
+		case b := <-s.flows:
+			s.produce(kafkaFlow, b.key, b.value)
+		case <-s.stop:
+			s.drain(&buf)
+			return
+		}
+	}
+}
+
+// drain produces what is queued at Stop, or drops it once Stop's context has ended.
+func (s *KafkaSink) drain(buf *[]byte) {
+	for {
+		if s.stopCtx != nil && s.stopCtx.Err() != nil {
+			s.dropQueued()
+			return
+		}
+		select {
+		case it := <-s.reports:
+			*buf = s.produceReport(*buf, &it)
+		case e := <-s.events:
+			*buf = s.produceEvent(*buf, &e)
+		case b := <-s.flows:
+			s.produce(kafkaFlow, b.key, b.value)
+		default:
+			return
+		}
+	}
+}
+
+func (s *KafkaSink) dropQueued() {
+	for {
+		select {
+		case <-s.reports:
+			s.dropped[kafkaReport][kafkaDropShutdown].Add(1)
+		case e := <-s.events:
+			s.dropped[eventKind(&e)][kafkaDropShutdown].Add(1)
+		case <-s.flows:
+			s.dropped[kafkaFlow][kafkaDropShutdown].Add(1)
+		default:
+			return
+		}
+	}
+}
+
+// produce hands one record to the producer. It waits while the producer's buffer is full
+// (Buffered records), which the queues absorb. key and value are the record's own.
+func (s *KafkaSink) produce(kind int, key, value []byte) {
+	r := s.pool.Get().(*kgo.Record)
+	*r = kgo.Record{Topic: s.topics[kind], Key: key, Value: value}
+	s.inflight.Add(1)
+	ctx := context.Background()
+	if s.stopCtx != nil {
+		ctx = s.stopCtx
+	}
+	s.client.Produce(ctx, r, s.promise[kind])
+}
+
+// delivered counts one record's outcome (the producer's callback).
+func (s *KafkaSink) delivered(kind int, r *kgo.Record, err error) {
+	s.inflight.Add(-1)
+	switch {
+	case err == nil:
+		s.sent[kind].Add(1)
+	case s.stopping():
+		s.dropped[kind][kafkaDropShutdown].Add(1)
+		s.lastErr.set("kafka", err)
+	default:
+		s.dropped[kind][kafkaDropFailed].Add(1)
+		s.lastErr.set("kafka", fmt.Errorf("%s: %w", r.Topic, err))
+	}
+	*r = kgo.Record{}
+	s.pool.Put(r)
+}
+
+func eventKind(e *event.Event) int {
+	if e.Kind == event.KindPeriodic {
+		return kafkaSnapshot
+	}
+	return kafkaEvent
+}
+
+// encode marshals m in the configured encoding into a new slice (the record owns it).
+func (s *KafkaSink) encode(scratch []byte, m *kafkapb.Message) ([]byte, []byte) {
+	if s.json {
+		b, err := kafkapb.JSON(m)
+		if err != nil {
+			panic(err) // every field is a plain value: protojson cannot fail on it
+		}
+		return b, scratch
+	}
+	scratch, err := proto.MarshalOptions{}.MarshalAppend(scratch[:0], m)
+	if err != nil {
+		panic(err)
+	}
+	return append([]byte(nil), scratch...), scratch
+}
+
+func (s *KafkaSink) produceReport(buf []byte, it *kafkaReportItem) []byte {
+	m := &kafkapb.Message{SchemaVersion: kafkapb.SchemaVersion, Body: &kafkapb.Message_Report{Report: ReportMessage(it)}}
+	v, buf := s.encode(buf, m)
+	var key []byte
+	if it.hasFlow {
+		key = AppendFlowKey(make([]byte, 0, FlowKeyLen), &it.flow)
+	} else {
+		key = binary.BigEndian.AppendUint32(make([]byte, 0, 4), it.node)
+	}
+	s.produce(kafkaReport, key, v)
+	return buf
+}
+
+func (s *KafkaSink) produceEvent(buf []byte, e *event.Event) []byte {
+	kind := eventKind(e)
+	m := &kafkapb.Message{SchemaVersion: kafkapb.SchemaVersion}
+	if kind == kafkaSnapshot {
+		m.Body = &kafkapb.Message_Snapshot{Snapshot: EventMessage(e)}
+	} else {
+		m.Body = &kafkapb.Message_Event{Event: EventMessage(e)}
+	}
+	v, buf := s.encode(buf, m)
+	s.produce(kind, EventKey(nil, e), v)
+	return buf
+}
+
+// FlowKeyLen is the length of a flow's message key: source and destination address (16
+// bytes each, IPv4 as ::ffff:a.b.c.d), source and destination port (big endian) and protocol.
+const FlowKeyLen = 16 + 16 + 2 + 2 + 1
+
+// AppendFlowKey appends k as a message key (FlowKeyLen bytes).
+func AppendFlowKey(b []byte, k *telemetry.FlowKey) []byte {
+	src, dst := k.SrcAddr().As16(), k.DstAddr().As16()
+	b = append(b, src[:]...)
+	b = append(b, dst[:]...)
+	b = binary.BigEndian.AppendUint16(b, k.SrcPort)
+	b = binary.BigEndian.AppendUint16(b, k.DstPort)
+	return append(b, k.Proto)
+}
+
+// EventKey appends e's message key: its flow key for the flow measurements, else its switch
+// (4 bytes, big endian).
+func EventKey(b []byte, e *event.Event) []byte {
+	if e.Measurement.HasFlow() {
+		return AppendFlowKey(b, &e.Key.Flow)
+	}
+	return binary.BigEndian.AppendUint32(b, e.Key.Switch)
+}
+
+// Events is the sink's export.Sink side: the pipeline offers detector events and periodic
+// values; the KafkaSink's own Start and Stop run it (the pipeline's are no-ops).
+func (s *KafkaSink) Events() Sink { return kafkaEvents{s} }
+
+type kafkaEvents struct{ s *KafkaSink }
+
+func (k kafkaEvents) Name() string                { return "kafka" }
+func (k kafkaEvents) Start(context.Context) error { return nil }
+func (k kafkaEvents) Stop(context.Context) error  { return nil }
+func (k kafkaEvents) SinkStatus() SinkStatus      { return k.s.SinkStatus() }
+func (k kafkaEvents) Offer(e *event.Event)        { k.s.OfferEvent(e) }
+
+// OfferEvent queues an event or a periodic value (snapshots topic), or counts it dropped.
+func (s *KafkaSink) OfferEvent(e *event.Event) {
+	kind := eventKind(e)
+	if s.topics[kind] == "" || e.Kind == event.KindExpire {
+		return
+	}
+	s.offered[kind].Add(1)
+	select {
+	case s.events <- *e:
+	default:
+		s.dropped[kind][kafkaDropQueue].Add(1)
+	}
+}
+
+// OfferRecord encodes an evicted flow record and queues it (a flowcache sink: see
+// FlowCache.AddSink).
+func (s *KafkaSink) OfferRecord(r *flowcache.Record) {
+	if s.topics[kafkaFlow] == "" || r.Reason == flowcache.ReasonNone {
+		return
+	}
+	s.offered[kafkaFlow].Add(1)
+	if len(s.flows) == cap(s.flows) { // full: save the encoding
+		s.dropped[kafkaFlow][kafkaDropQueue].Add(1)
+		return
+	}
+	m := &kafkapb.Message{SchemaVersion: kafkapb.SchemaVersion, Body: &kafkapb.Message_Flow{Flow: RecordMessage(r)}}
+	v, _ := s.encode(nil, m)
+	select {
+	case s.flows <- kafkaBytes{key: AppendFlowKey(make([]byte, 0, FlowKeyLen), &r.Flow), value: v}:
+	default:
+		s.dropped[kafkaFlow][kafkaDropQueue].Add(1)
+	}
+}
+
+// KafkaReports is the sink's ingest processor: every report (full) or one in sample_every
+// per worker (sampled) is copied to the reports queue.
+type KafkaReports struct {
+	s     *KafkaSink
+	every uint64
+	n     []paddedCount
+}
+
+type paddedCount struct {
+	n uint64
+	_ [56]byte
+}
+
+// Reports returns the processor that offers decoded reports (nil when reports are off).
+func (s *KafkaSink) Reports(workers int) *KafkaReports {
+	if s.topics[kafkaReport] == "" {
+		return nil
+	}
+	every := uint64(1)
+	if s.cfg.Reports == "sampled" {
+		every = uint64(s.cfg.SampleEvery)
+	}
+	return &KafkaReports{s: s, every: every, n: make([]paddedCount, max(workers, 1))}
+}
+
+// Name labels the processor.
+func (p *KafkaReports) Name() string { return "kafka" }
+
+// QueueDrops is the reports dropped because the queue was full.
+func (p *KafkaReports) QueueDrops() uint64 { return p.s.dropped[kafkaReport][kafkaDropQueue].Load() }
+
+// Process copies r's summary into the queue, or counts it dropped; it never waits.
+func (p *KafkaReports) Process(worker int, r *telemetry.Report) {
+	if p.every > 1 {
+		c := &p.n[worker]
+		c.n++
+		if c.n%p.every != 0 {
+			return
+		}
+	}
+	s := p.s
+	s.offered[kafkaReport].Add(1)
+	if len(s.reports) == cap(s.reports) {
+		s.dropped[kafkaReport][kafkaDropQueue].Add(1)
+		return
+	}
+	var it kafkaReportItem
+	fillReportItem(&it, r)
+	select {
+	case s.reports <- it:
+	default:
+		s.dropped[kafkaReport][kafkaDropQueue].Add(1)
+	}
+}
+
+func fillReportItem(it *kafkaReportItem, r *telemetry.Report) {
+	it.recv, it.ingressTS, it.node, it.seq, it.format, it.hwID = r.RecvTime, r.IngressTS, r.NodeID, r.Seq, r.Format, r.HWID
+	it.hasFlow = r.Has&telemetry.HasFlow != 0
+	it.flow = r.Flow
+	n := min(int(r.NHops), telemetry.MaxHops)
+	it.total = uint8(n)
+	n = min(n, kafkapb.MaxHops)
+	it.nhops = uint8(n)
+	for i := range n {
+		h, d := &r.Hops[i], &it.hops[i]
+		d.node, d.in, d.eg, d.lat, d.qocc, d.tx = h.NodeID, h.IngressPort, h.EgressPort, h.HopLatency, h.QueueOccupancy, h.TxUtil
+		d.qid, d.egTS = h.QueueID, h.EgressTS
+	}
+}
+
+// KafkaCounts are the sink's counters by kind (report, event, snapshot, flow): messages
+// offered, acknowledged (sent), and dropped by reason (queue_full, failed, shutdown);
+// queued and in flight now. After Stop, offered = sent + dropped for every kind.
+type KafkaCounts struct {
+	Offered  map[string]uint64            `json:"offered"`
+	Sent     map[string]uint64            `json:"sent"`
+	Dropped  map[string]map[string]uint64 `json:"dropped"`
+	Queued   int                          `json:"queued"`
+	InFlight int64                        `json:"in_flight"`
+}
+
+// Counts returns the counters now.
+func (s *KafkaSink) Counts() KafkaCounts {
+	c := KafkaCounts{Offered: map[string]uint64{}, Sent: map[string]uint64{}, Dropped: map[string]map[string]uint64{},
+		Queued: len(s.reports) + len(s.events) + len(s.flows), InFlight: s.inflight.Load()}
+	for kind, name := range kafkaKindNames {
+		c.Offered[name], c.Sent[name] = s.offered[kind].Load(), s.sent[kind].Load()
+		d := map[string]uint64{}
+		for why, wn := range kafkaDropNames {
+			d[wn] = s.dropped[kind][why].Load()
+		}
+		c.Dropped[name] = d
+	}
+	return c
+}
+
+func (s *KafkaSink) total(a *[numKafkaKinds]atomic.Uint64) uint64 {
+	var t uint64
+	for i := range a {
+		t += a[i].Load()
+	}
+	return t
+}
+
+// SinkStatus is the sink's line in the export status: messages of every kind, sent and
+// dropped by reason (Retried stays 0: the producer retries inside delivery_timeout and
+// reports only each message's outcome).
+func (s *KafkaSink) SinkStatus() SinkStatus {
+	st := SinkStatus{Name: "kafka", Sent: s.total(&s.sent), Dropped: map[string]uint64{},
+		Queued: len(s.reports) + len(s.events) + len(s.flows)}
+	for why, wn := range kafkaDropNames {
+		var n uint64
+		for kind := range kafkaKindNames {
+			n += s.dropped[kind][why].Load()
+		}
+		st.Dropped[wn] = n
+	}
+	st.LastError, st.LastErrorTime = s.lastErr.get()
+	return st
+}
