@@ -118,7 +118,11 @@ type KafkaSink struct {
 	stopOnce sync.Once
 	done     chan struct{}
 	stopCtx  context.Context
-	pool     sync.Pool // *kgo.Record, returned by the promise
+	// prodCtx bounds the sender's wait for the producer's buffer: cancelled when Stop's
+	// context ends.
+	prodCtx    context.Context
+	prodCancel context.CancelFunc
+	pool       sync.Pool // *kgo.Record, returned by the promise
 }
 
 // NewKafka builds the sink of cfg.Kafka (enabled: brokers set); it connects at Start.
@@ -245,6 +249,7 @@ func (s *KafkaSink) Start(context.Context) error {
 	}
 	s.client = c
 	s.stop, s.done, s.stopOnce, s.stopCtx = make(chan struct{}), make(chan struct{}), sync.Once{}, nil
+	s.prodCtx, s.prodCancel = context.WithCancel(context.Background())
 	go s.run()
 	return nil
 }
@@ -259,10 +264,17 @@ func (s *KafkaSink) Stop(ctx context.Context) error {
 		s.stopCtx = ctx
 		close(s.stop)
 	})
+	unwatch := context.AfterFunc(ctx, s.prodCancel)
 	<-s.done
 	err := s.client.Flush(ctx)
-	// Close fails what is still buffered: the promises count it (shutdown, as stopping).
+	// Close fails what is still buffered; the promises (which count it dropped, shutdown)
+	// run on the producer's goroutine, after Close returns.
 	s.client.Close()
+	for deadline := time.Now().Add(10 * time.Second); s.inflight.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	unwatch()
+	s.prodCancel()
 	s.client = nil
 	if err != nil {
 		return fmt.Errorf("kafka: flush: %w", err)
@@ -339,11 +351,7 @@ func (s *KafkaSink) produce(kind int, key, value []byte) {
 	r := s.pool.Get().(*kgo.Record)
 	*r = kgo.Record{Topic: s.topics[kind], Key: key, Value: value}
 	s.inflight.Add(1)
-	ctx := context.Background()
-	if s.stopCtx != nil {
-		ctx = s.stopCtx
-	}
-	s.client.Produce(ctx, r, s.promise[kind])
+	s.client.Produce(s.prodCtx, r, s.promise[kind])
 }
 
 // delivered counts one record's outcome (the producer's callback).

@@ -1,0 +1,116 @@
+package export
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/intake-int/intake/export/kafkapb"
+)
+
+// ConsumeOptions say what KafkaConsume reads.
+type ConsumeOptions struct {
+	// Kafka gives the brokers and their SASL and TLS settings (export.kafka).
+	Kafka Kafka
+	// Topics are read together.
+	Topics []string
+	// Group joins this consumer group, sharing the partitions with its other members and
+	// committing what was read; empty reads every partition, committing nothing.
+	Group string
+	// FromEnd reads only messages produced from now on (a group's committed offsets win).
+	FromEnd bool
+	// Max stops after this many messages (0: no limit).
+	Max int
+	// Idle stops when no message came for this long (0: wait until ctx ends).
+	Idle time.Duration
+}
+
+// Consumed is one message read: where it was, its key, and its decoded value or the reason
+// it could not be decoded.
+type Consumed struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Timestamp time.Time
+	Msg       *kafkapb.Message
+	Err       error
+}
+
+// KafkaConsume reads messages and calls fn with each until ctx ends, Max messages were
+// read, Idle passed without one, or fn returns an error; it returns the number read. With a
+// group, the offsets of the messages handed to fn are committed before it returns.
+func KafkaConsume(ctx context.Context, o ConsumeOptions, fn func(*Consumed) error) (int, error) {
+	if len(o.Kafka.Brokers) == 0 {
+		return 0, errors.New("kafka: no brokers")
+	}
+	if len(o.Topics) == 0 {
+		return 0, errors.New("kafka: no topic")
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(o.Kafka.Brokers...), kgo.ConsumeTopics(o.Topics...)}
+	if o.FromEnd {
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
+	}
+	if o.Group != "" {
+		opts = append(opts, kgo.ConsumerGroup(o.Group), kgo.DisableAutoCommit())
+	}
+	auth, err := o.Kafka.authOpts()
+	if err != nil {
+		return 0, err
+	}
+	cl, err := kgo.NewClient(append(opts, auth...)...)
+	if err != nil {
+		return 0, fmt.Errorf("kafka: %w", err)
+	}
+	defer cl.Close()
+	n := 0
+	var ferr error
+	for ferr == nil && (o.Max == 0 || n < o.Max) {
+		pctx, cancel := ctx, context.CancelFunc(func() {})
+		if o.Idle > 0 {
+			pctx, cancel = context.WithTimeout(ctx, o.Idle)
+		}
+		fs := cl.PollRecords(pctx, max(o.Max-n, 0))
+		idle := pctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if ctx.Err() != nil || fs.IsClientClosed() {
+			break
+		}
+		var pollErr error
+		fs.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && pollErr == nil {
+				pollErr = fmt.Errorf("kafka: %s[%d]: %w", topic, p, err)
+			}
+		})
+		if pollErr != nil {
+			ferr = pollErr
+			break
+		}
+		var read []*kgo.Record
+		fs.EachRecord(func(r *kgo.Record) {
+			if ferr != nil || (o.Max > 0 && n >= o.Max) {
+				return
+			}
+			c := Consumed{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Timestamp: r.Timestamp}
+			c.Msg, c.Err = kafkapb.Decode(r.Value)
+			n++
+			read = append(read, r)
+			ferr = fn(&c)
+		})
+		if o.Group != "" && len(read) > 0 {
+			if err := cl.CommitRecords(context.WithoutCancel(ctx), read...); err != nil && ferr == nil {
+				ferr = fmt.Errorf("kafka: commit: %w", err)
+			}
+		}
+		if idle && len(read) == 0 {
+			break
+		}
+	}
+	if o.Group != "" {
+		cl.LeaveGroup()
+	}
+	return n, ferr
+}
