@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -452,7 +453,7 @@ type kafkaEvents struct{ s *KafkaSink }
 func (k kafkaEvents) Name() string                { return "kafka" }
 func (k kafkaEvents) Start(context.Context) error { return nil }
 func (k kafkaEvents) Stop(context.Context) error  { return nil }
-func (k kafkaEvents) SinkStatus() SinkStatus      { return k.s.SinkStatus() }
+func (k kafkaEvents) SinkStatus() SinkStatus      { return k.s.sinkStatus(kafkaEvent, kafkaSnapshot) }
 func (k kafkaEvents) Offer(e *event.Event)        { k.s.OfferEvent(e) }
 
 // OfferEvent queues an event or a periodic value (snapshots topic), or counts it dropped.
@@ -593,18 +594,31 @@ func (s *KafkaSink) total(a *[numKafkaKinds]atomic.Uint64) uint64 {
 	return t
 }
 
-// SinkStatus is the sink's line in the export status: messages of every kind, sent and
+// SinkStatus is the sink's counters as one SinkStatus: messages of every kind, sent and
 // dropped by reason (Retried stays 0: the producer retries inside delivery_timeout and
 // reports only each message's outcome).
 func (s *KafkaSink) SinkStatus() SinkStatus {
-	st := SinkStatus{Name: "kafka", Sent: s.total(&s.sent), Dropped: map[string]uint64{},
-		Queued: len(s.reports) + len(s.events) + len(s.flows)}
-	for why, wn := range kafkaDropNames {
-		var n uint64
-		for kind := range kafkaKindNames {
-			n += s.dropped[kind][why].Load()
+	return s.sinkStatus(kafkaReport, kafkaEvent, kafkaSnapshot, kafkaFlow)
+}
+
+// sinkStatus sums the counters of kinds. The export pipeline's status shows the kinds it
+// offers (events and snapshots), so that its sink line is its own.
+func (s *KafkaSink) sinkStatus(kinds ...int) SinkStatus {
+	st := SinkStatus{Name: "kafka", Dropped: map[string]uint64{}}
+	for _, kind := range kinds {
+		st.Sent += s.sent[kind].Load()
+		switch kind {
+		case kafkaReport:
+			st.Queued += len(s.reports)
+		case kafkaFlow:
+			st.Queued += len(s.flows)
 		}
-		st.Dropped[wn] = n
+		for why, wn := range kafkaDropNames {
+			st.Dropped[wn] += s.dropped[kind][why].Load()
+		}
+	}
+	if slices.Contains(kinds, kafkaEvent) {
+		st.Queued += len(s.events)
 	}
 	st.LastError, st.LastErrorTime = s.lastErr.get()
 	return st

@@ -1,17 +1,10 @@
 package export_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,86 +14,11 @@ import (
 	"github.com/intake-int/intake/export"
 	"github.com/intake-int/intake/export/kafkapb"
 	"github.com/intake-int/intake/flowcache"
+	"github.com/intake-int/intake/internal/kfaketest"
 	"github.com/intake-int/intake/telemetry"
 )
 
-// The Kafka tests run a Kafka-protocol cluster as a process of its own: franz-go's kfake
-// behind internal/tools/kfakebroker, built here with go build. The sink uses nothing
-// specific to it.
-
-var kfakeBin struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-func kfakeBinary(t testing.TB) string {
-	t.Helper()
-	kfakeBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "intake-kfakebroker-")
-		if err != nil {
-			kfakeBin.err = err
-			return
-		}
-		kfakeBin.path = filepath.Join(dir, "kfakebroker")
-		out, err := exec.Command("go", "build", "-o", kfakeBin.path, "github.com/intake-int/intake/internal/tools/kfakebroker").CombinedOutput()
-		if err != nil {
-			kfakeBin.err = fmt.Errorf("go build kfakebroker: %v\n%s", err, out)
-		}
-	})
-	if kfakeBin.err != nil {
-		t.Fatal(kfakeBin.err)
-	}
-	return kfakeBin.path
-}
-
-// kfakeCluster is a running kfakebroker: its brokers' addresses and its command line.
-type kfakeCluster struct {
-	brokers []string
-	cmd     *exec.Cmd
-	in      io.WriteCloser
-	out     *bufio.Scanner
-}
-
-func startKfake(t testing.TB, brokers, partitions int) *kfakeCluster {
-	t.Helper()
-	cmd := exec.Command(kfakeBinary(t), "-brokers", fmt.Sprint(brokers), "-partitions", fmt.Sprint(partitions))
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	k := &kfakeCluster{cmd: cmd, in: in, out: bufio.NewScanner(out)}
-	t.Cleanup(func() {
-		in.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	if !k.out.Scan() || !strings.HasPrefix(k.out.Text(), "brokers ") {
-		t.Fatalf("kfakebroker: no broker line: %q", k.out.Text())
-	}
-	k.brokers = strings.Split(strings.TrimPrefix(k.out.Text(), "brokers "), ",")
-	if len(k.brokers) != brokers {
-		t.Fatalf("kfakebroker: %d brokers, want %d: %v", len(k.brokers), brokers, k.brokers)
-	}
-	return k
-}
-
-// command sends one command line and waits for "ok".
-func (k *kfakeCluster) command(t testing.TB, line string) {
-	t.Helper()
-	fmt.Fprintln(k.in, line)
-	if !k.out.Scan() || k.out.Text() != "ok" {
-		t.Fatalf("kfakebroker %q: %q", line, k.out.Text())
-	}
-}
+// The Kafka tests run a Kafka-protocol cluster as a process of its own (kfaketest).
 
 func kafkaConfig(brokers []string) export.Config {
 	cfg := export.DefaultConfig()
@@ -175,8 +93,8 @@ func consumeAll(t *testing.T, brokers []string, group string, topics ...string) 
 func TestKafkaDelivery(t *testing.T) {
 	for _, enc := range []string{"protobuf", "json"} {
 		t.Run(enc, func(t *testing.T) {
-			k := startKfake(t, 3, 4)
-			cfg := kafkaConfig(k.brokers)
+			k := kfaketest.Start(t, 3, 4)
+			cfg := kafkaConfig(k.Brokers)
 			cfg.Kafka.Encoding = enc
 			s, err := export.NewKafka(cfg, nil)
 			if err != nil {
@@ -224,7 +142,7 @@ func TestKafkaDelivery(t *testing.T) {
 				t.Errorf("status %+v", st)
 			}
 
-			got := consumeAll(t, k.brokers, "g-"+enc, "intake.reports", "intake.events", "intake.snapshots", "intake.flows")
+			got := consumeAll(t, k.Brokers, "g-"+enc, "intake.reports", "intake.events", "intake.snapshots", "intake.flows")
 			byTopic := map[string]int{}
 			partOf := map[string]int32{}
 			lastSeq := map[string]int{}
@@ -268,7 +186,7 @@ func TestKafkaDelivery(t *testing.T) {
 				t.Errorf("%d flows over %d partitions, want %d flows over more than one", len(partOf), len(parts), flows)
 			}
 			// The group committed: a second read of the group finds nothing new.
-			if again := consumeAll(t, k.brokers, "g-"+enc, "intake.reports"); len(again) != 0 {
+			if again := consumeAll(t, k.Brokers, "g-"+enc, "intake.reports"); len(again) != 0 {
 				t.Errorf("group read %d messages again after its commit", len(again))
 			}
 			// The other kinds' round trip.
@@ -302,8 +220,8 @@ func TestKafkaDelivery(t *testing.T) {
 // partitions' new leaders, and every message offered is counted once, sent or dropped; the
 // consumer group reads every one counted sent.
 func TestKafkaBrokerKilled(t *testing.T) {
-	k := startKfake(t, 3, 6)
-	cfg := kafkaConfig(k.brokers)
+	k := kfaketest.Start(t, 3, 6)
+	cfg := kafkaConfig(k.Brokers)
 	cfg.Kafka.Queue = 4096
 	cfg.Kafka.DeliveryTimeout = 20 * time.Second
 	s, err := export.NewKafka(cfg, nil)
@@ -324,7 +242,7 @@ func TestKafkaBrokerKilled(t *testing.T) {
 			time.Sleep(20 * time.Millisecond) // ~50k/s for ~1.2s
 		}
 		if !killed && i == total/3 {
-			k.command(t, "kill 1")
+			k.Command(t, "kill 1")
 			killed = true
 		}
 	}
@@ -342,12 +260,12 @@ func TestKafkaBrokerKilled(t *testing.T) {
 	if sent < total/2 || c.InFlight != 0 || c.Queued != 0 {
 		t.Fatalf("sent %d of %d; in flight %d, queued %d", sent, total, c.InFlight, c.Queued)
 	}
-	fmt.Fprintln(k.in, "refused")
-	if !k.out.Scan() || !strings.HasPrefix(k.out.Text(), "refused ") || k.out.Text() == "refused 0" {
-		t.Fatalf("the killed broker refused no request of the sink: %q", k.out.Text())
+	if a := k.Command(t, "refused"); a == "refused 0" {
+		t.Fatalf("the killed broker refused no request of the sink: %q", a)
+	} else {
+		t.Log(a)
 	}
-	t.Log(k.out.Text())
-	got := consumeAll(t, k.brokers, "g-kill", "intake.reports")
+	got := consumeAll(t, k.Brokers, "g-kill", "intake.reports")
 	// A message counted failed or shutdown may still have been written (its acknowledgement
 	// was lost): the group reads every sent one and at most those.
 	lost := dropped["failed"] + dropped["shutdown"]
