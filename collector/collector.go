@@ -170,14 +170,14 @@ func (c *Collector) buildKafka(workers int, procs *[]ingest.Processor) error {
 	if !c.Config.Export.Kafka.Enabled() {
 		return nil
 	}
-	k, err := export.NewKafka(c.Config.Export, c.Metrics)
+	k, err := export.NewKafka(c.Config.Export, workers, c.Metrics)
 	if err != nil {
 		return err
 	}
 	k.SetLogger(c.log.With("component", "export"))
 	c.Kafka = k
 	c.comps = append(c.comps, k)
-	if p := k.Reports(workers); p != nil {
+	if p := k.Reports(); p != nil {
 		*procs = append(*procs, p)
 	}
 	return nil

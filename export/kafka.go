@@ -100,9 +100,13 @@ type KafkaSink struct {
 	topics [numKafkaKinds]string
 	json   bool
 
-	reports chan kafkaReportItem
-	events  chan event.Event // events and snapshots
-	flows   chan kafkaBytes
+	// rings are the reports queues, one per ingest worker (KafkaReports); wake wakes the
+	// sender when it sleeps (sleeping) and a worker queued a report.
+	rings    []*reportRing
+	wake     chan struct{}
+	sleeping atomic.Bool
+	events   chan event.Event // events and snapshots
+	flows    chan kafkaBytes
 
 	offered [numKafkaKinds]atomic.Uint64
 	sent    [numKafkaKinds]atomic.Uint64
@@ -112,8 +116,10 @@ type KafkaSink struct {
 	lastErr  lastError
 
 	promise [numKafkaKinds]func(*kgo.Record, error)
-	client  *kgo.Client
-	opts    []kgo.Opt
+	// key and value are the sender's record being made.
+	key, value []byte
+	client     *kgo.Client
+	opts       []kgo.Opt
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -126,15 +132,21 @@ type KafkaSink struct {
 	pool       sync.Pool // *kgo.Record, returned by the promise
 }
 
-// NewKafka builds the sink of cfg.Kafka (enabled: brokers set); it connects at Start.
-func NewKafka(cfg Config, reg *metrics.Registry) (*KafkaSink, error) {
+// NewKafka builds the sink of cfg.Kafka (enabled: brokers set) for workers ingest workers
+// (the reports processor's rings); it connects at Start.
+func NewKafka(cfg Config, workers int, reg *metrics.Registry) (*KafkaSink, error) {
 	k := cfg.Kafka
 	s := &KafkaSink{cfg: k, json: k.Encoding == "json",
-		topics:  [numKafkaKinds]string{k.Topics.Reports, k.Topics.Events, k.Topics.Snapshots, k.Topics.Flows},
-		reports: make(chan kafkaReportItem, k.Queue), events: make(chan event.Event, k.Queue),
-		flows: make(chan kafkaBytes, k.Queue)}
+		topics: [numKafkaKinds]string{k.Topics.Reports, k.Topics.Events, k.Topics.Snapshots, k.Topics.Flows},
+		wake:   make(chan struct{}, 1), events: make(chan event.Event, k.Queue), flows: make(chan kafkaBytes, k.Queue)}
 	if k.Reports == "off" {
 		s.topics[kafkaReport] = ""
+	} else {
+		workers = max(workers, 1)
+		s.rings = make([]*reportRing, workers)
+		for i := range s.rings {
+			s.rings[i] = newReportRing(max(k.Queue/workers, 1))
+		}
 	}
 	s.pool.New = func() any { return new(kgo.Record) }
 	for kind := range s.promise {
@@ -146,14 +158,14 @@ func NewKafka(cfg Config, reg *metrics.Registry) (*KafkaSink, error) {
 	}
 	s.opts = opts
 	if reg != nil {
-		sent := reg.Counter("intake_export_kafka_sent_messages_total", "Messages the Kafka brokers acknowledged, by kind.", "kind")
 		off := reg.Counter("intake_export_kafka_offered_messages_total", "Messages offered to the Kafka sink, by kind.", "kind")
+		sent := reg.Counter("intake_export_kafka_sent_messages_total", "Messages the Kafka brokers acknowledged, by kind.", "kind")
 		drop := reg.Counter("intake_export_kafka_dropped_messages_total", "Messages the Kafka sink dropped, by kind and reason.", "kind", "reason")
 		for kind, name := range kafkaKindNames {
 			sent.Func(func() float64 { return float64(s.sent[kind].Load()) }, name)
-			off.Func(func() float64 { return float64(s.offered[kind].Load()) }, name)
+			off.Func(func() float64 { return float64(s.offeredOf(kind)) }, name)
 			for why, wn := range kafkaDropNames {
-				drop.Func(func() float64 { return float64(s.dropped[kind][why].Load()) }, name, wn)
+				drop.Func(func() float64 { return float64(s.droppedOf(kind, why)) }, name, wn)
 			}
 		}
 		reg.Gauge("intake_export_kafka_inflight_messages", "Messages handed to the Kafka producer and not yet acknowledged or failed.").
@@ -292,23 +304,59 @@ func (s *KafkaSink) stopping() bool {
 	}
 }
 
-// run moves queued messages to the producer until Stop, then drains the queues.
+// run moves queued messages to the producer until Stop, then drains the queues. It sleeps
+// only when every queue is empty: a worker that queues a report then wakes it (sleeping is
+// set before the rings are checked a last time and read by the worker after it queued, so
+// no report waits for the next one).
 func (s *KafkaSink) run() {
 	defer close(s.done)
 	var buf []byte
 	for {
+		n := 0
+		for _, r := range s.rings {
+			n += r.drain(reportBurst, func(it *kafkaReportItem) { buf = s.produceReport(buf, it) })
+		}
 		select {
-		case it := <-s.reports:
-			buf = s.produceReport(buf, &it)
 		case e := <-s.events:
 			buf = s.produceEvent(buf, &e)
+			continue
 		case b := <-s.flows:
 			s.produce(kafkaFlow, b.key, b.value)
+			continue
 		case <-s.stop:
 			s.drain(&buf)
 			return
+		default:
+		}
+		if n > 0 {
+			continue
+		}
+		s.sleeping.Store(true)
+		if s.ringsEmpty() {
+			select {
+			case <-s.wake:
+			case e := <-s.events:
+				buf = s.produceEvent(buf, &e)
+			case b := <-s.flows:
+				s.produce(kafkaFlow, b.key, b.value)
+			case <-s.stop:
+			}
+		}
+		s.sleeping.Store(false)
+	}
+}
+
+// reportBurst is the most reports the sender takes from one worker's ring before it looks
+// at the other queues.
+const reportBurst = 256
+
+func (s *KafkaSink) ringsEmpty() bool {
+	for _, r := range s.rings {
+		if r.len() > 0 {
+			return false
 		}
 	}
+	return true
 }
 
 // drain produces what is queued at Stop, or drops it once Stop's context has ended.
@@ -318,24 +366,29 @@ func (s *KafkaSink) drain(buf *[]byte) {
 			s.dropQueued()
 			return
 		}
+		n := 0
+		for _, r := range s.rings {
+			n += r.drain(reportBurst, func(it *kafkaReportItem) { *buf = s.produceReport(*buf, it) })
+		}
 		select {
-		case it := <-s.reports:
-			*buf = s.produceReport(*buf, &it)
 		case e := <-s.events:
 			*buf = s.produceEvent(*buf, &e)
 		case b := <-s.flows:
 			s.produce(kafkaFlow, b.key, b.value)
 		default:
-			return
+			if n == 0 {
+				return
+			}
 		}
 	}
 }
 
 func (s *KafkaSink) dropQueued() {
+	for _, r := range s.rings {
+		s.dropped[kafkaReport][kafkaDropShutdown].Add(uint64(r.drain(-1, func(*kafkaReportItem) {})))
+	}
 	for {
 		select {
-		case <-s.reports:
-			s.dropped[kafkaReport][kafkaDropShutdown].Add(1)
 		case e := <-s.events:
 			s.dropped[eventKind(&e)][kafkaDropShutdown].Add(1)
 		case <-s.flows:
@@ -396,15 +449,20 @@ func (s *KafkaSink) encode(scratch []byte, m *kafkapb.Message) ([]byte, []byte) 
 }
 
 func (s *KafkaSink) produceReport(buf []byte, it *kafkaReportItem) []byte {
+	buf = s.encodeReport(buf, it)
+	s.produce(kafkaReport, s.key, s.value)
+	return buf
+}
+
+// encodeReport sets s.key and s.value to it's record (new slices: the record owns them).
+func (s *KafkaSink) encodeReport(buf []byte, it *kafkaReportItem) []byte {
 	m := &kafkapb.Message{SchemaVersion: kafkapb.SchemaVersion, Body: &kafkapb.Message_Report{Report: ReportMessage(it)}}
-	v, buf := s.encode(buf, m)
-	var key []byte
+	s.value, buf = s.encode(buf, m)
 	if it.hasFlow {
-		key = AppendFlowKey(make([]byte, 0, FlowKeyLen), &it.flow)
+		s.key = AppendFlowKey(make([]byte, 0, FlowKeyLen), &it.flow)
 	} else {
-		key = binary.BigEndian.AppendUint32(make([]byte, 0, 4), it.node)
+		s.key = binary.BigEndian.AppendUint32(make([]byte, 0, 4), it.node)
 	}
-	s.produce(kafkaReport, key, v)
 	return buf
 }
 
@@ -491,20 +549,53 @@ func (s *KafkaSink) OfferRecord(r *flowcache.Record) {
 }
 
 // KafkaReports is the sink's ingest processor: every report (full) or one in sample_every
-// per worker (sampled) is copied to the reports queue.
+// per worker (sampled) is copied into the worker's own ring (single producer, single
+// consumer: no lock, no allocation, no shared cache line on the way in).
 type KafkaReports struct {
 	s     *KafkaSink
 	every uint64
-	n     []paddedCount
 }
 
-type paddedCount struct {
-	n uint64
-	_ [56]byte
+// reportRing is one worker's queue of reports and its counters, written by that worker
+// alone.
+type reportRing struct {
+	head atomic.Uint64 // next to read: the sender's
+	_    [56]byte
+	tail atomic.Uint64 // next to write: the worker's
+	// seen counts reports for sampling; headSeen is the head the worker last read (it
+	// reads the sender's cache line only when the ring looks full).
+	seen, headSeen  uint64
+	offered, filled atomic.Uint64 // filled: dropped, queue full
+	_               [24]byte
+	mask            uint64
+	buf             []kafkaReportItem
 }
 
-// Reports returns the processor that offers decoded reports (nil when reports are off).
-func (s *KafkaSink) Reports(workers int) *KafkaReports {
+func newReportRing(size int) *reportRing {
+	n := 1
+	for n < size {
+		n <<= 1
+	}
+	return &reportRing{mask: uint64(n - 1), buf: make([]kafkaReportItem, n)}
+}
+
+func (r *reportRing) len() uint64 { return r.tail.Load() - r.head.Load() }
+
+// drain hands at most max queued items (all: max < 0) to fn, in order, each released after
+// fn returns, and returns how many.
+func (r *reportRing) drain(max int, fn func(*kafkaReportItem)) int {
+	h, t := r.head.Load(), r.tail.Load()
+	n := 0
+	for ; h < t && n != max; h, n = h+1, n+1 {
+		fn(&r.buf[h&r.mask])
+		r.head.Store(h + 1)
+	}
+	return n
+}
+
+// Reports returns the processor that offers decoded reports (nil when reports are off). Its
+// workers have a ring of about queue/workers reports each.
+func (s *KafkaSink) Reports() *KafkaReports {
 	if s.topics[kafkaReport] == "" {
 		return nil
 	}
@@ -512,36 +603,39 @@ func (s *KafkaSink) Reports(workers int) *KafkaReports {
 	if s.cfg.Reports == "sampled" {
 		every = uint64(s.cfg.SampleEvery)
 	}
-	return &KafkaReports{s: s, every: every, n: make([]paddedCount, max(workers, 1))}
+	return &KafkaReports{s: s, every: every}
 }
 
 // Name labels the processor.
 func (p *KafkaReports) Name() string { return "kafka" }
 
-// QueueDrops is the reports dropped because the queue was full.
-func (p *KafkaReports) QueueDrops() uint64 { return p.s.dropped[kafkaReport][kafkaDropQueue].Load() }
+// QueueDrops is the reports dropped because a queue was full.
+func (p *KafkaReports) QueueDrops() uint64 { return p.s.droppedOf(kafkaReport, kafkaDropQueue) }
 
-// Process copies r's summary into the queue, or counts it dropped; it never waits.
+// Process copies r's summary into the worker's ring, or counts it dropped; it never waits.
 func (p *KafkaReports) Process(worker int, r *telemetry.Report) {
+	q := p.s.rings[worker]
 	if p.every > 1 {
-		c := &p.n[worker]
-		c.n++
-		if c.n%p.every != 0 {
+		q.seen++
+		if q.seen%p.every != 0 {
 			return
 		}
 	}
-	s := p.s
-	s.offered[kafkaReport].Add(1)
-	if len(s.reports) == cap(s.reports) {
-		s.dropped[kafkaReport][kafkaDropQueue].Add(1)
-		return
+	q.offered.Store(q.offered.Load() + 1) // this worker's alone: no read-modify-write needed
+	t := q.tail.Load()
+	if t-q.headSeen > q.mask {
+		if q.headSeen = q.head.Load(); t-q.headSeen > q.mask {
+			q.filled.Store(q.filled.Load() + 1)
+			return
+		}
 	}
-	var it kafkaReportItem
-	fillReportItem(&it, r)
-	select {
-	case s.reports <- it:
-	default:
-		s.dropped[kafkaReport][kafkaDropQueue].Add(1)
+	fillReportItem(&q.buf[t&q.mask], r)
+	q.tail.Store(t + 1)
+	if p.s.sleeping.Load() {
+		select {
+		case p.s.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -574,24 +668,45 @@ type KafkaCounts struct {
 // Counts returns the counters now.
 func (s *KafkaSink) Counts() KafkaCounts {
 	c := KafkaCounts{Offered: map[string]uint64{}, Sent: map[string]uint64{}, Dropped: map[string]map[string]uint64{},
-		Queued: len(s.reports) + len(s.events) + len(s.flows), InFlight: s.inflight.Load()}
+		Queued: s.queuedReports() + len(s.events) + len(s.flows), InFlight: s.inflight.Load()}
 	for kind, name := range kafkaKindNames {
-		c.Offered[name], c.Sent[name] = s.offered[kind].Load(), s.sent[kind].Load()
+		c.Offered[name], c.Sent[name] = s.offeredOf(kind), s.sent[kind].Load()
 		d := map[string]uint64{}
 		for why, wn := range kafkaDropNames {
-			d[wn] = s.dropped[kind][why].Load()
+			d[wn] = s.droppedOf(kind, why)
 		}
 		c.Dropped[name] = d
 	}
 	return c
 }
 
-func (s *KafkaSink) total(a *[numKafkaKinds]atomic.Uint64) uint64 {
-	var t uint64
-	for i := range a {
-		t += a[i].Load()
+// offeredOf and droppedOf add the workers' counters of reports to the sink's.
+func (s *KafkaSink) offeredOf(kind int) uint64 {
+	n := s.offered[kind].Load()
+	if kind == kafkaReport {
+		for _, r := range s.rings {
+			n += r.offered.Load()
+		}
 	}
-	return t
+	return n
+}
+
+func (s *KafkaSink) droppedOf(kind, why int) uint64 {
+	n := s.dropped[kind][why].Load()
+	if kind == kafkaReport && why == kafkaDropQueue {
+		for _, r := range s.rings {
+			n += r.filled.Load()
+		}
+	}
+	return n
+}
+
+func (s *KafkaSink) queuedReports() int {
+	n := 0
+	for _, r := range s.rings {
+		n += int(r.len())
+	}
+	return n
 }
 
 // SinkStatus is the sink's counters as one SinkStatus: messages of every kind, sent and
@@ -609,12 +724,12 @@ func (s *KafkaSink) sinkStatus(kinds ...int) SinkStatus {
 		st.Sent += s.sent[kind].Load()
 		switch kind {
 		case kafkaReport:
-			st.Queued += len(s.reports)
+			st.Queued += s.queuedReports()
 		case kafkaFlow:
 			st.Queued += len(s.flows)
 		}
 		for why, wn := range kafkaDropNames {
-			st.Dropped[wn] += s.dropped[kind][why].Load()
+			st.Dropped[wn] += s.droppedOf(kind, why)
 		}
 	}
 	if slices.Contains(kinds, kafkaEvent) {

@@ -2,8 +2,11 @@ package export
 
 import (
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -113,4 +116,56 @@ func KafkaConsume(ctx context.Context, o ConsumeOptions, fn func(*Consumed) erro
 		cl.LeaveGroup()
 	}
 	return n, ferr
+}
+
+// ConsumedColumns are the header of Consumed.Row's table.
+var ConsumedColumns = append([]string{"TOPIC", "PART", "OFFSET"}, kafkapb.Columns...)
+
+// Row is c as one table line (ConsumedColumns); a message that did not decode shows its
+// error in the last column.
+func (c *Consumed) Row() []string {
+	r := []string{c.Topic, strconv.Itoa(int(c.Partition)), strconv.FormatInt(c.Offset, 10)}
+	if c.Err != nil {
+		return append(r, "error", "", hex.EncodeToString(c.Key), "", c.Err.Error())
+	}
+	return append(r, kafkapb.Row(c.Msg)...)
+}
+
+// JSONLine is c as one JSON object: topic, partition, offset, key (hex), and message (the
+// protojson form) or error.
+func (c *Consumed) JSONLine() ([]byte, error) {
+	line := struct {
+		Topic     string          `json:"topic"`
+		Partition int32           `json:"partition"`
+		Offset    int64           `json:"offset"`
+		Key       string          `json:"key"`
+		Message   json.RawMessage `json:"message,omitempty"`
+		Error     string          `json:"error,omitempty"`
+	}{Topic: c.Topic, Partition: c.Partition, Offset: c.Offset, Key: hex.EncodeToString(c.Key)}
+	if c.Err != nil {
+		line.Error = c.Err.Error()
+	} else {
+		b, err := kafkapb.JSON(c.Msg)
+		if err != nil {
+			return nil, err
+		}
+		line.Message = b
+	}
+	return json.Marshal(&line)
+}
+
+// Topic resolves a topic argument: reports, events, snapshots and flows stand for the
+// topics of k; anything else is a topic's name.
+func (k *Kafka) Topic(name string) string {
+	switch name {
+	case "reports":
+		return k.Topics.Reports
+	case "events":
+		return k.Topics.Events
+	case "snapshots":
+		return k.Topics.Snapshots
+	case "flows":
+		return k.Topics.Flows
+	}
+	return name
 }

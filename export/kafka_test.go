@@ -96,7 +96,7 @@ func TestKafkaDelivery(t *testing.T) {
 			k := kfaketest.Start(t, 3, 4)
 			cfg := kafkaConfig(k.Brokers)
 			cfg.Kafka.Encoding = enc
-			s, err := export.NewKafka(cfg, nil)
+			s, err := export.NewKafka(cfg, 2, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +104,7 @@ func TestKafkaDelivery(t *testing.T) {
 				t.Fatal(err)
 			}
 			const flows, perFlow, events, periodic, records = 20, 50, 300, 200, 40
-			proc := s.Reports(2)
+			proc := s.Reports()
 			for i := range perFlow {
 				for f := range flows {
 					r := kafkaReport(f, i)
@@ -222,16 +222,15 @@ func TestKafkaDelivery(t *testing.T) {
 func TestKafkaBrokerKilled(t *testing.T) {
 	k := kfaketest.Start(t, 3, 6)
 	cfg := kafkaConfig(k.Brokers)
-	cfg.Kafka.Queue = 4096
-	cfg.Kafka.DeliveryTimeout = 20 * time.Second
-	s, err := export.NewKafka(cfg, nil)
+	cfg.Kafka.DeliveryTimeout = 20 * time.Second // the queues (1<<16 reports per worker) hold every report
+	s, err := export.NewKafka(cfg, 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	proc := s.Reports(1)
+	proc := s.Reports()
 	const total = 60000
 	start := time.Now()
 	killed := false
@@ -288,14 +287,14 @@ func TestKafkaBrokerKilled(t *testing.T) {
 func TestKafkaQueueFull(t *testing.T) {
 	cfg := kafkaConfig([]string{"127.0.0.1:1"})
 	cfg.Kafka.Queue, cfg.Kafka.Buffered = 10, 5
-	s, err := export.NewKafka(cfg, nil)
+	s, err := export.NewKafka(cfg, 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	proc := s.Reports(1)
+	proc := s.Reports()
 	start := time.Now()
 	for i := range 1000 {
 		r := kafkaReport(1, i)
@@ -320,11 +319,11 @@ func TestKafkaQueueFull(t *testing.T) {
 func TestKafkaSampled(t *testing.T) {
 	cfg := kafkaConfig([]string{"127.0.0.1:1"})
 	cfg.Kafka.Reports, cfg.Kafka.SampleEvery = "sampled", 10
-	s, err := export.NewKafka(cfg, nil)
+	s, err := export.NewKafka(cfg, 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc := s.Reports(2)
+	proc := s.Reports()
 	for i := range 1000 {
 		r := kafkaReport(1, i)
 		proc.Process(i%2, &r)
@@ -333,7 +332,7 @@ func TestKafkaSampled(t *testing.T) {
 		t.Fatalf("sampled 1 in 10 of 1000: offered %d, want 100", n)
 	}
 	cfg.Kafka.Reports = "off"
-	if s, _ := export.NewKafka(cfg, nil); s.Reports(2) != nil {
+	if s, _ := export.NewKafka(cfg, 2, nil); s.Reports() != nil {
 		t.Fatal("reports off: a processor")
 	}
 }

@@ -34,7 +34,7 @@ func Decode(b []byte) (*Message, error) {
 	if IsJSON(b) {
 		err = protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(b, m)
 	} else {
-		err = proto.Unmarshal(b, m)
+		err = proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(b, m)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("kafkapb: %w", err)
@@ -131,7 +131,7 @@ func eventRow(kind string, e *Event) []string {
 }
 
 // FlowString is k as "src:sport>dst:dport/proto" ("" for no flow; an address of a length
-// other than 4 or 16 bytes shows as "?").
+// other than 4 or 16 bytes shows as "invalid AddrPort").
 func FlowString(k *FlowKey) string {
 	if k == nil {
 		return ""
