@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -27,7 +28,8 @@ type ConsumeOptions struct {
 	FromEnd bool
 	// Max stops after this many messages (0: no limit).
 	Max int
-	// Idle stops when no message came for this long (0: wait until ctx ends).
+	// Idle stops when no message came for this long (0: wait until ctx ends); with a group,
+	// counted from the moment the group assigned this consumer its partitions.
 	Idle time.Duration
 }
 
@@ -57,8 +59,13 @@ func KafkaConsume(ctx context.Context, o ConsumeOptions, fn func(*Consumed) erro
 	if o.FromEnd {
 		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
 	}
+	assigned := make(chan struct{})
 	if o.Group != "" {
-		opts = append(opts, kgo.ConsumerGroup(o.Group), kgo.DisableAutoCommit())
+		var once sync.Once
+		opts = append(opts, kgo.ConsumerGroup(o.Group), kgo.DisableAutoCommit(),
+			kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { once.Do(func() { close(assigned) }) }))
+	} else {
+		close(assigned)
 	}
 	auth, err := o.Kafka.authOpts()
 	if err != nil {
@@ -74,7 +81,21 @@ func KafkaConsume(ctx context.Context, o ConsumeOptions, fn func(*Consumed) erro
 	for ferr == nil && (o.Max == 0 || n < o.Max) {
 		pctx, cancel := ctx, context.CancelFunc(func() {})
 		if o.Idle > 0 {
-			pctx, cancel = context.WithTimeout(ctx, o.Idle)
+			pctx, cancel = context.WithCancel(ctx)
+			go func() { // the idle time runs from the group's assignment on, not its join
+				select {
+				case <-assigned:
+				case <-pctx.Done():
+					return
+				}
+				t := time.NewTimer(o.Idle)
+				defer t.Stop()
+				select {
+				case <-t.C:
+					cancel()
+				case <-pctx.Done():
+				}
+			}()
 		}
 		fs := cl.PollRecords(pctx, max(o.Max-n, 0))
 		idle := pctx.Err() != nil && ctx.Err() == nil

@@ -67,14 +67,15 @@ func sumDrops(m map[string]uint64) (n uint64) {
 	return n
 }
 
-// consumeAll reads the topics with a consumer group until idle for 3s.
-func consumeAll(t *testing.T, brokers []string, group string, topics ...string) []export.Consumed {
+// consumeAll reads the topics with a consumer group until idle for idle (the first fetch
+// included: decoding tens of thousands of messages takes seconds under the race detector).
+func consumeAll(t *testing.T, brokers []string, group string, idle time.Duration, topics ...string) []export.Consumed {
 	t.Helper()
 	var got []export.Consumed
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	_, err := export.KafkaConsume(ctx, export.ConsumeOptions{Kafka: export.Kafka{Brokers: brokers}, Topics: topics,
-		Group: group, Idle: 3 * time.Second}, func(c *export.Consumed) error {
+		Group: group, Idle: idle}, func(c *export.Consumed) error {
 		if c.Err != nil {
 			return fmt.Errorf("%s[%d]@%d: %v", c.Topic, c.Partition, c.Offset, c.Err)
 		}
@@ -142,7 +143,7 @@ func TestKafkaDelivery(t *testing.T) {
 				t.Errorf("status %+v", st)
 			}
 
-			got := consumeAll(t, k.Brokers, "g-"+enc, "intake.reports", "intake.events", "intake.snapshots", "intake.flows")
+			got := consumeAll(t, k.Brokers, "g-"+enc, 5*time.Second, "intake.reports", "intake.events", "intake.snapshots", "intake.flows")
 			byTopic := map[string]int{}
 			partOf := map[string]int32{}
 			lastSeq := map[string]int{}
@@ -186,7 +187,7 @@ func TestKafkaDelivery(t *testing.T) {
 				t.Errorf("%d flows over %d partitions, want %d flows over more than one", len(partOf), len(parts), flows)
 			}
 			// The group committed: a second read of the group finds nothing new.
-			if again := consumeAll(t, k.Brokers, "g-"+enc, "intake.reports"); len(again) != 0 {
+			if again := consumeAll(t, k.Brokers, "g-"+enc, 3*time.Second, "intake.reports"); len(again) != 0 {
 				t.Errorf("group read %d messages again after its commit", len(again))
 			}
 			// The other kinds' round trip.
@@ -234,16 +235,28 @@ func TestKafkaBrokerKilled(t *testing.T) {
 	const total = 60000
 	start := time.Now()
 	killed := false
+	// Kill broker 1 once a third was acknowledged: the producer has connections to every
+	// partition's leader by then, and two thirds are still to come.
+	kill := func() {
+		if !killed && s.Counts().Sent["report"] >= total/3 {
+			k.Command(t, "kill 1")
+			killed = true
+		}
+	}
 	for i := range total {
 		r := kafkaReport(i%200, i/200)
 		proc.Process(0, &r)
 		if i%1000 == 999 {
 			time.Sleep(20 * time.Millisecond) // ~50k/s for ~1.2s
+			kill()
 		}
-		if !killed && i == total/3 {
-			k.Command(t, "kill 1")
-			killed = true
-		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); !killed && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		kill()
+	}
+	if !killed {
+		t.Fatalf("%d of %d sent after 30s", s.Counts().Sent["report"], total)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -264,7 +277,7 @@ func TestKafkaBrokerKilled(t *testing.T) {
 	} else {
 		t.Log(a)
 	}
-	got := consumeAll(t, k.Brokers, "g-kill", "intake.reports")
+	got := consumeAll(t, k.Brokers, "g-kill", 15*time.Second, "intake.reports")
 	// A message counted failed or shutdown may still have been written (its acknowledgement
 	// was lost): the group reads every sent one and at most those.
 	lost := dropped["failed"] + dropped["shutdown"]
