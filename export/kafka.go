@@ -116,8 +116,10 @@ type KafkaSink struct {
 	lastErr  lastError
 
 	promise [numKafkaKinds]func(*kgo.Record, error)
-	// key and value are the sender's record being made.
+	// key and value are the sender's record being made, from slab; wire is its scratch.
 	key, value []byte
+	slab       slab
+	wire       reportWire
 	client     *kgo.Client
 	opts       []kgo.Opt
 
@@ -454,14 +456,20 @@ func (s *KafkaSink) produceReport(buf []byte, it *kafkaReportItem) []byte {
 	return buf
 }
 
-// encodeReport sets s.key and s.value to it's record (new slices: the record owns them).
+// encodeReport sets s.key and s.value to it's record (slices of the sender's slab: the
+// record owns them).
 func (s *KafkaSink) encodeReport(buf []byte, it *kafkaReportItem) []byte {
-	m := &kafkapb.Message{SchemaVersion: kafkapb.SchemaVersion, Body: &kafkapb.Message_Report{Report: ReportMessage(it)}}
-	s.value, buf = s.encode(buf, m)
-	if it.hasFlow {
-		s.key = AppendFlowKey(make([]byte, 0, FlowKeyLen), &it.flow)
+	if s.json {
+		m := &kafkapb.Message{SchemaVersion: kafkapb.SchemaVersion, Body: &kafkapb.Message_Report{Report: ReportMessage(it)}}
+		s.value, buf = s.encode(buf, m)
 	} else {
-		s.key = binary.BigEndian.AppendUint32(make([]byte, 0, 4), it.node)
+		buf = s.wire.appendReportMessage(buf[:0], it)
+		s.value = append(s.slab.take(len(buf)), buf...)
+	}
+	if it.hasFlow {
+		s.key = AppendFlowKey(s.slab.take(FlowKeyLen), &it.flow)
+	} else {
+		s.key = binary.BigEndian.AppendUint32(s.slab.take(4), it.node)
 	}
 	return buf
 }

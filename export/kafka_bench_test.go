@@ -1,11 +1,15 @@
 package export
 
 import (
+	"bytes"
 	"net/netip"
 	"runtime"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/export/kafkapb"
 	"github.com/intake-int/intake/internal/benchclock"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -136,5 +140,37 @@ func BenchmarkKafkaEncodeReport(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = s.encodeReport(buf, &it)
+	}
+}
+
+// TestReportWire: the reports' hand-written protobuf is proto.Marshal's, byte for byte,
+// for reports with and without a flow, IPv4 and IPv6, no hop to more than kafkapb.MaxHops.
+func TestReportWire(t *testing.T) {
+	var w reportWire
+	for i, nh := range []int{0, 1, 5, 8, 12} {
+		r := benchReport()
+		r.NHops = uint8(nh)
+		for h := range nh {
+			r.Hops[h] = telemetry.Hop{NodeID: uint32(h), IngressPort: uint32(i), EgressPort: 1 << 20, HopLatency: uint32(h * 1000),
+				QueueID: uint8(h), QueueOccupancy: uint32(i), TxUtil: 7, EgressTS: uint64(h) << 40}
+		}
+		switch i {
+		case 1:
+			r.Has &^= telemetry.HasFlow
+		case 2:
+			r.Flow.IPv6 = true
+			r.Flow.Src = netip.MustParseAddr("2001:db8::1").As16()
+		case 3:
+			r.Format, r.RecvTime, r.Seq = 0, 0, 0
+		}
+		var it kafkaReportItem
+		fillReportItem(&it, &r)
+		want, err := proto.Marshal(&kafkapb.Message{SchemaVersion: kafkapb.SchemaVersion, Body: &kafkapb.Message_Report{Report: ReportMessage(&it)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := w.appendReportMessage(nil, &it); !bytes.Equal(got, want) {
+			t.Fatalf("report %d:\n got %x\nwant %x", i, got, want)
+		}
 	}
 }
