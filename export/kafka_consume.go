@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -150,6 +151,20 @@ func (c *Consumed) Row() []string {
 		return append(r, "error", "", hex.EncodeToString(c.Key), "", c.Err.Error())
 	}
 	return append(r, kafkapb.Row(c.Msg)...)
+}
+
+// FormatRow is a table line of fixed widths (ConsumedColumns), so that a line shows as its
+// message arrives rather than when a table is complete.
+func FormatRow(f []string) string {
+	a := make([]any, len(ConsumedColumns))
+	for i := range a {
+		if i < len(f) {
+			a[i] = f[i]
+		} else {
+			a[i] = ""
+		}
+	}
+	return strings.TrimRight(fmt.Sprintf("%-16s %4s %8s %-8s %-19s %-44s %-28s %s", a...), " ")
 }
 
 // JSONLine is c as one JSON object: topic, partition, offset, key (hex), and message (the

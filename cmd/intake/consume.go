@@ -43,12 +43,8 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := runContext(0)
 	defer cancel()
-	// Fixed widths rather than a tabwriter: a line shows as its message arrives.
-	row := func(f []string) {
-		fmt.Fprintf(stdout, "%-16s %4s %8s %-8s %-19s %-44s %-28s %s\n", toAny(f)...)
-	}
 	if !*asJSON {
-		row(export.ConsumedColumns)
+		fmt.Fprintln(stdout, export.FormatRow(export.ConsumedColumns))
 	}
 	_, err = export.KafkaConsume(ctx, export.ConsumeOptions{Kafka: k, Topics: []string{k.Topic(*topic)}, Group: *group,
 		FromEnd: *fromEnd, Max: *n, Idle: *idle}, func(c *export.Consumed) error {
@@ -59,16 +55,8 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 			}
 			return err
 		}
-		row(c.Row())
-		return nil
+		_, err := fmt.Fprintln(stdout, export.FormatRow(c.Row()))
+		return err
 	})
 	return err
-}
-
-func toAny(f []string) []any {
-	a := make([]any, len(f))
-	for i, s := range f {
-		a[i] = s
-	}
-	return a
 }
