@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -416,7 +417,9 @@ func (s *KafkaSink) delivered(kind int, r *kgo.Record, err error) {
 	switch {
 	case err == nil:
 		s.sent[kind].Add(1)
-	case s.stopping():
+	case s.stopping() && (errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded)):
+		// Cut short by Stop (its deadline, or the client closed with it still buffered).
 		s.dropped[kind][kafkaDropShutdown].Add(1)
 		s.lastErr.set("kafka", err)
 	default:
@@ -442,6 +445,13 @@ func (s *KafkaSink) encode(scratch []byte, m *kafkapb.Message) ([]byte, []byte) 
 			panic(err) // every field is a plain value: protojson cannot fail on it
 		}
 		return b, scratch
+	}
+	if scratch == nil { // the caller keeps no scratch: the marshalled bytes are the value
+		b, err := proto.Marshal(m)
+		if err != nil {
+			panic(err)
+		}
+		return b, nil
 	}
 	scratch, err := proto.MarshalOptions{}.MarshalAppend(scratch[:0], m)
 	if err != nil {
