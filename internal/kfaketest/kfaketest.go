@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -22,20 +23,29 @@ var bin struct {
 	err  error
 }
 
-// Binary builds kfakebroker (once) and returns its path.
+// Binary builds kfakebroker (once per test binary, into the user's cache directory, so that
+// test runs leave no copies behind) and returns its path. The build goes to a name of this
+// process's own and is renamed into place: test binaries of other packages building at the
+// same time, or running the previous build, are not disturbed.
 func Binary(t testing.TB) string {
 	t.Helper()
 	bin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "intake-kfakebroker-")
+		dir, err := os.UserCacheDir()
 		if err != nil {
-			bin.err = err
+			dir = os.TempDir()
+		}
+		dir = filepath.Join(dir, "intake")
+		if bin.err = os.MkdirAll(dir, 0o755); bin.err != nil {
 			return
 		}
-		bin.path = filepath.Join(dir, "kfakebroker")
-		out, err := exec.Command("go", "build", "-o", bin.path, "github.com/intake-int/intake/internal/tools/kfakebroker").CombinedOutput()
+		bin.path = filepath.Join(dir, "kfakebroker-"+runtime.GOOS+"-"+runtime.GOARCH)
+		tmp := fmt.Sprintf("%s.%d", bin.path, os.Getpid())
+		out, err := exec.Command("go", "build", "-o", tmp, "github.com/intake-int/intake/internal/tools/kfakebroker").CombinedOutput()
 		if err != nil {
 			bin.err = fmt.Errorf("go build kfakebroker: %v\n%s", err, out)
+			return
 		}
+		bin.err = os.Rename(tmp, bin.path)
 	})
 	if bin.err != nil {
 		t.Fatal(bin.err)
