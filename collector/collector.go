@@ -3,7 +3,7 @@
 // aggregate configuration (package config), and owns its lifecycle (docs/design.md, "The
 // data flow"):
 //
-//	sinks (Redis, InfluxDB flow records, histogram writer, export pipeline)
+//	sinks (Kafka, Redis, InfluxDB flow records, histogram writer, export pipeline)
 //	→ processors (detect, dta, flowcache, label), in the order ingest calls them
 //	→ the receive path (ingest) → the HTTP API, with the web console (package console) at /
 //
@@ -69,6 +69,7 @@ type Collector struct {
 	Translator *dta.Translator
 	Label      *label.Controller
 	Redis      *export.RedisSink
+	Kafka      *export.KafkaSink
 
 	records      *export.InfluxRecords
 	labelControl *label.HTTPControl
@@ -103,6 +104,9 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 		c.API.SetLogger(log.With("component", "http"))
 	}
 	var procs []ingest.Processor
+	if err := c.buildKafka(workers, &procs); err != nil {
+		return nil, err
+	}
 	if err := c.buildDetect(workers, &procs); err != nil {
 		return nil, err
 	}
@@ -178,9 +182,13 @@ func (c *Collector) buildDetect(workers int, procs *[]ingest.Processor) error {
 	if cfg.Expire > 0 {
 		expireTick = max(cfg.Expire/2, 10*time.Millisecond)
 	}
+	var extra []export.Sink
+	if c.Kafka != nil {
+		extra = append(extra, c.Kafka.Events())
+	}
 	pipe, err := export.New(c.Config.Export, export.Deps{Bus: c.Bus, Ring: cfg.Ring, Source: d, Metrics: c.Metrics,
 		Gauges: gauges, Values: func() uint64 { return d.Stats().Values }, ExpireTick: expireTick,
-		Logger: c.log.With("component", "export")})
+		Extra: extra, Logger: c.log.With("component", "export")})
 	if err != nil {
 		return err
 	}
@@ -191,6 +199,26 @@ func (c *Collector) buildDetect(workers int, procs *[]ingest.Processor) error {
 	}
 	c.comps = append(c.comps, pipe, d)
 	*procs = append(*procs, d)
+	return nil
+}
+
+// buildKafka builds the Kafka sink (export.kafka) and its reports processor. It is the
+// first component: it starts before, and stops after, everything that offers to it (the
+// export pipeline's events and snapshots, the flow cache's records, the workers' reports).
+func (c *Collector) buildKafka(workers int, procs *[]ingest.Processor) error {
+	if !c.Config.Export.Kafka.Enabled() {
+		return nil
+	}
+	k, err := export.NewKafka(c.Config.Export, workers, c.Metrics)
+	if err != nil {
+		return err
+	}
+	k.SetLogger(c.log.With("component", "export"))
+	c.Kafka = k
+	c.comps = append(c.comps, k)
+	if p := k.Reports(); p != nil {
+		*procs = append(*procs, p)
+	}
 	return nil
 }
 
@@ -209,8 +237,8 @@ func (c *Collector) buildDTA(workers int, procs *[]ingest.Processor) {
 }
 
 // buildFlowCache builds the flow cache and the sinks of its evicted records: Redis (with the
-// detector's threshold and change events, the latest per-flow hashes and the histograms)
-// and InfluxDB.
+// detector's threshold and change events, the latest per-flow hashes and the histograms),
+// InfluxDB and Kafka.
 func (c *Collector) buildFlowCache(workers int, procs *[]ingest.Processor) {
 	cfg := c.Config.FlowCache
 	if !cfg.Enabled {
@@ -225,6 +253,9 @@ func (c *Collector) buildFlowCache(workers int, procs *[]ingest.Processor) {
 		c.records = rec
 		fc.AddSink(rec.OfferRecord)
 		c.comps = append(c.comps, rec)
+	}
+	if c.Kafka != nil {
+		fc.AddSink(c.Kafka.OfferRecord)
 	}
 	if ex.Redis.Enabled() {
 		r := export.NewRedis(ex, c.Metrics)

@@ -33,6 +33,10 @@ type Drops struct {
 	EventStreams map[string]uint64 `json:"event_streams,omitempty"`
 	// Export: points each sink of the export pipeline dropped, "<sink>.<reason>".
 	Export map[string]uint64 `json:"export,omitempty"`
+	// Kafka: messages the Kafka sink dropped, "<kind>.<reason>", of the kinds not counted
+	// above: reports (but report.queue_full, which is processor_queues.kafka) and flow
+	// records; events and snapshots are under export as kafka.<reason>.
+	Kafka map[string]uint64 `json:"kafka,omitempty"`
 	// Redis: writes the Redis sink dropped, "<kind>.<reason>".
 	Redis map[string]uint64 `json:"redis,omitempty"`
 	// FlowCache: evicted flow records a full ring dropped (rings), samples of switches past
@@ -93,6 +97,16 @@ func (c *Collector) drops(st *ingest.Status) Drops {
 			d.Export[s.Name+"."+r] = n
 		}
 	}
+	if c.Kafka != nil {
+		d.Kafka = map[string]uint64{}
+		for kind, byReason := range c.Kafka.Counts().Dropped {
+			for r, n := range byReason {
+				if kind == "flow" || kind == "report" && r != "queue_full" {
+					d.Kafka[kind+"."+r] = n
+				}
+			}
+		}
+	}
 	if c.Redis != nil {
 		d.Redis = map[string]uint64{}
 		for kind, byReason := range c.Redis.Counts().Dropped {
@@ -114,7 +128,7 @@ func (c *Collector) drops(st *ingest.Status) Drops {
 	if c.labelControl != nil {
 		d.Label = map[string]uint64{"control_queue": c.labelControl.Drops.Load()}
 	}
-	for _, m := range []map[string]uint64{d.Ingest, d.ProcessorQueues, d.EventRings, d.EventStreams, d.Export, d.Redis, d.FlowCache, d.DTA, d.Label} {
+	for _, m := range []map[string]uint64{d.Ingest, d.ProcessorQueues, d.EventRings, d.EventStreams, d.Export, d.Kafka, d.Redis, d.FlowCache, d.DTA, d.Label} {
 		for _, n := range m {
 			d.Total += n
 		}

@@ -1,0 +1,93 @@
+// Command kfakebroker runs a Kafka-protocol cluster (franz-go's kfake, in memory) as a
+// process of its own, for the Kafka sink's tests and benchmarks: no Kafka package exists on
+// these machines. It listens on loopback, prints "brokers ADDR,ADDR,..." on stdout once
+// every broker listens, and then reads commands on stdin, one a line, answering "ok" or
+// "error: ...":
+//
+//	kill N     kills broker N: every connection to it is closed at its next request, its
+//	           listener closes, and the partitions it led get new leaders
+//	refused    prints "refused K": the requests the killed brokers refused (closing the
+//	           connection)
+//	leaders    moves every partition's leadership at random
+//
+// It exits when stdin closes or at SIGTERM.
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func main() {
+	brokers := flag.Int("brokers", 3, "number of brokers")
+	partitions := flag.Int("partitions", 4, "partitions of each seeded topic")
+	topics := flag.String("topics", "intake.reports,intake.events,intake.snapshots,intake.flows", "topics to create, comma-separated")
+	flag.Parse()
+	ports := make([]int, *brokers) // 0: any free port
+	opts := []kfake.Opt{kfake.NumBrokers(*brokers), kfake.Ports(ports...),
+		kfake.SeedTopics(int32(*partitions), strings.Split(*topics, ",")...), kfake.DefaultNumPartitions(*partitions)}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kfakebroker:", err)
+		os.Exit(1)
+	}
+	defer c.Close()
+	fmt.Printf("brokers %s\n", strings.Join(c.ListenAddrs(), ","))
+	go func() {
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+		<-sig
+		c.Close()
+		os.Exit(0)
+	}()
+	var dead sync.Map // node id → true
+	var refused atomic.Int64
+	c.Control(func(kmsg.Request) (kmsg.Response, error, bool) {
+		if _, ok := dead.Load(c.CurrentNode()); !ok {
+			return nil, nil, false
+		}
+		c.KeepControl()
+		refused.Add(1)
+		return nil, errors.New("broker killed"), true
+	})
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		f := strings.Fields(in.Text())
+		switch {
+		case len(f) == 2 && f[0] == "kill":
+			n, err := strconv.Atoi(f[1])
+			if err == nil {
+				dead.Store(int32(n), true)
+				err = c.RemoveNode(int32(n))
+			}
+			reply(err)
+		case len(f) == 1 && f[0] == "refused":
+			fmt.Printf("refused %d\n", refused.Load())
+		case len(f) == 1 && f[0] == "leaders":
+			c.ShufflePartitionLeaders()
+			reply(nil)
+		default:
+			reply(fmt.Errorf("unknown command %q", in.Text()))
+		}
+	}
+}
+
+func reply(err error) {
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	fmt.Println("ok")
+}
