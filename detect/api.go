@@ -11,6 +11,7 @@ import (
 
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/internal/cli"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -48,27 +49,28 @@ type KeyJSON struct {
 
 func ptr[T any](v T) *T { return &v }
 
-// String writes the key for a table: "SRC:SPORT->DST:DPORT/PROTO" for a flow, then
-// name=value for each other part it has.
+// String writes the key for a table: the flow as every verb writes flows ("10.0.0.1:1000 >
+// 10.0.0.2:80 udp"), then "name value" for each other part it has, comma-separated
+// ("switch 3, queue 1").
 func (k KeyJSON) String() string {
 	var parts []string
 	if k.Src != "" {
-		parts = append(parts, fmt.Sprintf("%s:%d->%s:%d/%d", k.Src, deref(k.Sport), k.Dst, deref(k.Dport), deref(k.Proto)))
+		parts = append(parts, cli.Flow(k.Src, deref(k.Sport), k.Dst, deref(k.Dport), deref(k.Proto)))
 	}
-	parts = appendPart(parts, "switch_id", k.SwitchID)
-	parts = appendPart(parts, "queue_id", k.QueueID)
+	parts = appendPart(parts, "switch", k.SwitchID)
+	parts = appendPart(parts, "queue", k.QueueID)
 	parts = appendPart(parts, "port", k.Port)
-	parts = appendPart(parts, "buffer_id", k.BufferID)
+	parts = appendPart(parts, "buffer", k.BufferID)
 	parts = appendPart(parts, "reason", k.Reason)
 	parts = appendPart(parts, "hw_id", k.HWID)
-	return strings.Join(parts, " ")
+	return strings.Join(parts, ", ")
 }
 
 func appendPart[T any](parts []string, name string, v *T) []string {
 	if v == nil {
 		return parts
 	}
-	return append(parts, fmt.Sprintf("%s=%v", name, *v))
+	return append(parts, fmt.Sprintf("%s %v", name, *v))
 }
 
 func deref[T any](p *T) T {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -165,6 +166,25 @@ func FormatRow(f []string) string {
 		}
 	}
 	return strings.TrimRight(fmt.Sprintf("%-16s %4s %8s %-8s %-19s %-44s %-28s %s", a...), " ")
+}
+
+// ConsumePrinter returns a KafkaConsume callback that prints each message to w, as one
+// JSON object a line (JSONLine) or as a table line (Row) under a header it prints now.
+func ConsumePrinter(w io.Writer, asJSON bool) func(*Consumed) error {
+	if !asJSON {
+		fmt.Fprintln(w, FormatRow(ConsumedColumns))
+	}
+	return func(c *Consumed) error {
+		if asJSON {
+			b, err := c.JSONLine()
+			if err == nil {
+				_, err = fmt.Fprintf(w, "%s\n", b)
+			}
+			return err
+		}
+		_, err := fmt.Fprintln(w, FormatRow(c.Row()))
+		return err
+	}
 }
 
 // JSONLine is c as one JSON object: topic, partition, offset, key (hex), and message (the

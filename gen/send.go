@@ -223,3 +223,22 @@ func (s *ClusterSummary) WriteText(w io.Writer) error {
 		s.Datagrams, s.Reports, len(s.Collectors), s.SendErrors)
 	return err
 }
+
+// StartDemo starts `intake demo`'s generators: the report stream of cfg as send says to
+// to[0], and DTA Key-Writes and INT-label exports at a tenth of its rate (and count) to
+// to[1] and to[2], until ctx is done. It returns what it sends, for the demo's start line,
+// and wait, which returns once every sender has stopped.
+func StartDemo(ctx context.Context, cfg Config, send SendConfig, to [3]string) (string, func() error, error) {
+	dta, label := cfg, cfg
+	dta.Format, dta.Batch = "dta", 1
+	label.Format, label.Batch = "int-label", 1
+	side := SendConfig{Rate: send.Rate / 10, Count: (send.Count + 9) / 10, Duration: send.Duration}
+	send.To = to[0]
+	sideDTA, sideLabel := side, side
+	sideDTA.To, sideLabel.To = to[1], to[2]
+	gens, wait, err := Start(ctx, Target{Config: cfg, Send: send}, Target{Config: dta, Send: sideDTA}, Target{Config: label, Send: sideLabel})
+	if err != nil {
+		return "", nil, err
+	}
+	return fmt.Sprintf("%s to %s at %.0f datagrams/s", gens[0], to[0], send.Rate), wait, nil
+}

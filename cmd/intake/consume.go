@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"strings"
 
@@ -43,20 +42,7 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := runContext(0)
 	defer cancel()
-	if !*asJSON {
-		fmt.Fprintln(stdout, export.FormatRow(export.ConsumedColumns))
-	}
 	_, err = export.KafkaConsume(ctx, export.ConsumeOptions{Kafka: k, Topics: []string{k.Topic(*topic)}, Group: *group,
-		FromEnd: *fromEnd, Max: *n, Idle: *idle}, func(c *export.Consumed) error {
-		if *asJSON {
-			b, err := c.JSONLine()
-			if err == nil {
-				_, err = fmt.Fprintf(stdout, "%s\n", b)
-			}
-			return err
-		}
-		_, err := fmt.Fprintln(stdout, export.FormatRow(c.Row()))
-		return err
-	})
+		FromEnd: *fromEnd, Max: *n, Idle: *idle}, export.ConsumePrinter(stdout, *asJSON))
 	return err
 }

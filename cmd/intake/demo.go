@@ -134,7 +134,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		}
 		what = fmt.Sprintf("the emulated testbed (4 spine, 4 leaf, 4 ToR switches, 8 hosts; INT-MD and INT-label Base A) at %.0f packets/s", sc.Rate)
 	} else {
-		what, wait, err = startDemoGen(ctx, gcfg, sc, recv)
+		what, wait, err = gen.StartDemo(ctx, gcfg, sc, [3]string{recv.ListenerAddr(0), recv.ListenerAddr(1), recv.ListenerAddr(2)})
 	}
 	if err != nil {
 		return err
@@ -175,24 +175,4 @@ loop:
 	fmt.Fprintf(stdout, "intake demo: stopped after %s\n", time.Since(start).Round(time.Millisecond))
 	coll.WriteSummary(stdout)
 	return errors.Join(runErr, err)
-}
-
-// startDemoGen starts the demo's generators: the report stream of gcfg as sc sends it
-// to the collector's first listener, and DTA Key-Writes and INT-label exports at a tenth of
-// its rate (and count) to its second and third, until ctx is done. It returns what it sends,
-// for the start line, and wait, which returns once every sender has stopped.
-func startDemoGen(ctx context.Context, gcfg gen.Config, sc gen.SendConfig, coll *ingest.Receiver) (string, func() error, error) {
-	dta, label := gcfg, gcfg
-	dta.Format, dta.Batch = "dta", 1
-	label.Format, label.Batch = "int-label", 1
-	side := gen.SendConfig{Rate: sc.Rate / 10, Count: (sc.Count + 9) / 10, Duration: sc.Duration}
-	sc.To = coll.ListenerAddr(0)
-	side.To = coll.ListenerAddr(1)
-	sideLabel := side
-	sideLabel.To = coll.ListenerAddr(2)
-	gens, wait, err := gen.Start(ctx, gen.Target{Config: gcfg, Send: sc}, gen.Target{Config: dta, Send: side}, gen.Target{Config: label, Send: sideLabel})
-	if err != nil {
-		return "", nil, err
-	}
-	return fmt.Sprintf("%s to %s at %.0f datagrams/s", gens[0], coll.ListenerAddr(0), sc.Rate), wait, nil
 }

@@ -96,21 +96,21 @@ export: {period: 0s}
 
 	code, out, errs := runVerb("query", "events", "--addr", httpAddr)
 	want := `TIME                            KIND     SCOPE   MEASUREMENT       KEY                                          PREV  VALUE      THRESHOLD
-TIME  new_key  switch  seq_gaps          switch_id=5 hw_id=1                          0     0          -
-TIME  new_key  switch  queue_occupancy   switch_id=3 queue_id=3                       0     40         -
-TIME  new_key  switch  tx_utilization    switch_id=3 port=2                           0     55         -
-TIME  new_key  switch  queue_occupancy   switch_id=2 queue_id=3                       0     40         -
-TIME  new_key  switch  tx_utilization    switch_id=2 port=2                           0     55         -
-TIME  new_key  switch  queue_occupancy   switch_id=1 queue_id=3                       0     40         -
-TIME  new_key  switch  tx_utilization    switch_id=1 port=2                           0     55         -
-TIME  new_key  e2e     flow_path         10.0.0.1:40000->10.0.1.2:443/17              -     1 > 2 > 3  -
-TIME  new_key  e2e     flow_latency      10.0.0.1:40000->10.0.1.2:443/17              0     3000       -
-TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_id=1  0     1000       -
-TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_id=2  0     1000       -
-TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_id=3  0     1000       -
-TIME  change   switch  seq_gaps          switch_id=5 hw_id=1                          0     1          0
-TIME  change   e2e     flow_latency      10.0.0.1:40000->10.0.1.2:443/17              3000  3100       50
-TIME  change   switch  flow_hop_latency  10.0.0.1:40000->10.0.1.2:443/17 switch_id=2  1000  1100       50
+TIME  new_key  switch  seq_gaps          switch 5, hw_id 1                            0     0          -
+TIME  new_key  switch  queue_occupancy   switch 3, queue 3                            0     40         -
+TIME  new_key  switch  tx_utilization    switch 3, port 2                             0     55         -
+TIME  new_key  switch  queue_occupancy   switch 2, queue 3                            0     40         -
+TIME  new_key  switch  tx_utilization    switch 2, port 2                             0     55         -
+TIME  new_key  switch  queue_occupancy   switch 1, queue 3                            0     40         -
+TIME  new_key  switch  tx_utilization    switch 1, port 2                             0     55         -
+TIME  new_key  e2e     flow_path         10.0.0.1:40000 > 10.0.1.2:443 udp            -     1 > 2 > 3  -
+TIME  new_key  e2e     flow_latency      10.0.0.1:40000 > 10.0.1.2:443 udp            0     3000       -
+TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000 > 10.0.1.2:443 udp, switch 1  0     1000       -
+TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000 > 10.0.1.2:443 udp, switch 2  0     1000       -
+TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000 > 10.0.1.2:443 udp, switch 3  0     1000       -
+TIME  change   switch  seq_gaps          switch 5, hw_id 1                            0     1          0
+TIME  change   e2e     flow_latency      10.0.0.1:40000 > 10.0.1.2:443 udp            3000  3100       50
+TIME  change   switch  flow_hop_latency  10.0.0.1:40000 > 10.0.1.2:443 udp, switch 2  1000  1100       50
 15 events
 `
 	if code != 0 || untime(out) != want {
