@@ -124,7 +124,7 @@ func TestObjectMatchesSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("clang", "-O2", "-g", "-target", "bpf", "-I/usr/include/"+strings.TrimSpace(string(arch))+"-linux-gnu", "-c", "bpf/intake.c", "-o", out)
+	cmd := exec.Command("clang", "-O2", "-g", "-target", "bpf", "-fdebug-compilation-dir=.", "-I/usr/include/"+strings.TrimSpace(string(arch))+"-linux-gnu", "-c", "bpf/intake.c", "-o", out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("clang: %v: %s", err, b)
 	}
