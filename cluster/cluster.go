@@ -192,23 +192,9 @@ func Owner(key []byte, n int) int {
 // KeyBuf holds the bytes of any key the package builds (the longest: a DTA key).
 type KeyBuf [telemetry.MaxDTAKey]byte
 
-// FlowKey writes flow k's key into b: 13 bytes for IPv4, 37 for IPv6 (dta.FlowKeyBytes).
-func FlowKey(b *KeyBuf, k *telemetry.FlowKey) []byte {
-	if k.IPv6 {
-		copy(b[0:], k.Src[:])
-		copy(b[16:], k.Dst[:])
-		binary.BigEndian.PutUint16(b[32:], k.SrcPort)
-		binary.BigEndian.PutUint16(b[34:], k.DstPort)
-		b[36] = k.Proto
-		return b[:37]
-	}
-	copy(b[0:], k.Src[12:])
-	copy(b[4:], k.Dst[12:])
-	binary.BigEndian.PutUint16(b[8:], k.SrcPort)
-	binary.BigEndian.PutUint16(b[10:], k.DstPort)
-	b[12] = k.Proto
-	return b[:13]
-}
+// FlowKey writes flow k's key into b: 13 bytes for IPv4, 37 for IPv6, DTA's 5-tuple key
+// (telemetry.FlowKey.KeyBytes).
+func FlowKey(b *KeyBuf, k *telemetry.FlowKey) []byte { return k.KeyBytes(b[:]) }
 
 // IDKey writes a switch id or a DTA list id into b: 4 bytes, big endian.
 func IDKey(b *KeyBuf, id uint32) []byte {

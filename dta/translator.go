@@ -367,25 +367,9 @@ func (t *Translator) processDTA(worker int, ws *workerStats, d *telemetry.DTA) {
 	}
 }
 
-// FlowKeyBytes is the key intake uses for a 5-tuple (docs/dta.md): IPv4 source, destination
-// (4 bytes each), source port, destination port (2 bytes each, big-endian), protocol — 13
-// bytes; IPv6 the same with 16-byte addresses — 37 bytes.
-func FlowKeyBytes(dst *[40]byte, k *telemetry.FlowKey) []byte {
-	if k.IPv6 {
-		copy(dst[0:], k.Src[:])
-		copy(dst[16:], k.Dst[:])
-		binary.BigEndian.PutUint16(dst[32:], k.SrcPort)
-		binary.BigEndian.PutUint16(dst[34:], k.DstPort)
-		dst[36] = k.Proto
-		return dst[:37]
-	}
-	copy(dst[0:], k.Src[12:])
-	copy(dst[4:], k.Dst[12:])
-	binary.BigEndian.PutUint16(dst[8:], k.SrcPort)
-	binary.BigEndian.PutUint16(dst[10:], k.DstPort)
-	dst[12] = k.Proto
-	return dst[:13]
-}
+// FlowKeyBytes is the key intake uses for a 5-tuple (docs/dta.md): 13 bytes for IPv4, 37
+// for IPv6 (telemetry.FlowKey.KeyBytes).
+func FlowKeyBytes(dst *[40]byte, k *telemetry.FlowKey) []byte { return k.KeyBytes(dst[:]) }
 
 // processINT maps one INT report into the stores (DTA Table 2). The flow key is hashed once
 // for every store that shares the Key-Write paths store's seed and layout (all of them by

@@ -248,6 +248,29 @@ func addr(b [16]byte, v6 bool) netip.Addr {
 	return a
 }
 
+// KeyBytes writes k as the bytes a flow is keyed by in DTA's stores and in a cluster's
+// partitioning (docs/dta.md, docs/scale-out.md) into dst, which must hold 37 bytes, and
+// returns them: IPv4 source, destination (4 bytes each), source port, destination port (2
+// bytes each, big-endian), protocol: 13 bytes; IPv6 the same with 16-byte addresses: 37.
+func (k *FlowKey) KeyBytes(dst []byte) []byte {
+	if k.IPv6 {
+		dst = dst[:37]
+		copy(dst[0:], k.Src[:])
+		copy(dst[16:], k.Dst[:])
+		binary.BigEndian.PutUint16(dst[32:], k.SrcPort)
+		binary.BigEndian.PutUint16(dst[34:], k.DstPort)
+		dst[36] = k.Proto
+		return dst
+	}
+	dst = dst[:13]
+	copy(dst[0:], k.Src[12:])
+	copy(dst[4:], k.Dst[12:])
+	binary.BigEndian.PutUint16(dst[8:], k.SrcPort)
+	binary.BigEndian.PutUint16(dst[10:], k.DstPort)
+	dst[12] = k.Proto
+	return dst
+}
+
 // String writes the flow as "SRC:SPORT > DST:DPORT PROTO" (IPv6 addresses bracketed; tcp and
 // udp by name, other protocols as "proto N").
 func (k *FlowKey) String() string {
