@@ -36,6 +36,21 @@ func first(parts [][]byte) (map[string]any, error) {
 	return nil, fmt.Errorf("no answer")
 }
 
+// eachPart calls f with each member's answer that came, decoded.
+func eachPart(parts [][]byte, f func(map[string]any)) error {
+	for _, p := range parts {
+		if p == nil {
+			continue
+		}
+		m, err := decode(p)
+		if err != nil {
+			return err
+		}
+		f(m)
+	}
+	return nil
+}
+
 func list(m map[string]any, key string) []any {
 	l, _ := m[key].([]any)
 	return l
@@ -188,14 +203,7 @@ func mergeCoverage(_ *http.Request, parts [][]byte) (any, error) {
 	type win struct{ start, upd, act int64 }
 	wins := map[int64]*win{}
 	known := int64(0)
-	for _, p := range parts {
-		if p == nil {
-			continue
-		}
-		m, err := decode(p)
-		if err != nil {
-			return nil, err
-		}
+	if err := eachPart(parts, func(m map[string]any) {
 		known += i64(m["ports_known"])
 		for _, e := range list(m, "windows") {
 			wm, _ := e.(map[string]any)
@@ -208,6 +216,8 @@ func mergeCoverage(_ *http.Request, parts [][]byte) (any, error) {
 			w.upd += i64(wm["updated"])
 			w.act += i64(wm["active"])
 		}
+	}); err != nil {
+		return nil, err
 	}
 	idxs := make([]int64, 0, len(wins))
 	for i := range wins {
@@ -241,17 +251,12 @@ func mergeHistList(_ *http.Request, parts [][]byte) (any, error) {
 		return nil, err
 	}
 	set := map[uint64]bool{}
-	for _, p := range parts {
-		if p == nil {
-			continue
-		}
-		m, err := decode(p)
-		if err != nil {
-			return nil, err
-		}
+	if err := eachPart(parts, func(m map[string]any) {
 		for _, s := range list(m, "switches") {
 			set[u64(s)] = true
 		}
+	}); err != nil {
+		return nil, err
 	}
 	sw := make([]uint64, 0, len(set))
 	for s := range set {
@@ -276,14 +281,7 @@ func mergeHist(_ *http.Request, parts [][]byte) (any, error) {
 	}
 	bins := map[uint64]*bin{}
 	total := uint64(0)
-	for _, p := range parts {
-		if p == nil {
-			continue
-		}
-		m, err := decode(p)
-		if err != nil {
-			return nil, err
-		}
+	if err := eachPart(parts, func(m map[string]any) {
 		total += u64(m["total"])
 		for _, e := range list(m, "counts") {
 			bm, _ := e.(map[string]any)
@@ -295,6 +293,8 @@ func mergeHist(_ *http.Request, parts [][]byte) (any, error) {
 			}
 			b.count += u64(bm["count"])
 		}
+	}); err != nil {
+		return nil, err
 	}
 	los := make([]uint64, 0, len(bins))
 	for lo := range bins {
