@@ -237,29 +237,23 @@ func TestKafkaBrokerKilled(t *testing.T) {
 	proc := s.Reports()
 	const total = 60000
 	start := time.Now()
-	killed := false
-	// Kill broker 1 once a third was acknowledged: the producer has connections to every
-	// partition's leader by then, and two thirds are still to come.
-	kill := func() {
-		if !killed && s.Counts().Sent["report"] >= total/3 {
-			k.Command(t, "kill 1")
-			killed = true
-		}
-	}
 	for i := range total {
+		// Once a third is offered, wait until it is acknowledged (the producer then has
+		// connections to every partition's leader) and kill broker 1: the two thirds
+		// still to come are offered after the kill, so some go to it and are refused.
+		if i == total/3 {
+			for deadline := time.Now().Add(30 * time.Second); s.Counts().Sent["report"] < total/3; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d of %d sent after 30s", s.Counts().Sent["report"], total/3)
+				}
+			}
+			k.Command(t, "kill 1")
+		}
 		r := kafkaReport(i%200, i/200)
 		proc.Process(0, &r)
 		if i%1000 == 999 {
-			time.Sleep(20 * time.Millisecond) // ~50k/s for ~1.2s
-			kill()
+			time.Sleep(20 * time.Millisecond) // ~50k/s
 		}
-	}
-	for deadline := time.Now().Add(30 * time.Second); !killed && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-		kill()
-	}
-	if !killed {
-		t.Fatalf("%d of %d sent after 30s", s.Counts().Sent["report"], total)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -4,8 +4,11 @@
 // every broker listens, and then reads commands on stdin, one a line, answering "ok" or
 // "error: ...":
 //
-//	kill N     kills broker N: every connection to it is closed at its next request, its
-//	           listener closes, and the partitions it led get new leaders
+//	kill N     kills broker N: from now on every request to it is refused (its connection
+//	           closed); once it has refused one, or after a second, its listener closes
+//	           and the partitions it led get new leaders. (Removing it at once would
+//	           close its connections before a client's next request, and a fast client
+//	           would move to the new leaders without ever meeting the dead broker.)
 //	refused    prints "refused K": the requests the killed brokers refused (closing the
 //	           connection)
 //	leaders    moves every partition's leadership at random
@@ -25,6 +28,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -68,9 +72,20 @@ func main() {
 		switch {
 		case len(f) == 2 && f[0] == "kill":
 			n, err := strconv.Atoi(f[1])
+			if err == nil && (n < 0 || n >= *brokers) {
+				err = fmt.Errorf("no broker %d (0-%d)", n, *brokers-1)
+			}
 			if err == nil {
 				dead.Store(int32(n), true)
-				err = c.RemoveNode(int32(n))
+				before := refused.Load()
+				go func() {
+					for end := time.Now().Add(time.Second); refused.Load() == before && time.Now().Before(end); {
+						time.Sleep(time.Millisecond)
+					}
+					if err := c.RemoveNode(int32(n)); err != nil {
+						fmt.Fprintln(os.Stderr, "kfakebroker: kill:", err)
+					}
+				}()
 			}
 			reply(err)
 		case len(f) == 1 && f[0] == "refused":
