@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -239,15 +240,17 @@ func TestKafkaBrokerKilled(t *testing.T) {
 	start := time.Now()
 	for i := range total {
 		// Once a third is offered, wait until it is acknowledged (the producer then has
-		// connections to every partition's leader) and kill broker 1: the two thirds
-		// still to come are offered after the kill, so some go to it and are refused.
+		// connections to every partition's leader) and kill the leader of partition 0
+		// (a broker may lead none): the two thirds still to come are offered after the
+		// kill, so some go to it and are refused.
 		if i == total/3 {
 			for deadline := time.Now().Add(30 * time.Second); s.Counts().Sent["report"] < total/3; time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatalf("%d of %d sent after 30s", s.Counts().Sent["report"], total/3)
 				}
 			}
-			k.Command(t, "kill 1")
+			leader := strings.TrimPrefix(k.Command(t, "leader intake.reports 0"), "leader ")
+			k.Command(t, "kill "+leader)
 		}
 		r := kafkaReport(i%200, i/200)
 		proc.Process(0, &r)

@@ -11,6 +11,7 @@
 //	           would move to the new leaders without ever meeting the dead broker.)
 //	refused    prints "refused K": the requests the killed brokers refused (closing the
 //	           connection)
+//	leader T P prints "leader N": the broker that leads partition P of topic T (-1: none)
 //	leaders    moves every partition's leadership at random
 //
 // It exits when stdin closes or at SIGTERM.
@@ -88,6 +89,13 @@ func main() {
 				}()
 			}
 			reply(err)
+		case len(f) == 3 && f[0] == "leader":
+			p, err := strconv.Atoi(f[2])
+			if err != nil {
+				reply(err)
+				continue
+			}
+			fmt.Printf("leader %d\n", c.LeaderFor(f[1], int32(p)))
 		case len(f) == 1 && f[0] == "refused":
 			fmt.Printf("refused %d\n", refused.Load())
 		case len(f) == 1 && f[0] == "leaders":
