@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,26 +33,7 @@ func TestClusterEndpoints(t *testing.T) {
 			reports = append(reports, c.LocalAddr().String())
 		}
 	}
-	var mu sync.Mutex
-	got := make([][][]byte, 2*n)
-	var wg sync.WaitGroup
-	for i, c := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, 65536)
-			for {
-				c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-				k, _, err := c.ReadFrom(buf)
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				got[i] = append(got[i], append([]byte(nil), buf[:k]...))
-				mu.Unlock()
-			}
-		}()
-	}
+	received := receiveAll(conns...)
 	f, err := New(Config{Topology: Testbed(DefaultLink), Routing: "ecmp",
 		Traffic:    Traffic{Rate: 2e6, PacketSize: 1000, Pattern: "random", Poisson: true},
 		Label:      LabelConfig{Algo: AlgoA, T: 50 * time.Millisecond},
@@ -66,7 +46,7 @@ func TestClusterEndpoints(t *testing.T) {
 	if err := f.Run(ctx, Endpoints{Labels: labels, Reports: reports}); err != nil {
 		t.Fatal(err)
 	}
-	wg.Wait()
+	got := received()
 	sent, errs := f.UDPSent()
 
 	dec, err := wire.NewDecoder(wire.DefaultConfig())

@@ -13,6 +13,32 @@ import (
 	"github.com/intake-int/intake/wire"
 )
 
+// receiveAll reads every conn on a goroutine of its own until it has been idle for 500 ms;
+// the function returned waits for that and returns each conn's datagrams, in order.
+func receiveAll(conns ...net.PacketConn) func() [][][]byte {
+	var mu sync.Mutex
+	got := make([][][]byte, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 65536)
+			for {
+				c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+				n, _, err := c.ReadFrom(buf)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				got[i] = append(got[i], append([]byte(nil), buf[:n]...))
+				mu.Unlock()
+			}
+		}()
+	}
+	return func() [][][]byte { wg.Wait(); return got }
+}
+
 // StartLive for about a second against two loopback sockets: every datagram decodes
 // with intake's decoder, the reports to INT-MD paths of the testbed's switches (1, 3 or 5
 // hops, every hop a testbed switch, the reporter the last one), the exports to items of
@@ -29,26 +55,7 @@ func TestStartLive(t *testing.T) {
 	repC, labC := listen(), listen()
 	defer repC.Close()
 	defer labC.Close()
-	var mu sync.Mutex
-	got := map[string][][]byte{}
-	var wg sync.WaitGroup
-	for name, c := range map[string]net.PacketConn{"report": repC, "label": labC} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, 65536)
-			for {
-				c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-				n, _, err := c.ReadFrom(buf)
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				got[name] = append(got[name], append([]byte(nil), buf[:n]...))
-				mu.Unlock()
-			}
-		}()
-	}
+	received := receiveAll(repC, labC)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	live, err := StartLive(ctx, repC.LocalAddr().String(), labC.LocalAddr().String(), 2000)
@@ -60,7 +67,8 @@ func TestStartLive(t *testing.T) {
 	if err := live.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	wg.Wait()
+	all := received()
+	got := map[string][][]byte{"report": all[0], "label": all[1]}
 
 	tb := Testbed(DefaultLink)
 	ids := map[uint32]bool{}

@@ -153,16 +153,7 @@ func TestProgramDTAFrames(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: loading a BPF program needs root (CAP_BPF)")
 	}
-	st, err := NewDTAStores(DTA{HeaderLen: 2, KeyLen: 4, DataLen: 4, Seed: 1, KWSlots: 64, KWMaxN: 4, KWCheckBits: 32, KWValueBytes: 4, KISlots: 64, KIMaxN: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	coll, err := load(40040, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer coll.Close()
+	coll := loadDTAProgram(t)
 	prog := coll.Programs[ProgramName]
 	cases := []struct {
 		name    string
@@ -218,16 +209,7 @@ func FuzzProgramDTA(f *testing.F) {
 	if os.Geteuid() != 0 {
 		f.Skip("skipped: loading a BPF program needs root (CAP_BPF)")
 	}
-	st, err := NewDTAStores(DTA{HeaderLen: 2, KeyLen: 4, DataLen: 4, Seed: 1, KWSlots: 64, KWMaxN: 4, KWCheckBits: 32, KWValueBytes: 4, KISlots: 64, KIMaxN: 2})
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer st.Close()
-	coll, err := load(40040, st)
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer coll.Close()
+	coll := loadDTAProgram(f)
 	prog := coll.Programs[ProgramName]
 	f.Fuzz(func(t *testing.T, p []byte) {
 		if len(p) > 1400 {
@@ -252,4 +234,21 @@ func FuzzProgramDTA(f *testing.F) {
 			t.Fatalf("action %d", ret)
 		}
 	})
+}
+
+// loadDTAProgram loads the program's collection for port 40040 with small DTA stores (4-byte keys and
+// values: the DTA frame tables' geometry), both closed when tb ends.
+func loadDTAProgram(tb testing.TB) *ebpf.Collection {
+	tb.Helper()
+	st, err := NewDTAStores(DTA{HeaderLen: 2, KeyLen: 4, DataLen: 4, Seed: 1, KWSlots: 64, KWMaxN: 4, KWCheckBits: 32, KWValueBytes: 4, KISlots: 64, KIMaxN: 2})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	coll, err := load(40040, st)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(coll.Close)
+	return coll
 }
