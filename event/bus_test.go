@@ -353,6 +353,57 @@ func TestPublisherWakeup(t *testing.T) {
 	}
 }
 
+// TestLinger: a consumer that has just found events is not woken by publishers; its linger
+// timer sends the token after Linger, covering what was published meanwhile. A consumer
+// that found nothing is woken by the next publish at once.
+func TestLinger(t *testing.T) {
+	var b Bus
+	c := b.Subscribe("c", 64)
+	p := b.NewPublisher()
+	buf := make([]Event, 8)
+	p.Publish(make([]Event, 1))
+	p.Wake()
+	if len(c.notify) != 1 {
+		t.Fatal("idle consumer: no token after the first publish")
+	}
+	<-c.Notify()
+	if n := c.Poll(buf); n != 1 {
+		t.Fatalf("poll: %d events, want 1", n)
+	}
+	start := time.Now()
+	p.Publish(make([]Event, 3))
+	p.Wake()
+	b.Publish(&Event{})
+	if len(c.notify) != 0 {
+		t.Fatal("lingering consumer was woken by a publisher")
+	}
+	select {
+	case <-c.Notify():
+	case <-time.After(5 * time.Second):
+		t.Fatal("no token after the linger")
+	}
+	if d := time.Since(start); d < Linger/2 {
+		t.Fatalf("token after %v, before the linger (%v) ended", d, Linger)
+	}
+	if n := c.Poll(buf); n != 4 {
+		t.Fatalf("poll after the linger: %d events, want 4", n)
+	}
+	// That poll started another linger; once it ends with nothing found, the consumer is
+	// idle again and the next publish wakes it directly.
+	<-c.Notify()
+	if n := c.Poll(buf); n != 0 {
+		t.Fatalf("poll of an empty ring: %d events", n)
+	}
+	for c.lingering.Load() {
+		time.Sleep(Linger / 4)
+	}
+	p.Publish(make([]Event, 1))
+	p.Wake()
+	if len(c.notify) != 1 {
+		t.Fatal("idle consumer: no token from the publisher after the linger ended")
+	}
+}
+
 func TestPublisherNoAlloc(t *testing.T) {
 	var b Bus
 	c := b.Subscribe("c", 1024)

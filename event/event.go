@@ -20,7 +20,9 @@
 // slow consumer loses events, never slows ingest.
 //
 // A consumer either polls (Poll, non-blocking, copies up to len(dst) events) or blocks
-// (Wait, until something was published or the context ends). Subscribe and Unsubscribe may
+// (Wait, until something was published or the context ends). A consumer that has just
+// found events lingers: for the next Linger (1 ms) publishers do not wake it, a timer does,
+// so that a busy bus costs the ingest workers no wake-ups. Subscribe and Unsubscribe may
 // be called at any time, also while publishing; a consumer sees the events published after
 // its Subscribe returned.
 //
