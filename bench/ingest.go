@@ -62,6 +62,7 @@ type Phase struct {
 	Reports   uint64 // decoded (drain: received × reports per datagram)
 	Errors    uint64
 	Kernel    uint64 // the collector's sockets' drops (receive buffer full)
+	GRO       uint64 // datagrams that arrived in GRO super-datagrams (included in Received)
 	Backlog   uint64 // the whole host's input backlog drops over the phase (softnet_stat)
 	CPU       time.Duration
 	SystemCPU time.Duration // the whole machine's: sender, collector, kernel (/proc/stat)
@@ -108,6 +109,7 @@ type IngestResult struct {
 	ReportsPerDatagram   float64  `json:"reports_per_datagram"`
 	DatagramsSent        uint64   `json:"datagrams_sent"`
 	KernelDrops          uint64   `json:"kernel_drops"`
+	GRODatagrams         uint64   `json:"gro_datagrams"`
 	BacklogDrops         uint64   `json:"backlog_drops"`
 	DecodeErrors         uint64   `json:"decode_errors"`
 	Processors           []string `json:"processors"`
@@ -162,7 +164,7 @@ func Ingest(cfg IngestConfig) (IngestResult, error) {
 	}
 	a, b := median(as, reportRate), median(bs, reportRate)
 	res := IngestResult{DrainReportsPerS: a.ReportsPS, CollectorReportsPerS: b.ReportsPS, Loss: b.Loss,
-		DrainLoss: a.Loss, Rounds: rounds, DatagramsSent: b.Sent.Datagrams, KernelDrops: b.Kernel,
+		DrainLoss: a.Loss, Rounds: rounds, DatagramsSent: b.Sent.Datagrams, KernelDrops: b.Kernel, GRODatagrams: b.GRO,
 		BacklogDrops: b.Backlog, DecodeErrors: b.Errors, Processors: procs, Sockets: cfg.Collector.Listeners[0].Sockets,
 		CPUNsPerReport: b.CPUPerReport(), DrainCPUNsPerReport: a.CPUPerReport(), Drain: a, Full: b,
 		DrainCPUNsPerDatagram: a.CPUPerDatagram()}
@@ -248,7 +250,7 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 	}
 	st := recv.Status()
 	r := Phase{Sent: sent, Received: st.PacketsReceived, Reports: st.ReportsDecoded,
-		Errors: st.DecodeErrors.Total, Kernel: st.KernelDrops, Backlog: softnetDrops() - backlog0, CPU: cpu, SystemCPU: sys, Attach: run.XDPAttach,
+		Errors: st.DecodeErrors.Total, Kernel: st.KernelDrops, GRO: st.GRODatagrams, Backlog: softnetDrops() - backlog0, CPU: cpu, SystemCPU: sys, Attach: run.XDPAttach,
 		BPFRuns: run.XDPRuns, BPFTime: time.Duration(run.XDPRunNs)}
 	// DTA reports the XDP program wrote itself (dta.kernel) never reach user space: they
 	// are received and turned into state all the same (one report per datagram).

@@ -31,7 +31,7 @@ func init() {
 	})
 }
 
-const benchIngestUsage = "[--duration D] [--pps PPS] [--senders N] [--gso N] [--collector-sockets N] [--veth] [--mode socket|xdp] [--baseline PROG] [--config FILE] [--json]\n" +
+const benchIngestUsage = "[--duration D] [--pps PPS] [--senders N] [--gso N] [--gro=false] [--collector-sockets N] [--veth] [--mode socket|xdp] [--baseline PROG] [--config FILE] [--json]\n" +
 	"       [generator options, as intake gen: --format, --batch, --hops, --flows, ...]\n\n" +
 	"Runs the generator against (a) a receiver that only drains and counts its sockets and (b) the\n" +
 	"full collector (the processors of --config, default all), for --duration each, over loopback.\n" +
@@ -47,6 +47,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	gso := fs.Int("gso", 0, "the generator sends up to `N` datagrams per UDP_SEGMENT (GSO) send (0: off)")
 	sockets := fs.Int("collector-sockets", 0, "`N` collector sockets (SO_REUSEPORT workers); 0: one per core")
 	cli.Alias(fs, "sockets", "collector-sockets", stderr) // gen's --sockets are senders: --senders here
+	gro := fs.Bool("gro", true, "UDP GRO on the collector's sockets (false: each datagram is received alone, as switches' single datagrams are from a NIC without GRO, also when --gso makes the sender cheap)")
 	rcvbuf := fs.Int("rcvbuf", ingest.DefaultRcvBuf, "receive buffer `bytes` requested per collector socket")
 	cfgPath := fs.String("config", "", "collector configuration `file` (its processor sections apply; listeners and http are replaced)")
 	rounds := fs.Int("rounds", 1, "`N` rounds of both phases, alternating; the median round of each phase counts")
@@ -83,7 +84,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	input := gcfg.Input().String()
-	cfg.Listeners = []ingest.Listener{{Format: input, Address: "127.0.0.1", Sockets: *sockets, RcvBuf: *rcvbuf}}
+	cfg.Listeners = []ingest.Listener{{Format: input, Address: "127.0.0.1", Sockets: *sockets, RcvBuf: *rcvbuf, GRO: gro}}
 	cfg.HTTP.Address = ""
 	cfg.FillDefaults()
 	if *cfgPath == "" {
