@@ -2,7 +2,6 @@ package dta
 
 import (
 	"errors"
-	"sync"
 	"sync/atomic"
 )
 
@@ -12,13 +11,17 @@ import (
 // a batch that straddles the end of the ring is written in two parts. "Empty" is explicit:
 // entries exist for s in [max(0, head-capacity), head), so 0 is ordinary data.
 //
-// Each list header also holds a reserve count, raised before a batch is written and caught up
-// by head after it; a reader that copies entries and then reads reserve knows which of them a
-// concurrent batch may have overwritten, and counts those as overwritten instead of
+// Writers need no lock, so that the XDP program (dta.kernel, package xdp) and the translator
+// can append to the same lists. Each list header holds three counts: reserve, raised by a
+// writer to claim the positions it is about to write (one atomic add); done, raised by the
+// entries a writer has finished; and head, which a writer that finishes moves up to reserve
+// when done equals reserve, every claim then being complete. A reader therefore sees only
+// written entries below head; one that copies entries and then reads reserve knows which of
+// them a concurrent batch may have overwritten, and counts those as overwritten instead of
 // returning them (Poll).
 
 const (
-	listHdrBytes   = 64 // head, reserve, padding: one cache line per list
+	listHdrBytes   = 64 // head, reserve, done, padding: one cache line per list
 	MaxAppendBatch = 64
 )
 
@@ -29,7 +32,6 @@ type Append struct {
 	cap    uint64
 	stride int
 	rings  uint64 // offset of the first ring
-	locks  []sync.Mutex
 }
 
 // AppendHeader is the region header for an Append configuration.
@@ -48,9 +50,20 @@ func NewAppend(r *Region) (*Append, error) {
 	h := &r.Hdr
 	a := &Append{R: r, lists: int(h.Slots), cap: h.Capacity, stride: int(h.SlotBytes), rings: h.Slots * listHdrBytes}
 	if !r.ReadOnly {
-		a.locks = make([]sync.Mutex, a.lists)
+		a.settle()
 	}
 	return a, nil
+}
+
+// settle makes every list's claims its head, before any writer runs: a batch a stopped
+// writer claimed and did not finish is forgotten (its positions are written again by the
+// next claims), and a store of a version without done starts with done = head.
+func (a *Append) settle() {
+	for l := range a.lists {
+		h := a.head(l).Load()
+		a.reserve(l).Store(h)
+		a.done(l).Store(h)
+	}
 }
 
 // Lists is the number of lists.
@@ -66,6 +79,7 @@ func (a *Append) head(l int) *atomic.Uint64 { return a.R.atom(uint64(l) * listHd
 func (a *Append) reserve(l int) *atomic.Uint64 {
 	return a.R.atom(uint64(l)*listHdrBytes + 8)
 }
+func (a *Append) done(l int) *atomic.Uint64 { return a.R.atom(uint64(l)*listHdrBytes + 16) }
 
 // Head is the number of entries ever appended to list l.
 func (a *Append) Head(l int) uint64 { return a.head(l).Load() }
@@ -76,18 +90,49 @@ func (a *Append) ring(l int) []byte {
 	return a.R.Data[o : o+sz]
 }
 
-// WriteBatch appends the k entries in b (k·Stride bytes, k ≤ MaxAppendBatch) to list l.
+// WriteBatch appends the k entries in b (k·Stride bytes, k ≤ MaxAppendBatch) to list l. Any
+// number of writers may append at once, the kernel's included: each claims its positions,
+// writes them and publishes (the package doc). k must not exceed the capacity.
 func (a *Append) WriteBatch(l int, b []byte, k int) {
-	mu := &a.locks[l]
-	mu.Lock()
-	h := a.head(l).Load()
-	a.reserve(l).Store(h + uint64(k))
+	a.write(l, a.claim(l, k), b, k)
+	a.commit(l, k)
+}
+
+// claim reserves k positions of list l and returns the first.
+func (a *Append) claim(l, k int) uint64 { return a.reserve(l).Add(uint64(k)) - uint64(k) }
+
+// write puts the k entries in b at positions s... of list l.
+func (a *Append) write(l int, s uint64, b []byte, k int) {
 	ring := a.ring(l)
-	pos := int(h&(a.cap-1)) * a.stride
+	pos := int(s&(a.cap-1)) * a.stride
 	n := copy(ring[pos:], b[:k*a.stride])
 	copy(ring, b[n:k*a.stride]) // the part past the end of the ring, at its start
-	a.head(l).Store(h + uint64(k))
-	mu.Unlock()
+}
+
+// commit counts k written entries of list l as done and publishes them if it can.
+func (a *Append) commit(l, k int) {
+	a.done(l).Add(uint64(k))
+	a.publish(l)
+}
+
+// publish moves list l's head up to its reserve if every claim is complete. done is read
+// before reserve: equal, every position claimed by the time reserve was read had been
+// written by the time done was (done never counts a claim made after it was read). A writer
+// that sees a claim outstanding leaves the head to that claim's writer, which publishes in
+// turn when it finishes.
+func (a *Append) publish(l int) {
+	head, reserve, done := a.head(l), a.reserve(l), a.done(l)
+	for {
+		d := done.Load()
+		r := reserve.Load()
+		if d != r {
+			return
+		}
+		h := head.Load()
+		if h >= r || head.CompareAndSwap(h, r) {
+			return
+		}
+	}
 }
 
 // ErrCursor is returned for a cursor past the head.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -184,6 +185,108 @@ func TestAppendWrapAndOverwritten(t *testing.T) {
 	a.reserve(1).Store(104)
 	if n, next, over, _ := a.Poll(1, 36, 10, dst); n != 6 || next != 46 || over != 4 || binary.BigEndian.Uint32(dst) != 40 {
 		t.Fatalf("racing batch: %d %d %d first %d", n, next, over, binary.BigEndian.Uint32(dst))
+	}
+}
+
+// TestAppendConcurrentWriters: writers append to one list at once, without a lock (as the
+// XDP program and the translator do with dta.kernel). Every entry is written exactly once,
+// each writer's in its order; a reader polling meanwhile only ever gets written entries
+// (never a claimed position not yet written: entry values are never 0); at rest head,
+// reserve and done are the total. A slow writer's outstanding claim holds the head back until
+// it commits; a reopened store settles a claim left unfinished.
+func TestAppendConcurrentWriters(t *testing.T) {
+	const writers, perWriter = 4, 20000
+	a := anonAppend(t, AppendConfig{Lists: 2, Entries: 1 << 17, ValueBytes: 4, Batch: 1})
+	stop := make(chan struct{})
+	polled := make(chan error, 1)
+	go func() { // a reader, following the head
+		dst := make([]byte, 64*4)
+		var cur uint64
+		for {
+			select {
+			case <-stop:
+				polled <- nil
+				return
+			default:
+			}
+			n, next, over, err := a.Poll(1, cur, 64, dst)
+			if err != nil || over != 0 {
+				polled <- fmt.Errorf("poll at %d: %v, %d overwritten", cur, err, over)
+				return
+			}
+			for i := range n {
+				if binary.BigEndian.Uint32(dst[4*i:]) == 0 {
+					polled <- fmt.Errorf("entry %d read before it was written", cur+uint64(i))
+					return
+				}
+			}
+			cur = next
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var e [3 * 4]byte
+			for i := 0; i < perWriter; {
+				k := 1 + i%3 // batches of 1, 2 and 3 entries
+				k = min(k, perWriter-i)
+				for j := range k {
+					binary.BigEndian.PutUint32(e[4*j:], uint32(w+1)<<24|uint32(i+j))
+				}
+				a.WriteBatch(1, e[:4*k], k)
+				i += k
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if err := <-polled; err != nil {
+		t.Fatal(err)
+	}
+	const total = writers * perWriter
+	if h, r, d := a.Head(1), a.reserve(1).Load(), a.done(1).Load(); h != total || r != total || d != total {
+		t.Fatalf("head %d, reserve %d, done %d; want %d", h, r, d, total)
+	}
+	dst := make([]byte, total*4)
+	n, _, _, _ := a.Poll(1, 0, total, dst)
+	next := make([]uint32, writers)
+	for i := range n {
+		v := binary.BigEndian.Uint32(dst[4*i:])
+		w := v>>24 - 1
+		if w >= writers || v&0xffffff != next[w] {
+			t.Fatalf("entry %d = %#x: writer %d's next is %d", i, v, w, next[w])
+		}
+		next[w]++
+	}
+	if n != total {
+		t.Fatalf("%d entries, want %d", n, total)
+	}
+	// A slow writer: its claim is outstanding while a later one is written and committed.
+	// The later entries are not published until the slow writer commits, since the head
+	// would then pass an entry not written yet.
+	slow := a.claim(0, 2)
+	a.WriteBatch(0, append(be32(3), be32(4)...), 2)
+	if h := a.Head(0); h != 0 {
+		t.Fatalf("head %d with positions 0 and 1 claimed and not written: want 0", h)
+	}
+	a.write(0, slow, append(be32(1), be32(2)...), 2)
+	a.commit(0, 2)
+	if n, next, _, _ := a.Poll(0, 0, 8, dst); n != 4 || next != 4 || binary.BigEndian.Uint32(dst) != 1 || binary.BigEndian.Uint32(dst[12:]) != 4 {
+		t.Fatalf("after the slow writer's commit: %d entries to %d, first %d", n, next, binary.BigEndian.Uint32(dst))
+	}
+
+	// A writer that stopped between its claim and its commit: the reopened store forgets the
+	// claim, and the next batch takes its positions.
+	a.claim(0, 3)
+	b, err := NewAppend(a.R)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.WriteBatch(0, be32(42), 1)
+	if h, r, d := b.Head(0), b.reserve(0).Load(), b.done(0).Load(); h != 5 || r != 5 || d != 5 {
+		t.Fatalf("after a reopen: head %d, reserve %d, done %d; want 5", h, r, d)
 	}
 }
 
