@@ -254,7 +254,7 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 		BPFRuns: run.XDPRuns, BPFTime: time.Duration(run.XDPRunNs)}
 	// DTA reports the XDP program wrote itself (dta.kernel) never reach user space: they
 	// are received and turned into state all the same (one report per datagram).
-	r.KernelDTA = run.XDPFrames["dta_key_write"] + run.XDPFrames["dta_key_increment"]
+	r.KernelDTA = run.XDPFrames["dta_key_write"] + run.XDPFrames["dta_key_increment"] + run.XDPFrames["dta_append"]
 	r.Received += r.KernelDTA
 	r.Reports += r.KernelDTA
 	if drain && sent.Datagrams > 0 {

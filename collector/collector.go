@@ -440,6 +440,9 @@ func (c *Collector) kernelDTA() (*kernelDTAComp, error) {
 		spec := xdp.DTA{HeaderLen: w.HeaderLen, KeyLen: w.KeyLen, DataLen: w.DataLen, Seed: d.Seed,
 			KWSlots: d.KeyWrite.Slots, KWMaxN: d.KeyWrite.MaxRedundancy, KWCheckBits: d.KeyWrite.ChecksumBits, KWValueBytes: d.KeyWrite.ValueBytes,
 			KISlots: d.KeyIncrement.Slots, KIMaxN: d.KeyIncrement.MaxRedundancy}
+		if d.Append.ValueBytes <= 4 { // 4-byte entries; wider ones stay user space's
+			spec.APLists, spec.APEntries = d.Append.Lists, d.Append.Entries
+		}
 		if err := spec.Check(); err != nil {
 			return nil, fmt.Errorf("dta.kernel: listeners[%d]: %w", i, err)
 		}
@@ -456,7 +459,11 @@ func (k *kernelDTAComp) Start(context.Context) error {
 		return err
 	}
 	k.st = st
-	k.c.Translator.SetKernel(&dta.KernelMem{KW: st.KW, KI: st.KI, KWID: st.KWID(), KIID: st.KIID()})
+	km := &dta.KernelMem{KW: st.KW, KI: st.KI, KWID: st.KWID(), KIID: st.KIID()}
+	if k.spec.APLists > 0 {
+		km.AP, km.APID = st.AP, st.APID()
+	}
+	k.c.Translator.SetKernel(km)
 	k.c.Receiver.SetDTAStores(st)
 	return nil
 }

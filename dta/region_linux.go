@@ -76,7 +76,7 @@ func mapKernelArray(id uint32, size int) ([]byte, error) {
 	}
 	// The id comes from a file: only an array of intake's stores, of the header's size.
 	name := string(bytes.TrimRight(info.Name[:], "\x00"))
-	if info.Type != bpfMapArray || info.ValueSize != 8 || int(info.MaxEntries)*8 != size || (name != "kw_store" && name != "ki_store") {
+	if info.Type != bpfMapArray || info.ValueSize != 8 || int(info.MaxEntries)*8 != size || (name != "kw_store" && name != "ki_store" && name != "ap_store") {
 		return nil, fmt.Errorf("BPF map %d (%q): type %d, %d slots of %d bytes: not a store of %d bytes", id, name, info.Type, info.MaxEntries, info.ValueSize, size)
 	}
 	return syscall.Mmap(int(fd), 0, size, syscall.PROT_READ, syscall.MAP_SHARED)

@@ -51,11 +51,12 @@ func WriterDirs() []string {
 }
 
 // KernelMem is the memory of kernel-written stores (dta.kernel; package xdp's DTAStores):
-// the data of the Key-Write and Key-Increment regions, held in BPF arrays, and the arrays'
-// ids, which the region headers give readers.
+// the data of the Key-Write, Key-Increment and Append regions, held in BPF arrays, and the
+// arrays' ids, which the region headers give readers. AP is nil when the kernel does not
+// append (append.value_bytes above 4): the Append region stays the file's.
 type KernelMem struct {
-	KW, KI     []byte
-	KWID, KIID uint32
+	KW, KI, AP       []byte
+	KWID, KIID, APID uint32
 }
 
 // OpenStores creates or reopens the regions of cfg.DataDir for writing: it creates the
@@ -63,8 +64,8 @@ type KernelMem struct {
 // directory's lock until Close (datadir.go).
 func OpenStores(cfg *Config) (_ *Stores, err error) { return openStores(cfg, nil) }
 
-// openStores is OpenStores, with the Key-Write and Key-Increment data in kernel memory km
-// when set: the files' data is copied in at the start and back at Close.
+// openStores is OpenStores, with the Key-Write, Key-Increment and Append data in kernel
+// memory km when set: the files' data is copied in at the start and back at Close.
 func openStores(cfg *Config, km *KernelMem) (_ *Stores, err error) {
 	writerDirs.Lock()
 	writerDirs.dirs = append(writerDirs.dirs, cfg.DataDir)
@@ -126,6 +127,11 @@ func openStores(cfg *Config, km *KernelMem) (_ *Stores, err error) {
 	}
 	if r, err = open(FileAppend, AppendHeader(cfg.Append)); err != nil {
 		return nil, err
+	}
+	if km != nil && km.AP != nil {
+		if err := r.useKernel(km.AP, km.APID); err != nil {
+			return nil, err
+		}
 	}
 	if s.AP, err = NewAppend(r); err != nil {
 		return nil, err

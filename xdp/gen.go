@@ -7,4 +7,4 @@ package xdp
 // (-fdebug-compilation-dir=.): either would otherwise hold the checkout's path and make
 // the object differ between checkouts.
 //
-//go:generate sh -c "clang -O2 -g -target bpf -fdebug-compilation-dir=. -I/usr/include/$(uname -m)-linux-gnu -c bpf/intake.c -o intake_bpfel.o && llvm-strip -g intake_bpfel.o"
+//go:generate sh -c "clang -O2 -g -target bpf -mcpu=v3 -fdebug-compilation-dir=. -I/usr/include/$(uname -m)-linux-gnu -c bpf/intake.c -o intake_bpfel.o && llvm-strip -g intake_bpfel.o"

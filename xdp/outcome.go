@@ -13,10 +13,11 @@ const (
 	PassIPv6Ext                    // IPv6 with extension headers: passed
 	DTAKeyWrite                    // a DTA Key-Write report the program wrote into its store (DTAStores), dropped
 	DTAKeyIncrement                // a DTA Key-Increment report the program added into its store, dropped
+	DTAAppend                      // a DTA Append report the program appended to its list, dropped
 	NumOutcomes
 )
 
-var outcomeNames = [...]string{"redirected", "pass_other", "pass_fragment", "pass_malformed", "pass_no_socket", "pass_ipv6_ext", "dta_key_write", "dta_key_increment"}
+var outcomeNames = [...]string{"redirected", "pass_other", "pass_fragment", "pass_malformed", "pass_no_socket", "pass_ipv6_ext", "dta_key_write", "dta_key_increment", "dta_append"}
 
 func (o Outcome) String() string {
 	if o >= 0 && int(o) < len(outcomeNames) {

@@ -58,14 +58,14 @@ type Options struct {
 }
 
 // DTAStores are the kernel-written DTA stores: BPF_F_MMAPABLE arrays of 8-byte slots, mapped
-// into this process. KW and KI are their memory: the data of a Key-Write and a
-// Key-Increment region (docs/dta-layout.md) that the program writes and user space reads and
-// writes too (the translator's own reports, queries). They outlive programs: a restart
+// into this process. KW, KI and AP are their memory: the data of a Key-Write, a
+// Key-Increment and an Append region (docs/dta-layout.md) that the program writes and user
+// space reads and writes too (the translator's own reports, queries). They outlive programs: a restart
 // attaches a new program to the same stores.
 type DTAStores struct {
-	D      DTA
-	KW, KI []byte
-	kw, ki *ebpf.Map
+	D          DTA
+	KW, KI, AP []byte
+	kw, ki, ap *ebpf.Map
 }
 
 // NewDTAStores creates the arrays for d and maps them.
@@ -98,12 +98,16 @@ func NewDTAStores(d DTA) (_ *DTAStores, err error) {
 	if s.ki, s.KI, err = mk("ki_store", d.KISlots); err != nil {
 		return nil, err
 	}
+	if s.ap, s.AP, err = mk("ap_store", d.APBytes()/8); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
-// KWID and KIID are the arrays' ids (for readers: dta's region headers name them).
+// KWID, KIID and APID are the arrays' ids (for readers: dta's region headers name them).
 func (s *DTAStores) KWID() uint32 { return mapID(s.kw) }
 func (s *DTAStores) KIID() uint32 { return mapID(s.ki) }
+func (s *DTAStores) APID() uint32 { return mapID(s.ap) }
 
 func mapID(m *ebpf.Map) uint32 {
 	info, err := m.Info()
@@ -117,13 +121,13 @@ func mapID(m *ebpf.Map) uint32 {
 // Close unmaps and releases the arrays (a program still attached keeps them alive).
 func (s *DTAStores) Close() error {
 	var errs []error
-	for _, m := range []*[]byte{&s.KW, &s.KI} {
+	for _, m := range []*[]byte{&s.KW, &s.KI, &s.AP} {
 		if cap(*m) > 0 {
 			errs = append(errs, unix.Munmap((*m)[:cap(*m)]))
 			*m = nil
 		}
 	}
-	for _, m := range []*ebpf.Map{s.kw, s.ki} {
+	for _, m := range []*ebpf.Map{s.kw, s.ki, s.ap} {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}
@@ -200,6 +204,7 @@ func load(port uint16, st *DTAStores) (*ebpf.Collection, error) {
 			"dta_data_len": uint8(d.DataLen), "dta_seed": d.Seed,
 			"kw_mask": uint32(max(d.KWSlots, 1) - 1), "kw_maxn": uint32(d.KWMaxN), "kw_cmask": cm, "kw_vbytes": uint32(d.KWValueBytes),
 			"ki_mask": uint32(max(d.KISlots, 1) - 1), "ki_maxn": uint32(d.KIMaxN),
+			"ap_lists": uint32(d.APLists), "ap_mask": uint32(max(d.APEntries, 1) - 1),
 		} {
 			if err := spec.Variables[name].Set(v); err != nil {
 				return nil, fmt.Errorf("setting %s: %w", name, err)
@@ -213,7 +218,8 @@ func load(port uint16, st *DTAStores) (*ebpf.Collection, error) {
 		}
 		spec.Maps["kw_store"].MaxEntries = uint32(max(d.KWSlots, 1))
 		spec.Maps["ki_store"].MaxEntries = uint32(max(d.KISlots, 1))
-		opts.MapReplacements = map[string]*ebpf.Map{"kw_store": st.kw, "ki_store": st.ki}
+		spec.Maps["ap_store"].MaxEntries = uint32(max(d.APBytes()/8, 1))
+		opts.MapReplacements = map[string]*ebpf.Map{"kw_store": st.kw, "ki_store": st.ki, "ap_store": st.ap}
 	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, opts)
 	if err != nil {

@@ -2,6 +2,7 @@ package xdp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -124,7 +125,7 @@ func TestObjectMatchesSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("clang", "-O2", "-g", "-target", "bpf", "-fdebug-compilation-dir=.", "-I/usr/include/"+strings.TrimSpace(string(arch))+"-linux-gnu", "-c", "bpf/intake.c", "-o", out)
+	cmd := exec.Command("clang", "-O2", "-g", "-target", "bpf", "-mcpu=v3", "-fdebug-compilation-dir=.", "-I/usr/include/"+strings.TrimSpace(string(arch))+"-linux-gnu", "-c", "bpf/intake.c", "-o", out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("clang: %v: %s", err, b)
 	}
@@ -147,8 +148,8 @@ func dtaFrame(t testing.TB, p string) []byte {
 }
 
 // TestProgramDTAFrames: with the kernel stores, the program writes exactly the single
-// Key-Write and Key-Increment reports the translator would write the same way, and passes
-// every other DTA datagram up (here: XDP_PASS, the XSKMAP being empty).
+// Key-Write, Key-Increment and Append reports the translator would write the same way, and
+// passes every other DTA datagram up (here: XDP_PASS, the XSKMAP being empty).
 func TestProgramDTAFrames(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: loading a BPF program needs root (CAP_BPF)")
@@ -170,7 +171,13 @@ func TestProgramDTAFrames(t *testing.T) {
 		{"key-write truncated", "0100 02 0a0b0c0d 1122", xdpPass, PassNoSocket},
 		{"key-write one byte long (3-byte layout?)", "0100 02 0a0b0c0d 11223344 00", xdpPass, PassNoSocket},
 		{"key-increment redundancy above N", "0300 03 0a0b0c0d 0000000000000005", xdpPass, PassNoSocket},
-		{"append", "0200 00000001 0000000a", xdpPass, PassNoSocket},
+		{"append", "0200 00000001 0000000a", xdpDrop, DTAAppend},
+		{"append, last list", "0280 00000003 0000000a", xdpDrop, DTAAppend},
+		{"append to a list beyond the store's", "0200 00000004 0000000a", xdpPass, PassNoSocket},
+		{"append to list 2^32-1", "0200 ffffffff 0000000a", xdpPass, PassNoSocket},
+		{"append batch", "0201 02 00000001 0000000a 00000002 0000000b", xdpPass, PassNoSocket},
+		{"append truncated", "0200 00000001 0000", xdpPass, PassNoSocket},
+		{"append one byte long", "0200 00000001 0000000a 00", xdpPass, PassNoSocket},
 		{"postcard", "0400 0a0b0c0d 01 11223344", xdpPass, PassNoSocket},
 		{"bad opcode", "0900 02 0a0b0c0d 11223344", xdpPass, PassNoSocket},
 		{"one byte", "01", xdpPass, PassNoSocket},
@@ -201,7 +208,7 @@ func TestProgramDTAFrames(t *testing.T) {
 
 // FuzzProgramDTA runs the kernel's program with the DTA stores on arbitrary UDP payloads to
 // the port: it must return XDP_PASS or XDP_DROP (never fail), and drop only what user space
-// would read as one Key-Write or Key-Increment report of the exact length.
+// would read as one Key-Write, Key-Increment or Append report of the exact length.
 func FuzzProgramDTA(f *testing.F) {
 	for _, s := range []string{"0100 02 0a0b0c0d 11223344", "0300 01 0a0b0c0d 0000000000000005", "0101 02 02 0a0b0c0d 11223344 02 0a0b0c0e 11223345", "0200 00000001 0000000a", ""} {
 		f.Add(frame(f, s))
@@ -226,9 +233,10 @@ func FuzzProgramDTA(f *testing.F) {
 		case xdpDrop:
 			ok := len(p) >= 3 && p[1]&1 == 0 &&
 				(p[0] == 1 && len(p) == 2+1+4+4 && p[2] >= 1 && p[2] <= 4 ||
-					p[0] == 3 && len(p) == 2+1+4+8 && p[2] >= 1 && p[2] <= 2)
+					p[0] == 3 && len(p) == 2+1+4+8 && p[2] >= 1 && p[2] <= 2 ||
+					p[0] == 2 && len(p) == 2+4+4 && binary.BigEndian.Uint32(p[2:]) < 4)
 			if !ok {
-				t.Fatalf("dropped %x, which is not a single Key-Write or Key-Increment the translator takes", p)
+				t.Fatalf("dropped %x, which is not a single Key-Write, Key-Increment or Append the translator takes", p)
 			}
 		default:
 			t.Fatalf("action %d", ret)
@@ -237,10 +245,11 @@ func FuzzProgramDTA(f *testing.F) {
 }
 
 // loadDTAProgram loads the program's collection for port 40040 with small DTA stores (4-byte keys and
-// values: the DTA frame tables' geometry), both closed when tb ends.
+// values, 4 Append lists: the DTA frame tables' geometry), both closed when tb ends.
 func loadDTAProgram(tb testing.TB) *ebpf.Collection {
 	tb.Helper()
-	st, err := NewDTAStores(DTA{HeaderLen: 2, KeyLen: 4, DataLen: 4, Seed: 1, KWSlots: 64, KWMaxN: 4, KWCheckBits: 32, KWValueBytes: 4, KISlots: 64, KIMaxN: 2})
+	st, err := NewDTAStores(DTA{HeaderLen: 2, KeyLen: 4, DataLen: 4, Seed: 1, KWSlots: 64, KWMaxN: 4, KWCheckBits: 32, KWValueBytes: 4, KISlots: 64, KIMaxN: 2,
+		APLists: 4, APEntries: 64})
 	if err != nil {
 		tb.Fatal(err)
 	}

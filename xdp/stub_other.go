@@ -61,8 +61,8 @@ func (s *Socket) Close() error     { return nil }
 
 // DTAStores are kernel-written DTA stores (Linux only).
 type DTAStores struct {
-	D      DTA
-	KW, KI []byte
+	D          DTA
+	KW, KI, AP []byte
 }
 
 // NewDTAStores refuses: BPF arrays are Linux's.
@@ -70,6 +70,7 @@ func NewDTAStores(DTA) (*DTAStores, error) { return nil, errNotLinux }
 
 func (s *DTAStores) KWID() uint32 { return 0 }
 func (s *DTAStores) KIID() uint32 { return 0 }
+func (s *DTAStores) APID() uint32 { return 0 }
 func (s *DTAStores) Close() error { return nil }
 
 func (p *Program) RunStats() (uint64, time.Duration) { return 0, 0 }

@@ -24,6 +24,7 @@ enum {
 	outcome_ipv6_ext,        // IPv6 with extension headers: passed, the kernel handles them
 	outcome_dta_key_write,   // a DTA Key-Write report written into kw_store, dropped
 	outcome_dta_key_increment, // a DTA Key-Increment report added into ki_store, dropped
+	outcome_dta_append,      // a DTA Append report appended to its list in ap_store, dropped
 	num_outcomes,
 };
 
@@ -59,6 +60,8 @@ volatile const __u32 kw_cmask = 0;
 volatile const __u32 kw_vbytes = 4;
 volatile const __u32 ki_mask = 0;
 volatile const __u32 ki_maxn = 0;
+volatile const __u32 ap_lists = 0; // 0: Append reports go to user space
+volatile const __u32 ap_mask = 0;  // entries per list - 1 (entries of 4 bytes)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -75,6 +78,16 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } ki_store SEC(".maps");
+
+// The Append store's data: lists headers of 64 bytes (head, reserve, done: u64 at 0, 8, 16),
+// then each list's ring of 4-byte entries (docs/dta-layout.md, "Append").
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} ap_store SEC(".maps");
 
 struct vlan_hdr {
 	__be16 tci;
@@ -162,7 +175,7 @@ static __always_inline __u64 key_hash(__u8 *k)
 #define DTA_MAX 100
 
 // dta handles the DTA datagram of plen bytes at offset off of the frame if it is a single
-// Key-Write or Key-Increment report the stores take as the translator would: 1 when written
+// Key-Write, Key-Increment or Append report the stores take as the translator would: 1 when written
 // (the frame is then dropped), 0 to hand it to user space (batches, other primitives,
 // anything the translator would count as bad, and lengths the decoder reads specially).
 // The datagram is copied to the stack first (bpf_xdp_load_bytes): reads at offsets that
@@ -235,6 +248,50 @@ static __always_inline int dta(struct xdp_md *ctx, __u32 off, __u32 plen, __u32 
 				__sync_fetch_and_add(s, add);
 		}
 		*outcome = outcome_dta_key_increment;
+		return 1;
+	}
+	if (op == 2 && ap_lists > 0) { // Append
+		__u32 need = hl + 4 + dl;
+		if (plen != need || need > DTA_MAX || dl > 4)
+			return 0;
+		if (bpf_xdp_load_bytes(ctx, off, b, need) < 0)
+			return 0;
+		__u32 list = (__u32)b[hl] << 24 | (__u32)b[hl + 1] << 16 | (__u32)b[hl + 2] << 8 | b[hl + 3];
+		if (list >= ap_lists)
+			return 0; // user space counts it (bad_list_id)
+		// The data right-aligned into the 4-byte entry, in wire order: in memory the entry's
+		// bytes are the low bytes of e first (little-endian).
+		__u32 e = 0;
+		for (__u32 i = 0; i < 4; i++) {
+			if (i >= dl)
+				break;
+			e = e << 8 | b[hl + 4 + i];
+		}
+		e = __builtin_bswap32(e);
+		__u32 hk = list * 8;
+		__u64 *head = bpf_map_lookup_elem(&ap_store, &hk);
+		hk++;
+		__u64 *reserve = bpf_map_lookup_elem(&ap_store, &hk);
+		hk++;
+		__u64 *done = bpf_map_lookup_elem(&ap_store, &hk);
+		if (!head || !reserve || !done)
+			return 0;
+		// The writers' protocol of dta.Append: claim, write, count done, publish.
+		__u64 s = __sync_fetch_and_add(reserve, 1);
+		__u64 o = (__u64)ap_lists * 64 + ((__u64)list * ((__u64)ap_mask + 1) + (s & ap_mask)) * 4;
+		__u32 ei = o >> 3;
+		__u64 *el = bpf_map_lookup_elem(&ap_store, &ei);
+		if (el)
+			*(__u32 *)((__u8 *)el + (o & 4)) = e;
+		__sync_fetch_and_add(done, 1);
+		for (int i = 0; i < 8; i++) {
+			__u64 d = *(volatile __u64 *)done;
+			__u64 r = *(volatile __u64 *)reserve;
+			__u64 h = *(volatile __u64 *)head;
+			if (d != r || h >= r || __sync_val_compare_and_swap(head, h, r) == h)
+				break;
+		}
+		*outcome = outcome_dta_append;
 		return 1;
 	}
 	return 0;
