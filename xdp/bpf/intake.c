@@ -63,31 +63,23 @@ volatile const __u32 ki_maxn = 0;
 volatile const __u32 ap_lists = 0; // 0: Append reports go to user space
 volatile const __u32 ap_mask = 0;  // entries per list - 1 (entries of 4 bytes)
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} kw_store SEC(".maps");
+// A store's data: a BPF_F_MMAPABLE array of 8-byte elements, sized by the loader.
+#define STORE(name)                                 \
+	struct {                                    \
+		__uint(type, BPF_MAP_TYPE_ARRAY);   \
+		__uint(map_flags, BPF_F_MMAPABLE);  \
+		__uint(max_entries, 1);             \
+		__type(key, __u32);                 \
+		__type(value, __u64);               \
+	} name SEC(".maps")
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} ki_store SEC(".maps");
+STORE(kw_store);
+
+STORE(ki_store);
 
 // The Append store's data: lists headers of 64 bytes (head, reserve, done: u64 at 0, 8, 16),
 // then each list's ring of 4-byte entries (docs/dta-layout.md, "Append").
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} ap_store SEC(".maps");
+STORE(ap_store);
 
 struct vlan_hdr {
 	__be16 tci;
