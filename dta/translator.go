@@ -17,8 +17,8 @@ import (
 // telemetry into them (DTA Table 2): INT-MD path traces → the paths Key-Write store (flow
 // 5-tuple → node ids), per-hop metadata → Postcarding, drop and queue reports → Append
 // lists, a report count per flow → Key-Increment. It runs in the ingest workers: no lock on
-// the Key-Write and Key-Increment paths, one spin lock per postcard cache line, one mutex
-// per Append batch. A report's flow key is hashed once for every store of the same seed,
+// the Key-Write, Key-Increment and Append paths (an Append batch claims its positions with
+// one atomic add), one spin lock per postcard cache line. A report's flow key is hashed once for every store of the same seed,
 // and a trace's postcards are added under one cache-line lock; counters are the worker's,
 // published at Flush. ProcessBatch (the workers' path) prefetches a group of reports' store
 // slots, cache lines and chunks before it writes them. Bad input is counted by reason and never written. Detected events reach
@@ -110,7 +110,7 @@ type Translator struct {
 	stats    []workerStats
 
 	keyLen   int        // decoder.dta.key_len, for API queries
-	kernel   *KernelMem // dta.kernel: the Key-Write and Key-Increment data (SetKernel)
+	kernel   *KernelMem // dta.kernel: the Key-Write, Key-Increment and Append data (SetKernel)
 	bus      *event.Bus
 	consumer *event.Consumer // the event list's, between Start and Stop
 	evCancel context.CancelFunc
@@ -150,7 +150,7 @@ func NewTranslator(cfg Config, deps Deps) *Translator {
 // Name implements ingest.Processor.
 func (t *Translator) Name() string { return "dta" }
 
-// SetKernel puts the Key-Write and Key-Increment stores' data in km, memory the kernel's
+// SetKernel puts the Key-Write, Key-Increment and Append stores' data in km, memory the kernel's
 // XDP program writes too (dta.kernel), from the next Start on. The composition root calls
 // it before Start.
 func (t *Translator) SetKernel(km *KernelMem) { t.kernel = km }

@@ -90,7 +90,7 @@ type Receiver struct {
 }
 
 // SetDTAStores makes the XDP programs of the listeners with format dta and mode xdp write
-// DTA Key-Write and Key-Increment reports into st (dta.kernel), from the next Start on. The
+// DTA Key-Write, Key-Increment and Append reports into st (dta.kernel), from the next Start on. The
 // composition root calls it before Start, with the stores it gave the DTA translator.
 func (c *Receiver) SetDTAStores(st *xdp.DTAStores) { c.dtaStores = st }
 
