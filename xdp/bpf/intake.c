@@ -46,8 +46,8 @@ struct {
 volatile const __u16 listen_port = 0;
 
 // DTA in the kernel (dta.kernel): the wire widths and the stores' geometry, set by the loader
-// from the collector's configuration; the stores are BPF_F_MMAPABLE arrays of 8-byte slots
-// that the collector maps as the data of its Key-Write and Key-Increment regions
+// from the collector's configuration; the stores are BPF_F_MMAPABLE arrays of 8-byte words
+// that the collector maps as the data of its Key-Write, Key-Increment and Append regions
 // (docs/dta-layout.md), sized by the loader.
 volatile const __u8 dta_kernel = 0;
 volatile const __u8 dta_hdr_len = 2;
