@@ -563,20 +563,20 @@ func (d *Detector) run(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Repo
 }
 
 // check applies the rules to value x of one key: e carries the key, scope, measurement and
-// times; the events raised are queued (emit). The key's above state is bit of *above (kept
-// apart from v, so that a value's state is two words).
+// times; the events raised are queued (emit). wasAbove is the key's above state, kept apart
+// from v (so that a value's state is two words); check returns the new one.
 //
 // lf is the flow op's lazy event template (nil for switch ops): it is prepared before the
 // first event.
 //
 // The caller counts the values it checks (cValues), once per operation: an increment per
 // value through memory would chain every check to the one before.
-func (d *Detector) check(c *[nCounts]uint64, b *batch, lf *lazyFlow, v *val, above *uint16, bit uint16, x uint64, isNew bool, e *event.Event) {
+func (d *Detector) check(c *[nCounts]uint64, b *batch, lf *lazyFlow, v *val, wasAbove bool, x uint64, isNew bool, e *event.Event) (above bool) {
 	m := e.Measurement
 	prevCur := v.cur
 	if isNew {
 		*v = val{ref: x, cur: x}
-		*above &^= bit
+		wasAbove = false
 		prevCur = 0
 		lf.prepare(e)
 		e.Kind, e.Prev, e.Value, e.Threshold = event.KindNewKey, 0, x, 0
@@ -596,19 +596,68 @@ func (d *Detector) check(c *[nCounts]uint64, b *batch, lf *lazyFlow, v *val, abo
 		}
 	}
 	a := b.thr.above[m]
-	if x > a {
-		if *above&bit == 0 {
-			*above |= bit
-			lf.prepare(e)
-			e.Kind, e.Prev, e.Value, e.Threshold = event.KindAbove, prevCur, x, a
-			b.emit(c, e)
-		}
-	} else if *above&bit != 0 {
-		*above &^= bit
+	above = x > a
+	if above != wasAbove {
 		lf.prepare(e)
 		e.Kind, e.Prev, e.Value, e.Threshold = event.KindBelow, prevCur, x, a
+		if above {
+			e.Kind = event.KindAbove
+		}
 		b.emit(c, e)
 	}
+	return above
+}
+
+// quiet reports whether value x of a key that has a value raises nothing: no change beyond
+// t from the reference V(t1), no crossing of level a (wasAbove: the key's above bit). It is
+// the common case, tested inline; check handles the rest.
+func quiet(v *val, wasAbove bool, x, t, a uint64) bool {
+	d := x - v.ref
+	if x < v.ref {
+		d = v.ref - x
+	}
+	return d <= t && (x > a) == wasAbove
+}
+
+// swValue applies value i (bit 1<<i) of measurement m, x, to switch key entry en: inline
+// when it raises nothing, else through check with the switch ops' event template (b.swEv),
+// filled here for the key: most values raise nothing, and the template is most of an event.
+func (d *Detector) swValue(c *[nCounts]uint64, b *batch, en *swEntry, i int, m event.Measurement, x uint64) {
+	bit := uint8(1) << i
+	if en.has&bit != 0 && quiet(&en.v[i], en.above&bit != 0, x, b.thr.change[m], b.thr.above[m]) {
+		en.v[i].cur = x
+		return
+	}
+	d.swCheck(c, b, en, i, m, x)
+}
+
+func b2u8(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// swCheck is swValue's slow path: the value is new, or raises an event.
+func (d *Detector) swCheck(c *[nCounts]uint64, b *batch, en *swEntry, i int, m event.Measurement, x uint64) {
+	e := &b.swEv
+	e.Time, e.DevTime, e.Measurement = en.last, en.dev, m
+	e.Key = event.Key{Switch: en.key.sw}
+	switch id := en.key.id; en.key.kind {
+	case kQueue:
+		e.Key.Queue = uint8(id)
+	case kPort:
+		e.Key.Port = id
+	case kBuffer:
+		e.Key.Buffer = uint8(id)
+	case kDrop:
+		e.Key.Reason = uint8(id)
+	case kSeq:
+		e.Key.HWID = uint8(id)
+	}
+	bit := uint8(1) << i
+	en.above = en.above&^bit | b2u8(d.check(c, b, nil, &en.v[i], en.above&bit != 0, x, en.has&bit == 0, e))<<i
+	en.has |= bit
 }
 
 func hopDev(h *telemetry.Hop) uint64 {
@@ -626,30 +675,20 @@ func (d *Detector) swShardIdx(sw uint32) int32 { return int32(shardOf(switchHash
 func (d *Detector) swShard(sw uint32) *shard { return d.shards[d.swShardIdx(sw)] }
 
 // hop updates the switch metrics one hop carries; the caller holds the switch's shard lock.
-// The switch ops share one event template (b.swEv): each sets what it uses and clears the
-// key parts it set.
 func (d *Detector) hop(c *[nCounts]uint64, b *batch, s *shard, now int64, h *telemetry.Hop) {
 	const qf = telemetry.FQueueOccupancy | telemetry.FQueueCongestion
 	f := h.Fields
 	c[cValues] += uint64(bits.OnesCount16(uint16(f & (qf | telemetry.FTxUtil | telemetry.FBufferOccupancy))))
-	e := &b.swEv
-	e.Time, e.DevTime = now, hopDev(h)
-	e.Key.Switch = h.NodeID
+	dev := hopDev(h)
 	if f&qf != 0 {
 		en := b.swEntry(s, swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue}, now)
-		en.touch(now, e.DevTime)
-		e.Key.Queue = h.QueueID
+		en.touch(now, dev)
 		if f&telemetry.FQueueOccupancy != 0 {
-			e.Measurement = event.QueueOccupancy
-			d.check(c, b, nil, &en.v[0], &en.above, 1, uint64(h.QueueOccupancy), en.has&1 == 0, e)
-			en.has |= 1
+			d.swValue(c, b, en, 0, event.QueueOccupancy, uint64(h.QueueOccupancy))
 		}
 		if f&telemetry.FQueueCongestion != 0 {
-			e.Measurement = event.QueueCongestion
-			d.check(c, b, nil, &en.v[1], &en.above, 2, uint64(h.QueueCongestion), en.has&2 == 0, e)
-			en.has |= 2
+			d.swValue(c, b, en, 1, event.QueueCongestion, uint64(h.QueueCongestion))
 		}
-		e.Key.Queue = 0
 	}
 	if f&telemetry.FTxUtil != 0 {
 		port := uint32(0)
@@ -657,28 +696,17 @@ func (d *Detector) hop(c *[nCounts]uint64, b *batch, s *shard, now int64, h *tel
 			port = h.EgressPort
 		}
 		en := b.swEntry(s, swKey{sw: h.NodeID, id: port, kind: kPort}, now)
-		en.touch(now, e.DevTime)
-		e.Key.Port, e.Measurement = port, event.TxUtilization
-		d.check(c, b, nil, &en.v[0], &en.above, 1, uint64(h.TxUtil), en.has&1 == 0, e)
-		en.has |= 1
-		e.Key.Port = 0
+		en.touch(now, dev)
+		d.swValue(c, b, en, 0, event.TxUtilization, uint64(h.TxUtil))
 	}
 	if f&telemetry.FBufferOccupancy != 0 {
 		en := b.swEntry(s, swKey{sw: h.NodeID, id: uint32(h.BufferID), kind: kBuffer}, now)
-		en.touch(now, e.DevTime)
-		e.Key.Buffer, e.Measurement = h.BufferID, event.BufferOccupancy
-		d.check(c, b, nil, &en.v[0], &en.above, 1, uint64(h.BufferOccupancy), en.has&1 == 0, e)
-		en.has |= 1
-		e.Key.Buffer = 0
+		en.touch(now, dev)
+		d.swValue(c, b, en, 0, event.BufferOccupancy, uint64(h.BufferOccupancy))
 	}
 }
 
-func (en *swEntry) touch(now int64, dev uint64) {
-	if en.first == 0 {
-		en.first = now
-	}
-	en.last, en.dev = now, dev
-}
+func (en *swEntry) touch(now int64, dev uint64) { en.last, en.dev = now, dev }
 
 // drop counts a dropped-packet report per (reporting node, reason); the caller holds the
 // node's shard lock.
@@ -687,37 +715,27 @@ func (d *Detector) drop(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Rep
 	if r.Has&telemetry.HasDropReason != 0 {
 		reason = r.DropReason
 	}
-	e := &b.swEv
-	e.Time, e.DevTime, e.Measurement = r.RecvTime, r.IngressTS, event.Drops
-	e.Key.Switch, e.Key.Reason = r.NodeID, reason
 	en := b.swEntry(s, swKey{sw: r.NodeID, id: uint32(reason), kind: kDrop}, r.RecvTime)
 	en.touch(r.RecvTime, r.IngressTS)
 	c[cValues]++
-	d.check(c, b, nil, &en.v[0], &en.above, 1, en.v[0].cur+1, en.has == 0, e)
-	en.has = 1
-	e.Key.Reason = 0
+	d.swValue(c, b, en, 0, event.Drops, en.v[0].cur+1)
 }
 
 // seq counts reports missing from the sequence of (node, hw_id): a jump forward by n > 1 adds
 // n−1. A step backwards (reordering, or a restarted reporter) only resynchronizes. The
 // caller holds the node's shard lock.
 func (d *Detector) seq(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Report) {
-	e := &b.swEv
-	e.Time, e.DevTime, e.Measurement = r.RecvTime, r.IngressTS, event.SeqGaps
-	e.Key.Switch, e.Key.HWID = r.NodeID, r.HWID
 	en := b.swEntry(s, swKey{sw: r.NodeID, id: uint32(r.HWID), kind: kSeq}, r.RecvTime)
 	en.touch(r.RecvTime, r.IngressTS)
 	gaps := en.v[0].cur
 	if en.seqOK {
-		if step := r.Seq - en.seq; step > 1 && step < 1<<31 {
+		if step := r.Seq - uint32(*en.seq()); step > 1 && step < 1<<31 {
 			gaps += uint64(step - 1)
 		}
 	}
-	en.seq, en.seqOK = r.Seq, true
+	*en.seq(), en.seqOK = uint64(r.Seq), true
 	c[cValues]++
-	d.check(c, b, nil, &en.v[0], &en.above, 1, gaps, en.has == 0, e)
-	en.has = 1
-	e.Key.HWID = 0
+	d.swValue(c, b, en, 0, event.SeqGaps, gaps)
 }
 
 // lazyFlow fills a flow op's event template on the first event the op raises: most
@@ -811,13 +829,19 @@ func (d *Detector) flow(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Rep
 	en.pathHash, en.npath = ph, uint8(min(n, 255))
 
 	// End-to-end latency: the sum of the hop latencies present.
+	thr := &b.thr
 	if nlat > 0 {
-		e.Measurement = event.FlowLatency
-		d.check(c, b, &lf, &en.lat, &en.above, latAbove, lat, !en.hasLat, e)
+		if !en.hasLat || !quiet(&en.lat, en.above&latAbove != 0, lat, thr.change[event.FlowLatency], thr.above[event.FlowLatency]) {
+			e.Measurement = event.FlowLatency
+			en.above = en.above&^latAbove | uint16(b2u8(d.check(c, b, &lf, &en.lat, en.above&latAbove != 0, lat, !en.hasLat, e)))<<MaxTrackedHops
+		} else {
+			en.lat.cur = lat
+		}
 		en.hasLat = true
 	}
 
 	e.Scope, e.Measurement = event.ScopeSwitch, event.FlowHopLatency
+	tHop, aHop := thr.change[event.FlowHopLatency], thr.above[event.FlowHopLatency]
 	var ok uint8
 	for i := 0; i < min(n, MaxTrackedHops); i++ {
 		h := &hops[n-1-i]
@@ -825,9 +849,14 @@ func (d *Detector) flow(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Rep
 		if h.Fields&telemetry.FHopLatency == 0 {
 			continue
 		}
-		e.Key.Switch, e.DevTime = h.NodeID, hopDev(h)
-		d.check(c, b, &lf, &en.hop[i], &en.above, 1<<i, uint64(h.HopLatency), en.hopOK&(1<<i) == 0, e)
-		ok |= 1 << i
+		x, bit := uint64(h.HopLatency), uint8(1)<<i
+		if en.hopOK&bit != 0 && quiet(&en.hop[i], en.above&uint16(bit) != 0, x, tHop, aHop) {
+			en.hop[i].cur = x
+		} else {
+			e.Key.Switch, e.DevTime = h.NodeID, hopDev(h)
+			en.above = en.above&^uint16(bit) | uint16(b2u8(d.check(c, b, &lf, &en.hop[i], en.above&uint16(bit) != 0, x, en.hopOK&bit == 0, e)))<<i
+		}
+		ok |= bit
 	}
 	for i := n; i < MaxTrackedHops; i++ {
 		en.path[i] = 0

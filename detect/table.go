@@ -3,6 +3,7 @@ package detect
 import (
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/intake-int/intake/telemetry"
 )
@@ -56,15 +57,31 @@ type swKey struct {
 	kind uint8
 }
 
+// swEntry is one switch key's state: 64 bytes, one cache line (newShard aligns the table).
+// A kSeq key keeps the last sequence number in v[1].ref, which its one value leaves free.
 type swEntry struct {
-	key         swKey
-	first, last int64
-	dev         uint64
-	has         uint8  // bit i: v[i] known
-	above       uint16 // bit 1 << i: v[i] is above its level
-	seqOK       bool
-	seq         uint32
-	v           [2]val
+	key   swKey
+	has   uint8 // bit i: v[i] known
+	above uint8 // bit 1 << i: v[i] is above its level
+	seqOK bool
+	last  int64
+	dev   uint64
+	v     [2]val
+}
+
+// seq is a kSeq key's last sequence number.
+func (en *swEntry) seq() *uint64 { return &en.v[1].ref }
+
+// lineAligned returns a slice of n Ts whose first element starts a cache line.
+func lineAligned[T any](n int) []T {
+	var z T
+	size := int(unsafe.Sizeof(z))
+	s := make([]T, n+(64+size-1)/size)
+	off := 0
+	for uintptr(unsafe.Pointer(&s[off]))%64 != 0 {
+		off++
+	}
+	return s[off : off+n : off+n]
 }
 
 // lru is an intrusive doubly linked list over a preallocated table's indexes, most recently
@@ -230,7 +247,7 @@ func newShard(flows, keys int) *shard {
 		fe:   make([]flowEntry, flows),
 		fl:   newLRU(flows),
 		sidx: newIndex(keys),
-		se:   make([]swEntry, keys),
+		se:   lineAligned[swEntry](keys),
 		sl:   newLRU(keys),
 	}
 }

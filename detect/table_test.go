@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"testing"
+	"unsafe"
 
 	"github.com/intake-int/intake/telemetry"
 )
@@ -89,5 +90,19 @@ func TestIndexChurn(t *testing.T) {
 	}
 	if s.evictedFlows == 0 {
 		t.Fatal("no eviction happened: the test does not cover it")
+	}
+}
+
+// TestSwitchEntryLine: a switch key's entry is one cache line and the table starts a line,
+// so that updating a key touches one line.
+func TestSwitchEntryLine(t *testing.T) {
+	if n := unsafe.Sizeof(swEntry{}); n != 64 {
+		t.Fatalf("swEntry is %d bytes, want 64", n)
+	}
+	for _, n := range []int{1, 7, 648} {
+		s := newShard(1, n)
+		if p := uintptr(unsafe.Pointer(&s.se[0])); p%64 != 0 || len(s.se) != n || cap(s.se) != n {
+			t.Fatalf("%d entries: table at %#x, len %d cap %d", n, p, len(s.se), cap(s.se))
+		}
 	}
 }
