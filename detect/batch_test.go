@@ -3,6 +3,7 @@ package detect
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
@@ -120,7 +121,7 @@ func runDetector(t *testing.T, rs []telemetry.Report, size int, mid func(d *Dete
 	c := bus.Subscribe("t", 1<<20)
 	d := New(batchDetectConfig(), Deps{Bus: &bus})
 	if size < 0 { // with the flow prefetch, which only tables far beyond the caches get
-		d.stage, size = true, -size
+		d.stageAt, size = 0, -size
 	}
 	if size == 0 {
 		for i := range rs {
@@ -236,7 +237,7 @@ func TestProcessBatchConcurrent(t *testing.T) {
 	cfg.Change = map[string]uint64{"flow_hop_latency": 10, "queue_occupancy": 10, "tx_utilization": 10, "flow_latency": 10}
 	const workers, batches, per = 4, 300, 32
 	d := New(cfg, Deps{Bus: &bus, Workers: workers})
-	d.stage = true // the flow prefetch's unlocked index reads race the updates
+	d.stageAt = 0 // the flow prefetch's unlocked index reads race the updates
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -310,7 +311,9 @@ func TestProcessBatchNoAlloc(t *testing.T) {
 		var bus event.Bus
 		c := bus.Subscribe("t", 1<<10)
 		d := New(batchDetectConfig(), Deps{Bus: &bus})
-		d.stage = stage
+		if d.stageAt = math.MaxInt; stage {
+			d.stageAt = 0
+		}
 		rs := batchStream(64)
 		buf := make([]event.Event, 1<<10)
 		d.ProcessBatch(0, rs)

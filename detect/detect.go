@@ -66,7 +66,7 @@ type Detector struct {
 	thrGen   atomic.Uint64 // bumped by SetThreshold and ClearThreshold: workers reload their copies
 
 	workers []workerCounts
-	stage   bool // ProcessBatch prefetches flow entries (stageFlowsAbove)
+	stageAt int // ProcessBatch prefetches flow entries with more flows resident (stageFlowsAbove)
 }
 
 // Counter slots per worker.
@@ -124,7 +124,7 @@ func New(cfg Config, deps Deps) *Detector {
 			d.SetThreshold(event.KindAbove, m, v)
 		}
 	}
-	d.stage = uintptr(cfg.MaxFlows)*unsafe.Sizeof(flowEntry{}) > stageFlowsAbove
+	d.stageAt = int(stageFlowsAbove / unsafe.Sizeof(flowEntry{}))
 	d.thrGen.Store(1)
 	d.workers = make([]workerCounts, max(deps.Workers, 1))
 	for i := range d.workers {
@@ -232,11 +232,13 @@ const (
 	opFlow
 )
 
-// op is one operation: the report's index in the chunk, the hop's index, the kind.
+// op is one operation: the report's index in the chunk, the hop's index, the kind, and for
+// a hop its slot in the worker's hop memo.
 type op struct {
 	ri   uint16
 	hop  uint8
 	kind uint8
+	m    uint16
 }
 
 // batchChunk is how many reports ProcessBatch groups at once (ingest hands over at most
@@ -259,7 +261,8 @@ type batch struct {
 	thrGen uint64      // d.thrGen when thr was loaded; thr is loaded when it differs (New: 0 vs 1)
 	swEv   event.Event // the event template of switch ops: only Time..Threshold and the key's switch parts change
 
-	memo [memoSize]swMemo // switch keys' entries, direct mapped by key
+	hm   [hopMemoSize]hopMemo // a hop's switch: its shard, its queue and port keys' entries
+	memo [memoSize]swMemo     // the other switch keys' entries, direct mapped by key
 	swc  [swCacheSize]swCached
 
 	ops    [maxOps]op
@@ -268,6 +271,8 @@ type batch struct {
 	chain  []chain            // per shard: the chunk's operations on it
 	order  []int32            // the shards of the chunk in the order of their first op
 	fh     [batchChunk]uint64 // flow hash per report
+	lat    [batchChunk]uint64 // end-to-end latency per report (flowLat)
+	nlat   [batchChunk]int    // hop latencies in it
 	now    [batchChunk]int64  // receive time per report: a hop op reads it here, not from the report's last line
 	addrs  [batchChunk * 8]uintptr
 	flowEv event.Event // the event template of flow ops, filled on the first event (lazyFlow)
@@ -279,6 +284,9 @@ func (d *Detector) newBatch() *batch {
 	b.swEv.Scope = event.ScopeSwitch
 	for i := range b.memo {
 		b.memo[i] = swMemo{k: swKey{kind: kNone}, i: -1}
+	}
+	for i := range b.hm {
+		b.hm[i] = hopMemo{sh: -1, qi: -1, pi: -1}
 	}
 	b.pub = d.bus.NewPublisher() // New makes a bus when none is given
 	for i := range b.chain {
@@ -308,8 +316,62 @@ func (b *batch) swHash(sw uint32) uint64 {
 	return c.h
 }
 
-// memoSize is the size of a worker's memo of switch key entries (a power of two).
-const memoSize = 1024
+// memoSize is the size of a worker's memo of switch key entries other than a hop's queue
+// and port, hopMemoSize that of its hop memo.
+const (
+	memoBits    = 8
+	memoSize    = 1 << memoBits
+	hopMemoBits = 8
+	hopMemoSize = 1 << hopMemoBits
+)
+
+// hopMemo remembers, for a hop's (switch, queue, egress port), the switch's shard and the
+// entries of its queue key and its port key in that shard: one probe finds the switch's
+// shard and both keys, where each key alone would take a hash and a probe of the shard's
+// index. Like swMemo, an entry it names serves only while the entry's key is still the
+// hop's.
+type hopMemo struct {
+	sw, port uint32
+	q        uint8
+	sh       int32 // the switch's shard; -1: the slot is free
+	qi, pi   int32 // the queue key's and the port key's entries, -1 when not known
+}
+
+// hopPort is the port a hop's tx utilization is keyed by: its egress port, 0 when absent.
+func hopPort(h *telemetry.Hop) uint32 {
+	if h.Fields&telemetry.FEgressPort != 0 {
+		return h.EgressPort
+	}
+	return 0
+}
+
+// hopSlot returns the hop memo slot of hop h's (switch, queue, port), taking it over (its
+// entries unknown) when it held another.
+func (d *Detector) hopSlot(b *batch, h *telemetry.Hop) uint16 {
+	sw, port, q := h.NodeID, hopPort(h), h.QueueID
+	i := uint16((uint64(sw)<<32 | uint64(port)<<8 | uint64(q)) * 0x9e3779b97f4a7c15 >> (64 - hopMemoBits))
+	if m := &b.hm[i]; m.sh < 0 || m.sw != sw || m.port != port || m.q != q {
+		*m = hopMemo{sw: sw, port: port, q: q, sh: int32(shardOf(b.swHash(sw), d.mask)), qi: -1, pi: -1}
+	}
+	return i
+}
+
+// hopEntry returns the entry of switch key k (a hop's queue or port key) in s, whose lock
+// the caller holds, through *mi, the hop memo's index of it, which it updates; it is
+// swEntry for a hop's keys.
+func (b *batch) hopEntry(s *shard, mi *int32, k swKey, now int64) *swEntry {
+	if i := *mi; i >= 0 {
+		if en := &s.se[i]; en.key == k {
+			if en.last != now {
+				s.sl.touch(i)
+			}
+			return en
+		}
+	}
+	i := s.swIndex(k, swKeyHash(b.swHash(k.sw), k.id, k.kind), now)
+	*mi = i
+	return &s.se[i]
+}
 
 // swMemo remembers which entry of its shard a switch key had: a worker's batches meet the
 // same few hundred switch keys over and over, and the memo finds each with one multiply and
@@ -321,7 +383,7 @@ type swMemo struct {
 
 // memoSlot is k's place in the memo (the top bits of one multiply of the whole key).
 func (b *batch) memoSlot(k swKey) *swMemo {
-	return &b.memo[(uint64(k.sw)<<32|uint64(k.id)<<3|uint64(k.kind))*0x9e3779b97f4a7c15>>(64-10)]
+	return &b.memo[(uint64(k.sw)<<32|uint64(k.id)<<3|uint64(k.kind))*0x9e3779b97f4a7c15>>(64-memoBits)]
 }
 
 // swEntry is s.sw(k, now) through the memo (s is k's shard, whose lock the caller holds).
@@ -402,14 +464,16 @@ func (d *Detector) Process(worker int, r *telemetry.Report) {
 			d.runLocked(c, b, d.swShard(r.NodeID), r, op{kind: opDrop})
 		}
 	}
-	const sw = telemetry.FQueueOccupancy | telemetry.FQueueCongestion | telemetry.FTxUtil | telemetry.FBufferOccupancy
 	for i := range r.NHops {
-		if h := &r.Hops[i]; h.Fields&telemetry.FNodeID != 0 && h.Fields&sw != 0 {
-			d.runLocked(c, b, d.shards[shardOf(b.swHash(h.NodeID), d.mask)], r, op{hop: i, kind: opHop})
+		if h := &r.Hops[i]; h.Fields&telemetry.FNodeID != 0 && h.Fields&swFields != 0 {
+			c[cValues] += hopValues(h)
+			mi := d.hopSlot(b, h)
+			d.runLocked(c, b, d.shards[b.hm[mi].sh], r, op{hop: i, kind: opHop, m: mi})
 		}
 	}
 	if r.Has&telemetry.HasFlow != 0 && r.NHops > 0 {
 		b.fh[0] = telemetry.FlowHash(&r.Flow)
+		b.lat[0], b.nlat[0] = flowLat(r.HopList())
 		d.runLocked(c, b, d.shards[shardOf(b.fh[0], d.mask)], r, op{kind: opFlow})
 	}
 	b.pub.Wake()
@@ -435,20 +499,30 @@ func (d *Detector) runLocked(c *[nCounts]uint64, b *batch, s *shard, r *telemetr
 func (d *Detector) ProcessBatch(worker int, rs []telemetry.Report) {
 	c, b := &d.workers[worker].local, d.workers[worker].b
 	d.loadThresholds(b)
+	stage := d.stageAt == 0 || d.residentFlows() > d.stageAt
 	for len(rs) > 0 {
 		chunk := rs[:min(len(rs), batchChunk)]
 		rs = rs[len(chunk):]
-		d.chunk(c, b, chunk)
+		d.chunk(c, b, chunk, stage)
 	}
 	b.pub.Wake()
 }
 
-func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report) {
+// residentFlows is the number of flows held (read without the shards' locks).
+func (d *Detector) residentFlows() int {
+	n := 0
+	for _, s := range d.shards {
+		n += int(s.resident.Load())
+	}
+	return n
+}
+
+func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report, stage bool) {
 	for i := range rs {
 		c[cReports]++
-		d.reportOps(b, &rs[i], uint16(i))
+		d.reportOps(c, b, &rs[i], uint16(i))
 	}
-	if d.stage {
+	if stage {
 		d.stageFlows(b, rs)
 	}
 	for _, sh := range b.order {
@@ -456,6 +530,13 @@ func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report) {
 		s.mu.Lock()
 		for k := b.chain[sh].head; k >= 0; k = b.next[k] {
 			o := b.ops[k]
+			if o.kind == opHop { // most operations: without run's dispatch
+				h := &rs[o.ri].Hops[o.hop]
+				if !hopFast(s, &b.hm[o.m], &b.thr, b.now[o.ri], h) {
+					d.hop(c, b, s, b.now[o.ri], h, o.m)
+				}
+				continue
+			}
 			d.run(c, b, s, &rs[o.ri], o)
 		}
 		b.publish()
@@ -464,8 +545,8 @@ func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report) {
 	b.reset()
 }
 
-// stageFlows prefetches the entries of the chunk's flows (with d.stage: a flow table far
-// beyond the caches): their index slots are prefetched, then read without the shard's lock
+// stageFlows prefetches the entries of the chunk's flows (when the resident flows are far
+// beyond the caches: stageAt): their index slots are prefetched, then read without the shard's lock
 // (the slots are written with atomic stores), and the entry a slot's tag points to, and its
 // LRU link, are prefetched. A stale read costs a useless prefetch, nothing else: the
 // operation looks the flow up again under the lock.
@@ -523,8 +604,8 @@ const flowEntryHot = uintptr(unsafe.Offsetof(flowEntry{}.hop)) + 5*uintptr(unsaf
 const stageFlowsAbove = 2 << 20
 
 // reportOps adds r's operations to b, in order (see opSeq); a flow operation's flow hash is
-// left in b.fh[ri]. It counts nothing.
-func (d *Detector) reportOps(b *batch, r *telemetry.Report, ri uint16) {
+// left in b.fh[ri]. It counts the hops' switch values (the operations count the others).
+func (d *Detector) reportOps(c *[nCounts]uint64, b *batch, r *telemetry.Report, ri uint16) {
 	b.now[ri] = r.RecvTime
 	if r.Has&telemetry.HasNodeID != 0 {
 		if r.Has&telemetry.HasSeq != 0 {
@@ -534,10 +615,18 @@ func (d *Detector) reportOps(b *batch, r *telemetry.Report, ri uint16) {
 			b.add(op{ri: ri, kind: opDrop}, int32(shardOf(b.swHash(r.NodeID), d.mask)))
 		}
 	}
-	const sw = telemetry.FQueueOccupancy | telemetry.FQueueCongestion | telemetry.FTxUtil | telemetry.FBufferOccupancy
+	var lat uint64
+	nlat := 0
 	for i := range r.NHops {
-		if h := &r.Hops[i]; h.Fields&telemetry.FNodeID != 0 && h.Fields&sw != 0 {
-			b.add(op{ri: ri, hop: i, kind: opHop}, int32(shardOf(b.swHash(h.NodeID), d.mask)))
+		h := &r.Hops[i]
+		if h.Fields&telemetry.FHopLatency != 0 {
+			lat += uint64(h.HopLatency)
+			nlat++
+		}
+		if h.Fields&telemetry.FNodeID != 0 && h.Fields&swFields != 0 {
+			c[cValues] += hopValues(h)
+			mi := d.hopSlot(b, h)
+			b.add(op{ri: ri, hop: i, kind: opHop, m: mi}, b.hm[mi].sh)
 		}
 	}
 	if r.Has&telemetry.HasFlow == 0 || r.NHops == 0 {
@@ -545,6 +634,7 @@ func (d *Detector) reportOps(b *batch, r *telemetry.Report, ri uint16) {
 	}
 	fh := telemetry.FlowHash(&r.Flow)
 	b.fh[ri] = fh
+	b.lat[ri], b.nlat[ri] = lat, nlat
 	b.add(op{ri: ri, kind: opFlow}, int32(shardOf(fh, d.mask)))
 }
 
@@ -556,9 +646,9 @@ func (d *Detector) run(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Repo
 	case opDrop:
 		d.drop(c, b, s, r)
 	case opHop:
-		d.hop(c, b, s, b.now[o.ri], &r.Hops[o.hop])
+		d.hop(c, b, s, b.now[o.ri], &r.Hops[o.hop], o.m)
 	case opFlow:
-		d.flow(c, b, s, r, b.fh[o.ri])
+		d.flow(c, b, s, r, b.fh[o.ri], b.lat[o.ri], int(b.nlat[o.ri]))
 	}
 }
 
@@ -674,36 +764,143 @@ func (d *Detector) swShardIdx(sw uint32) int32 { return int32(shardOf(switchHash
 
 func (d *Detector) swShard(sw uint32) *shard { return d.shards[d.swShardIdx(sw)] }
 
-// hop updates the switch metrics one hop carries; the caller holds the switch's shard lock.
-func (d *Detector) hop(c *[nCounts]uint64, b *batch, s *shard, now int64, h *telemetry.Hop) {
+// hopFast is hop for the common hop, without a call: the memo names both of its keys'
+// entries, each already updated in this batch (no LRU touch), and no value raises anything
+// (no event, no above crossing, no new value). It checks all of that before it changes
+// anything, and reports whether it has done the hop; if not, hop does it.
+func hopFast(s *shard, m *hopMemo, thr *thresholds, now int64, h *telemetry.Hop) bool {
 	const qf = telemetry.FQueueOccupancy | telemetry.FQueueCongestion
 	f := h.Fields
-	c[cValues] += uint64(bits.OnesCount16(uint16(f & (qf | telemetry.FTxUtil | telemetry.FBufferOccupancy))))
-	dev := hopDev(h)
+	if f&telemetry.FBufferOccupancy != 0 || m.sw != h.NodeID || m.port != hopPort(h) || m.q != h.QueueID {
+		return false
+	}
+	var qe, pe *swEntry
 	if f&qf != 0 {
-		en := b.swEntry(s, swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue}, now)
-		en.touch(now, dev)
-		if f&telemetry.FQueueOccupancy != 0 {
-			d.swValue(c, b, en, 0, event.QueueOccupancy, uint64(h.QueueOccupancy))
+		if qe = s.current(m.qi, swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue}, now); qe == nil {
+			return false
 		}
-		if f&telemetry.FQueueCongestion != 0 {
-			d.swValue(c, b, en, 1, event.QueueCongestion, uint64(h.QueueCongestion))
+		if f&telemetry.FQueueOccupancy != 0 && !qe.quiet(0, uint64(h.QueueOccupancy), thr.change[event.QueueOccupancy], thr.above[event.QueueOccupancy]) {
+			return false
+		}
+		if f&telemetry.FQueueCongestion != 0 && !qe.quiet(1, uint64(h.QueueCongestion), thr.change[event.QueueCongestion], thr.above[event.QueueCongestion]) {
+			return false
 		}
 	}
 	if f&telemetry.FTxUtil != 0 {
-		port := uint32(0)
-		if f&telemetry.FEgressPort != 0 {
-			port = h.EgressPort
+		if pe = s.current(m.pi, swKey{sw: h.NodeID, id: m.port, kind: kPort}, now); pe == nil {
+			return false
 		}
-		en := b.swEntry(s, swKey{sw: h.NodeID, id: port, kind: kPort}, now)
-		en.touch(now, dev)
-		d.swValue(c, b, en, 0, event.TxUtilization, uint64(h.TxUtil))
+		if !pe.quiet(0, uint64(h.TxUtil), thr.change[event.TxUtilization], thr.above[event.TxUtilization]) {
+			return false
+		}
+	}
+	dev := hopDev(h)
+	if qe != nil {
+		qe.dev = dev
+		if f&telemetry.FQueueOccupancy != 0 {
+			qe.v[0].cur = uint64(h.QueueOccupancy)
+		}
+		if f&telemetry.FQueueCongestion != 0 {
+			qe.v[1].cur = uint64(h.QueueCongestion)
+		}
+	}
+	if pe != nil {
+		pe.dev, pe.v[0].cur = dev, uint64(h.TxUtil)
+	}
+	return true
+}
+
+// quiet reports whether x as value i of en would raise nothing: the value is known, moved
+// no more than t from its reference, and stays on its side of level a.
+func (en *swEntry) quiet(i uint, x, t, a uint64) bool {
+	bit := uint8(1) << i
+	return en.has&bit != 0 && quiet(&en.v[i&1], en.above&bit != 0, x, t, a)
+}
+
+// swFields are the per-hop fields that are switch metrics (hop ops).
+const swFields = telemetry.FQueueOccupancy | telemetry.FQueueCongestion | telemetry.FTxUtil | telemetry.FBufferOccupancy
+
+// hopValues is the number of switch metric values hop h carries (counted by the caller of
+// hop, as cValues).
+func hopValues(h *telemetry.Hop) uint64 { return uint64(bits.OnesCount16(uint16(h.Fields & swFields))) }
+
+// hop updates the switch metrics one hop carries; the caller holds the switch's shard lock.
+// mi is the hop's slot in the hop memo (hopSlot), which a later hop of the chunk may have
+// taken over for another (switch, queue, port): then its entries are found without it.
+// The common case (keys already updated in this batch, values that raise nothing) runs
+// inline: no call, no event template.
+func (d *Detector) hop(c *[nCounts]uint64, b *batch, s *shard, now int64, h *telemetry.Hop, mi uint16) {
+	const qf = telemetry.FQueueOccupancy | telemetry.FQueueCongestion
+	f := h.Fields
+	dev := hopDev(h)
+	port := hopPort(h)
+	m := &b.hm[mi]
+	qp, pp := &m.qi, &m.pi
+	if m.sw != h.NodeID || m.port != port || m.q != h.QueueID {
+		var none [2]int32
+		qp, pp = &none[0], &none[1]
+		*qp, *pp = -1, -1
+	}
+	thr := &b.thr
+	if f&qf != 0 {
+		k := swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue}
+		en := s.current(*qp, k, now)
+		if en == nil {
+			en = b.hopEntry(s, qp, k, now)
+		}
+		en.last, en.dev = now, dev
+		if f&telemetry.FQueueOccupancy != 0 {
+			x := uint64(h.QueueOccupancy)
+			if !en.set(0, x, thr.change[event.QueueOccupancy], thr.above[event.QueueOccupancy]) {
+				d.swCheck(c, b, en, 0, event.QueueOccupancy, x)
+			}
+		}
+		if f&telemetry.FQueueCongestion != 0 {
+			x := uint64(h.QueueCongestion)
+			if !en.set(1, x, thr.change[event.QueueCongestion], thr.above[event.QueueCongestion]) {
+				d.swCheck(c, b, en, 1, event.QueueCongestion, x)
+			}
+		}
+	}
+	if f&telemetry.FTxUtil != 0 {
+		k := swKey{sw: h.NodeID, id: port, kind: kPort}
+		en := s.current(*pp, k, now)
+		if en == nil {
+			en = b.hopEntry(s, pp, k, now)
+		}
+		en.last, en.dev = now, dev
+		x := uint64(h.TxUtil)
+		if !en.set(0, x, thr.change[event.TxUtilization], thr.above[event.TxUtilization]) {
+			d.swCheck(c, b, en, 0, event.TxUtilization, x)
+		}
 	}
 	if f&telemetry.FBufferOccupancy != 0 {
 		en := b.swEntry(s, swKey{sw: h.NodeID, id: uint32(h.BufferID), kind: kBuffer}, now)
 		en.touch(now, dev)
 		d.swValue(c, b, en, 0, event.BufferOccupancy, uint64(h.BufferOccupancy))
 	}
+}
+
+// current returns entry i of s when it holds key k and was updated at now already (so that
+// it needs no LRU touch), else nil.
+func (s *shard) current(i int32, k swKey, now int64) *swEntry {
+	if uint(i) < uint(len(s.se)) {
+		if en := &s.se[i]; en.key == k && en.last == now {
+			return en
+		}
+	}
+	return nil
+}
+
+// set applies x to value i of en when it raises nothing (quiet), and reports whether it did.
+func (en *swEntry) set(i uint, x, t, a uint64) bool {
+	bit := uint8(1) << i
+	v := &en.v[i&1]
+	if en.has&bit == 0 || !quiet(v, en.above&bit != 0, x, t, a) {
+		return false
+	}
+	v.cur = x
+	return true
 }
 
 func (en *swEntry) touch(now int64, dev uint64) { en.last, en.dev = now, dev }
@@ -780,40 +977,85 @@ func samePath(en *flowEntry, hops []telemetry.Hop) bool {
 	return true
 }
 
-// flow updates a flow's path, end-to-end latency and per-hop latencies; fh is the flow's
-// hash and the caller holds its shard's lock.
-func (d *Detector) flow(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Report, fh uint64) {
-	hops := r.HopList()
-	n := len(hops)
-	var lat uint64
-	nlat := 0
+// flowLat is a report's end-to-end latency, the sum of the hop latencies present, and how
+// many are.
+func flowLat(hops []telemetry.Hop) (lat uint64, nlat int) {
 	for i := range hops {
 		if hops[i].Fields&telemetry.FHopLatency != 0 {
 			lat += uint64(hops[i].HopLatency)
 			nlat++
 		}
 	}
+	return lat, nlat
+}
+
+// flow updates a flow's path, end-to-end latency (lat, from nlat hop latencies: flowLat)
+// and per-hop latencies; fh is the flow's hash and the caller holds its shard's lock. A
+// path seen before and values that raise nothing take the inline path; the event template
+// (b.flowEv) is filled only for an event.
+func (d *Detector) flow(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Report, fh, lat uint64, nlat int) {
+	hops := r.HopList()
+	n := len(hops)
+	now := r.RecvTime
 	dev := r.IngressTS
 	if r.Has&telemetry.HasIngressTS == 0 {
 		dev = hopDev(&hops[0])
 	}
-	e := &b.flowEv
-	lf := lazyFlow{r: r}
-	e.DevTime = dev
-
-	en, isNew := s.flow(fh, &r.Flow, r.RecvTime)
+	en, isNew := s.flow(fh, &r.Flow, now)
 	if isNew {
-		en.first = r.RecvTime
+		en.first = now
 	}
-	en.last, en.dev = r.RecvTime, dev
+	en.last, en.dev = now, dev
 	en.reports++
 
-	// Path: new key, or a change of the node list.
-	e.Scope, e.Measurement, e.Key.Switch = event.ScopeE2E, event.FlowPath, 0
-	ph := en.pathHash
+	e := &b.flowEv
+	lf := lazyFlow{r: r}
 	if isNew || !samePath(en, hops) {
-		ph = pathHash(hops)
+		e.Scope, e.Measurement, e.Key.Switch, e.DevTime = event.ScopeE2E, event.FlowPath, 0, dev
+		d.path(c, b, &lf, en, hops, isNew)
 	}
+
+	thr := &b.thr
+	if nlat > 0 {
+		if !en.hasLat || !quiet(&en.lat, en.above&latAbove != 0, lat, thr.change[event.FlowLatency], thr.above[event.FlowLatency]) {
+			e.Scope, e.Measurement, e.Key.Switch, e.DevTime = event.ScopeE2E, event.FlowLatency, 0, dev
+			en.above = en.above&^latAbove | uint16(b2u8(d.check(c, b, &lf, &en.lat, en.above&latAbove != 0, lat, !en.hasLat, e)))<<MaxTrackedHops
+		} else {
+			en.lat.cur = lat
+		}
+		en.hasLat = true
+	}
+
+	tHop, aHop := thr.change[event.FlowHopLatency], thr.above[event.FlowHopLatency]
+	var ok uint8
+	for i := 0; i < min(n, MaxTrackedHops); i++ {
+		h := &hops[n-1-i]
+		if h.Fields&telemetry.FHopLatency == 0 {
+			continue
+		}
+		x, bit := uint64(h.HopLatency), uint8(1)<<i
+		if en.hopOK&bit != 0 && quiet(&en.hop[i], en.above&uint16(bit) != 0, x, tHop, aHop) {
+			en.hop[i].cur = x
+		} else {
+			e.Scope, e.Measurement, e.Key.Switch, e.DevTime = event.ScopeSwitch, event.FlowHopLatency, h.NodeID, hopDev(h)
+			en.above = en.above&^uint16(bit) | uint16(b2u8(d.check(c, b, &lf, &en.hop[i], en.above&uint16(bit) != 0, x, en.hopOK&bit == 0, e)))<<i
+		}
+		ok |= bit
+	}
+	en.hopOK = ok
+	vals := 1 + bits.OnesCount8(ok) // the path, the hop latencies
+	if nlat > 0 {
+		vals++ // the flow latency
+	}
+	c[cValues] += uint64(vals)
+}
+
+// path is flow's part for a new flow or a path not the entry's: its new_key or path_change
+// event (e is the template, set for the path), the per-hop state moved to the new path, and
+// the path stored.
+func (d *Detector) path(c *[nCounts]uint64, b *batch, lf *lazyFlow, en *flowEntry, hops []telemetry.Hop, isNew bool) {
+	e := &b.flowEv
+	ph := pathHash(hops)
 	if isNew {
 		lf.prepare(e)
 		e.Kind, e.Prev, e.Value, e.Threshold = event.KindNewKey, 0, ph, 0
@@ -826,47 +1068,14 @@ func (d *Detector) flow(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Rep
 		// at its new position, a switch new to the path will be a new key.
 		d.rehop(en, hops)
 	}
+	n := len(hops)
 	en.pathHash, en.npath = ph, uint8(min(n, 255))
-
-	// End-to-end latency: the sum of the hop latencies present.
-	thr := &b.thr
-	if nlat > 0 {
-		if !en.hasLat || !quiet(&en.lat, en.above&latAbove != 0, lat, thr.change[event.FlowLatency], thr.above[event.FlowLatency]) {
-			e.Measurement = event.FlowLatency
-			en.above = en.above&^latAbove | uint16(b2u8(d.check(c, b, &lf, &en.lat, en.above&latAbove != 0, lat, !en.hasLat, e)))<<MaxTrackedHops
-		} else {
-			en.lat.cur = lat
-		}
-		en.hasLat = true
-	}
-
-	e.Scope, e.Measurement = event.ScopeSwitch, event.FlowHopLatency
-	tHop, aHop := thr.change[event.FlowHopLatency], thr.above[event.FlowHopLatency]
-	var ok uint8
-	for i := 0; i < min(n, MaxTrackedHops); i++ {
-		h := &hops[n-1-i]
-		en.path[i] = h.NodeID
-		if h.Fields&telemetry.FHopLatency == 0 {
-			continue
-		}
-		x, bit := uint64(h.HopLatency), uint8(1)<<i
-		if en.hopOK&bit != 0 && quiet(&en.hop[i], en.above&uint16(bit) != 0, x, tHop, aHop) {
-			en.hop[i].cur = x
-		} else {
-			e.Key.Switch, e.DevTime = h.NodeID, hopDev(h)
-			en.above = en.above&^uint16(bit) | uint16(b2u8(d.check(c, b, &lf, &en.hop[i], en.above&uint16(bit) != 0, x, en.hopOK&bit == 0, e)))<<i
-		}
-		ok |= bit
-	}
-	for i := n; i < MaxTrackedHops; i++ {
+	for i := range MaxTrackedHops {
 		en.path[i] = 0
+		if i < n {
+			en.path[i] = hops[n-1-i].NodeID
+		}
 	}
-	en.hopOK = ok
-	vals := 1 + bits.OnesCount8(ok) // the path, the hop latencies
-	if nlat > 0 {
-		vals++ // the flow latency
-	}
-	c[cValues] += uint64(vals)
 }
 
 // rehop moves a flow's per-hop state from its old path to the new one (hops, newest first)

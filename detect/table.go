@@ -237,7 +237,8 @@ type shard struct {
 	se   []swEntry
 	sl   lru
 
-	evictedFlows, evictedKeys, expired uint64 // under mu
+	evictedFlows, evictedKeys, expired uint64       // under mu
+	resident                           atomic.Int32 // flows held (fl.n), read without mu
 	_                                  [64]byte
 }
 
@@ -286,6 +287,8 @@ func (s *shard) flow(h uint64, k *telemetry.FlowKey, now int64) (e *flowEntry, i
 		s.fidx.remove(s.fe[i].h, i)
 		s.fl.touch(i)
 		s.evictedFlows++
+	} else {
+		s.resident.Add(1)
 	}
 	s.fidx.insert(h, i)
 	e = &s.fe[i]
@@ -297,6 +300,7 @@ func (s *shard) flow(h uint64, k *telemetry.FlowKey, now int64) (e *flowEntry, i
 func (s *shard) removeFlow(i int32) {
 	s.fidx.remove(s.fe[i].h, i)
 	s.fl.remove(i)
+	s.resident.Add(-1)
 }
 
 // swIndex returns the index of the entry for switch key k (hash h, k.hash()) updated at now,
