@@ -233,12 +233,12 @@ const (
 )
 
 // op is one operation: the report's index in the chunk, the hop's index, the kind, and for
-// a hop its slot in the worker's hop memo.
+// a hop its switch's hash (switchHash), from which its keys' hashes follow.
 type op struct {
 	ri   uint16
 	hop  uint8
 	kind uint8
-	m    uint16
+	hsw  uint64
 }
 
 // batchChunk is how many reports ProcessBatch groups at once (ingest hands over at most
@@ -261,9 +261,7 @@ type batch struct {
 	thrGen uint64      // d.thrGen when thr was loaded; thr is loaded when it differs (New: 0 vs 1)
 	swEv   event.Event // the event template of switch ops: only Time..Threshold and the key's switch parts change
 
-	hm   [hopMemoSize]hopMemo // a hop's switch: its shard, its queue and port keys' entries
-	memo [memoSize]swMemo     // the other switch keys' entries, direct mapped by key
-	swc  [swCacheSize]swCached
+	swc [swCacheSize]swCached
 
 	ops    [maxOps]op
 	next   [maxOps]int32
@@ -282,12 +280,6 @@ func (d *Detector) newBatch() *batch {
 	b := &batch{evs: make([]event.Event, 0, evBuf), chain: make([]chain, len(d.shards)),
 		order: make([]int32, 0, len(d.shards))}
 	b.swEv.Scope = event.ScopeSwitch
-	for i := range b.memo {
-		b.memo[i] = swMemo{k: swKey{kind: kNone}, i: -1}
-	}
-	for i := range b.hm {
-		b.hm[i] = hopMemo{sh: -1, qi: -1, pi: -1}
-	}
 	b.pub = d.bus.NewPublisher() // New makes a bus when none is given
 	for i := range b.chain {
 		b.chain[i].head = -1
@@ -314,93 +306,6 @@ func (b *batch) swHash(sw uint32) uint64 {
 		c.sw, c.ok, c.h = sw, true, switchHash(sw)
 	}
 	return c.h
-}
-
-// memoSize is the size of a worker's memo of switch key entries other than a hop's queue
-// and port, hopMemoSize that of its hop memo.
-const (
-	memoBits    = 8
-	memoSize    = 1 << memoBits
-	hopMemoBits = 8
-	hopMemoSize = 1 << hopMemoBits
-)
-
-// hopMemo remembers, for a hop's (switch, queue, egress port), the switch's shard and the
-// entries of its queue key and its port key in that shard: one probe finds the switch's
-// shard and both keys, where each key alone would take a hash and a probe of the shard's
-// index. Like swMemo, an entry it names serves only while the entry's key is still the
-// hop's.
-type hopMemo struct {
-	sw, port uint32
-	q        uint8
-	sh       int32 // the switch's shard; -1: the slot is free
-	qi, pi   int32 // the queue key's and the port key's entries, -1 when not known
-}
-
-// hopPort is the port a hop's tx utilization is keyed by: its egress port, 0 when absent.
-func hopPort(h *telemetry.Hop) uint32 {
-	if h.Fields&telemetry.FEgressPort != 0 {
-		return h.EgressPort
-	}
-	return 0
-}
-
-// hopSlot returns the hop memo slot of hop h's (switch, queue, port), taking it over (its
-// entries unknown) when it held another.
-func (d *Detector) hopSlot(b *batch, h *telemetry.Hop) uint16 {
-	sw, port, q := h.NodeID, hopPort(h), h.QueueID
-	i := uint16((uint64(sw)<<32 | uint64(port)<<8 | uint64(q)) * 0x9e3779b97f4a7c15 >> (64 - hopMemoBits))
-	if m := &b.hm[i]; m.sh < 0 || m.sw != sw || m.port != port || m.q != q {
-		*m = hopMemo{sw: sw, port: port, q: q, sh: int32(shardOf(b.swHash(sw), d.mask)), qi: -1, pi: -1}
-	}
-	return i
-}
-
-// hopEntry returns the entry of switch key k (a hop's queue or port key) in s, whose lock
-// the caller holds, through *mi, the hop memo's index of it, which it updates; it is
-// swEntry for a hop's keys.
-func (b *batch) hopEntry(s *shard, mi *int32, k swKey, now int64) *swEntry {
-	if i := *mi; i >= 0 {
-		if en := &s.se[i]; en.key == k {
-			if en.last != now {
-				s.sl.touch(i)
-			}
-			return en
-		}
-	}
-	i := s.swIndex(k, swKeyHash(b.swHash(k.sw), k.id, k.kind), now)
-	*mi = i
-	return &s.se[i]
-}
-
-// swMemo remembers which entry of its shard a switch key had: a worker's batches meet the
-// same few hundred switch keys over and over, and the memo finds each with one multiply and
-// one compare instead of a hash and a probe of the shard's index.
-type swMemo struct {
-	k swKey
-	i int32
-}
-
-// memoSlot is k's place in the memo (the top bits of one multiply of the whole key).
-func (b *batch) memoSlot(k swKey) *swMemo {
-	return &b.memo[(uint64(k.sw)<<32|uint64(k.id)<<3|uint64(k.kind))*0x9e3779b97f4a7c15>>(64-memoBits)]
-}
-
-// swEntry is s.sw(k, now) through the memo (s is k's shard, whose lock the caller holds).
-// An entry the memo names serves only while its key is k: an eviction reuses it for another
-// key, an expiry clears its key, so a stale memo misses.
-func (b *batch) swEntry(s *shard, k swKey, now int64) *swEntry {
-	m := b.memoSlot(k)
-	if m.k == k && m.i >= 0 {
-		if en := &s.se[m.i]; en.key == k {
-			if en.last != now {
-				s.sl.touch(m.i)
-			}
-			return en
-		}
-	}
-	m.k, m.i = k, s.swIndex(k, swKeyHash(b.swHash(k.sw), k.id, k.kind), now)
-	return &s.se[m.i]
 }
 
 // emit counts e and queues it for publication.
@@ -467,8 +372,8 @@ func (d *Detector) Process(worker int, r *telemetry.Report) {
 	for i := range r.NHops {
 		if h := &r.Hops[i]; h.Fields&telemetry.FNodeID != 0 && h.Fields&swFields != 0 {
 			c[cValues] += hopValues(h)
-			mi := d.hopSlot(b, h)
-			d.runLocked(c, b, d.shards[b.hm[mi].sh], r, op{hop: i, kind: opHop, m: mi})
+			hsw := b.swHash(h.NodeID)
+			d.runLocked(c, b, d.shards[shardOf(hsw, d.mask)], r, op{hop: i, kind: opHop, hsw: hsw})
 		}
 	}
 	if r.Has&telemetry.HasFlow != 0 && r.NHops > 0 {
@@ -532,8 +437,8 @@ func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report, st
 			o := b.ops[k]
 			if o.kind == opHop { // most operations: without run's dispatch
 				h := &rs[o.ri].Hops[o.hop]
-				if !hopFast(s, &b.hm[o.m], &b.thr, b.now[o.ri], h) {
-					d.hop(c, b, s, b.now[o.ri], h, o.m)
+				if !hopFast(s, o.hsw, &b.thr, b.now[o.ri], h) {
+					d.hop(c, b, s, b.now[o.ri], h, o.hsw)
 				}
 				continue
 			}
@@ -625,8 +530,8 @@ func (d *Detector) reportOps(c *[nCounts]uint64, b *batch, r *telemetry.Report, 
 		}
 		if h.Fields&telemetry.FNodeID != 0 && h.Fields&swFields != 0 {
 			c[cValues] += hopValues(h)
-			mi := d.hopSlot(b, h)
-			b.add(op{ri: ri, hop: i, kind: opHop, m: mi}, b.hm[mi].sh)
+			hsw := b.swHash(h.NodeID)
+			b.add(op{ri: ri, hop: i, kind: opHop, hsw: hsw}, int32(shardOf(hsw, d.mask)))
 		}
 	}
 	if r.Has&telemetry.HasFlow == 0 || r.NHops == 0 {
@@ -646,7 +551,7 @@ func (d *Detector) run(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Repo
 	case opDrop:
 		d.drop(c, b, s, r)
 	case opHop:
-		d.hop(c, b, s, b.now[o.ri], &r.Hops[o.hop], o.m)
+		d.hop(c, b, s, b.now[o.ri], &r.Hops[o.hop], o.hsw)
 	case opFlow:
 		d.flow(c, b, s, r, b.fh[o.ri], b.lat[o.ri], int(b.nlat[o.ri]))
 	}
@@ -764,21 +669,24 @@ func (d *Detector) swShardIdx(sw uint32) int32 { return int32(shardOf(switchHash
 
 func (d *Detector) swShard(sw uint32) *shard { return d.shards[d.swShardIdx(sw)] }
 
-// hopFast is hop for the common hop, without a call: the memo names both of its keys'
-// entries, each already updated in this batch (no LRU touch), and no value raises anything
-// (no event, no above crossing, no new value). It checks all of that before it changes
-// anything, and reports whether it has done the hop; if not, hop does it.
-func hopFast(s *shard, m *hopMemo, thr *thresholds, now int64, h *telemetry.Hop) bool {
+// hopFast is hop for the common hop, with no call but to move a key in its LRU list: each
+// of its keys is in the first slot of its shard's index where its hash points, and no value
+// raises anything (no event, no above crossing, no new value). It checks all of that before
+// it changes anything, and reports whether it has done the hop; if not, hop does it. hsw is
+// the switch's hash.
+func hopFast(s *shard, hsw uint64, thr *thresholds, now int64, h *telemetry.Hop) bool {
 	const qf = telemetry.FQueueOccupancy | telemetry.FQueueCongestion
 	f := h.Fields
-	if f&telemetry.FBufferOccupancy != 0 || m.sw != h.NodeID || m.port != hopPort(h) || m.q != h.QueueID {
+	if f&telemetry.FBufferOccupancy != 0 {
 		return false
 	}
-	var qe, pe *swEntry
+	qi, pi := int32(-1), int32(-1)
 	if f&qf != 0 {
-		if qe = s.current(m.qi, swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue}, now); qe == nil {
+		k := swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue}
+		if qi = s.findSw(k, swKeyHash(hsw, k.id, k.kind)); qi < 0 {
 			return false
 		}
+		qe := &s.se[qi]
 		if f&telemetry.FQueueOccupancy != 0 && !qe.quiet(0, uint64(h.QueueOccupancy), thr.change[event.QueueOccupancy], thr.above[event.QueueOccupancy]) {
 			return false
 		}
@@ -787,16 +695,17 @@ func hopFast(s *shard, m *hopMemo, thr *thresholds, now int64, h *telemetry.Hop)
 		}
 	}
 	if f&telemetry.FTxUtil != 0 {
-		if pe = s.current(m.pi, swKey{sw: h.NodeID, id: m.port, kind: kPort}, now); pe == nil {
+		k := swKey{sw: h.NodeID, id: hopPort(h), kind: kPort}
+		if pi = s.findSw(k, swKeyHash(hsw, k.id, k.kind)); pi < 0 {
 			return false
 		}
-		if !pe.quiet(0, uint64(h.TxUtil), thr.change[event.TxUtilization], thr.above[event.TxUtilization]) {
+		if !s.se[pi].quiet(0, uint64(h.TxUtil), thr.change[event.TxUtilization], thr.above[event.TxUtilization]) {
 			return false
 		}
 	}
 	dev := hopDev(h)
-	if qe != nil {
-		qe.dev = dev
+	if qi >= 0 {
+		qe := s.touchSw(qi, now, dev)
 		if f&telemetry.FQueueOccupancy != 0 {
 			qe.v[0].cur = uint64(h.QueueOccupancy)
 		}
@@ -804,10 +713,34 @@ func hopFast(s *shard, m *hopMemo, thr *thresholds, now int64, h *telemetry.Hop)
 			qe.v[1].cur = uint64(h.QueueCongestion)
 		}
 	}
-	if pe != nil {
-		pe.dev, pe.v[0].cur = dev, uint64(h.TxUtil)
+	if pi >= 0 {
+		s.touchSw(pi, now, dev).v[0].cur = uint64(h.TxUtil)
 	}
 	return true
+}
+
+// findSw returns the entry of switch key k (hash h) in s when the first index slot its hash
+// points to names it, else -1 (swIndex finds it, or makes it): the inline lookup of hopFast.
+func (s *shard) findSw(k swKey, h uint64) int32 {
+	sl := s.sidx.slots[h&s.sidx.mask]
+	if uint32(sl>>32) == uint32(h) {
+		if i := int32(uint32(sl)) - 1; uint(i) < uint(len(s.se)) && s.se[i].key == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// touchSw marks entry i of s updated at now with device time dev, moving it to the front of
+// the LRU list unless it was updated in now's tick already (sameTick), and returns it.
+func (s *shard) touchSw(i int32, now int64, dev uint64) *swEntry {
+	en := &s.se[i]
+	if !sameTick(en.last, now) {
+		s.sl.touch(i)
+	}
+	en.last = now
+	en.dev = dev
+	return en
 }
 
 // quiet reports whether x as value i of en would raise nothing: the value is known, moved
@@ -817,6 +750,14 @@ func (en *swEntry) quiet(i uint, x, t, a uint64) bool {
 	return en.has&bit != 0 && quiet(&en.v[i&1], en.above&bit != 0, x, t, a)
 }
 
+// hopPort is the port a hop's tx utilization is keyed by: its egress port, 0 when absent.
+func hopPort(h *telemetry.Hop) uint32 {
+	if h.Fields&telemetry.FEgressPort != 0 {
+		return h.EgressPort
+	}
+	return 0
+}
+
 // swFields are the per-hop fields that are switch metrics (hop ops).
 const swFields = telemetry.FQueueOccupancy | telemetry.FQueueCongestion | telemetry.FTxUtil | telemetry.FBufferOccupancy
 
@@ -824,86 +765,38 @@ const swFields = telemetry.FQueueOccupancy | telemetry.FQueueCongestion | teleme
 // hop, as cValues).
 func hopValues(h *telemetry.Hop) uint64 { return uint64(bits.OnesCount16(uint16(h.Fields & swFields))) }
 
-// hop updates the switch metrics one hop carries; the caller holds the switch's shard lock.
-// mi is the hop's slot in the hop memo (hopSlot), which a later hop of the chunk may have
-// taken over for another (switch, queue, port): then its entries are found without it.
-// The common case (keys already updated in this batch, values that raise nothing) runs
-// inline: no call, no event template.
-func (d *Detector) hop(c *[nCounts]uint64, b *batch, s *shard, now int64, h *telemetry.Hop, mi uint16) {
+// hop updates the switch metrics one hop carries; the caller holds the switch's shard
+// lock. hsw is the switch's hash.
+func (d *Detector) hop(c *[nCounts]uint64, b *batch, s *shard, now int64, h *telemetry.Hop, hsw uint64) {
 	const qf = telemetry.FQueueOccupancy | telemetry.FQueueCongestion
 	f := h.Fields
 	dev := hopDev(h)
-	port := hopPort(h)
-	m := &b.hm[mi]
-	qp, pp := &m.qi, &m.pi
-	if m.sw != h.NodeID || m.port != port || m.q != h.QueueID {
-		var none [2]int32
-		qp, pp = &none[0], &none[1]
-		*qp, *pp = -1, -1
-	}
-	thr := &b.thr
 	if f&qf != 0 {
-		k := swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue}
-		en := s.current(*qp, k, now)
-		if en == nil {
-			en = b.hopEntry(s, qp, k, now)
-		}
-		en.last, en.dev = now, dev
+		en := s.swAt(swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue}, hsw, now, dev)
 		if f&telemetry.FQueueOccupancy != 0 {
-			x := uint64(h.QueueOccupancy)
-			if !en.set(0, x, thr.change[event.QueueOccupancy], thr.above[event.QueueOccupancy]) {
-				d.swCheck(c, b, en, 0, event.QueueOccupancy, x)
-			}
+			d.swValue(c, b, en, 0, event.QueueOccupancy, uint64(h.QueueOccupancy))
 		}
 		if f&telemetry.FQueueCongestion != 0 {
-			x := uint64(h.QueueCongestion)
-			if !en.set(1, x, thr.change[event.QueueCongestion], thr.above[event.QueueCongestion]) {
-				d.swCheck(c, b, en, 1, event.QueueCongestion, x)
-			}
+			d.swValue(c, b, en, 1, event.QueueCongestion, uint64(h.QueueCongestion))
 		}
 	}
 	if f&telemetry.FTxUtil != 0 {
-		k := swKey{sw: h.NodeID, id: port, kind: kPort}
-		en := s.current(*pp, k, now)
-		if en == nil {
-			en = b.hopEntry(s, pp, k, now)
-		}
-		en.last, en.dev = now, dev
-		x := uint64(h.TxUtil)
-		if !en.set(0, x, thr.change[event.TxUtilization], thr.above[event.TxUtilization]) {
-			d.swCheck(c, b, en, 0, event.TxUtilization, x)
-		}
+		en := s.swAt(swKey{sw: h.NodeID, id: hopPort(h), kind: kPort}, hsw, now, dev)
+		d.swValue(c, b, en, 0, event.TxUtilization, uint64(h.TxUtil))
 	}
 	if f&telemetry.FBufferOccupancy != 0 {
-		en := b.swEntry(s, swKey{sw: h.NodeID, id: uint32(h.BufferID), kind: kBuffer}, now)
-		en.touch(now, dev)
+		en := s.swAt(swKey{sw: h.NodeID, id: uint32(h.BufferID), kind: kBuffer}, hsw, now, dev)
 		d.swValue(c, b, en, 0, event.BufferOccupancy, uint64(h.BufferOccupancy))
 	}
 }
 
-// current returns entry i of s when it holds key k and was updated at now already (so that
-// it needs no LRU touch), else nil.
-func (s *shard) current(i int32, k swKey, now int64) *swEntry {
-	if uint(i) < uint(len(s.se)) {
-		if en := &s.se[i]; en.key == k && en.last == now {
-			return en
-		}
-	}
-	return nil
+// swAt returns the entry of switch key k (hsw: its switch's hash) in s, made if need be,
+// updated at now with device time dev; the caller holds s's lock.
+func (s *shard) swAt(k swKey, hsw uint64, now int64, dev uint64) *swEntry {
+	en := &s.se[s.swIndex(k, swKeyHash(hsw, k.id, k.kind), now)]
+	en.last, en.dev = now, dev
+	return en
 }
-
-// set applies x to value i of en when it raises nothing (quiet), and reports whether it did.
-func (en *swEntry) set(i uint, x, t, a uint64) bool {
-	bit := uint8(1) << i
-	v := &en.v[i&1]
-	if en.has&bit == 0 || !quiet(v, en.above&bit != 0, x, t, a) {
-		return false
-	}
-	v.cur = x
-	return true
-}
-
-func (en *swEntry) touch(now int64, dev uint64) { en.last, en.dev = now, dev }
 
 // drop counts a dropped-packet report per (reporting node, reason); the caller holds the
 // node's shard lock.
@@ -912,8 +805,7 @@ func (d *Detector) drop(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Rep
 	if r.Has&telemetry.HasDropReason != 0 {
 		reason = r.DropReason
 	}
-	en := b.swEntry(s, swKey{sw: r.NodeID, id: uint32(reason), kind: kDrop}, r.RecvTime)
-	en.touch(r.RecvTime, r.IngressTS)
+	en := s.swAt(swKey{sw: r.NodeID, id: uint32(reason), kind: kDrop}, b.swHash(r.NodeID), r.RecvTime, r.IngressTS)
 	c[cValues]++
 	d.swValue(c, b, en, 0, event.Drops, en.v[0].cur+1)
 }
@@ -922,8 +814,7 @@ func (d *Detector) drop(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Rep
 // n−1. A step backwards (reordering, or a restarted reporter) only resynchronizes. The
 // caller holds the node's shard lock.
 func (d *Detector) seq(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Report) {
-	en := b.swEntry(s, swKey{sw: r.NodeID, id: uint32(r.HWID), kind: kSeq}, r.RecvTime)
-	en.touch(r.RecvTime, r.IngressTS)
+	en := s.swAt(swKey{sw: r.NodeID, id: uint32(r.HWID), kind: kSeq}, b.swHash(r.NodeID), r.RecvTime, r.IngressTS)
 	gaps := en.v[0].cur
 	if en.seqOK {
 		if step := r.Seq - uint32(*en.seq()); step > 1 && step < 1<<31 {

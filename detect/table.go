@@ -84,6 +84,17 @@ func lineAligned[T any](n int) []T {
 	return s[off : off+n : off+n]
 }
 
+// lruTick is the granularity of the LRU order, as a shift of a receive time in ns: 2^20 ns,
+// about a millisecond. An entry updated again within the tick of its last update keeps its
+// place in its LRU list, so that the list is in order of update time to the tick and the
+// eviction takes the least recently updated key to the millisecond. A hot key (a switch's
+// queue is updated by every report through it) is moved once a tick, not once an update:
+// a move writes the links of the entry and of its old and new neighbours, three random lines.
+const lruTick = 20
+
+// sameTick reports whether receive times a and b are in the same LRU tick.
+func sameTick(a, b int64) bool { return a>>lruTick == b>>lruTick }
+
 // lru is an intrusive doubly linked list over a preallocated table's indexes, most recently
 // updated first, with the unused indexes on a free list: the table never allocates after
 // New, and eviction picks the least recently updated entry in O(1). A link's prev and next
@@ -272,11 +283,10 @@ func (s *shard) lookupFlow(h uint64, k *telemetry.FlowKey) int32 {
 
 // flow returns the entry for k (hash h) updated at now, creating it (evicting the least
 // recently updated flow when the shard is full); isNew says it was created. An entry
-// already updated at now (the same receive batch) keeps its LRU position: the list stays in
-// order of update time, and the links of hot keys are not rewritten by every report.
+// already updated in now's tick keeps its LRU position (sameTick).
 func (s *shard) flow(h uint64, k *telemetry.FlowKey, now int64) (e *flowEntry, isNew bool) {
 	if i := s.lookupFlow(h, k); i >= 0 {
-		if s.fe[i].last != now {
+		if !sameTick(s.fe[i].last, now) {
 			s.fl.touch(i)
 		}
 		return &s.fe[i], false
@@ -305,7 +315,7 @@ func (s *shard) removeFlow(i int32) {
 
 // swIndex returns the index of the entry for switch key k (hash h, k.hash()) updated at now,
 // creating it (evicting the least recently updated switch key when the shard is full); as
-// flow, an entry already updated at now keeps its LRU position.
+// flow, an entry already updated in now's tick keeps its LRU position.
 func (s *shard) swIndex(k swKey, h uint64, now int64) int32 {
 	x := &s.sidx
 	tag := uint32(h)
@@ -316,7 +326,7 @@ func (s *shard) swIndex(k swKey, h uint64, now int64) int32 {
 		}
 		if uint32(sl>>32) == tag {
 			if i := int32(uint32(sl)) - 1; s.se[i].key == k {
-				if s.se[i].last != now {
+				if !sameTick(s.se[i].last, now) {
 					s.sl.touch(i)
 				}
 				return i

@@ -3,6 +3,7 @@ package detect
 import (
 	"math/rand/v2"
 	"net/netip"
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -10,7 +11,8 @@ import (
 )
 
 // TestIndexChurn drives one shard's flow table with random inserts, lookups, LRU evictions
-// and removals, checked step by step against a map and a model LRU list. Hashes are forced
+// and removals, each in an LRU tick of its own, checked step by step against a map and a
+// model LRU list. Hashes are forced
 // into a few home positions now and then, so that long probe runs, wrap-around at the end
 // of the slot array and backward-shift deletion inside a run are all exercised.
 func TestIndexChurn(t *testing.T) {
@@ -42,9 +44,10 @@ func TestIndexChurn(t *testing.T) {
 		n := rng.IntN(120)
 		k, h := key(n)
 		switch op := rng.IntN(10); {
-		case op < 7: // update: lookup or create (evicting the oldest when full)
-			e, isNew := s.flow(h, &k, int64(step+1))
-			e.last = int64(step + 1) // as the detector does after flow
+		case op < 7: // update: lookup or create (evicting the oldest when full), a tick apart
+			now := int64(step+1) << lruTick
+			e, isNew := s.flow(h, &k, now)
+			e.last = now // as the detector does after flow
 			if isNew == model[k] {
 				t.Fatalf("step %d: key %d: isNew %v, model has it %v", step, n, isNew, model[k])
 			}
@@ -104,5 +107,46 @@ func TestSwitchEntryLine(t *testing.T) {
 		if p := uintptr(unsafe.Pointer(&s.se[0])); p%64 != 0 || len(s.se) != n || cap(s.se) != n {
 			t.Fatalf("%d entries: table at %#x, len %d cap %d", n, p, len(s.se), cap(s.se))
 		}
+	}
+}
+
+// TestLRUTick: an update in the LRU tick of a key's last update leaves the key in its place,
+// an update in a later tick moves it to the front; the least recently updated to the tick
+// is evicted.
+func TestLRUTick(t *testing.T) {
+	s := newShard(3, 1)
+	var keys [4]telemetry.FlowKey
+	for i := range keys {
+		keys[i].SetAddrs(netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}), netip.MustParseAddr("10.9.9.9"))
+	}
+	const tick = int64(1) << lruTick
+	update := func(i int, now int64) {
+		e, _ := s.flow(telemetry.FlowHash(&keys[i]), &keys[i], now)
+		e.last = now
+	}
+	order := func() (o []int) {
+		for i := s.fl.head; i >= 0; i = s.fl.l[i].next {
+			for j := range keys {
+				if s.fe[i].key == keys[j] {
+					o = append(o, j)
+				}
+			}
+		}
+		return o
+	}
+	update(0, 10*tick)
+	update(1, 10*tick+1)
+	update(2, 10*tick+2)
+	update(0, 11*tick-1) // key 0 again, same tick: stays last
+	if o := order(); !reflect.DeepEqual(o, []int{2, 1, 0}) {
+		t.Fatalf("after an update in the same tick: %v, want [2 1 0]", o)
+	}
+	update(1, 11*tick) // key 1 in the next tick: to the front
+	if o := order(); !reflect.DeepEqual(o, []int{1, 2, 0}) {
+		t.Fatalf("after an update in the next tick: %v, want [1 2 0]", o)
+	}
+	update(3, 11*tick+5) // full: evicts key 0, the least recently updated to the tick
+	if o := order(); !reflect.DeepEqual(o, []int{3, 1, 2}) || s.evictedFlows != 1 {
+		t.Fatalf("after an eviction: %v (%d evicted), want [3 1 2]", o, s.evictedFlows)
 	}
 }
