@@ -362,6 +362,25 @@ func (c *PostcardCache) Add(key []byte, hop int, v uint32, pathLen int) {
 // allocate.
 func (c *PostcardCache) AddPath(key []byte, h uint64, vals *[MaxHops]uint32, present uint32, pathLen int) (complete, early uint64) {
 	e := c.lock(h)
+	if pathLen > 0 && present == uint32(1)<<min(pathLen, c.P.hops)-1 && !(e.used && e.h == h && bytes.Equal(e.key[:e.keyLen], key)) {
+		// The whole path, and no postcard of this key waiting: the entry the adds would fill
+		// is written at the last of them, so the path is written at once (an INT-MD trace).
+		if e.used {
+			c.P.writeHashed(e.h, &e.vals, e.seen)
+			early++
+			e.used = false
+		}
+		c.P.writeHashed(h, vals, present)
+		e.lock.Store(0)
+		return complete + 1, early
+	}
+	complete, early = c.addHops(e, key, h, vals, present, pathLen)
+	e.lock.Store(0)
+	return complete, early
+}
+
+// addHops is AddPath's work on entry e, locked by the caller, a hop at a time.
+func (c *PostcardCache) addHops(e *cacheEntry, key []byte, h uint64, vals *[MaxHops]uint32, present uint32, pathLen int) (complete, early uint64) {
 	for i := 0; present != 0; i++ {
 		if present&1 != 0 {
 			c1, e1 := c.add(e, key, h, i+1, vals[i], pathLen)
@@ -369,7 +388,6 @@ func (c *PostcardCache) AddPath(key []byte, h uint64, vals *[MaxHops]uint32, pre
 		}
 		present >>= 1
 	}
-	e.lock.Store(0)
 	return complete, early
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"math/rand/v2"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -583,5 +584,73 @@ func TestFill(t *testing.T) {
 	}
 	if f, _ := big.R.Fill(); f != 0.5 {
 		t.Errorf("every 8th slot written: fill %v, want 0.5", f)
+	}
+}
+
+// TestAddPathWhole: AddPath writes a whole path at once (no postcard of its key waiting)
+// exactly as adding its postcards one at a time does: the same store bytes and the same
+// complete and early counts, over a mix of whole paths, partial paths and single postcards
+// on a small cache whose lines are shared.
+func TestAddPathWhole(t *testing.T) {
+	c := PostcardConfig{Chunks: 1 << 8, Hops: 5, Redundancy: 2, SlotBits: 32, Cache: 8, Values: 1 << 10}
+	var stores [2]*Postcard
+	var caches [2]*PostcardCache
+	for i := range stores {
+		r, _ := AnonRegion(PostcardHeader(c, DefaultSeed))
+		defer r.Close()
+		p, err := NewPostcard(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores[i], caches[i] = p, p.NewCache(c.Cache)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	var complete, early [2]uint64
+	for step := 0; step < 20000; step++ {
+		key := fmt.Appendf(nil, "flow-%d", rng.IntN(40))
+		var vals [MaxHops]uint32
+		for i := range vals {
+			vals[i] = uint32(100 + rng.IntN(50))
+		}
+		pathLen := 1 + rng.IntN(5)
+		present := uint32(1)<<pathLen - 1
+		switch rng.IntN(4) {
+		case 0: // a partial path
+			present &= rng.Uint32()
+		case 1: // a single postcard, path length unknown now and then
+			hop := 1 + rng.IntN(5)
+			pl := pathLen
+			if rng.IntN(2) == 0 {
+				pl = 0
+			}
+			for i := range caches {
+				caches[i].Add(key, hop, vals[hop-1], pl)
+			}
+			continue
+		}
+		if present == 0 {
+			continue
+		}
+		for i, p := range stores {
+			h := Hash64(p.seed, key)
+			if i == 0 {
+				c1, e1 := caches[i].AddPath(key, h, &vals, present, pathLen)
+				complete[i], early[i] = complete[i]+c1, early[i]+e1
+				continue
+			}
+			e := caches[i].lock(h) // the reference: a postcard at a time
+			c1, e1 := caches[i].addHops(e, key, h, &vals, present, pathLen)
+			e.lock.Store(0)
+			complete[i], early[i] = complete[i]+c1, early[i]+e1
+		}
+	}
+	for i := range caches {
+		caches[i].Flush()
+	}
+	if complete[0] != complete[1] || early[0] != early[1] || complete[0] == 0 || early[0] == 0 {
+		t.Fatalf("complete %v, early %v: want equal and non-zero", complete, early)
+	}
+	if !bytes.Equal(stores[0].R.Data, stores[1].R.Data) {
+		t.Fatal("the stores differ")
 	}
 }
