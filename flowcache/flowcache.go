@@ -361,6 +361,7 @@ func (f *FlowCache) ProcessBatch(worker int, rs []telemetry.Report) {
 // and the samples lost to max_switches.
 func (f *FlowCache) histBatch(d *histDelta, sh []uint64, r *telemetry.Report) (lat uint64, nlat int, ovf uint64) {
 	hist := f.hist
+	bins := hist.bins
 	for i := 0; i < int(r.NHops); i++ {
 		hp := &r.Hops[i]
 		fl := hp.Fields
@@ -371,19 +372,20 @@ func (f *FlowCache) histBatch(d *histDelta, sh []uint64, r *telemetry.Report) (l
 		if fl&telemetry.FNodeID == 0 || fl&(telemetry.FHopLatency|telemetry.FQueueOccupancy|telemetry.FTxUtil) == 0 {
 			continue
 		}
-		si := hist.index(hp.NodeID)
+		si := d.index(hist, hp.NodeID)
 		if si < 0 {
 			ovf++
 			continue
 		}
+		base := si * int(NumMetrics) * bins // counter(si, m, v), the metrics' histograms in a row
 		if fl&telemetry.FHopLatency != 0 {
-			d.inc(sh, hist.counter(si, HopLatency, uint64(hp.HopLatency)))
+			d.inc(sh, base+int(HopLatency)*bins+hist.bin(int(HopLatency), uint64(hp.HopLatency)))
 		}
 		if fl&telemetry.FQueueOccupancy != 0 {
-			d.inc(sh, hist.counter(si, QueueOccupancy, uint64(hp.QueueOccupancy)))
+			d.inc(sh, base+int(QueueOccupancy)*bins+hist.bin(int(QueueOccupancy), uint64(hp.QueueOccupancy)))
 		}
 		if fl&telemetry.FTxUtil != 0 {
-			d.inc(sh, hist.counter(si, TxUtil, uint64(hp.TxUtil)))
+			d.inc(sh, base+int(TxUtil)*bins+hist.bin(int(TxUtil), uint64(hp.TxUtil)))
 		}
 	}
 	if nlat > 0 {

@@ -44,6 +44,29 @@ type Histograms struct {
 type histDelta struct {
 	n     []uint32
 	dirty []int32
+	memo  [histMemoSize]histMemo // switch id → index, direct mapped (indexes are never reused)
+}
+
+// histMemoSize is the size of a worker's memo of switch indexes (a power of two).
+const histMemoSize = 256
+
+type histMemo struct {
+	sw uint32
+	si int32 // index + 1; 0: empty
+}
+
+// index is h.index through the worker's memo: a batch meets the same switches over and
+// over, and the memo finds one with a load and a compare.
+func (d *histDelta) index(h *Histograms, sw uint32) int {
+	m := &d.memo[(sw^sw>>8)&(histMemoSize-1)]
+	if m.si != 0 && m.sw == sw {
+		return int(m.si) - 1
+	}
+	si := h.index(sw)
+	if si >= 0 {
+		m.sw, m.si = sw, int32(si+1)
+	}
+	return si
 }
 
 // maxDirty bounds a delta's dirty list; a batch that touches more counters publishes early.
