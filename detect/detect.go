@@ -20,11 +20,11 @@
 // Values exactly at a threshold raise nothing: both rules are strict inequalities. State is
 // sharded by key hash (flows by FlowHash, switch keys by switch id) under one mutex per
 // shard, preallocated, bounded by max_flows and max_keys with least-recently-updated
-// eviction, counted. Process allocates nothing. ProcessBatch (the ingest workers' path)
-// takes each shard's lock once for all of a batch's updates to it, finds switch keys through
-// a per-worker memo, prefetches flow entries when the flow table is far beyond the caches,
-// and publishes the events of each shard with one ring operation, waking consumers once per
-// batch.
+// eviction (to a tick of about a millisecond), counted. Process allocates nothing.
+// ProcessBatch (the ingest workers' path) takes each shard's lock once for all of a batch's
+// updates to it, applies the common hop and values that raise nothing inline, prefetches
+// flow entries when the resident flows are far beyond the caches, and publishes the events
+// of each shard with one ring operation, waking consumers once per batch.
 //
 // Snapshot is the periodic push: the latest value of every live key, and expiry of keys not
 // updated for detect.expire. Counters give INTCollector §V-B2's reduction factor: metric
@@ -253,7 +253,7 @@ const maxOps = batchChunk * (3 + telemetry.MaxHops)
 const evBuf = 256
 
 // batch is a worker's scratch: the operations of a chunk chained per shard, the events
-// raised and not yet published, the switch key memo.
+// raised and not yet published, the switch hash cache.
 type batch struct {
 	pub    *event.Publisher
 	evs    []event.Event

@@ -345,8 +345,7 @@ func (s *shard) swIndex(k swKey, h uint64, now int64) int32 {
 	return i
 }
 
-// removeSw forgets entry i. Its key is cleared, so that a worker's memo of the entry
-// (batch.swEntry) no longer matches.
+// removeSw forgets entry i. Its key is cleared: a free entry holds no key.
 func (s *shard) removeSw(i int32) {
 	s.sidx.remove(s.se[i].key.hash(), i)
 	s.sl.remove(i)
