@@ -60,6 +60,10 @@ type hopPlan struct {
 	// wideTS: 8-byte timestamps (v2.x, GEANT); queue16: the INTCollector 16|16 queue word;
 	// buffer: bit 8 is buffer id|occupancy (v2.x; reserved before).
 	wideTS, queue16, buffer bool
+	// v2Base: INT v2.x in the specification's layout with the baseline items of bits 0-7
+	// and not bit 8, the common bitmap (0xff00, with or without reserved bits and the
+	// checksum complement after): decodeHopV2Base decodes it with fixed offsets.
+	v2Base bool
 }
 
 // l2Shape is the layout of instruction bit 6.
@@ -106,6 +110,7 @@ func compilePlan(v telemetry.INTVersion, bitmap uint16, lay itemLayout) hopPlan 
 		}
 		p.size += itemSize(v, bit, lay)
 	}
+	p.v2Base = v == telemetry.INT2x && lay == layoutSpec && bitmap&0xff80 == 0xff00
 	return p
 }
 
@@ -280,11 +285,61 @@ func (rd *Reader) decodeStack(r *telemetry.Report, pl *hopPlan, stack []byte, hs
 	if int(r.NHops)+n > telemetry.MaxHops {
 		return rd.fail(TooMany, "int stack", "hops", base, uint64(n))
 	}
+	if pl.v2Base {
+		for i := 0; i < n; i++ {
+			decodeHopV2Base(r.AddHop(), stack[i*hs:])
+		}
+		return nil
+	}
 	for i := 0; i < n; i++ {
 		h := r.AddHop()
 		decodeHop(h, pl, stack[i*hs:])
 	}
 	return nil
+}
+
+// decodeHopV2Base is decodeHop for a plan with v2Base: the items of bits 0-7 at their fixed
+// offsets (node id 0, ports 4, hop latency 8, queue 12, ingress and egress timestamps 16 and
+// 24, level-2 ports 32, tx utilization 40), with one bounds check.
+func decodeHopV2Base(h *telemetry.Hop, p []byte) {
+	p = p[:44]
+	var f telemetry.Field
+	if x := be.Uint32(p[0:4]); x != ones32 {
+		h.NodeID, f = x, f|telemetry.FNodeID
+	}
+	x := be.Uint32(p[4:8])
+	if x>>16 != ones16 {
+		h.IngressPort, f = x>>16, f|telemetry.FIngressPort
+	}
+	if x&ones16 != ones16 {
+		h.EgressPort, f = x&ones16, f|telemetry.FEgressPort
+	}
+	if x := be.Uint32(p[8:12]); x != ones32 {
+		h.HopLatency, f = x, f|telemetry.FHopLatency
+	}
+	x = be.Uint32(p[12:16])
+	if x>>24 != ones8 {
+		h.QueueID, f = uint8(x>>24), f|telemetry.FQueueID
+	}
+	if x&ones24 != ones24 {
+		h.QueueOccupancy, f = x&ones24, f|telemetry.FQueueOccupancy
+	}
+	if ts := be.Uint64(p[16:24]); ts != ones64 {
+		h.IngressTS, f = ts, f|telemetry.FIngressTS
+	}
+	if ts := be.Uint64(p[24:32]); ts != ones64 {
+		h.EgressTS, f = ts, f|telemetry.FEgressTS
+	}
+	if x := be.Uint32(p[32:36]); x != ones32 {
+		h.L2IngressPort, f = x, f|telemetry.FL2IngressPort
+	}
+	if y := be.Uint32(p[36:40]); y != ones32 {
+		h.L2EgressPort, f = y, f|telemetry.FL2EgressPort
+	}
+	if x := be.Uint32(p[40:44]); x != ones32 {
+		h.TxUtil, f = x, f|telemetry.FTxUtil
+	}
+	h.Fields |= f
 }
 
 // parseMD decodes an INT metadata header and its stack. md holds exactly the header and
