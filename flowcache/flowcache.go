@@ -358,38 +358,49 @@ func (f *FlowCache) ProcessBatch(worker int, rs []telemetry.Report) {
 
 // histBatch is Process's histogram part for the batch path: it counts r's values into the
 // worker's delta and returns the report's end-to-end latency, its number of hop latencies
-// and the samples lost to max_switches.
+// and the samples lost to max_switches. The hops' switch indexes are found first; the
+// counting that follows makes no call (the delta has room for the report's counters).
 func (f *FlowCache) histBatch(d *histDelta, sh []uint64, r *telemetry.Report) (lat uint64, nlat int, ovf uint64) {
+	const hf = telemetry.FHopLatency | telemetry.FQueueOccupancy | telemetry.FTxUtil
 	hist := f.hist
+	n := int(r.NHops)
+	if cap(d.dirty)-len(d.dirty) < 3*n+1 {
+		d.publish(sh)
+	}
+	si := &d.si
+	for i := 0; i < n; i++ {
+		hp := &r.Hops[i]
+		si[i] = -1
+		if hp.Fields&telemetry.FNodeID != 0 && hp.Fields&hf != 0 {
+			if si[i] = int32(d.index(hist, hp.NodeID)); si[i] < 0 {
+				ovf++
+			}
+		}
+	}
 	bins := hist.bins
-	for i := 0; i < int(r.NHops); i++ {
+	for i := 0; i < n; i++ {
 		hp := &r.Hops[i]
 		fl := hp.Fields
 		if fl&telemetry.FHopLatency != 0 {
 			lat += uint64(hp.HopLatency)
 			nlat++
 		}
-		if fl&telemetry.FNodeID == 0 || fl&(telemetry.FHopLatency|telemetry.FQueueOccupancy|telemetry.FTxUtil) == 0 {
+		if si[i] < 0 {
 			continue
 		}
-		si := d.index(hist, hp.NodeID)
-		if si < 0 {
-			ovf++
-			continue
-		}
-		base := si * int(NumMetrics) * bins // counter(si, m, v), the metrics' histograms in a row
+		base := int(si[i]) * int(NumMetrics) * bins // counter(si, m, v): the metrics' histograms in a row
 		if fl&telemetry.FHopLatency != 0 {
-			d.inc(sh, base+int(HopLatency)*bins+hist.bin(int(HopLatency), uint64(hp.HopLatency)))
+			d.add(base + int(HopLatency)*bins + hist.bin(int(HopLatency), uint64(hp.HopLatency)))
 		}
 		if fl&telemetry.FQueueOccupancy != 0 {
-			d.inc(sh, base+int(QueueOccupancy)*bins+hist.bin(int(QueueOccupancy), uint64(hp.QueueOccupancy)))
+			d.add(base + int(QueueOccupancy)*bins + hist.bin(int(QueueOccupancy), uint64(hp.QueueOccupancy)))
 		}
 		if fl&telemetry.FTxUtil != 0 {
-			d.inc(sh, base+int(TxUtil)*bins+hist.bin(int(TxUtil), uint64(hp.TxUtil)))
+			d.add(base + int(TxUtil)*bins + hist.bin(int(TxUtil), uint64(hp.TxUtil)))
 		}
 	}
 	if nlat > 0 {
-		d.inc(sh, hist.counterE2E(lat))
+		d.add(hist.counterE2E(lat))
 	}
 	return lat, nlat, ovf
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/telemetry"
 )
 
 // Histograms are the per-switch distributions of §III-C ("Tracking Distribution for INT
@@ -45,6 +46,7 @@ type histDelta struct {
 	n     []uint32
 	dirty []int32
 	memo  [histMemoSize]histMemo // switch id → index, direct mapped (indexes are never reused)
+	si    [telemetry.MaxHops]int32 // histBatch's scratch: a report's hops' switch indexes
 }
 
 // histMemoSize is the size of a worker's memo of switch indexes (a power of two).
@@ -114,13 +116,13 @@ func (h *Histograms) counterE2E(v uint64) int {
 	return h.cfg.MaxSwitches*int(NumMetrics)*h.bins + h.bin(e2eHist, v)
 }
 
-// inc counts one at counter i of the delta; a full dirty list is published to sh first.
-func (d *histDelta) inc(sh []uint64, i int) {
+// add counts one at counter i of the delta, whose dirty list has room (the caller has made
+// sure of it: no call, no allocation).
+func (d *histDelta) add(i int) {
 	if d.n[i] == 0 {
-		if len(d.dirty) == cap(d.dirty) {
-			d.publish(sh)
-		}
-		d.dirty = append(d.dirty, int32(i))
+		k := len(d.dirty)
+		d.dirty = d.dirty[:k+1]
+		d.dirty[k] = int32(i)
 	}
 	d.n[i]++
 }
