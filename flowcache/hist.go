@@ -45,7 +45,7 @@ type Histograms struct {
 type histDelta struct {
 	n     []uint32
 	dirty []int32
-	memo  [histMemoSize]histMemo // switch id → index, direct mapped (indexes are never reused)
+	memo  [histMemoSize]histMemo   // switch id → index, direct mapped (indexes are never reused)
 	si    [telemetry.MaxHops]int32 // histBatch's scratch: a report's hops' switch indexes
 }
 
