@@ -152,6 +152,16 @@ func (rd *Reader) Reset(d *Decoder, in Input, b []byte) {
 // length was readable, DTA batch entries), so callers loop until Done.
 func (rd *Reader) Next(r *telemetry.Report) error {
 	rd.hasInner = false
+	err := rd.next(r)
+	if err != nil {
+		// A report that fails after its inner packet did (a TR v2.0 TLV list whose packet
+		// TLV broke and whose next TLV is cut) is no report: it has no inner error either.
+		rd.hasInner = false
+	}
+	return err
+}
+
+func (rd *Reader) next(r *telemetry.Report) error {
 	if rd.d == nil {
 		return Done
 	}
