@@ -176,11 +176,13 @@ func (f *FlowCache) dataClock() int64 {
 	return recv + (now - wall)
 }
 
-// Start runs the drain, the ager and the periodic latest-values walk.
+// Start faults the table's pages in (table.prefault) and runs the drain, the ager and the
+// periodic latest-values walk.
 func (f *FlowCache) Start(context.Context) error {
 	if f.stop != nil {
 		return nil
 	}
+	f.t.prefault()
 	f.stop = make(chan struct{})
 	f.wg.Add(1)
 	go f.drainLoop()

@@ -99,6 +99,18 @@ func newTable(rows, buckets, hops int) *table {
 
 func (t *table) rowOff(row uint64) int { return int(row) * t.rowW }
 
+// prefault writes to every page of the table (an atomic add of 0: a table in use keeps its
+// contents), so that no update takes the first-touch fault of its page: with huge pages
+// requested and the kernel's defrag policy "madvise" (Debian's default), such a fault may
+// compact memory on the spot, and the worker that takes it stalls for milliseconds while
+// its socket overflows.
+func (t *table) prefault() {
+	const pageWords = 4096 / 8
+	for i := 0; i < len(t.mem); i += pageWords {
+		atomic.AddUint64(&t.mem[i], 0)
+	}
+}
+
 // lockRow takes row's spin lock. Critical sections are a few dozen ns, so spinning beats
 // parking; Gosched keeps a preempted holder from stalling a spinner for a whole slice.
 func (t *table) lockRow(off int) *uint32 {
