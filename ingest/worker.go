@@ -91,6 +91,7 @@ type worker struct {
 
 	sock    *socket     // nil when not running
 	xsk     *xdp.Socket // the AF_XDP socket instead, for an xdp listener (xdp.go)
+	pf      [8]uintptr  // prefetchFrame's scratch: a frame's first lines
 	dg      xdp.Datagram
 	touched bool       // RunCapture: handed a datagram since the last flush
 	drain   bool       // count datagrams only (SetDrainOnly)
