@@ -451,9 +451,9 @@ func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report, st
 }
 
 // stageFlows prefetches the entries of the chunk's flows (when the resident flows are far
-// beyond the caches: stageAt): their index slots are prefetched, then read without the shard's lock
-// (the slots are written with atomic stores), and the entry a slot's tag points to, and its
-// LRU link, are prefetched. A stale read costs a useless prefetch, nothing else: the
+// beyond the caches: stageAt): their index slots are prefetched, then read without the
+// shard's lock (the slots are written with atomic stores), and the entry a slot's tag
+// points to, and its LRU link, are prefetched. A stale read costs a useless prefetch, nothing else: the
 // operation looks the flow up again under the lock.
 func (d *Detector) stageFlows(b *batch, rs []telemetry.Report) {
 	na := 0
@@ -618,19 +618,19 @@ func quiet(v *val, wasAbove bool, x, t, a uint64) bool {
 // when it raises nothing, else through check with the switch ops' event template (b.swEv),
 // filled here for the key: most values raise nothing, and the template is most of an event.
 func (d *Detector) swValue(c *[nCounts]uint64, b *batch, en *swEntry, i int, m event.Measurement, x uint64) {
-	bit := uint8(1) << i
-	if en.has&bit != 0 && quiet(&en.v[i], en.above&bit != 0, x, b.thr.change[m], b.thr.above[m]) {
+	if en.quiet(uint(i), x, b.thr.change[m], b.thr.above[m]) {
 		en.v[i].cur = x
 		return
 	}
 	d.swCheck(c, b, en, i, m, x)
 }
 
-func b2u8(b bool) uint8 {
-	if b {
-		return 1
+// withBits returns x with the bits of mask set when on, cleared when not.
+func withBits[T ~uint8 | ~uint16](x, mask T, on bool) T {
+	if on {
+		return x | mask
 	}
-	return 0
+	return x &^ mask
 }
 
 // swCheck is swValue's slow path: the value is new, or raises an event.
@@ -651,7 +651,7 @@ func (d *Detector) swCheck(c *[nCounts]uint64, b *batch, en *swEntry, i int, m e
 		e.Key.HWID = uint8(id)
 	}
 	bit := uint8(1) << i
-	en.above = en.above&^bit | b2u8(d.check(c, b, nil, &en.v[i], en.above&bit != 0, x, en.has&bit == 0, e))<<i
+	en.above = withBits(en.above, bit, d.check(c, b, nil, &en.v[i], en.above&bit != 0, x, en.has&bit == 0, e))
 	en.has |= bit
 }
 
@@ -910,7 +910,7 @@ func (d *Detector) flow(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Rep
 	if nlat > 0 {
 		if !en.hasLat || !quiet(&en.lat, en.above&latAbove != 0, lat, thr.change[event.FlowLatency], thr.above[event.FlowLatency]) {
 			e.Scope, e.Measurement, e.Key.Switch, e.DevTime = event.ScopeE2E, event.FlowLatency, 0, dev
-			en.above = en.above&^latAbove | uint16(b2u8(d.check(c, b, &lf, &en.lat, en.above&latAbove != 0, lat, !en.hasLat, e)))<<MaxTrackedHops
+			en.above = withBits(en.above, latAbove, d.check(c, b, &lf, &en.lat, en.above&latAbove != 0, lat, !en.hasLat, e))
 		} else {
 			en.lat.cur = lat
 		}
@@ -929,7 +929,7 @@ func (d *Detector) flow(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Rep
 			en.hop[i].cur = x
 		} else {
 			e.Scope, e.Measurement, e.Key.Switch, e.DevTime = event.ScopeSwitch, event.FlowHopLatency, h.NodeID, hopDev(h)
-			en.above = en.above&^uint16(bit) | uint16(b2u8(d.check(c, b, &lf, &en.hop[i], en.above&uint16(bit) != 0, x, en.hopOK&bit == 0, e)))<<i
+			en.above = withBits(en.above, uint16(bit), d.check(c, b, &lf, &en.hop[i], en.above&uint16(bit) != 0, x, en.hopOK&bit == 0, e))
 		}
 		ok |= bit
 	}
