@@ -362,7 +362,7 @@ func (c *PostcardCache) Add(key []byte, hop int, v uint32, pathLen int) {
 // allocate.
 func (c *PostcardCache) AddPath(key []byte, h uint64, vals *[MaxHops]uint32, present uint32, pathLen int) (complete, early uint64) {
 	e := c.lock(h)
-	if pathLen > 0 && present == uint32(1)<<min(pathLen, c.P.hops)-1 && !(e.used && e.h == h && bytes.Equal(e.key[:e.keyLen], key)) {
+	if pathLen > 0 && present == c.P.fullMask(pathLen) && !(e.used && e.h == h && bytes.Equal(e.key[:e.keyLen], key)) {
 		// The whole path, and no postcard of this key waiting: the entry the adds would fill
 		// is written at the last of them, so the path is written at once (an INT-MD trace).
 		if e.used {
@@ -372,11 +372,19 @@ func (c *PostcardCache) AddPath(key []byte, h uint64, vals *[MaxHops]uint32, pre
 		}
 		c.P.writeHashed(h, vals, present)
 		e.lock.Store(0)
-		return complete + 1, early
+		return 1, early
 	}
 	complete, early = c.addHops(e, key, h, vals, present, pathLen)
 	e.lock.Store(0)
 	return complete, early
+}
+
+// fullMask is the postcards of a whole path of pathLen hops (0: unknown, B).
+func (p *Postcard) fullMask(pathLen int) uint32 {
+	if pathLen <= 0 {
+		return uint32(1)<<p.hops - 1
+	}
+	return uint32(1)<<min(pathLen, p.hops) - 1
 }
 
 // addHops is AddPath's work on entry e, locked by the caller, a hop at a time.
@@ -416,11 +424,7 @@ func (c *PostcardCache) add(e *cacheEntry, key []byte, h uint64, hop int, v uint
 	if pathLen > 0 {
 		e.pathLen = uint8(min(pathLen, p.hops))
 	}
-	full := uint32(1)<<p.hops - 1
-	if e.pathLen > 0 {
-		full = uint32(1)<<e.pathLen - 1
-	}
-	if e.seen&full == full {
+	if full := p.fullMask(int(e.pathLen)); e.seen&full == full {
 		p.writeHashed(h, &e.vals, e.seen)
 		complete++
 		e.used = false
