@@ -669,21 +669,21 @@ func (d *Detector) swShardIdx(sw uint32) int32 { return int32(shardOf(switchHash
 
 func (d *Detector) swShard(sw uint32) *shard { return d.shards[d.swShardIdx(sw)] }
 
-// hopFast is hop for the common hop, with no call but to move a key in its LRU list: each
-// of its keys is in the first slot of its shard's index where its hash points, and no value
-// raises anything (no event, no above crossing, no new value). It checks all of that before
-// it changes anything, and reports whether it has done the hop; if not, hop does it. hsw is
-// the switch's hash.
+// hopFast is hop for the common hop, with one lookup (the hop memo's slot) and no call but
+// to move a key in its LRU list: the memo names the entries of the hop's queue and port
+// keys, and no value raises anything (no event, no above crossing, no new value). It checks
+// all of that before it changes anything, and reports whether it has done the hop; if not,
+// hop does it (and refills the memo). hsw is the switch's hash.
 func hopFast(s *shard, hsw uint64, thr *thresholds, now int64, h *telemetry.Hop) bool {
 	const qf = telemetry.FQueueOccupancy | telemetry.FQueueCongestion
 	f := h.Fields
 	if f&telemetry.FBufferOccupancy != 0 {
 		return false
 	}
-	qi, pi := int32(-1), int32(-1)
+	m := *s.memoAt(hsw, h)
+	qi, pi := m.q-1, m.p-1
 	if f&qf != 0 {
-		k := swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue}
-		if qi = s.findSw(k, swKeyHash(hsw, k.id, k.kind)); qi < 0 {
+		if uint(qi) >= uint(len(s.se)) || s.se[qi].key != (swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue}) {
 			return false
 		}
 		qe := &s.se[qi]
@@ -695,8 +695,7 @@ func hopFast(s *shard, hsw uint64, thr *thresholds, now int64, h *telemetry.Hop)
 		}
 	}
 	if f&telemetry.FTxUtil != 0 {
-		k := swKey{sw: h.NodeID, id: hopPort(h), kind: kPort}
-		if pi = s.findSw(k, swKeyHash(hsw, k.id, k.kind)); pi < 0 {
+		if uint(pi) >= uint(len(s.se)) || s.se[pi].key != (swKey{sw: h.NodeID, id: hopPort(h), kind: kPort}) {
 			return false
 		}
 		if !s.se[pi].quiet(0, uint64(h.TxUtil), thr.change[event.TxUtilization], thr.above[event.TxUtilization]) {
@@ -704,7 +703,7 @@ func hopFast(s *shard, hsw uint64, thr *thresholds, now int64, h *telemetry.Hop)
 		}
 	}
 	dev := hopDev(h)
-	if qi >= 0 {
+	if f&qf != 0 {
 		qe := s.touchSw(qi, now, dev)
 		if f&telemetry.FQueueOccupancy != 0 {
 			qe.v[0].cur = uint64(h.QueueOccupancy)
@@ -713,22 +712,10 @@ func hopFast(s *shard, hsw uint64, thr *thresholds, now int64, h *telemetry.Hop)
 			qe.v[1].cur = uint64(h.QueueCongestion)
 		}
 	}
-	if pi >= 0 {
+	if f&telemetry.FTxUtil != 0 {
 		s.touchSw(pi, now, dev).v[0].cur = uint64(h.TxUtil)
 	}
 	return true
-}
-
-// findSw returns the entry of switch key k (hash h) in s when the first index slot its hash
-// points to names it, else -1 (swIndex finds it, or makes it): the inline lookup of hopFast.
-func (s *shard) findSw(k swKey, h uint64) int32 {
-	sl := s.sidx.slots[h&s.sidx.mask]
-	if uint32(sl>>32) == uint32(h) {
-		if i := int32(uint32(sl)) - 1; uint(i) < uint(len(s.se)) && s.se[i].key == k {
-			return i
-		}
-	}
-	return -1
 }
 
 // touchSw marks entry i of s updated at now with device time dev, moving it to the front of
@@ -771,31 +758,38 @@ func (d *Detector) hop(c *[nCounts]uint64, b *batch, s *shard, now int64, h *tel
 	const qf = telemetry.FQueueOccupancy | telemetry.FQueueCongestion
 	f := h.Fields
 	dev := hopDev(h)
+	var m hopMemo
 	if f&qf != 0 {
-		en := s.swAt(swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue}, hsw, now, dev)
+		i := s.swAt(swKey{sw: h.NodeID, id: uint32(h.QueueID), kind: kQueue}, hsw, now, dev)
+		en := &s.se[i]
 		if f&telemetry.FQueueOccupancy != 0 {
 			d.swValue(c, b, en, 0, event.QueueOccupancy, uint64(h.QueueOccupancy))
 		}
 		if f&telemetry.FQueueCongestion != 0 {
 			d.swValue(c, b, en, 1, event.QueueCongestion, uint64(h.QueueCongestion))
 		}
+		m.q = i + 1
 	}
 	if f&telemetry.FTxUtil != 0 {
-		en := s.swAt(swKey{sw: h.NodeID, id: hopPort(h), kind: kPort}, hsw, now, dev)
-		d.swValue(c, b, en, 0, event.TxUtilization, uint64(h.TxUtil))
+		i := s.swAt(swKey{sw: h.NodeID, id: hopPort(h), kind: kPort}, hsw, now, dev)
+		d.swValue(c, b, &s.se[i], 0, event.TxUtilization, uint64(h.TxUtil))
+		m.p = i + 1
+	}
+	if f&(qf|telemetry.FTxUtil) != 0 {
+		*s.memoAt(hsw, h) = m
 	}
 	if f&telemetry.FBufferOccupancy != 0 {
-		en := s.swAt(swKey{sw: h.NodeID, id: uint32(h.BufferID), kind: kBuffer}, hsw, now, dev)
-		d.swValue(c, b, en, 0, event.BufferOccupancy, uint64(h.BufferOccupancy))
+		i := s.swAt(swKey{sw: h.NodeID, id: uint32(h.BufferID), kind: kBuffer}, hsw, now, dev)
+		d.swValue(c, b, &s.se[i], 0, event.BufferOccupancy, uint64(h.BufferOccupancy))
 	}
 }
 
-// swAt returns the entry of switch key k (hsw: its switch's hash) in s, made if need be,
-// updated at now with device time dev; the caller holds s's lock.
-func (s *shard) swAt(k swKey, hsw uint64, now int64, dev uint64) *swEntry {
-	en := &s.se[s.swIndex(k, swKeyHash(hsw, k.id, k.kind), now)]
-	en.last, en.dev = now, dev
-	return en
+// swAt returns the index of the entry of switch key k (hsw: its switch's hash) in s, made
+// if need be, updated at now with device time dev; the caller holds s's lock.
+func (s *shard) swAt(k swKey, hsw uint64, now int64, dev uint64) int32 {
+	i := s.swIndex(k, swKeyHash(hsw, k.id, k.kind), now)
+	s.se[i].last, s.se[i].dev = now, dev
+	return i
 }
 
 // drop counts a dropped-packet report per (reporting node, reason); the caller holds the
@@ -805,7 +799,7 @@ func (d *Detector) drop(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Rep
 	if r.Has&telemetry.HasDropReason != 0 {
 		reason = r.DropReason
 	}
-	en := s.swAt(swKey{sw: r.NodeID, id: uint32(reason), kind: kDrop}, b.swHash(r.NodeID), r.RecvTime, r.IngressTS)
+	en := &s.se[s.swAt(swKey{sw: r.NodeID, id: uint32(reason), kind: kDrop}, b.swHash(r.NodeID), r.RecvTime, r.IngressTS)]
 	c[cValues]++
 	d.swValue(c, b, en, 0, event.Drops, en.v[0].cur+1)
 }
@@ -814,7 +808,7 @@ func (d *Detector) drop(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Rep
 // n−1. A step backwards (reordering, or a restarted reporter) only resynchronizes. The
 // caller holds the node's shard lock.
 func (d *Detector) seq(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Report) {
-	en := s.swAt(swKey{sw: r.NodeID, id: uint32(r.HWID), kind: kSeq}, b.swHash(r.NodeID), r.RecvTime, r.IngressTS)
+	en := &s.se[s.swAt(swKey{sw: r.NodeID, id: uint32(r.HWID), kind: kSeq}, b.swHash(r.NodeID), r.RecvTime, r.IngressTS)]
 	gaps := en.v[0].cur
 	if en.seqOK {
 		if step := r.Seq - uint32(*en.seq()); step > 1 && step < 1<<31 {

@@ -247,6 +247,8 @@ type shard struct {
 	sidx index
 	se   []swEntry
 	sl   lru
+	hops []hopMemo // the hop memo, direct mapped by hopHash
+	hmsk uint64
 
 	evictedFlows, evictedKeys, expired uint64       // under mu
 	resident                           atomic.Int32 // flows held (fl.n), read without mu
@@ -254,6 +256,10 @@ type shard struct {
 }
 
 func newShard(flows, keys int) *shard {
+	nh := 64
+	for nh < 4*keys {
+		nh <<= 1
+	}
 	return &shard{
 		fidx: newIndex(flows),
 		fe:   make([]flowEntry, flows),
@@ -261,7 +267,27 @@ func newShard(flows, keys int) *shard {
 		sidx: newIndex(keys),
 		se:   lineAligned[swEntry](keys),
 		sl:   newLRU(keys),
+		hops: make([]hopMemo, nh),
+		hmsk: uint64(nh - 1),
 	}
+}
+
+// hopMemo is the hop memo's slot: the entries (index + 1, 0 for none) of the queue key and
+// the port key that a hop of some (switch, queue, port) last used. The memo makes a hop one
+// lookup, not one per key (issue 13: one lookup per switch per report). It is a cache, never
+// the truth: a slot is only believed when the entries it names hold the hop's keys, so a
+// collision, an eviction or a reused entry costs the general path (swIndex, which refills
+// the slot), never a wrong entry. It holds 4 slots per key the shard can hold: a switch's
+// (queue, port) pairs outnumber its keys.
+type hopMemo struct{ q, p int32 }
+
+// memoAt is the hop memo's slot of hop h, under its switch's hash hsw. It hashes the hop's
+// queue id and egress port as they are, with the fields it carries: an absent field's stale
+// value only picks another slot, since the keys are checked against the entries.
+func (s *shard) memoAt(hsw uint64, h *telemetry.Hop) *hopMemo {
+	const fields = telemetry.FQueueID | telemetry.FQueueOccupancy | telemetry.FQueueCongestion | telemetry.FTxUtil | telemetry.FEgressPort
+	x := hsw ^ (uint64(h.EgressPort)<<32|uint64(h.QueueID)<<24|uint64(h.Fields&fields))*k3
+	return &s.hops[(x^x>>29)&s.hmsk]
 }
 
 // lookupFlow returns the index of flow k (hash h), or -1.

@@ -150,3 +150,77 @@ func TestLRUTick(t *testing.T) {
 		t.Fatalf("after an eviction: %v (%d evicted), want [3 1 2]", o, s.evictedFlows)
 	}
 }
+
+// TestHopMemo: a hop is found through the hop memo, one slot for its queue and port keys,
+// once the general path has filled the slot; a slot of which either entry was evicted and
+// reused by another key is not believed (the hop takes the general path, which leaves the
+// other key's value alone, and refills the slot).
+func TestHopMemo(t *testing.T) {
+	const qp = telemetry.FNodeID | telemetry.FQueueID | telemetry.FQueueOccupancy | telemetry.FEgressPort | telemetry.FTxUtil | telemetry.FEgressTS
+	hop := func(f telemetry.Field, sw uint32, q uint8, port, occ, tx uint32) telemetry.Report {
+		var r telemetry.Report
+		r.RecvTime = 1 << 30
+		*r.AddHop() = telemetry.Hop{Fields: f, NodeID: sw, QueueID: q, EgressPort: port, QueueOccupancy: occ, TxUtil: tx, EgressTS: 99}
+		return r
+	}
+	a := hop(qp, 1, 3, 7, 10, 20)
+	// other's value is a's: only the keys tell its entry from a's
+	other := hop(telemetry.FNodeID|telemetry.FQueueID|telemetry.FQueueOccupancy, 2, 0, 0, 12, 0)
+	for _, tc := range []struct {
+		name    string
+		pre     []telemetry.Report // before hop a
+		evicted swKey              // the key of a's that other evicts
+	}{
+		// a's queue key is made first: the least recently used of the two
+		{"queue", nil, swKey{sw: 1, id: 3, kind: kQueue}},
+		// a's port key was made before, in the same LRU tick: a's update leaves it last
+		{"port", []telemetry.Report{hop(telemetry.FNodeID|telemetry.FEgressPort|telemetry.FTxUtil, 1, 0, 7, 0, 20)}, swKey{sw: 1, id: 7, kind: kPort}},
+	} {
+		cfg := DefaultConfig()
+		cfg.Shards, cfg.MaxKeys = 1, 2
+		d := New(cfg, Deps{})
+		s, b := d.shards[0], d.workers[0].b
+		value := func(k swKey) (uint64, bool) {
+			for i := range s.se {
+				if s.se[i].key == k {
+					return s.se[i].v[0].cur, true
+				}
+			}
+			return 0, false
+		}
+		fast := func(occ, tx uint32) bool {
+			h := a.Hops[0]
+			h.QueueOccupancy, h.TxUtil = occ, tx
+			return hopFast(s, switchHash(h.NodeID), &b.thr, a.RecvTime, &h)
+		}
+		d.ProcessBatch(0, append(tc.pre, a))
+		if !fast(11, 21) {
+			t.Fatalf("%s: a known hop whose values raise nothing is not done through the memo", tc.name)
+		}
+		if q, _ := value(swKey{sw: 1, id: 3, kind: kQueue}); q != 11 {
+			t.Fatalf("%s: queue occupancy %d after the memo's path, want 11", tc.name, q)
+		}
+		if p, _ := value(swKey{sw: 1, id: 7, kind: kPort}); p != 21 {
+			t.Fatalf("%s: tx utilization %d after the memo's path, want 21", tc.name, p)
+		}
+		d.ProcessBatch(0, []telemetry.Report{other})
+		if _, ok := value(tc.evicted); ok {
+			t.Fatalf("%s: %+v was not evicted: the test does not cover a stale slot", tc.name, tc.evicted)
+		}
+		if fast(12, 22) {
+			t.Fatalf("%s: a slot naming an entry that now holds another key was believed", tc.name)
+		}
+		if q, _ := value(swKey{sw: 2, id: 0, kind: kQueue}); q != 12 {
+			t.Fatalf("%s: the other hop's queue occupancy is %d, want 12", tc.name, q)
+		}
+		if e := s.se[s.sl.head]; e.key.sw != 2 || e.dev != 0 { // a's hop would leave its EgressTS
+			t.Fatalf("%s: the other hop's entry was updated: %+v", tc.name, e)
+		}
+		later := a
+		later.RecvTime += 2 << lruTick // a's keys move to the front: other's is evicted
+		d.ProcessBatch(0, []telemetry.Report{later})
+		if !fast(13, 23) {
+			t.Fatalf("%s: the general path did not refill the slot", tc.name)
+		}
+	}
+}
