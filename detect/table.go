@@ -247,7 +247,7 @@ type shard struct {
 	sidx index
 	se   []swEntry
 	sl   lru
-	hops []hopMemo // the hop memo, direct mapped by hopHash
+	hops []hopMemo // the hop memo, direct mapped by the hash of memoAt
 	hmsk uint64
 
 	evictedFlows, evictedKeys, expired uint64       // under mu
