@@ -41,21 +41,26 @@ func processCPU() time.Duration {
 
 // systemCPU is the whole machine's busy CPU time (/proc/stat, the cpu line: user, nice,
 // system, irq, softirq and steal; USER_HZ ticks of 10 ms): what sender, collector and the
-// kernel's receive work cost together. 0 where the file is unreadable.
-func systemCPU() time.Duration {
+// kernel's receive work cost together; all adds the idle and iowait time, so that busy / all
+// over an interval is the share of the machine that was busy. 0 where the file is unreadable.
+func systemCPU() (busy, all time.Duration) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	f := strings.Fields(line)
 	if len(f) < 9 || f[0] != "cpu" {
-		return 0
+		return 0, 0
 	}
-	var ticks uint64
-	for _, i := range []int{1, 2, 3, 6, 7, 8} { // user nice system [idle iowait] irq softirq steal
+	var ticks, idle uint64
+	for i := 1; i <= 8; i++ { // user nice system idle iowait irq softirq steal
 		v, _ := strconv.ParseUint(f[i], 10, 64)
-		ticks += v
+		if i == 4 || i == 5 {
+			idle += v
+		} else {
+			ticks += v
+		}
 	}
-	return time.Duration(ticks) * 10 * time.Millisecond
+	return time.Duration(ticks) * 10 * time.Millisecond, time.Duration(ticks+idle) * 10 * time.Millisecond
 }

@@ -15,4 +15,4 @@ func softnetDrops() uint64 { return 0 }
 func processCPU() time.Duration { return 0 }
 
 // systemCPU: not measured; 0.
-func systemCPU() time.Duration { return 0 }
+func systemCPU() (busy, all time.Duration) { return 0, 0 }

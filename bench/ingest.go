@@ -66,6 +66,8 @@ type Phase struct {
 	Backlog   uint64 // the whole host's input backlog drops over the phase (softnet_stat)
 	CPU       time.Duration
 	SystemCPU time.Duration // the whole machine's: sender, collector, kernel (/proc/stat)
+	SystemAll time.Duration // the whole machine's CPU time, busy or idle, over the same interval
+	Wall      time.Duration // the interval CPU and SystemCPU were measured over
 	ReportsPS float64
 	Loss      float64
 	Attach    string // an xdp listener's attach mode (native, generic)
@@ -124,6 +126,12 @@ type IngestResult struct {
 	DrainCPUNsPerDatagram    float64 `json:"drain_cpu_ns_per_datagram"`
 	BaselineCPUNsPerDatagram float64 `json:"baseline_cpu_ns_per_datagram,omitempty"`
 	DrainVsBaseline          float64 `json:"drain_vs_baseline,omitempty"`
+	// CollectorCPUShare is the CPU the collector used in its phase, in CPUs (0.4: 40% of
+	// one), and SystemBusy the share of the whole machine that was busy then (0-1): a
+	// collector that loses datagrams while it uses well under a CPU on a busy machine was
+	// short of CPU (the sender and the kernel's delivery took it), not too slow.
+	CollectorCPUShare float64 `json:"collector_cpu_share"`
+	SystemBusy        float64 `json:"system_busy"`
 
 	Drain, Full, Base Phase `json:"-"`
 }
@@ -170,6 +178,12 @@ func Ingest(cfg IngestConfig) (IngestResult, error) {
 		DrainCPUNsPerDatagram: a.CPUPerDatagram()}
 	if b.Reports > 0 {
 		res.SystemCPUNsPerReport = float64(b.SystemCPU.Nanoseconds()) / float64(b.Reports)
+	}
+	if b.Wall > 0 {
+		res.CollectorCPUShare = b.CPU.Seconds() / b.Wall.Seconds()
+	}
+	if b.SystemAll > 0 {
+		res.SystemBusy = b.SystemCPU.Seconds() / b.SystemAll.Seconds()
 	}
 	if len(cs) > 0 {
 		res.Base = median(cs, Phase.CPUPerDatagram)
@@ -229,7 +243,8 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	cpu0, sys0, backlog0 := processCPU(), systemCPU(), softnetDrops()
+	sys0, all0 := systemCPU()
+	cpu0, t0, backlog0 := processCPU(), time.Now(), softnetDrops()
 	addr := recv.ListenerAddr(0)
 	if l := cfg.Collector.Listeners[0]; l.Mode == ingest.ModeXDP {
 		// An xdp listener binds no socket: the load goes to the host's address and the port
@@ -241,7 +256,8 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 		return Phase{}, nil, err
 	}
 	recv.Settle()
-	cpu, sys := processCPU()-cpu0, systemCPU()-sys0
+	sys1, all1 := systemCPU()
+	cpu, wall := processCPU()-cpu0, time.Since(t0)
 	run := recv.Status().Listeners[0] // the program's figures go with it at Stop
 	// Stop reads the sockets' final drop counts (SO_MEMINFO): drops after the last datagram
 	// read carry no SO_RXQ_OVFL message.
@@ -250,7 +266,7 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 	}
 	st := recv.Status()
 	r := Phase{Sent: sent, Received: st.PacketsReceived, Reports: st.ReportsDecoded,
-		Errors: st.DecodeErrors.Total, Kernel: st.KernelDrops, GRO: st.GRODatagrams, Backlog: softnetDrops() - backlog0, CPU: cpu, SystemCPU: sys, Attach: run.XDPAttach,
+		Errors: st.DecodeErrors.Total, Kernel: st.KernelDrops, GRO: st.GRODatagrams, Backlog: softnetDrops() - backlog0, CPU: cpu, SystemCPU: sys1 - sys0, SystemAll: all1 - all0, Wall: wall, Attach: run.XDPAttach,
 		BPFRuns: run.XDPRuns, BPFTime: time.Duration(run.XDPRunNs)}
 	// DTA reports the XDP program wrote itself (dta.kernel) never reach user space: they
 	// are received and turned into state all the same (one report per datagram).

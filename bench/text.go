@@ -15,10 +15,21 @@ func (r IngestResult) WriteText(w io.Writer, baseline bool) {
 	writePhase(w, "  ", "collector", r.Full)
 	fmt.Fprintf(w, "  ratio      %.3f (collector / drain); CPU per datagram: drain %.1f ns; whole machine per report (collector phase): %.1f ns\n",
 		r.Ratio, r.DrainCPUNsPerDatagram, r.SystemCPUNsPerReport)
+	fmt.Fprintf(w, "  CPU share  collector %.2f of a CPU; the machine %.0f%% busy (collector phase)\n", r.CollectorCPUShare, 100*r.SystemBusy)
+	if r.Starved() {
+		fmt.Fprintf(w, "  note: the collector lost %.1f%% while it used %.2f of a CPU on a machine %.0f%% busy: it was short of CPU (the sender and the kernel's delivery took it), so the ratio measures this machine's contention as much as the collector\n",
+			100*r.Loss, r.CollectorCPUShare, 100*r.SystemBusy)
+	}
 	if baseline {
 		fmt.Fprintf(w, "  baseline   %.1f CPU ns/datagram (%d of %d datagrams); drain / baseline %.3f\n",
 			r.BaselineCPUNsPerDatagram, r.Base.Received, r.Base.Sent.Datagrams, r.DrainVsBaseline)
 	}
+}
+
+// Starved reports whether the collector lost datagrams while it used well under a CPU
+// (less than 0.9) on a machine at least 90% busy: it was short of CPU, not too slow.
+func (r IngestResult) Starved() bool {
+	return r.Loss > 0.001 && r.SystemBusy >= 0.9 && r.CollectorCPUShare < 0.9
 }
 
 // WriteText writes mc as `intake bench ingest --mode xdp` prints it.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -28,9 +29,15 @@ func TestBenchIngest(t *testing.T) {
 		Sent       uint64   `json:"datagrams_sent"`
 		Errors     uint64   `json:"decode_errors"`
 		Processors []string `json:"processors"`
+		Share      float64  `json:"collector_cpu_share"`
+		Busy       float64  `json:"system_busy"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v: %q", err, out)
+	}
+	// 10000 reports/s take a small part of a CPU; the machine is busy at least that much.
+	if res.Share <= 0 || res.Share >= 1 || res.Busy <= 0 || res.Busy > 1 || res.Busy*float64(runtime.NumCPU()) < res.Share*0.9 {
+		t.Errorf("collector_cpu_share %.3f, system_busy %.3f (of %d CPUs)", res.Share, res.Busy, runtime.NumCPU())
 	}
 	if res.Loss == nil || *res.Loss != 0 || res.Errors != 0 {
 		t.Errorf("loss %v, decode errors %d at 2500 datagrams/s: want none", res.Loss, res.Errors)
