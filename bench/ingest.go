@@ -127,11 +127,13 @@ type IngestResult struct {
 	BaselineCPUNsPerDatagram float64 `json:"baseline_cpu_ns_per_datagram,omitempty"`
 	DrainVsBaseline          float64 `json:"drain_vs_baseline,omitempty"`
 	// CollectorCPUShare is the CPU the collector used in its phase, in CPUs (0.4: 40% of
-	// one), and SystemBusy the share of the whole machine that was busy then (0-1): a
-	// collector that loses datagrams while it uses well under a CPU on a busy machine was
-	// short of CPU (the sender and the kernel's delivery took it), not too slow.
-	CollectorCPUShare float64 `json:"collector_cpu_share"`
-	SystemBusy        float64 `json:"system_busy"`
+	// one); CollectorCPUsNeeded the CPUs it would have needed to take all that was sent at
+	// its CPU per report; SystemBusy the share of the whole machine that was busy then (0-1).
+	// A collector that lost datagrams using well under what it needed, on a busy machine,
+	// was short of CPU (the sender and the kernel's delivery took it), not too slow.
+	CollectorCPUShare   float64 `json:"collector_cpu_share"`
+	CollectorCPUsNeeded float64 `json:"collector_cpus_needed"`
+	SystemBusy          float64 `json:"system_busy"`
 
 	Drain, Full, Base Phase `json:"-"`
 }
@@ -181,6 +183,9 @@ func Ingest(cfg IngestConfig) (IngestResult, error) {
 	}
 	if b.Wall > 0 {
 		res.CollectorCPUShare = b.CPU.Seconds() / b.Wall.Seconds()
+	}
+	if s := b.Sent.Elapsed.Seconds(); s > 0 {
+		res.CollectorCPUsNeeded = b.CPUPerReport() * float64(b.Sent.Reports) / s / 1e9
 	}
 	if b.SystemAll > 0 {
 		res.SystemBusy = b.SystemCPU.Seconds() / b.SystemAll.Seconds()

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -15,10 +16,19 @@ func (r IngestResult) WriteText(w io.Writer, baseline bool) {
 	writePhase(w, "  ", "collector", r.Full)
 	fmt.Fprintf(w, "  ratio      %.3f (collector / drain); CPU per datagram: drain %.1f ns; whole machine per report (collector phase): %.1f ns\n",
 		r.Ratio, r.DrainCPUNsPerDatagram, r.SystemCPUNsPerReport)
-	fmt.Fprintf(w, "  CPU share  collector %.2f of a CPU; the machine %.0f%% busy (collector phase)\n", r.CollectorCPUShare, 100*r.SystemBusy)
+	fmt.Fprintf(w, "  CPU share  collector %.2f of a CPU, %.2f needed to take all that was sent; the machine %.0f%% busy (collector phase)\n",
+		r.CollectorCPUShare, r.CollectorCPUsNeeded, 100*r.SystemBusy)
 	if r.Starved() {
-		fmt.Fprintf(w, "  note: the collector lost %.1f%% while it used %.2f of a CPU on a machine %.0f%% busy: it was short of CPU (the sender and the kernel's delivery took it), so the ratio measures this machine's contention as much as the collector\n",
-			100*r.Loss, r.CollectorCPUShare, 100*r.SystemBusy)
+		fmt.Fprintf(w, "  note: the collector lost %.1f%% with %.2f of the %.2f CPUs it needed on a machine %.0f%% busy: it was short of CPU (the sender and the kernel's delivery took it), so the ratio measures this machine's contention as much as the collector\n",
+			100*r.Loss, r.CollectorCPUShare, r.CollectorCPUsNeeded, 100*r.SystemBusy)
+	}
+	if r.TooSlow() {
+		workers := fmt.Sprintf("%.0f sockets' workers", r.workerCPUs())
+		if r.workerCPUs() == 1 {
+			workers = "1 socket's worker"
+		}
+		fmt.Fprintf(w, "  note: the collector lost %.1f%%: taking all that was sent would need %.2f CPUs at its CPU per report, more than its %s can use (one CPU each)\n",
+			100*r.Loss, r.CollectorCPUsNeeded, workers)
 	}
 	if baseline {
 		fmt.Fprintf(w, "  baseline   %.1f CPU ns/datagram (%d of %d datagrams); drain / baseline %.3f\n",
@@ -26,10 +36,27 @@ func (r IngestResult) WriteText(w io.Writer, baseline bool) {
 	}
 }
 
-// Starved reports whether the collector lost datagrams while it used well under a CPU
-// (less than 0.9) on a machine at least 90% busy: it was short of CPU, not too slow.
+// Starved reports whether the collector lost datagrams that the CPUs its sockets' workers
+// can use would have taken (what it needed, at most a CPU per socket), while it used less
+// than 90% of what it needed on a machine at least 90% busy: it was short of CPU, not too
+// slow.
 func (r IngestResult) Starved() bool {
-	return r.Loss > 0.001 && r.SystemBusy >= 0.9 && r.CollectorCPUShare < 0.9
+	return r.Loss > 0.001 && r.SystemBusy >= 0.9 && r.CollectorCPUsNeeded <= r.workerCPUs() &&
+		r.CollectorCPUShare < 0.9*r.CollectorCPUsNeeded
+}
+
+// TooSlow reports whether the collector lost datagrams that more CPUs than its sockets'
+// workers can use would have been needed to take.
+func (r IngestResult) TooSlow() bool {
+	return r.Loss > 0.001 && r.CollectorCPUsNeeded > r.workerCPUs()
+}
+
+// workerCPUs is the CPUs the collector's receive workers can use: one per socket.
+func (r IngestResult) workerCPUs() float64 {
+	if r.Sockets <= 0 {
+		return float64(runtime.NumCPU()) // one socket per core
+	}
+	return float64(r.Sockets)
 }
 
 // WriteText writes mc as `intake bench ingest --mode xdp` prints it.
