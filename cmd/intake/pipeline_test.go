@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
+	"os"
 	"testing"
 
 	"github.com/intake-int/intake/collector"
@@ -88,7 +90,9 @@ func benchPipeline(b *testing.B, pc pipelineCase, stages []string) {
 				cfg.Detect.MaxFlows = 1 << 20
 			}
 			cfg.Listeners = []ingest.Listener{{Format: "report", Address: "127.0.0.1", Sockets: 1}}
-			c, err := collector.New(cfg, collector.Options{})
+			// Warnings only: the listener's notices would break the benchmark's result lines.
+			quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			c, err := collector.New(cfg, collector.Options{Logger: quiet})
 			if err != nil {
 				b.Fatal(err)
 			}
