@@ -36,19 +36,21 @@ func (r IngestResult) WriteText(w io.Writer, baseline bool) {
 	}
 }
 
-// Starved reports whether the collector lost datagrams that the CPUs its sockets' workers
-// can use would have taken (what it needed, at most a CPU per socket), while it used less
-// than 90% of what it needed on a machine at least 90% busy: it was short of CPU, not too
-// slow.
+// noteLoss is the loss above which the text says why the collector lost datagrams.
+const noteLoss = 0.001
+
+// Starved reports whether the collector lost datagrams that its sockets' workers could have
+// taken (it needed no more than a CPU per socket), while it used less than 90% of what it
+// needed on a machine at least 90% busy: it was short of CPU, not too slow.
 func (r IngestResult) Starved() bool {
-	return r.Loss > 0.001 && r.SystemBusy >= 0.9 && r.CollectorCPUsNeeded <= r.workerCPUs() &&
+	return r.Loss > noteLoss && r.SystemBusy >= 0.9 && r.CollectorCPUsNeeded <= r.workerCPUs() &&
 		r.CollectorCPUShare < 0.9*r.CollectorCPUsNeeded
 }
 
-// TooSlow reports whether the collector lost datagrams that more CPUs than its sockets'
-// workers can use would have been needed to take.
+// TooSlow reports whether the collector lost datagrams whose taking would have needed more
+// CPUs than its sockets' workers can use.
 func (r IngestResult) TooSlow() bool {
-	return r.Loss > 0.001 && r.CollectorCPUsNeeded > r.workerCPUs()
+	return r.Loss > noteLoss && r.CollectorCPUsNeeded > r.workerCPUs()
 }
 
 // workerCPUs is the CPUs the collector's receive workers can use: one per socket.
