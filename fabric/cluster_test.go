@@ -14,7 +14,8 @@ import (
 
 // TestClusterEndpoints runs the testbed in real time against three members' report and
 // label sockets: every datagram a member gets decodes to reports that member owns
-// (cluster.ReportOwner), every member gets some, and nothing sent is missing.
+// (cluster.ReportOwner), every member gets some, nothing sent is missing, and each member
+// gets each switch's reports numbered 0..n-1 (TR v2.0 numbers per destination).
 func TestClusterEndpoints(t *testing.T) {
 	const n = 3
 	var conns []net.PacketConn
@@ -64,6 +65,7 @@ func TestClusterEndpoints(t *testing.T) {
 		if len(pkts) == 0 {
 			t.Errorf("member %d got no %v datagram", member, in)
 		}
+		seqs := map[uint32][]uint32{}
 		for _, pkt := range pkts {
 			rd.Reset(dec, in, pkt)
 			for {
@@ -77,9 +79,13 @@ func TestClusterEndpoints(t *testing.T) {
 				if o := cluster.ReportOwner(&r, n); o != member {
 					t.Fatalf("%v datagram of member %d's owned by %d", in, member, o)
 				}
+				if in == wire.InputReport {
+					seqs[r.NodeID] = append(seqs[r.NodeID], r.Seq)
+				}
 			}
 			total++
 		}
+		memberSeqs(t, member, seqs)
 	}
 	if errs != 0 || total != sent || sent == 0 {
 		t.Errorf("sent %d (%d errors), the members got %d", sent, errs, total)

@@ -234,9 +234,12 @@ type Fabric struct {
 	period int64
 	stats  Stats
 
-	rep     telemetry.Report
-	mdHops  [][maxItems]telemetry.Hop
-	seq     uint32
+	rep    telemetry.Report
+	mdHops [][maxItems]telemetry.Hop
+	// seq is each switch's next report sequence number, by switch id: TR v2.0 numbers
+	// reports per (node id, hw_id) and destination, and every switch here reports on hw_id 0
+	// to one collector (UDPSink numbers per member when there are several).
+	seq     [256]uint32
 	stopGen bool
 
 	// real time

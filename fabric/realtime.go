@@ -35,8 +35,14 @@ type Endpoints struct {
 // UDPSink encodes exports and reports with intake's encoder and sends each as one UDP
 // datagram, to its owner when there are several collectors.
 type UDPSink struct {
-	enc          *wire.Encoder
-	label, rep   []*net.UDPConn // one per collector, in cluster.members order
+	enc        *wire.Encoder
+	label, rep []*net.UDPConn // one per collector, in cluster.members order
+	// repSeq is the next sequence number of each member's reports by switch id, when
+	// reports go to several members: a report's sequence counts the reports of its
+	// (switch, hw_id) to one destination (TR v2.0), so that each member sees its own
+	// sequence without gaps; the fabric's own numbering counts all of a switch's reports.
+	// The fabric's switch ids are 8 bits and its hw_id always 0.
+	repSeq       [][256]uint32
 	buf          []byte
 	Sent, Errors atomic.Uint64
 }
@@ -87,16 +93,27 @@ func NewClusterSink(labelAddrs, reportAddrs []string) (*UDPSink, error) {
 		}
 		s.rep = append(s.rep, c)
 	}
+	if len(s.rep) > 1 {
+		s.repSeq = make([][256]uint32, len(s.rep))
+	}
 	return s, nil
 }
 
-func (s *UDPSink) send(cs []*net.UDPConn, r *telemetry.Report) {
+// send sends r to its owner among cs; with seq (reports to several members) it first
+// numbers r in the owner's sequence of r's switch.
+func (s *UDPSink) send(cs []*net.UDPConn, r *telemetry.Report, seq [][256]uint32) {
 	if len(cs) == 0 {
 		return
 	}
-	c := cs[0]
+	m := 0
 	if len(cs) > 1 {
-		c = cs[cluster.ReportOwner(r, len(cs))]
+		m = cluster.ReportOwner(r, len(cs))
+	}
+	c := cs[m]
+	if seq != nil && r.Has&telemetry.HasSeq != 0 {
+		n := &seq[m][uint8(r.NodeID)]
+		r.Seq = *n & seqMask
+		*n++
 	}
 	b, err := s.enc.Append(s.buf[:0], r)
 	if err == nil {
@@ -111,10 +128,10 @@ func (s *UDPSink) send(cs []*net.UDPConn, r *telemetry.Report) {
 }
 
 // Label implements Sink.
-func (s *UDPSink) Label(_ int64, r *telemetry.Report) { s.send(s.label, r) }
+func (s *UDPSink) Label(_ int64, r *telemetry.Report) { s.send(s.label, r, nil) }
 
 // Report implements Sink.
-func (s *UDPSink) Report(_ int64, r *telemetry.Report) { s.send(s.rep, r) }
+func (s *UDPSink) Report(_ int64, r *telemetry.Report) { s.send(s.rep, r, s.repSeq) }
 
 // Close closes the sockets.
 func (s *UDPSink) Close() {
