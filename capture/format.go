@@ -108,9 +108,13 @@ func (it *Item) AppendText(b []byte) []byte {
 	if it.Inner != nil {
 		b = fmt.Appendf(b, "  inner_error %v\n", it.Inner)
 	}
-	for i := range r.HopList() {
+	// Hops source first and numbered from the source (docs/hops.md): the normal form's
+	// newest-first list read backwards, the report's own hop last.
+	n := int(r.NHops)
+	for k := range n {
+		i := n - 1 - k
 		h := &r.Hops[i]
-		b = fmt.Appendf(b, "  hop %-7d", i+1)
+		b = fmt.Appendf(b, "  hop %-7d", k+1)
 		for j, name := range telemetry.FieldNames {
 			if v, ok := h.Value(telemetry.Field(1) << j); ok {
 				b = fmt.Appendf(b, " %s=%d", name, v)
@@ -142,9 +146,11 @@ func (it *Item) AppendText(b []byte) []byte {
 	if r.LabelSpecific {
 		b = append(b, "  label       specific flow\n"...)
 	}
-	for i, l := range r.LabelList() {
+	labels := r.LabelList()
+	for k := range labels {
+		l := &labels[len(labels)-1-k] // source first, as the hops
 		b = fmt.Appendf(b, "  item %-6d switch_id=%d ingress_port=%d egress_port=%d ingress_ts=%d egress_ts=%d enq_ts=%d enq_qdepth=%d deq_timedelta=%d deq_qdepth=%d\n",
-			i+1, l.SwitchID, l.IngressPort, l.EgressPort, l.IngressTS, l.EgressTS, l.EnqTS, l.EnqQDepth, l.DeqTimedelta, l.DeqQDepth)
+			k+1, l.SwitchID, l.IngressPort, l.EgressPort, l.IngressTS, l.EgressTS, l.EnqTS, l.EnqQDepth, l.DeqTimedelta, l.DeqQDepth)
 	}
 	return append(b, '\n')
 }

@@ -5,8 +5,9 @@ import "strconv"
 // AppendJSON appends r to dst as one JSON object, without a trailing newline, and returns the
 // extended buffer. The key names are a contract with the programs that read `intake decode
 // --json` and the API (README, "decode --json keys"); only the fields a report actually has
-// are written. It is written by hand, without reflection, so that it allocates nothing
-// beyond growing dst.
+// are written. Hops and INT-label items are written source first (docs/hops.md), the
+// reverse of the Report's newest-first normal form. It is written by hand, without
+// reflection, so that it allocates nothing beyond growing dst.
 func AppendJSON(dst []byte, r *Report) []byte {
 	dst = append(dst, `{"format":"`...)
 	dst = append(dst, r.Format.String()...)
@@ -60,12 +61,17 @@ func AppendJSON(dst []byte, r *Report) []byte {
 		dst = appendINT(dst, &r.INT)
 	}
 	if r.NHops > 0 {
+		// Source first, as every list intake shows (docs/hops.md), not the normal form's
+		// newest first: hop 1 is the first switch that added metadata, the report's own hop
+		// (when it has one) the last.
 		dst = append(dst, `,"hops":[`...)
-		for i := range r.HopList() {
-			if i > 0 {
+		n := int(r.NHops)
+		for k := range n {
+			if k > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendHop(dst, &r.Hops[i])
+			i := n - 1 - k
+			dst = appendHop(dst, k+1, &r.Hops[i], i == 0 && r.ReporterHop)
 		}
 		dst = append(dst, ']')
 	}
@@ -73,12 +79,14 @@ func AppendJSON(dst []byte, r *Report) []byte {
 		dst = appendDTA(dst, &r.DTA)
 	}
 	if r.NLabels > 0 {
+		// Source first too: the item of the first switch that labelled the packet first.
 		dst = append(dst, `,"label_items":[`...)
-		for i := range r.LabelList() {
-			if i > 0 {
+		n := int(r.NLabels)
+		for k := range n {
+			if k > 0 {
 				dst = append(dst, ',')
 			}
-			l := &r.Labels[i]
+			l := &r.Labels[n-1-k]
 			dst = append(dst, `{"switch_id":`...)
 			dst = strconv.AppendUint(dst, uint64(l.SwitchID), 10)
 			dst = appendUint(dst, "ingress_port", uint64(l.IngressPort))
@@ -228,23 +236,18 @@ func appendFlow(dst []byte, f *FlowKey) []byte {
 	return append(dst, '}')
 }
 
-// appendHop writes one hop's present fields, named by FieldNames, in bit order.
-func appendHop(dst []byte, h *Hop) []byte {
-	dst = append(dst, '{')
-	first := true
+// appendHop writes one hop: "hop", its number from the source (1-based), then its present
+// fields, named by FieldNames, in bit order, and "reporter": true for the report's own hop.
+func appendHop(dst []byte, num int, h *Hop, reporter bool) []byte {
+	dst = append(dst, `{"hop":`...)
+	dst = strconv.AppendUint(dst, uint64(num), 10)
 	for i, name := range FieldNames {
-		v, ok := h.Value(Field(1) << i)
-		if !ok {
-			continue
+		if v, ok := h.Value(Field(1) << i); ok {
+			dst = appendUint(dst, name, v)
 		}
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = append(dst, '"')
-		dst = append(dst, name...)
-		dst = append(dst, `":`...)
-		dst = strconv.AppendUint(dst, v, 10)
+	}
+	if reporter {
+		dst = append(dst, `,"reporter":true`...)
 	}
 	return append(dst, '}')
 }

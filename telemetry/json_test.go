@@ -97,9 +97,9 @@ func jsonCases() []struct {
 			`"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":63804,"dport":1234,"proto":6},"tr":{"ver":0,"nproto":0},` +
 			`"inner":{"link":"ethernet","dscp":1,"ip_opt_len":0,"tcp_opts":0,"encap":"tcp","encap_arg":0,"trailer":1},` +
 			`"int_version":"0.5","int":{"shim_type":1,"flags":0,"bitmap":32768,"max_hops":32,"shim_extra":0,"orig_port":1234,"orig_proto":6},` +
-			`"hops":[{"node_id":2},{"node_id":3},{"node_id":1}]}`},
+			`"hops":[{"hop":1,"node_id":1},{"hop":2,"node_id":3},{"hop":3,"node_id":2}]}`},
 		{"tr0.5 drop", drop, `{"format":"tr0.5","node_id":1,"hw_id":1,"seq":11,"flags":["drop"],` +
-			`"ingress_ts":287454020,"drop_reason":29,"tr":{"ver":0,"nproto":0},"hops":[{"node_id":1,"ingress_port":3,"egress_port":0,"queue_id":0}]}`},
+			`"ingress_ts":287454020,"drop_reason":29,"tr":{"ver":0,"nproto":0},"hops":[{"hop":1,"node_id":1,"ingress_port":3,"egress_port":0,"queue_id":0,"reporter":true}]}`},
 		{"tr0.5 host-int", host, `{"format":"tr0.5","hw_id":0,"seq":0,"flags":["flow"],"ingress_ts":0,` +
 			`"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":63804,"dport":1234,"proto":6},"tr":{"ver":0,"nproto":4,"sink_node_id":11},` +
 			`"inner":{"link":"ipv4","dscp":23,"ip_opt_len":0,"tcp_opts":0,"encap":"tcp","encap_arg":0,"trailer":0},` +
@@ -108,18 +108,18 @@ func jsonCases() []struct {
 			`"flow":{"src":"2001:db8::1","dst":"2001:db8::2","sport":5000,"dport":6000,"proto":17},"tr":{"ver":1,"nproto":2,"md_bits":40},` +
 			`"inner":{"link":"ipv6","dscp":23,"ip_opt_len":8,"tcp_opts":0,"encap":"udp","encap_arg":0,"trailer":0},"int_version":"1.0",` +
 			`"int":{"shim_type":1,"flags":3,"bitmap":36352,"hop_ml":9,"rem_hops":5,"shim_extra":23,"orig_port":0,"orig_proto":0,"erratum":true},` +
-			`"hops":[{"node_id":1,"ingress_port":3,"egress_port":4,"queue_id":2,"queue_occupancy":256},` +
-			`{"node_id":7,"hop_latency":250,"ingress_ts":1000,"egress_ts":1250,"l2_ingress_port":2147483648,"l2_egress_port":9,"tx_util":77}]}`},
+			`"hops":[{"hop":1,"node_id":7,"hop_latency":250,"ingress_ts":1000,"egress_ts":1250,"l2_ingress_port":2147483648,"l2_egress_port":9,"tx_util":77},` +
+			`{"hop":2,"node_id":1,"ingress_port":3,"egress_port":4,"queue_id":2,"queue_occupancy":256,"reporter":true}]}`},
 		{"tr2.0", tr20, `{"format":"tr2.0","node_id":168496141,"hw_id":63,"seq":4194303,"flags":["flow","intermediate"],` +
 			`"tr":{"ver":2,"rep_type":1,"in_type":0,"md_bits":1152,"ds_id":21587,"ds_md_bits":32768,"ds_md_status":1,"ds_md_len":2},` +
-			`"hops":[{"node_id":168496141,"egress_ts":18446744073709551614,"buffer_id":255,"buffer_occupancy":16777215}]}`},
+			`"hops":[{"hop":1,"node_id":168496141,"egress_ts":18446744073709551614,"buffer_id":255,"buffer_occupancy":16777215,"reporter":true}]}`},
 		{"tr2.0 bare", bare, `{"format":"tr2.0","node_id":5,"hw_id":0,"seq":0,"flags":[],` +
 			`"tr":{"ver":0,"rep_type":0,"in_type":0,"md_bits":0,"ds_id":0,"ds_md_bits":0,"ds_md_status":0,"ds_md_len":0}}`},
 		{"int-md", intmd, `{"format":"int-md","flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":63804,"dport":1234,"proto":6},` +
 			`"inner":{"link":"ethernet","vlans":[100,200],"dscp":0,"ip_opt_len":0,"tcp_opts":0,"encap":"geneve","encap_arg":259,` +
 			`"tunnel":{"src":"192.0.2.1","dst":"192.0.2.2","sport":49152,"dport":6081,"proto":17},"nested":"ipv4","trailer":8},` +
 			`"int_version":"2.x","int":{"shim_type":1,"flags":4,"bitmap":32832,"hop_ml":5,"rem_hops":1,"ds_id":1,"ds_instr":2,"ds_flags":3,"source_ds":1,"shim_extra":0,"orig_port":0,"orig_proto":0},` +
-			`"hops":[{"node_id":2,"queue_congestion":12},{}]}`},
+			`"hops":[{"hop":1},{"hop":2,"node_id":2,"queue_congestion":12}]}`},
 		{"int-md mx", mx, `{"format":"int-md","flow":{"src":"2001:db8::1","dst":"2001:db8::2","sport":5000,"dport":6000,"proto":17},` +
 			`"inner":{"link":"ipv6","dscp":0,"ip_opt_len":0,"tcp_opts":0,"encap":"udp-port","encap_arg":2,"trailer":0},` +
 			`"int_version":"2.x","int":{"shim_type":3,"flags":0,"bitmap":36864,"mx":true,"ds_id":0,"ds_instr":0,"ds_flags":0,"source_ds":2,"shim_extra":0,"orig_port":0,"orig_proto":0}}`},
@@ -129,8 +129,8 @@ func jsonCases() []struct {
 		{"dta postcard", pc, `{"format":"dta","dta":{"op":"postcard","header_len":2,"immediate":true,"key":"0x01020304","hop":3,"data":"0x0a0b0c0d"}}`},
 		{"dta append", ap, `{"format":"dta","seq":9,"dta":{"op":"append","immediate":false,"list":7,"data":"0xff000001"}}`},
 		{"int-label", label, `{"format":"int-label","label_items":[` +
-			`{"switch_id":3,"ingress_port":1,"egress_port":2,"ingress_ts":281474976710655,"egress_ts":1099511627776,"enq_ts":100,"enq_qdepth":16777215,"deq_timedelta":42,"deq_qdepth":5},` +
-			`{"switch_id":1,"ingress_port":0,"egress_port":0,"ingress_ts":0,"egress_ts":0,"enq_ts":0,"enq_qdepth":0,"deq_timedelta":0,"deq_qdepth":0}],"label_specific":true}`},
+			`{"switch_id":1,"ingress_port":0,"egress_port":0,"ingress_ts":0,"egress_ts":0,"enq_ts":0,"enq_qdepth":0,"deq_timedelta":0,"deq_qdepth":0},` +
+			`{"switch_id":3,"ingress_port":1,"egress_port":2,"ingress_ts":281474976710655,"egress_ts":1099511627776,"enq_ts":100,"enq_qdepth":16777215,"deq_timedelta":42,"deq_qdepth":5}],"label_specific":true}`},
 		{"int-label ordinary", plain, `{"format":"int-label","label_items":[` +
 			`{"switch_id":0,"ingress_port":0,"egress_port":0,"ingress_ts":0,"egress_ts":0,"enq_ts":0,"enq_qdepth":0,"deq_timedelta":0,"deq_qdepth":0}]}`},
 	}
@@ -158,7 +158,7 @@ func TestAppendJSONParses(t *testing.T) {
 			"inner":       map[string]any{"link": "ethernet", "dscp": 1.0, "ip_opt_len": 0.0, "tcp_opts": 0.0, "encap": "tcp", "encap_arg": 0.0, "trailer": 1.0},
 			"int_version": "0.5",
 			"int":         map[string]any{"shim_type": 1.0, "flags": 0.0, "bitmap": 32768.0, "max_hops": 32.0, "shim_extra": 0.0, "orig_port": 1234.0, "orig_proto": 6.0},
-			"hops":        []any{map[string]any{"node_id": 2.0}, map[string]any{"node_id": 3.0}, map[string]any{"node_id": 1.0}},
+			"hops":        []any{map[string]any{"hop": 1.0, "node_id": 1.0}, map[string]any{"hop": 2.0, "node_id": 3.0}, map[string]any{"hop": 3.0, "node_id": 2.0}},
 		},
 		"dta append": {"format": "dta", "seq": 9.0, "dta": map[string]any{"op": "append", "immediate": false, "list": 7.0, "data": "0xff000001"}},
 		"dta key-increment": {"format": "dta", "dta": map[string]any{"op": "key-increment", "header_len": 3.0, "seq": 200.0, "retransmit": true,

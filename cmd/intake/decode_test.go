@@ -148,9 +148,9 @@ frame 5: error: tr2.0 individual report report_length: truncated at offset 9
 frame 8: int-md
   flow        10.0.1.1:63804 > 10.0.2.3:1234 proto 6
   int_version 0.5
-  hop 1       node_id=2
+  hop 1       node_id=1
   hop 2       node_id=3
-  hop 3       node_id=1
+  hop 3       node_id=2
 
 frame 9: tr0.5 (udp 10.0.3.5:0 > 10.0.2.4:1234, report)
   hw_id       1
@@ -159,21 +159,21 @@ frame 9: tr0.5 (udp 10.0.3.5:0 > 10.0.2.4:1234, report)
   ingress_ts  0
   flow        10.0.1.1:63804 > 10.0.2.3:1234 proto 6
   int_version 0.5
-  hop 1       node_id=2
+  hop 1       node_id=1
   hop 2       node_id=3
-  hop 3       node_id=1
+  hop 3       node_id=2
 
 frames 9, reports 7 (tr0.5 3, tr1.0 1, tr2.0 2, int-md 1), errors 1 (truncated 1), skipped 2
 `
 
-const wantJSON = `{"frame":1,"format":"tr0.5","node_id":1,"hw_id":1,"seq":10,"flags":["flow"],"ingress_ts":287454020,"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":5000,"dport":6000,"proto":17},"tr":{"ver":0,"nproto":2},"inner":{"link":"ethernet","dscp":0,"ip_opt_len":0,"tcp_opts":0,"trailer":4},"hops":[{"node_id":1,"ingress_port":3,"egress_port":4,"hop_latency":188,"queue_id":2,"queue_occupancy":256,"ingress_ts":287454020,"egress_ts":287454208}]}
-{"frame":2,"format":"tr0.5","node_id":1,"hw_id":1,"seq":11,"flags":["drop"],"ingress_ts":287454020,"drop_reason":29,"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":5000,"dport":6000,"proto":17},"tr":{"ver":0,"nproto":1},"inner":{"link":"ethernet","dscp":0,"ip_opt_len":0,"tcp_opts":0,"trailer":4},"hops":[{"node_id":1,"ingress_port":3,"egress_port":0,"queue_id":0,"ingress_ts":287454020}]}
-{"frame":3,"format":"tr1.0","node_id":1,"hw_id":0,"seq":10,"flags":["flow"],"ingress_ts":287454020,"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":5000,"dport":6000,"proto":17},"tr":{"ver":1,"nproto":0,"md_bits":40},"inner":{"link":"ethernet","dscp":0,"ip_opt_len":0,"tcp_opts":0,"trailer":4},"hops":[{"node_id":1,"ingress_port":3,"egress_port":4,"queue_id":2,"queue_occupancy":256,"ingress_ts":287454020}]}
-{"frame":4,"format":"tr2.0","node_id":168496141,"hw_id":0,"seq":1,"flags":["flow"],"tr":{"ver":2,"rep_type":1,"in_type":0,"md_bits":20480,"ds_id":0,"ds_md_bits":0,"ds_md_status":0,"ds_md_len":0},"hops":[{"node_id":168496141,"ingress_port":3,"egress_port":4,"queue_id":2,"queue_occupancy":256}]}
-{"frame":4,"format":"tr2.0","node_id":168496141,"hw_id":0,"seq":1,"flags":["drop"],"drop_reason":29,"tr":{"ver":2,"rep_type":1,"in_type":0,"md_bits":1,"ds_id":0,"ds_md_bits":0,"ds_md_status":0,"ds_md_len":0},"hops":[{"node_id":168496141,"queue_id":2}]}
+const wantJSON = `{"frame":1,"format":"tr0.5","node_id":1,"hw_id":1,"seq":10,"flags":["flow"],"ingress_ts":287454020,"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":5000,"dport":6000,"proto":17},"tr":{"ver":0,"nproto":2},"inner":{"link":"ethernet","dscp":0,"ip_opt_len":0,"tcp_opts":0,"trailer":4},"hops":[{"hop":1,"node_id":1,"ingress_port":3,"egress_port":4,"hop_latency":188,"queue_id":2,"queue_occupancy":256,"ingress_ts":287454020,"egress_ts":287454208,"reporter":true}]}
+{"frame":2,"format":"tr0.5","node_id":1,"hw_id":1,"seq":11,"flags":["drop"],"ingress_ts":287454020,"drop_reason":29,"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":5000,"dport":6000,"proto":17},"tr":{"ver":0,"nproto":1},"inner":{"link":"ethernet","dscp":0,"ip_opt_len":0,"tcp_opts":0,"trailer":4},"hops":[{"hop":1,"node_id":1,"ingress_port":3,"egress_port":0,"queue_id":0,"ingress_ts":287454020,"reporter":true}]}
+{"frame":3,"format":"tr1.0","node_id":1,"hw_id":0,"seq":10,"flags":["flow"],"ingress_ts":287454020,"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":5000,"dport":6000,"proto":17},"tr":{"ver":1,"nproto":0,"md_bits":40},"inner":{"link":"ethernet","dscp":0,"ip_opt_len":0,"tcp_opts":0,"trailer":4},"hops":[{"hop":1,"node_id":1,"ingress_port":3,"egress_port":4,"queue_id":2,"queue_occupancy":256,"ingress_ts":287454020,"reporter":true}]}
+{"frame":4,"format":"tr2.0","node_id":168496141,"hw_id":0,"seq":1,"flags":["flow"],"tr":{"ver":2,"rep_type":1,"in_type":0,"md_bits":20480,"ds_id":0,"ds_md_bits":0,"ds_md_status":0,"ds_md_len":0},"hops":[{"hop":1,"node_id":168496141,"ingress_port":3,"egress_port":4,"queue_id":2,"queue_occupancy":256,"reporter":true}]}
+{"frame":4,"format":"tr2.0","node_id":168496141,"hw_id":0,"seq":1,"flags":["drop"],"drop_reason":29,"tr":{"ver":2,"rep_type":1,"in_type":0,"md_bits":1,"ds_id":0,"ds_md_bits":0,"ds_md_status":0,"ds_md_len":0},"hops":[{"hop":1,"node_id":168496141,"queue_id":2,"reporter":true}]}
 {"frame":5,"error":"tr2.0 individual report report_length: truncated at offset 9","reason":"truncated","header":"tr2.0 individual report","field":"report_length","offset":9}
-{"frame":8,"format":"int-md","flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":63804,"dport":1234,"proto":6},"inner":{"link":"ethernet","dscp":1,"ip_opt_len":0,"tcp_opts":0,"encap":"tcp","encap_arg":0,"trailer":1},"int_version":"0.5","int":{"shim_type":1,"flags":0,"bitmap":32768,"max_hops":32,"shim_extra":0,"orig_port":1234,"orig_proto":6},"hops":[{"node_id":2},{"node_id":3},{"node_id":1}]}
-{"frame":9,"format":"tr0.5","hw_id":1,"seq":0,"flags":["flow"],"ingress_ts":0,"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":63804,"dport":1234,"proto":6},"tr":{"ver":0,"nproto":0},"inner":{"link":"ethernet","dscp":1,"ip_opt_len":0,"tcp_opts":0,"encap":"tcp","encap_arg":0,"trailer":1},"int_version":"0.5","int":{"shim_type":1,"flags":0,"bitmap":32768,"max_hops":32,"shim_extra":0,"orig_port":1234,"orig_proto":6},"hops":[{"node_id":2},{"node_id":3},{"node_id":1}]}
+{"frame":8,"format":"int-md","flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":63804,"dport":1234,"proto":6},"inner":{"link":"ethernet","dscp":1,"ip_opt_len":0,"tcp_opts":0,"encap":"tcp","encap_arg":0,"trailer":1},"int_version":"0.5","int":{"shim_type":1,"flags":0,"bitmap":32768,"max_hops":32,"shim_extra":0,"orig_port":1234,"orig_proto":6},"hops":[{"hop":1,"node_id":1},{"hop":2,"node_id":3},{"hop":3,"node_id":2}]}
+{"frame":9,"format":"tr0.5","hw_id":1,"seq":0,"flags":["flow"],"ingress_ts":0,"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":63804,"dport":1234,"proto":6},"tr":{"ver":0,"nproto":0},"inner":{"link":"ethernet","dscp":1,"ip_opt_len":0,"tcp_opts":0,"encap":"tcp","encap_arg":0,"trailer":1},"int_version":"0.5","int":{"shim_type":1,"flags":0,"bitmap":32768,"max_hops":32,"shim_extra":0,"orig_port":1234,"orig_proto":6},"hops":[{"hop":1,"node_id":1},{"hop":2,"node_id":3},{"hop":3,"node_id":2}]}
 `
 
 func TestDecodeCapture(t *testing.T) {
@@ -245,7 +245,7 @@ func TestDecodeONOSCapture(t *testing.T) {
 		"inner":       map[string]any{"link": "ethernet", "dscp": 1.0, "ip_opt_len": 0.0, "tcp_opts": 0.0, "encap": "tcp", "encap_arg": 0.0, "trailer": 1.0},
 		"int_version": "0.5",
 		"int":         map[string]any{"shim_type": 1.0, "flags": 0.0, "bitmap": 32768.0, "max_hops": 32.0, "shim_extra": 0.0, "orig_port": 1234.0, "orig_proto": 6.0},
-		"hops":        []any{map[string]any{"node_id": 2.0}, map[string]any{"node_id": 3.0}, map[string]any{"node_id": 1.0}},
+		"hops":        []any{map[string]any{"hop": 1.0, "node_id": 1.0}, map[string]any{"hop": 2.0, "node_id": 3.0}, map[string]any{"hop": 3.0, "node_id": 2.0}},
 	}
 	if !reflect.DeepEqual(m, want) {
 		t.Errorf("got  %v\nwant %v", m, want)
@@ -423,7 +423,7 @@ func TestDecodePcapng(t *testing.T) {
 		`"flow":{"src":"10.0.1.1","dst":"10.0.2.3","sport":63804,"dport":1234,"proto":6},"tr":{"ver":0,"nproto":0},` +
 		`"inner":{"link":"ethernet","dscp":1,"ip_opt_len":0,"tcp_opts":0,"encap":"tcp","encap_arg":0,"trailer":1},` +
 		`"int_version":"0.5","int":{"shim_type":1,"flags":0,"bitmap":32768,"max_hops":32,"shim_extra":0,"orig_port":1234,"orig_proto":6},` +
-		`"hops":[{"node_id":2},{"node_id":3},{"node_id":1}]}`
+		`"hops":[{"hop":1,"node_id":1},{"hop":2,"node_id":3},{"hop":3,"node_id":2}]}`
 	want := `{"frame":1,` + line + "\n" + `{"frame":2,` + line + "\n"
 	if code != 0 || out != want || errb != "frames 3, reports 2 (tr0.5 2), errors 0, skipped 1\n" {
 		t.Errorf("exit %d\nstdout %s\nwant   %s\nstderr %s", code, out, want, errb)
@@ -443,7 +443,8 @@ func TestDecodeQuirksAndConfig(t *testing.T) {
 		t.Errorf("geant without the quirk: exit %d, stdout %q, stderr %q; want %q", code, out, errb, want)
 	}
 	code, out, _ = runVerb("decode", "--quirk", "geant", geantCap)
-	if code != 0 || !strings.Contains(out, "hop 1       node_id=2 ingress_port=2 egress_port=0 ingress_ts=1611664130347497840 egress_ts=1611664130347497841\n") ||
+	if code != 0 || !strings.Contains(out, "hop 1       node_id=1 ingress_port=1 egress_port=0 ingress_ts=1611664129971412840 egress_ts=1611664129971412841\n"+
+		"  hop 2       node_id=2 ingress_port=2 egress_port=0 ingress_ts=1611664130347497840 egress_ts=1611664130347497841\n") ||
 		!strings.HasSuffix(out, "frames 1, reports 1 (int-md 1), errors 0, skipped 0\n") {
 		t.Errorf("geant with the quirk: exit %d\n%s", code, out)
 	}
@@ -472,7 +473,7 @@ func TestDecodeQuirksAndConfig(t *testing.T) {
 	if code != 0 || errb != "frames 2, reports 2 (tr1.0 1, dta 1), errors 0, skipped 0\n" || len(lines) != 2 {
 		t.Fatalf("config: exit %d, stderr %q\n%s", code, errb, out)
 	}
-	if !strings.Contains(lines[0], `"hops":[{"node_id":1,"ingress_port":1,"egress_port":2,"hop_latency":10,"queue_id":5,"queue_occupancy":600,"ingress_ts":700,"egress_ts":15242,"l2_ingress_port":2,"l2_egress_port":33768,"tx_util":1}]`) {
+	if !strings.Contains(lines[0], `"hops":[{"hop":1,"node_id":1,"ingress_port":1,"egress_port":2,"hop_latency":10,"queue_id":5,"queue_occupancy":600,"ingress_ts":700,"egress_ts":15242,"l2_ingress_port":2,"l2_egress_port":33768,"tx_util":1}]`) {
 		t.Errorf("generator report: %s", lines[0])
 	}
 	if want := `{"frame":2,"format":"dta","dta":{"op":"key-write","header_len":3,"seq":5,"retransmit":false,"immediate":true,"redundancy":2,"key":"0x0000007b","data":"0xdeadbeef"}}`; lines[1] != want {
