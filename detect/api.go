@@ -41,7 +41,7 @@ type KeyJSON struct {
 	Proto    *uint8  `json:"proto,omitempty"`
 	SwitchID *uint32 `json:"switch_id,omitempty"`
 	Port     *uint32 `json:"port,omitempty"`
-	QueueID  *uint8  `json:"queue_id,omitempty"`
+	QueueID  *uint16 `json:"queue_id,omitempty"`
 	BufferID *uint8  `json:"buffer_id,omitempty"`
 	Reason   *uint8  `json:"reason,omitempty"`
 	HWID     *uint8  `json:"hw_id,omitempty"`

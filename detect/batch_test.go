@@ -67,7 +67,7 @@ func batchStream(n int) []telemetry.Report {
 			}
 			if rng.IntN(2) == 0 {
 				h.Fields |= telemetry.FQueueID | telemetry.FQueueOccupancy
-				h.QueueID, h.QueueOccupancy = uint8(f%3), uint32(rng.IntN(120))
+				h.QueueID, h.QueueOccupancy = uint16(f%3), uint32(rng.IntN(120))
 				if rng.IntN(2) == 0 {
 					h.Fields |= telemetry.FQueueCongestion
 					h.QueueCongestion = uint32(rng.IntN(80))

@@ -640,7 +640,7 @@ func (d *Detector) swCheck(c *[nCounts]uint64, b *batch, en *swEntry, i int, m e
 	e.Key = event.Key{Switch: en.key.sw}
 	switch id := en.key.id; en.key.kind {
 	case kQueue:
-		e.Key.Queue = uint8(id)
+		e.Key.Queue = uint16(id)
 	case kPort:
 		e.Key.Port = id
 	case kBuffer:

@@ -83,7 +83,7 @@ func swValues(en *swEntry, kind event.Kind, now int64, fn func(*event.Event)) in
 	var ms [2]event.Measurement
 	switch en.key.kind {
 	case kQueue:
-		e.Key.Queue = uint8(en.key.id)
+		e.Key.Queue = uint16(en.key.id)
 		ms = [2]event.Measurement{event.QueueOccupancy, event.QueueCongestion}
 	case kPort:
 		e.Key.Port = en.key.id
@@ -138,7 +138,7 @@ type FlowState struct {
 // SwitchValue is one switch key's latest values.
 type SwitchValue struct {
 	SwitchID        uint32    `json:"switch_id"`
-	QueueID         *uint8    `json:"queue_id,omitempty"`
+	QueueID         *uint16   `json:"queue_id,omitempty"`
 	Port            *uint32   `json:"port,omitempty"`
 	BufferID        *uint8    `json:"buffer_id,omitempty"`
 	QueueOccupancy  *uint64   `json:"queue_occupancy,omitempty"`
@@ -214,7 +214,7 @@ func (d *Detector) switchValues(sw uint32, fs *FlowState) {
 		}
 		switch k.kind {
 		case kQueue:
-			q := uint8(k.id)
+			q := uint16(k.id)
 			sv.QueueID, sv.QueueOccupancy, sv.QueueCongestion = &q, get(0), get(1)
 			fs.Queues = append(fs.Queues, sv)
 		case kPort:

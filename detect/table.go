@@ -286,7 +286,7 @@ type hopMemo struct{ q, p int32 }
 // value only picks another slot, since the keys are checked against the entries.
 func (s *shard) memoAt(hsw uint64, h *telemetry.Hop) *hopMemo {
 	const fields = telemetry.FQueueID | telemetry.FQueueOccupancy | telemetry.FQueueCongestion | telemetry.FTxUtil | telemetry.FEgressPort
-	x := hsw ^ (uint64(h.EgressPort)<<32|uint64(h.QueueID)<<24|uint64(h.Fields&fields))*k3
+	x := hsw ^ (uint64(h.EgressPort)<<32|uint64(h.QueueID)<<16|uint64(h.Fields&fields))*k3
 	return &s.hops[(x^x>>29)&s.hmsk]
 }
 

@@ -157,7 +157,7 @@ func TestLRUTick(t *testing.T) {
 // other key's value alone, and refills the slot).
 func TestHopMemo(t *testing.T) {
 	const qp = telemetry.FNodeID | telemetry.FQueueID | telemetry.FQueueOccupancy | telemetry.FEgressPort | telemetry.FTxUtil | telemetry.FEgressTS
-	hop := func(f telemetry.Field, sw uint32, q uint8, port, occ, tx uint32) telemetry.Report {
+	hop := func(f telemetry.Field, sw uint32, q uint16, port, occ, tx uint32) telemetry.Report {
 		var r telemetry.Report
 		r.RecvTime = 1 << 30
 		*r.AddHop() = telemetry.Hop{Fields: f, NodeID: sw, QueueID: q, EgressPort: port, QueueOccupancy: occ, TxUtil: tx, EgressTS: 99}

@@ -15,9 +15,10 @@ import (
 //	offset 0  kind (event.Kind: 1 new_key, 2 path_change, 3 change, 4 above, 5 below, 7 expire)
 //	       1  scope (0 switch, 1 e2e, 2 flow)
 //	       2  measurement (event.Measurement, 1 flow_latency ... 9 seq_gaps)
-//	       3  the 8-bit id of the measurement's key: queue, buffer, reason or hw id; else 0
+//	       3  the 8-bit id of the measurement's key: buffer, reason or hw id; else 0
 //	       4  switch id (32 bits; 0 when the key has none)
-//	       8  egress port (32 bits; tx_utilization), else 0
+//	       8  the wider id (32 bits): egress port (tx_utilization) or the 16-bit queue id
+//	          (queue_occupancy, queue_congestion), else 0
 //	      12  flow id: the low 32 bits of Hash64(seed, flow key) (the key of the paths and
 //	          Key-Increment stores, FlowKeyBytes), 0 for keys without a flow
 //	      16  value (64 bits; a path's is its PathHash)
@@ -30,9 +31,12 @@ const EventBytes = 32
 func EncodeEvent(b *[EventBytes]byte, e *event.Event, seed uint64) {
 	b[0], b[1], b[2] = byte(e.Kind), byte(e.Scope), byte(e.Measurement)
 	var sub uint8
+	var sw, id, flow uint32
 	switch e.Measurement {
 	case event.QueueOccupancy, event.QueueCongestion:
-		sub = e.Key.Queue
+		id = uint32(e.Key.Queue)
+	case event.TxUtilization:
+		id = e.Key.Port
 	case event.BufferOccupancy:
 		sub = e.Key.Buffer
 	case event.Drops:
@@ -41,19 +45,15 @@ func EncodeEvent(b *[EventBytes]byte, e *event.Event, seed uint64) {
 		sub = e.Key.HWID
 	}
 	b[3] = sub
-	var sw, port, flow uint32
 	if e.Measurement.HasSwitch() {
 		sw = e.Key.Switch
-	}
-	if e.Measurement == event.TxUtilization {
-		port = e.Key.Port
 	}
 	if e.Measurement.HasFlow() {
 		var kb [40]byte
 		flow = uint32(Hash64(seed, FlowKeyBytes(&kb, &e.Key.Flow)))
 	}
 	binary.BigEndian.PutUint32(b[4:], sw)
-	binary.BigEndian.PutUint32(b[8:], port)
+	binary.BigEndian.PutUint32(b[8:], id)
 	binary.BigEndian.PutUint32(b[12:], flow)
 	binary.BigEndian.PutUint64(b[16:], e.Value)
 	binary.BigEndian.PutUint64(b[24:], uint64(e.Time))

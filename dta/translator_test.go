@@ -155,16 +155,16 @@ func TestEncodeEvent(t *testing.T) {
 	fk.SrcPort, fk.DstPort, fk.Proto = 1, 2, 6
 	var kb [40]byte
 	flow := fmt.Sprintf("%08x", uint32(Hash64(DefaultSeed, FlowKeyBytes(&kb, &fk))))
-	key := event.Key{Flow: fk, Switch: 0x0a0b0c0d, Port: 0x01020304, Queue: 0x11, Buffer: 0x22, Reason: 0x33, HWID: 0x44}
+	key := event.Key{Flow: fk, Switch: 0x0a0b0c0d, Port: 0x01020304, Queue: 0x0111, Buffer: 0x22, Reason: 0x33, HWID: 0x44}
 	for _, c := range []struct {
 		m    event.Measurement
-		want string // bytes 0-15: kind, scope, measurement, id8, switch, port, flow
+		want string // bytes 0-15: kind, scope, measurement, id8, switch, id32, flow
 	}{
 		{event.FlowLatency, "03010100" + "00000000" + "00000000" + flow},
 		{event.FlowHopLatency, "03010200" + "0a0b0c0d" + "00000000" + flow},
 		{event.FlowPath, "03010300" + "00000000" + "00000000" + flow},
-		{event.QueueOccupancy, "03010411" + "0a0b0c0d" + "00000000" + "00000000"},
-		{event.QueueCongestion, "03010511" + "0a0b0c0d" + "00000000" + "00000000"},
+		{event.QueueOccupancy, "03010400" + "0a0b0c0d" + "00000111" + "00000000"}, // a 16-bit queue id whole
+		{event.QueueCongestion, "03010500" + "0a0b0c0d" + "00000111" + "00000000"},
 		{event.TxUtilization, "03010600" + "0a0b0c0d" + "01020304" + "00000000"},
 		{event.BufferOccupancy, "03010722" + "0a0b0c0d" + "00000000" + "00000000"},
 		{event.Drops, "03010833" + "0a0b0c0d" + "00000000" + "00000000"},

@@ -158,11 +158,14 @@ func MeasurementNames() []string { return append([]string(nil), measNames[1:]...
 //	buffer_occupancy               Switch, Buffer
 //	drops                          Switch, Reason
 //	seq_gaps                       Switch (the reporting node), HWID
+//
+// Queue is 16 bits, as telemetry.Hop.QueueID is; it sits in the two bytes FlowKey leaves
+// before Switch, so a Key stays 52 bytes.
 type Key struct {
 	Flow   telemetry.FlowKey
+	Queue  uint16
 	Switch uint32
 	Port   uint32
-	Queue  uint8
 	Buffer uint8
 	Reason uint8
 	HWID   uint8

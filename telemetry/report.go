@@ -404,9 +404,13 @@ var FieldNames = [...]string{
 
 // Hop is one node's metadata. A field counts only when its bit is in Fields: values that
 // the wire marked unavailable (all ones) are absent.
+//
+// QueueID is 16 bits wide: the specifications' queue id is 8 bits, but INTCollector's
+// layout (quirks.intcollector) gives 16, and a narrower field would merge a switch's queues.
+// Fields, QueueID and BufferID share the first word, so a Hop stays 64 bytes.
 type Hop struct {
 	Fields          Field
-	QueueID         uint8
+	QueueID         uint16
 	BufferID        uint8
 	NodeID          uint32
 	IngressPort     uint32

@@ -503,6 +503,22 @@ func stack(r *telemetry.Report) []telemetry.Hop {
 	return r.Hops[:r.NHops]
 }
 
+// queueIDsFit refuses a report with a queue id wider than the field it would be written to,
+// rather than cut it: 8 bits everywhere but the INT v1.0 stack under quirks.intcollector,
+// whose queue word gives 16.
+func (e *Encoder) queueIDsFit(r *telemetry.Report) error {
+	wide := e.cfg.Quirks.INTCollector && r.INT.Version == telemetry.INT10
+	hops := r.HopList()
+	for i := range hops {
+		h := &hops[i]
+		if h.Fields&telemetry.FQueueID == 0 || h.QueueID <= ones8 || wide && !(i == 0 && r.ReporterHop) {
+			continue
+		}
+		return errEncode("hop %d: queue id %d does not fit an 8-bit queue id field", i, h.QueueID)
+	}
+	return nil
+}
+
 // reporter returns the reporting node's hop, or an empty one.
 func reporter(r *telemetry.Report) *telemetry.Hop {
 	if r.ReporterHop && r.NHops > 0 {

@@ -155,7 +155,7 @@ func decodeHop(h *telemetry.Hop, pl *hopPlan, p []byte) {
 			qid, occ, qa, oa = x>>16, x&ones16, ones16, ones16
 		}
 		if qid != qa {
-			h.QueueID, f = uint8(qid), f|telemetry.FQueueID
+			h.QueueID, f = uint16(qid), f|telemetry.FQueueID
 		}
 		if occ != oa {
 			h.QueueOccupancy, f = occ, f|telemetry.FQueueOccupancy
@@ -184,14 +184,14 @@ func decodeHop(h *telemetry.Hop, pl *hopPlan, p []byte) {
 		switch pl.l2 {
 		case l2Congestion:
 			if x>>24 != ones8 {
-				h.QueueID, f = uint8(x>>24), f|telemetry.FQueueID
+				h.QueueID, f = uint16(x>>24), f|telemetry.FQueueID
 			}
 			if x&ones24 != ones24 {
 				h.QueueCongestion, f = x&ones24, f|telemetry.FQueueCongestion
 			}
 		case l2Congestion16:
 			if x>>16 != ones16 {
-				h.QueueID, f = uint8(x>>16), f|telemetry.FQueueID
+				h.QueueID, f = uint16(x>>16), f|telemetry.FQueueID
 			}
 			if x&ones16 != ones16 {
 				h.QueueCongestion, f = x&ones16, f|telemetry.FQueueCongestion
@@ -260,7 +260,7 @@ func setPorts16(h *telemetry.Hop, x uint32) {
 
 func setQueue(h *telemetry.Hop, x uint32) {
 	if x>>24 != ones8 {
-		h.QueueID, h.Fields = uint8(x>>24), h.Fields|telemetry.FQueueID
+		h.QueueID, h.Fields = uint16(x>>24), h.Fields|telemetry.FQueueID
 	}
 	if x&ones24 != ones24 {
 		h.QueueOccupancy, h.Fields = x&ones24, h.Fields|telemetry.FQueueOccupancy
@@ -319,7 +319,7 @@ func decodeHopV2Base(h *telemetry.Hop, p []byte) {
 	}
 	x = be.Uint32(p[12:16])
 	if x>>24 != ones8 {
-		h.QueueID, f = uint8(x>>24), f|telemetry.FQueueID
+		h.QueueID, f = uint16(x>>24), f|telemetry.FQueueID
 	}
 	if x&ones24 != ones24 {
 		h.QueueOccupancy, f = x&ones24, f|telemetry.FQueueOccupancy

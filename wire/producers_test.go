@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -284,6 +285,48 @@ func TestProducerGEANTINTCollectorGenerator(t *testing.T) {
 	fixed := append([]byte{0x14}, b[1:]...)
 	_, ie = decodeInner(t, mustDecoder(t, DefaultConfig()), InputReport, fixed)
 	wantInner(t, ie, Error{Reason: BadValue, Header: "int md header", Field: "ver", Offset: 62, Setting: "quirks.intcollector_gen"})
+}
+
+// intcollectorReport is a report as tu-nv/INTCollector's parser reads it (BPFCollector.c):
+// TR v1.0 (Ver 1, Len 4, NProt 0, F) from switch 5, an Ethernet/IPv4/UDP packet marked by
+// DSCP 0x17 with an INT v1.0 stack of two hops, bitmap 0xF000 (switch id, ports, hop
+// latency, queue word). Switch 4's queue word is queue id 16 | occupancy 16, the split
+// INTCollector keeps (queue_id_t.q_id is a u16).
+func intcollectorReport(t testing.TB, seq int, qid uint16, occ uint16) []byte {
+	return hx(t, fmt.Sprintf("14000040 00000005 %08x 5ad88132", seq)+ // TR v1.0; switch 5, seq, ingress ts
+		"020000000002 020000000001 0800"+
+		"455c0048 00010000 40110000 0a000001 0a000002"+ // IPv4, DSCP 0x17, 72 bytes, UDP
+		"13881388 00340000"+ // UDP 5000 > 5000, 52 bytes
+		"01000b5c"+ // shim: type 1, Length 11 (shim, header, 2 hops of 4 words), DSCP 0x17
+		"10000403 f0000000"+ // Ver 1, HopML 4, RemHop 3; bitmap 0xF000
+		"00000005 00010002 00000190 00010258"+ // switch 5: ports 1/2, hop latency 400, queue 1 | 600
+		fmt.Sprintf("00000004 00020003 000000c8 %04x%04x", qid, occ)) // switch 4: 2/3, 200, queue word
+}
+
+// quirks.intcollector keeps INTCollector's 16-bit queue ids whole: switch 4's queues 1, 257
+// and 513 are three queues, not one queue 1 (an 8-bit queue id merged them).
+func TestProducerINTCollectorQueueIDs(t *testing.T) {
+	d := quirked(t, "intcollector")
+	for i, qid := range []uint16{1, 257, 513, 0xfffe} {
+		r, ie := decodeInner(t, d, InputReport, intcollectorReport(t, i, qid, 100+uint16(i)))
+		noInner(t, ie)
+		if r.NHops != 2 || r.Hops[1].NodeID != 4 {
+			t.Fatalf("queue %d: hops %+v", qid, r.HopList())
+		}
+		got, ok := r.Hops[1].Value(telemetry.FQueueID)
+		occ, _ := r.Hops[1].Value(telemetry.FQueueOccupancy)
+		if !ok || got != uint64(qid) || occ != uint64(100+i) {
+			t.Errorf("queue word %04x|%04x: queue id %d (present %v), occupancy %d", qid, 100+i, got, ok, occ)
+		}
+		if q, _ := r.Hops[0].Value(telemetry.FQueueID); q != 1 {
+			t.Errorf("switch 5's queue id %d, want 1", q)
+		}
+	}
+	// All ones in the queue id half is absent, as every queue id field's all ones is.
+	r, _ := decodeInner(t, d, InputReport, intcollectorReport(t, 9, 0xffff, 7))
+	if _, ok := r.Hops[1].Value(telemetry.FQueueID); ok || r.Hops[1].QueueOccupancy != 7 {
+		t.Errorf("queue id 0xffff: %+v", r.Hops[1])
+	}
 }
 
 // opennetworkinglab/int-host-reporter, pkg/packet/int_report.go: a flow ("trace") report,

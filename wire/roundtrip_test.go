@@ -48,9 +48,9 @@ func (g *gen) hop(h *telemetry.Hop, v telemetry.INTVersion, bitmap uint16, quirk
 	if v == telemetry.INT2x {
 		tsBits = 64
 	}
-	qid := uint8(g.notOnes(8))
+	qid := uint16(g.notOnes(8))
 	if quirk {
-		qid = uint8(g.notOnes(8)) // 16-bit on the wire, but a queue id is a byte
+		qid = uint16(g.notOnes(16)) // INTCollector's queue id is 16 bits
 	}
 	present := func() bool { return g.n(8) != 0 }
 	for bit := 0; bit < 16; bit++ {
@@ -389,7 +389,7 @@ func (g *gen) report(f telemetry.Format) telemetry.Report {
 				h.EgressPort, h.Fields = uint32(g.notOnes(16)), h.Fields|telemetry.FEgressPort
 			}
 			if g.coin() {
-				h.QueueID, h.Fields = uint8(g.notOnes(8)), h.Fields|telemetry.FQueueID
+				h.QueueID, h.Fields = uint16(g.notOnes(8)), h.Fields|telemetry.FQueueID
 			}
 			if r.TR.NProto == 1 {
 				r.DropReason = uint8(g.u32())
@@ -423,7 +423,7 @@ func (g *gen) report(f telemetry.Format) telemetry.Report {
 			h := r.AddHop()
 			h.NodeID, h.IngressTS = r.NodeID, r.IngressTS
 			h.Fields = telemetry.FNodeID | telemetry.FIngressTS
-			qid := uint8(g.notOnes(8))
+			qid := uint16(g.notOnes(8))
 			if md&0x20 != 0 {
 				h.IngressPort, h.EgressPort = uint32(g.notOnes(16)), uint32(g.notOnes(16))
 				h.Fields |= telemetry.FIngressPort | telemetry.FEgressPort
@@ -469,7 +469,7 @@ func (g *gen) report(f telemetry.Format) telemetry.Report {
 					if r.TR.MDBits&0x1000 == 0 || h.Fields&telemetry.FQueueID == 0 {
 						h.Fields |= telemetry.FQueueID // bit 15 always writes the queue id
 						if r.TR.MDBits&0x1000 == 0 {
-							h.QueueID = uint8(g.notOnes(8))
+							h.QueueID = uint16(g.notOnes(8))
 						}
 					}
 					r.DropReason = uint8(g.u32())

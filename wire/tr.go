@@ -77,7 +77,7 @@ func (rd *Reader) decodeTR05(r *telemetry.Report) error {
 		h := rd.reporterHop(r, be.Uint32(b[12:]))
 		setPorts16(h, be.Uint32(b[16:]))
 		if b[20] != ones8 {
-			h.QueueID, h.Fields = b[20], h.Fields|telemetry.FQueueID
+			h.QueueID, h.Fields = uint16(b[20]), h.Fields|telemetry.FQueueID
 		}
 		r.DropReason = b[21]
 		r.Has |= telemetry.HasDropReason
@@ -209,7 +209,7 @@ func (rd *Reader) decodeTR10(r *telemetry.Report) error {
 				setTS(h, telemetry.FEgressTS, &h.EgressTS, b[off:off+4])
 			case 4: // queue id 8 | drop reason 8 | pad 16
 				if x>>24 != ones8 {
-					h.QueueID, h.Fields = uint8(x>>24), h.Fields|telemetry.FQueueID
+					h.QueueID, h.Fields = uint16(x>>24), h.Fields|telemetry.FQueueID
 				}
 				r.DropReason = uint8(x >> 16)
 				r.Has |= telemetry.HasDropReason
@@ -334,7 +334,7 @@ func (rd *Reader) tr20Metadata(r *telemetry.Report, p []byte, base int) error {
 			setBuffer(h, x)
 		case 15: // queue id 8 | drop reason 8 | pad 16
 			if x>>24 != ones8 {
-				h.QueueID, h.Fields = uint8(x>>24), h.Fields|telemetry.FQueueID
+				h.QueueID, h.Fields = uint16(x>>24), h.Fields|telemetry.FQueueID
 			}
 			r.DropReason = uint8(x >> 16)
 			r.Has |= telemetry.HasDropReason

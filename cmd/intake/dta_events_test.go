@@ -74,27 +74,27 @@ dta:
 	}
 
 	// The entries serve_test.go's trReport raises (detect_test.go lists the same 12 events):
-	// kind, scope, measurement, 8-bit id, switch, port, flow, value.
+	// kind, scope, measurement, 8-bit id, switch, 32-bit id (port or queue), flow, value.
 	var kb [40]byte
 	r := trReport()
 	flow := uint32(dta.Hash64(dta.DefaultSeed, dta.FlowKeyBytes(&kb, &r.Flow)))
 	type ent struct {
-		kind           event.Kind
-		scope          event.Scope
-		meas           event.Measurement
-		sub            uint8
-		sw, port, flow uint32
-		value          uint64
+		kind         event.Kind
+		scope        event.Scope
+		meas         event.Measurement
+		sub          uint8
+		sw, id, flow uint32
+		value        uint64
 	}
 	nk, ch := event.KindNewKey, event.KindChange
 	sws, e2e := event.ScopeSwitch, event.ScopeE2E
 	want := []ent{
 		{nk, sws, event.SeqGaps, 1, 5, 0, 0, 0},
-		{nk, sws, event.QueueOccupancy, 3, 3, 0, 0, 40},
+		{nk, sws, event.QueueOccupancy, 0, 3, 3, 0, 40},
 		{nk, sws, event.TxUtilization, 0, 3, 2, 0, 55},
-		{nk, sws, event.QueueOccupancy, 3, 2, 0, 0, 40},
+		{nk, sws, event.QueueOccupancy, 0, 2, 3, 0, 40},
 		{nk, sws, event.TxUtilization, 0, 2, 2, 0, 55},
-		{nk, sws, event.QueueOccupancy, 3, 1, 0, 0, 40},
+		{nk, sws, event.QueueOccupancy, 0, 1, 3, 0, 40},
 		{nk, sws, event.TxUtilization, 0, 1, 2, 0, 55},
 		{nk, e2e, event.FlowPath, 0, 0, 0, flow, event.PathHash([]uint32{1, 2, 3})},
 		{nk, e2e, event.FlowLatency, 0, 0, 0, flow, 3000},
@@ -121,7 +121,7 @@ dta:
 			var wb [dta.EventBytes]byte
 			wb[0], wb[1], wb[2], wb[3] = byte(w.kind), byte(w.scope), byte(w.meas), w.sub
 			binary.BigEndian.PutUint32(wb[4:], w.sw)
-			binary.BigEndian.PutUint32(wb[8:], w.port)
+			binary.BigEndian.PutUint32(wb[8:], w.id)
 			binary.BigEndian.PutUint32(wb[12:], w.flow)
 			binary.BigEndian.PutUint64(wb[16:], w.value)
 			copy(wb[24:], b[24:]) // the receive time, checked below

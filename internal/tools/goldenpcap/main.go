@@ -42,7 +42,7 @@ func intHops(r *telemetry.Report, n int, fields telemetry.Field, wideTS bool) {
 		node := uint32(n - i)
 		h := r.AddHop()
 		*h = telemetry.Hop{Fields: fields, NodeID: node, IngressPort: node, EgressPort: node + 10,
-			HopLatency: 1000 * node, QueueID: uint8(node % 8), QueueOccupancy: 100 * node,
+			HopLatency: 1000 * node, QueueID: uint16(node % 8), QueueOccupancy: 100 * node,
 			IngressTS: 1_000_000 + uint64(node), EgressTS: 1_001_000 + uint64(node),
 			L2IngressPort: 20 + node, L2EgressPort: 30 + node, TxUtil: 50 + node, QueueCongestion: 7,
 			BufferID: 1, BufferOccupancy: 4096 * node}
