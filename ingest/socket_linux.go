@@ -20,9 +20,10 @@ import (
 // other systems' version, which refuses.
 func CheckReceivePath() error { return nil }
 
-// oobSize is the control buffer per message: room for an SO_RXQ_OVFL message (a uint32)
-// and a UDP_GRO message (an int, the segment size).
-var oobSize = 2 * unix.CmsgSpace(4)
+// oobSize is the control buffer per message: room for an SO_RXQ_OVFL message (a uint32), a
+// UDP_GRO message (an int, the segment size) and the receive timestamp (a 16-byte
+// timespec).
+var oobSize = 2*unix.CmsgSpace(4) + unix.CmsgSpace(16)
 
 // readTimeout bounds a blocking read (SO_RCVTIMEO). Stop wakes a worker at once (shutdown);
 // the timeout is the safety net should that ever not reach it.
@@ -103,6 +104,14 @@ func openSocket(network, address string, rcvbuf, batch, size int, gro, names boo
 	}
 	if gro {
 		s.gro = unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1) == nil
+	}
+	// Every datagram carries the time the kernel received it (SO_TIMESTAMPNS): one time per
+	// recvmmsg batch would give every report of a batch the same time, and a time-series
+	// store keeps one point per series and time (docs/ingest.md, "Receive time"). The _NEW
+	// option has a 64-bit time on every architecture (Linux 5.1); the old one is the
+	// fallback. Without either, a datagram takes the time its batch was read (batch).
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS_NEW, 1) != nil {
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
 	}
 	tv := unix.NsecToTimeval(int64(readTimeout))
 	if err := errors.Join(unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv),
@@ -233,14 +242,15 @@ func (s *socket) readNow() int {
 func (s *socket) wake() { unix.Shutdown(int(s.fd), unix.SHUT_RD) }
 
 // datagram returns datagram i of the last batch, whether the kernel truncated it, the
-// socket's drop counter if the message carried one, and the GRO segment size if the kernel
-// coalesced datagrams into it (0 otherwise).
-func (s *socket) datagram(i int) (b []byte, trunc bool, drops uint32, hasDrops bool, seg int) {
+// socket's drop counter if the message carried one, the GRO segment size if the kernel
+// coalesced datagrams into it (0 otherwise) and the time the kernel received it in Unix ns
+// (0 when the message carried none).
+func (s *socket) datagram(i int) (b []byte, trunc bool, drops uint32, hasDrops bool, seg int, ts int64) {
 	m := &s.msgs[i]
 	b = s.bufs[i*s.size : i*s.size+int(m.Len)]
 	trunc = m.Hdr.Flags&unix.MSG_TRUNC != 0
 	// The kernel attaches SO_RXQ_OVFL only once the socket has dropped something, UDP_GRO
-	// only to a super-datagram.
+	// only to a super-datagram, the timestamp to every datagram.
 	oob := s.oob[i*oobSize : i*oobSize+int(m.Hdr.Controllen)]
 	for len(oob) >= unix.CmsgLen(4) {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
@@ -248,12 +258,17 @@ func (s *socket) datagram(i int) (b []byte, trunc bool, drops uint32, hasDrops b
 		if hl < unix.CmsgLen(4) || hl > len(oob) {
 			break
 		}
-		v := binary.NativeEndian.Uint32(oob[unix.CmsgLen(0):])
+		data := oob[unix.CmsgLen(0):hl]
 		switch {
 		case h.Level == unix.SOL_SOCKET && h.Type == unix.SO_RXQ_OVFL:
-			drops, hasDrops = v, true
+			drops, hasDrops = binary.NativeEndian.Uint32(data), true
 		case h.Level == unix.SOL_UDP && h.Type == unix.UDP_GRO:
-			seg = int(v)
+			seg = int(binary.NativeEndian.Uint32(data))
+		case h.Level == unix.SOL_SOCKET && h.Type == unix.SO_TIMESTAMPNS_NEW && len(data) >= 16:
+			// struct __kernel_timespec: two 64-bit fields on every architecture.
+			ts = int64(binary.NativeEndian.Uint64(data))*1e9 + int64(binary.NativeEndian.Uint64(data[8:]))
+		case h.Level == unix.SOL_SOCKET && h.Type == unix.SO_TIMESTAMPNS && len(data) >= int(unsafe.Sizeof(unix.Timespec{})):
+			ts = (*unix.Timespec)(unsafe.Pointer(&data[0])).Nano()
 		}
 		oob = oob[min(unix.CmsgSpace(hl-unix.CmsgLen(0)), len(oob)):]
 	}
@@ -334,9 +349,15 @@ func (w *worker) batch(from, n int) {
 	if from < n {
 		w.local[cReads]++
 	}
-	now := time.Now().UnixNano()
+	var batchTime int64 // the fallback for a datagram without a timestamp, read once a batch
 	for i := from; i < n; i++ {
-		b, trunc, drops, has, seg := s.datagram(i)
+		b, trunc, drops, has, seg, now := s.datagram(i)
+		if now == 0 {
+			if batchTime == 0 {
+				batchTime = time.Now().UnixNano()
+			}
+			now = batchTime
+		}
 		if has {
 			w.local[cKernelDrops] = w.kdBase + uint64(drops)
 		}
@@ -362,7 +383,8 @@ func (w *worker) batch(from, n int) {
 			w.one(b, now)
 			continue
 		}
-		// A GRO super-datagram: the datagrams of one flow, each seg bytes but the last.
+		// A GRO super-datagram: the datagrams of one flow, each seg bytes but the last. The
+		// kernel keeps one receive time for them all (the first's).
 		for len(b) > 0 {
 			k := min(seg, len(b))
 			w.local[cGRO]++
@@ -396,4 +418,15 @@ func (w *worker) finish() {
 func sleepThread(d time.Duration) {
 	ts := unix.NsecToTimespec(int64(d))
 	unix.Nanosleep(&ts, nil)
+}
+
+// monoOffset returns CLOCK_REALTIME less CLOCK_MONOTONIC in ns: what turns an XDP frame's
+// time (bpf_ktime_get_ns, monotonic) into Unix time. The monotonic clock is read on both
+// sides of the real one, and the midpoint taken.
+func monoOffset() int64 {
+	var a, b unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &a)
+	now := time.Now().UnixNano()
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &b)
+	return now - (a.Nano()+b.Nano())/2
 }

@@ -99,6 +99,10 @@ type worker struct {
 
 	coalesce time.Duration // wait after a read that nearly drained the socket (listener's coalesce)
 
+	// monoOff is CLOCK_REALTIME less CLOCK_MONOTONIC as read at monotonic time monoAt: an
+	// AF_XDP frame's receive time is monotonic (frameTime).
+	monoOff, monoAt int64
+
 	wlog workerLog
 }
 

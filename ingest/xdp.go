@@ -167,7 +167,7 @@ func (w *worker) runXDP(stopping *atomic.Bool) {
 func (w *worker) xdpBatch(n int) {
 	s := w.xsk
 	w.local[cReads]++
-	now := time.Now().UnixNano()
+	var batchTime int64 // the fallback for a frame without the program's time, read once a batch
 	max := w.l.cfg.MaxDatagram
 	for j := 0; j < min(n, framePrefetch); j++ {
 		w.prefetchFrame(j)
@@ -205,6 +205,13 @@ func (w *worker) xdpBatch(n int) {
 			w.drop(DropOversize)
 			continue
 		}
+		now := w.frameTime(s.FrameTime(i))
+		if now == 0 {
+			if batchTime == 0 {
+				batchTime = time.Now().UnixNano()
+			}
+			now = batchTime
+		}
 		w.one(b, now)
 	}
 	if w.local[cReads]%dropsEvery == 0 {
@@ -218,6 +225,19 @@ func (w *worker) xdpBatch(n int) {
 		f.Flush(w.id)
 	}
 	w.publish()
+}
+
+// frameTime turns the program's monotonic time of a frame into Unix ns (0: the frame has
+// none). The clocks' offset is read again once a second of frame time: it moves only when
+// the real-time clock is set or slewed.
+func (w *worker) frameTime(mono uint64) int64 {
+	if mono == 0 {
+		return 0
+	}
+	if m := int64(mono); w.monoAt == 0 || m-w.monoAt > int64(time.Second) || m < w.monoAt {
+		w.monoOff, w.monoAt = monoOffset(), m
+	}
+	return int64(mono) + w.monoOff
 }
 
 // framePrefetch is how many frames ahead of the one it decodes a worker prefetches: a frame

@@ -190,3 +190,51 @@ type batchCounting struct{ n atomic.Uint64 }
 func (p *batchCounting) Name() string                              { return "batch-counting" }
 func (p *batchCounting) Process(int, *telemetry.Report)            { p.n.Add(1) }
 func (p *batchCounting) ProcessBatch(_ int, rs []telemetry.Report) { p.n.Add(uint64(len(rs))) }
+
+// TestXDPRecvTimePerFrame: an AF_XDP worker gives each frame's reports the time the XDP
+// program redirected that frame (its metadata), not one time per ring read: 300 frames read
+// in batches of up to 64 get 300 receive times, strictly increasing in send order, all
+// within the run.
+func TestXDPRecvTimePerFrame(t *testing.T) {
+	v := xdptest.New(t)
+	rec := newRecorder("rec", nil)
+	coalesce := 20 * time.Millisecond // a read that drained the ring waits: the next takes many
+	cfg := testConfig(Listener{Format: "report", Mode: ModeXDP, Interface: v.Dev, Port: 41010, Sockets: 1, Batch: 64, Coalesce: &coalesce, RcvBuf: 1 << 22})
+	c, err := New(cfg, Deps{Processors: []Processor{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(context.Background())
+	const n = 300
+	before := time.Now().UnixNano()
+	v.Send(t, "udp4", net.JoinHostPort(v.Host, "41010"), seqReports(t, n, 1, 1)...)
+	c.Settle()
+	if err := c.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now().UnixNano()
+	rs := rec.got[0]
+	if len(rs) != n {
+		t.Fatalf("%d reports, want %d", len(rs), n)
+	}
+	reads := c.Status().Listeners[0].SocketReads
+	if reads >= n {
+		t.Fatalf("%d reads for %d frames: no read held two, the test shows nothing", reads, n)
+	}
+	for i := range rs {
+		r := &rs[i]
+		if r.Seq != uint32(i+1) {
+			t.Fatalf("report %d has seq %d: out of order", i, r.Seq)
+		}
+		if r.RecvTime < before || r.RecvTime > after {
+			t.Errorf("report %d: receive time %d outside the run [%d, %d]", i, r.RecvTime, before, after)
+		}
+		if i > 0 && r.RecvTime <= rs[i-1].RecvTime {
+			t.Errorf("report %d: receive time %d not after the previous frame's %d (%d reads for %d frames)",
+				i, r.RecvTime, rs[i-1].RecvTime, reads, n)
+		}
+	}
+}

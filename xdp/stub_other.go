@@ -50,14 +50,15 @@ type Socket struct{}
 // Open refuses: AF_XDP is Linux's.
 func Open(int, int, int) (*Socket, error) { return nil, errNotLinux }
 
-func (s *Socket) ZeroCopy() bool   { return false }
-func (s *Socket) Peek(int) int     { return 0 }
-func (s *Socket) Frame(int) []byte { return nil }
-func (s *Socket) Release()         {}
-func (s *Socket) Wait(int) bool    { return true }
-func (s *Socket) Wake()            {}
-func (s *Socket) Drops() uint64    { return 0 }
-func (s *Socket) Close() error     { return nil }
+func (s *Socket) ZeroCopy() bool       { return false }
+func (s *Socket) Peek(int) int         { return 0 }
+func (s *Socket) Frame(int) []byte     { return nil }
+func (s *Socket) FrameTime(int) uint64 { return 0 }
+func (s *Socket) Release()             {}
+func (s *Socket) Wait(int) bool        { return true }
+func (s *Socket) Wake()                {}
+func (s *Socket) Drops() uint64        { return 0 }
+func (s *Socket) Close() error         { return nil }
 
 // DTAStores are kernel-written DTA stores (Linux only).
 type DTAStores struct {

@@ -1,6 +1,7 @@
 package xdp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -187,6 +188,22 @@ func (s *Socket) Frame(i int) []byte {
 		return nil // not a descriptor the kernel writes; never seen
 	}
 	return s.umem[a : a+uint64(d.Len)]
+}
+
+// FrameTime returns the time the XDP program redirected peeked frame i, in CLOCK_MONOTONIC
+// ns (the 8 bytes of XDP metadata the program writes right before the frame), or 0 when
+// the frame has none. It clears them: a later frame written into the same UMEM frame
+// without metadata then reads 0, not this frame's time.
+func (s *Socket) FrameTime(i int) uint64 {
+	d := (*unix.XDPDesc)(unsafe.Add(s.rx.entries, 16*uintptr((s.cons+uint32(i))&s.rx.mask)))
+	a := d.Addr
+	if a&(FrameSize-1) < 8 || a > uint64(len(s.umem)) {
+		return 0
+	}
+	m := s.umem[a-8 : a]
+	t := binary.NativeEndian.Uint64(m)
+	binary.NativeEndian.PutUint64(m, 0)
+	return t
 }
 
 // Release hands the peeked frames back to the kernel (fill ring) and consumes them from the

@@ -354,6 +354,15 @@ int intake_xdp(struct xdp_md *ctx)
 			return count(o, XDP_DROP);
 	}
 
+	// The frame's receive time for user space, in the 8 bytes of XDP metadata right before
+	// the frame: AF_XDP copies them into the UMEM frame with it (docs/xdp.md, "Receive
+	// time"). Where the driver has no room for metadata the call fails, and the worker takes
+	// the time it read the frame instead.
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(__u64)) == 0) {
+		__u64 *meta = (void *)(long)ctx->data_meta;
+		if ((void *)(meta + 1) <= (void *)(long)ctx->data)
+			*meta = bpf_ktime_get_ns();
+	}
 	// With XDP_PASS as the fallback, a queue without a socket passes frames to the kernel.
 	int act = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 	if (act == XDP_REDIRECT)
