@@ -26,7 +26,7 @@ type InfluxSink struct {
 // NewInfluxDB builds the sink for cfg.InfluxDB.
 func NewInfluxDB(cfg Config, reg *metrics.Registry) *InfluxSink {
 	ic := cfg.InfluxDB
-	enc := &lineEncoder{schema: ic.Schema, intTime: ic.Timestamp == "int"}
+	enc := &lineEncoder{schema: ic.Schema, intTime: ic.Timestamp == "int", clock: newSeriesClock(1)}
 	return &InfluxSink{newQueued[event.Event]("influxdb", cfg, ic.Batch, enc, newInfluxWriter(ic).write, reg)}
 }
 
@@ -111,6 +111,18 @@ func quoteIdent(s string) string {
 type lineEncoder struct {
 	schema  string // "intake" or "intcollector"
 	intTime bool
+	// clock keeps two points of one series from sharing a timestamp (seriesClock); id is
+	// its scratch for a series' identity.
+	clock *seriesClock
+	id    []byte
+}
+
+// at returns the time to write a point of series id at (its own time ts): see seriesClock.
+func (l *lineEncoder) at(id []byte, ts int64) int64 {
+	if l.clock == nil {
+		return ts
+	}
+	return l.clock.at(id, ts)
 }
 
 // tag is one tag; tags are written in the order given, which appendTags keeps sorted by key
@@ -159,9 +171,11 @@ func (l *lineEncoder) append(b []byte, e *event.Event) []byte {
 	ts := l.ts(e)
 	var tb [8]tag
 	tags := keyTags(tb[:0], e)
-	// The value, in its measurement.
+	// The value, in its measurement; the series (measurement and tags) has one field set.
+	start := len(b)
 	b = append(b, e.Measurement.String()...)
 	b = appendTags(b, tags)
+	ts = l.at(b[start:], ts)
 	if e.Measurement == event.FlowPath {
 		b = appendPathField(b, "value", e)
 	} else {
@@ -176,8 +190,11 @@ func (l *lineEncoder) append(b []byte, e *event.Event) []byte {
 	et := append(eb[:0], tags...)
 	et = append(et, tag{"kind", e.Kind.String()}, tag{"metric", e.Measurement.String()}, tag{"scope", e.Scope.String()})
 	sortTags(et)
+	start = len(b)
 	b = append(b, "events"...)
 	b = appendTags(b, et)
+	// The event's point at its value's time, unless its own series already has a point there.
+	ts = l.at(b[start:], ts)
 	if e.Measurement == event.FlowPath {
 		b = appendPathField(b, "path", e)
 	} else {
@@ -221,6 +238,7 @@ func appendTime(b []byte, ts int64) []byte {
 // wrote them, so that its dashboards and queries keep working.
 func (l *lineEncoder) appendINTCollector(b []byte, e *event.Event) []byte {
 	k := &e.Key
+	start := len(b)
 	flow := func(b []byte) []byte {
 		b = append(b, k.Flow.SrcAddr().String()...)
 		b = append(b, ':')
@@ -256,11 +274,18 @@ func (l *lineEncoder) appendINTCollector(b []byte, e *event.Event) []byte {
 		b = strconv.AppendUint(b, uint64(k.Queue), 10)
 	}
 	if e.Measurement == event.FlowPath {
+		field = "path"
+	}
+	// flow_stat holds a flow's latency and its path as two fields: one point each time, as
+	// INTCollector wrote them, so a series here is a measurement and a field.
+	l.id = append(append(l.id[:0], b[start:]...), field...)
+	ts := l.at(l.id, l.ts(e))
+	if e.Measurement == event.FlowPath {
 		b = appendPathField(b, "path", e)
 	} else {
 		b = appendIntField(b, ' ', field, e.Value)
 	}
-	return appendTime(b, l.ts(e))
+	return appendTime(b, ts)
 }
 
 // keyTags returns the tags of e's metric key, sorted by tag key: src, dst, sport, dport,

@@ -129,7 +129,7 @@ func NewRemoteWrite(cfg Config, reg *metrics.Registry) *RemoteWrite {
 		zbuf = snappy.Encode(zbuf[:cap(zbuf)], body)
 		return plain(ctx, zbuf)
 	}
-	return &RemoteWrite{queued: newQueued("remote_write", cfg, cfg.Prometheus.Batch, rwEncoder{}, post, reg)}
+	return &RemoteWrite{queued: newQueued("remote_write", cfg, cfg.Prometheus.Batch, rwEncoder{clock: newSeriesClock(1e6)}, post, reg)}
 }
 
 // rwEncoder writes a prometheus.WriteRequest by hand (remote.proto):
@@ -138,7 +138,10 @@ func NewRemoteWrite(cfg Config, reg *metrics.Registry) *RemoteWrite {
 //	TimeSeries   { repeated Label labels = 1; repeated Sample samples = 2; }
 //	Label        { string name = 1; string value = 2; }
 //	Sample       { double value = 1; int64 timestamp = 2; }  // ms
-type rwEncoder struct{}
+//
+// A series' samples are written in strictly increasing milliseconds (seriesClock): Prometheus
+// refuses a second sample of a series at one time.
+type rwEncoder struct{ clock *seriesClock }
 
 func (rwEncoder) points(e *event.Event) int {
 	if e.Kind == event.KindExpire || e.Kind == event.KindNone || e.Measurement == event.FlowPath {
@@ -167,7 +170,11 @@ func (r rwEncoder) encode(dst []byte, batch []event.Event) []byte {
 		lb = append(lb, 1<<3|1) // field 1, fixed64
 		lb = binary.LittleEndian.AppendUint64(lb, math.Float64bits(float64(e.Value)))
 		lb = append(lb, 2<<3) // field 2, varint (wire type 0)
-		lb = binary.AppendUvarint(lb, uint64(e.Time/1e6))
+		ms := e.Time / 1e6
+		if r.clock != nil {
+			ms = r.clock.at(ts, ms) // ts holds the series' labels so far
+		}
+		lb = binary.AppendUvarint(lb, uint64(ms))
 		ts = pbBytes(ts, 2, string(lb))
 		dst = pbBytes(dst, 1, string(ts))
 	}

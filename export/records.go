@@ -2,6 +2,7 @@ package export
 
 import (
 	"strconv"
+	"sync"
 
 	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/metrics"
@@ -14,6 +15,8 @@ import (
 // are those of every sink, labelled sink="influxdb_records".
 type InfluxRecords struct {
 	*queued[lineBatch]
+	mu    sync.Mutex // OfferRecord may be called from more than one goroutine
+	clock *seriesClock
 }
 
 // lineBatch is one record already in line protocol, and how many points (lines) it holds:
@@ -37,13 +40,17 @@ func (lineBatchEncoder) encode(dst []byte, batch []lineBatch) []byte {
 
 // NewInfluxRecords builds the records sink for cfg.InfluxDB.
 func NewInfluxRecords(cfg Config, reg *metrics.Registry) *InfluxRecords {
-	return &InfluxRecords{newQueued[lineBatch]("influxdb_records", cfg, cfg.InfluxDB.Batch, lineBatchEncoder{},
-		newInfluxWriter(cfg.InfluxDB).write, reg)}
+	return &InfluxRecords{queued: newQueued[lineBatch]("influxdb_records", cfg, cfg.InfluxDB.Batch, lineBatchEncoder{},
+		newInfluxWriter(cfg.InfluxDB).write, reg), clock: newSeriesClock(1)}
 }
 
-// OfferRecord queues r's points (a flowcache sink: see FlowCache.AddSink).
+// OfferRecord queues r's points (a flowcache sink: see FlowCache.AddSink). Two records of
+// one flow and one time (a flow evicted between two reports of one datagram) are written a
+// nanosecond apart (seriesClock).
 func (s *InfluxRecords) OfferRecord(r *flowcache.Record) {
-	b, n := AppendRecordLines(nil, r)
+	s.mu.Lock()
+	b, n := appendRecordLines(nil, r, s.clock)
+	s.mu.Unlock()
 	s.Offer(&lineBatch{b, n})
 }
 
@@ -55,13 +62,25 @@ func (s *InfluxRecords) OfferRecord(r *flowcache.Record) {
 // <metric>_mean for each of hop_latency, queue_occupancy and tx_util the reports carried.
 // The timestamp is the flow's last report.
 func AppendRecordLines(b []byte, r *flowcache.Record) ([]byte, int) {
+	return appendRecordLines(b, r, nil)
+}
+
+// appendRecordLines is AppendRecordLines with the record's time taken from clock (nil: its
+// last report's): the hop lines' series are the flow_record series' with a hop added, so one
+// time a record keeps them all apart.
+func appendRecordLines(b []byte, r *flowcache.Record, clock *seriesClock) ([]byte, int) {
 	k := &r.Flow
 	var tb [8]tag
 	tags := append(tb[:0], tag{"dport", strconv.Itoa(int(k.DstPort))}, tag{"dst", k.DstAddr().String()},
 		tag{"proto", strconv.Itoa(int(k.Proto))}, tag{"reason", r.Reason.String()},
 		tag{"sport", strconv.Itoa(int(k.SrcPort))}, tag{"src", k.SrcAddr().String()})
+	start := len(b)
 	b = append(b, "flow_record"...)
 	b = appendTags(b, tags)
+	ts := r.Last
+	if clock != nil {
+		ts = clock.at(b[start:], ts)
+	}
 	b = appendIntField(b, ' ', "packets", r.Packets)
 	if r.LatCount > 0 {
 		b = appendIntField(b, ',', "latency_latest", r.LatLatest)
@@ -73,7 +92,7 @@ func AppendRecordLines(b []byte, r *flowcache.Record) ([]byte, int) {
 	b = appendIntField(b, ',', "first", uint64(r.First))
 	b = appendIntField(b, ',', "last", uint64(r.Last))
 	b = appendIntField(b, ',', "duration_ns", uint64(max(r.Last-r.First, 0)))
-	b = appendTime(b, r.Last)
+	b = appendTime(b, ts)
 	n := 1
 	var line []byte
 	for i := range r.Hops {
@@ -92,7 +111,7 @@ func AppendRecordLines(b []byte, r *flowcache.Record) ([]byte, int) {
 		if sep == ' ' { // a line needs a field: this hop's reports carried none of the metrics
 			continue
 		}
-		b = appendTime(append(b, line...), r.Last)
+		b = appendTime(append(b, line...), ts)
 		n++
 	}
 	return b, n

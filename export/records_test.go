@@ -2,6 +2,7 @@ package export_test
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -92,5 +93,37 @@ func TestInfluxRecordsRestart(t *testing.T) {
 	}
 	if got := influxQuery(t, s, "restart", "SELECT count(packets) FROM flow_record"); got != "flow_record [time count]\n  [0 2]\n" {
 		t.Errorf("stored: %q", got)
+	}
+}
+
+// TestInfluxRecordsSameTime: two records of one flow with one last-report time (the flow
+// evicted between two reports of one datagram) are both stored, the second a nanosecond
+// after the first with its hop lines.
+func TestInfluxRecordsSameTime(t *testing.T) {
+	s := startInflux(t)
+	cfg := exportConfig()
+	cfg.InfluxDB.URL, cfg.InfluxDB.Database = s.url, "records_same"
+	sink := export.NewInfluxRecords(cfg, metrics.NewRegistry())
+	if err := sink.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	again := evicted()
+	again.Packets = 1
+	sink.OfferRecord(evicted())
+	sink.OfferRecord(again)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := sink.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := sink.SinkStatus(); st.Sent != 6 || sink.Dropped() != 0 {
+		t.Fatalf("sent %d, dropped %d; want 6, 0", st.Sent, sink.Dropped())
+	}
+	next := fmt.Sprint(base + 3*int64(time.Second) + 1)
+	got := influxQuery(t, s, "records_same", "SELECT packets FROM flow_record; SELECT count(hop_latency_latest) FROM flow_record_hop WHERE time = "+next)
+	want := "flow_record [time packets]\n  [" + sec(3) + " 4]\n  [" + next + " 1]\n" +
+		"flow_record_hop [time count]\n  [" + next + " 2]\n"
+	if got != want {
+		t.Errorf("stored:\n%s\nwant:\n%s", got, want)
 	}
 }
