@@ -134,8 +134,10 @@ func (rd *Reader) parseL4(b []byte, off, base int, proto uint8, fk *telemetry.Fl
 
 // parseInner walks the packet b (starting at link layer link; base is its offset in the
 // datagram) into r.Flow and r.Inner. With findINT it looks for INT and decodes it into r's
-// hop list and r.INT. It reports whether INT was found.
-func (rd *Reader) parseInner(r *telemetry.Report, b []byte, base int, link telemetry.LinkType, findINT bool) (bool, error) {
+// hop list and r.INT. It reports whether INT was found. strict adds the checks of a packet
+// that must be one (TR v0.5/v1.0, Reader.inner): an EtherType that is one, an IPv4 total
+// length that holds the header.
+func (rd *Reader) parseInner(r *telemetry.Report, b []byte, base int, link telemetry.LinkType, findINT, strict bool) (bool, error) {
 	in := &r.Inner
 	in.Link = link
 	off := 0
@@ -163,6 +165,11 @@ func (rd *Reader) parseInner(r *telemetry.Report, b []byte, base int, link telem
 		case etherIPv6:
 			v6 = true
 		default: // not IP (ARP, MPLS, ...): an inner packet without a flow
+			// Below 0x0600 the field is an IEEE 802.3 length, of at least an LLC header
+			// (3 bytes) and at most 1500; 0x05DD-0x05FF are neither length nor type.
+			if strict && et < 0x0600 && (et < 3 || et > 1500) {
+				return false, rd.fail(BadValue, "ethernet", "ethertype", base+off-2, uint64(et))
+			}
 			in.Trailer = trailer(len(b) - off)
 			return false, nil
 		}
@@ -171,6 +178,11 @@ func (rd *Reader) parseInner(r *telemetry.Report, b []byte, base int, link telem
 	l4, err := rd.parseIP(b, off, base, v6, &r.Flow, &info)
 	if err != nil {
 		return false, err
+	}
+	if strict && !v6 {
+		if tl := int(be.Uint16(b[off+2:])); tl < l4-off {
+			return false, rd.fail(BadLength, "ipv4", "total_length", base+off+2, uint64(tl))
+		}
 	}
 	r.Has |= telemetry.HasFlow
 	in.DSCP, in.IPOptLen = info.dscp, info.optLen
@@ -248,6 +260,10 @@ func (rd *Reader) findINT(r *telemetry.Report, b []byte, base, l4, pay int, prot
 	if err == nil && in.EncapArg != 0 {
 		end, err = rd.restoreNPT(r, b, base, pay, end, proto)
 	}
+	if err != nil && proto == protoTCP && pay > l4+20 && rd.err.Setting == "" {
+		rd.shimBeforeOptions(r, b[l4+20:], base+l4+20, committed)
+		r.NHops, r.INT, in.EncapArg = nhops, telemetry.INTHeader{}, 0
+	}
 	if err != nil {
 		// A deviation the decoder recognises is an error even when only probing: a quirk
 		// decodes it, and without one it must not pass as a packet without INT. The
@@ -267,6 +283,26 @@ func (rd *Reader) findINT(r *telemetry.Report, b []byte, base, l4, pay int, prot
 		in.Encap = telemetry.EncapUDP
 	}
 	return end, true, nil
+}
+
+// shimBeforeOptions names the setting that decodes a TCP packet whose INT did not parse after
+// the TCP options, when INT sits before them (b starts right after the 20-byte TCP header):
+// Intel host-int's shim there (quirks.host_int, whose signature is strict enough to name
+// even where the decoder only probes), or, in a packet whose DSCP committed the decoder, a
+// shim of the specifications that decodes there whole (tcp_shim_before_options, which v1.0
+// and later allow). Otherwise the error stays the one at the options' end. What the attempt
+// writes into r is the caller's to undo.
+func (rd *Reader) shimBeforeOptions(r *telemetry.Report, b []byte, base int, committed bool) {
+	orig := rd.err
+	_, err := rd.parseShimL4(r, b, base)
+	switch {
+	case err != nil && rd.err.Setting == "quirks.host_int":
+	case err == nil && committed && r.Inner.EncapArg == 0:
+		rd.err = orig
+		rd.err.Setting = "tcp_shim_before_options: true"
+	default:
+		rd.err = orig
+	}
 }
 
 // restoreNPT undoes what a v2.x source did to the flow when its shim's NPT says it (the
@@ -486,7 +522,7 @@ func trailer(n int) uint16 {
 // decodeINTFrame decodes a raw INT-MD data packet (an Ethernet frame) as an INT sink sees it.
 func (rd *Reader) decodeINTFrame(r *telemetry.Report) error {
 	r.Format = telemetry.FormatINTMD
-	found, err := rd.parseInner(r, rd.b, 0, telemetry.LinkEthernet, true)
+	found, err := rd.parseInner(r, rd.b, 0, telemetry.LinkEthernet, true, false)
 	if err != nil {
 		return err
 	}

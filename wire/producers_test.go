@@ -131,6 +131,70 @@ func TestProducerHostINT(t *testing.T) {
 		Error{Reason: BadValue, Header: "int shim", Field: "type", Offset: 42, Value: 3, Setting: "quirks.host_int"})
 }
 
+// Intel host-int over TCP with options: the shim follows the first 20 bytes of TCP, the
+// options follow INT (docs/Host_INT_fmt.md). Data offset 8 (12 bytes of options, which the
+// sink's report drops with everything after INT). Without the quirk the decoder looked for
+// INT after the options, inside the stack, and named no quirk; the hint now finds the
+// host-int shim before the options, in a report and in the source's packet alike.
+func TestProducerHostINTTCPOptions(t *testing.T) {
+	report := hx(t, strings.Replace(hostINTReport, "9c401451 00000001 00000000 5010ffff 00000000", "9c401451 00000001 00000000 8010ffff 00000000", 1))
+	r, ie := decodeInner(t, quirked(t, "host_int"), InputReport, report)
+	noInner(t, ie)
+	if r.INT.ShimType != 3 || r.INT.SourceSeq != 100 || r.NHops != 2 || r.Inner.TCPOpts != 12 || r.Flow.DstPort != 5201 {
+		t.Errorf("with the quirk: int %+v hops %d inner %+v", r.INT, r.NHops, r.Inner)
+	}
+	r, ie = decodeInner(t, mustDecoder(t, DefaultConfig()), InputReport, report)
+	wantInner(t, ie, Error{Reason: BadValue, Header: "int shim", Field: "type", Offset: 56, Value: 3, Setting: "quirks.host_int"})
+	if r.NHops != 0 || r.INT.Version != telemetry.INTNone || r.TR.SinkNodeID != 11 {
+		t.Errorf("without the quirk: %+v", r)
+	}
+	// Unmarked (DSCP 0): the decoder only probes, and host-int's signature is still named.
+	unmarked := strings.Replace(hostINTReport, "455c0058", "45000058", 1)
+	unmarked = strings.Replace(unmarked, "5010ffff", "8010ffff", 1)
+	_, ie = decodeInner(t, mustDecoder(t, DefaultConfig()), InputReport, hx(t, unmarked))
+	wantInner(t, ie, Error{Reason: BadValue, Header: "int shim", Field: "type", Offset: 56, Value: 3, Setting: "quirks.host_int"})
+
+	// The source's packet: TCP with a timestamp option after INT, then the payload.
+	frame := hx(t, "020000000002 020000000001 0800"+
+		"455c005c 00004000 40060000 0a000001 0a000002"+ // IPv4 92 bytes, TCP
+		"9c401451 00000001 00000000 8018ffff 00000000"+ // TCP 40000 > 5201, data offset 8
+		"03000900 00040201 cc000000 0000000a 00020002 000f4240 000f4240 00000001 06145100"+ // host-int INT, tail
+		"0101080a 00000001 00000002"+ // options: NOP, NOP, timestamps
+		"61626364")
+	r, ie = decodeInner(t, quirked(t, "host_int"), InputINTMD, frame)
+	noInner(t, ie)
+	if r.INT.SourceSeq != 1 || r.NHops != 1 || r.Hops[0].NodeID != 10 || r.INT.OrigProto != 6 {
+		t.Errorf("source packet: int %+v hops %d", r.INT, r.NHops)
+	}
+	decodeErr(t, mustDecoder(t, DefaultConfig()), InputINTMD, frame,
+		Error{Reason: BadValue, Header: "int shim", Field: "type", Offset: 54, Value: 3, Setting: "quirks.host_int"})
+}
+
+// A specification shim before the TCP options (INT v1.0 and later allow either place) in a
+// packet whose DSCP committed the decoder is named by the setting that reads it there,
+// tcp_shim_before_options; unmarked, the payload is simply no INT.
+func TestTCPShimBeforeOptionsHint(t *testing.T) {
+	pkt := func(dscp string) []byte {
+		return hx(t, "020000000002 020000000001 0800"+
+			"45"+dscp+"0058 00004000 40060000 0a000001 0a000002"+ // IPv4 88 bytes, TCP
+			"9c401451 00000001 00000000 8018ffff 00000000"+ // TCP, data offset 8
+			"10070000 20000206 90000000 00000000 00000002 01000020 00000001 01000010"+ // v2.1 MD, 2 hops
+			"0101080a 00000001 00000002"+ // options
+			"61626364")
+	}
+	cfg := DefaultConfig()
+	cfg.TCPShimBeforeOptions = true
+	r, ie := decodeInner(t, mustDecoder(t, cfg), InputINTMD, pkt("5c"))
+	noInner(t, ie)
+	if r.NHops != 2 || r.INT.Version != telemetry.INT2x || r.Inner.TCPOpts != 12 {
+		t.Errorf("with the setting: int %+v hops %d", r.INT, r.NHops)
+	}
+	// After the options the decoder meets the INT header's last word, no shim type.
+	decodeErr(t, mustDecoder(t, DefaultConfig()), InputINTMD, pkt("5c"),
+		Error{Reason: BadValue, Header: "int shim", Field: "type", Offset: 66, Setting: "tcp_shim_before_options: true"})
+	decodeErr(t, mustDecoder(t, DefaultConfig()), InputINTMD, pkt("00"), Error{Reason: NotTelemetry, Header: "int-md"})
+}
+
 // GEANT int-platforms, p4src/int_v1.0/include/headers.p4 and int_transit.p4: a TR v1.0
 // report (Ver 1, Len 4, NProt 0, F; §5.6 of the spec digest) carrying a UDP packet marked
 // with DSCP 0x20, whose INT v1.0 header has instruction bits 0-7 in the mask's low byte

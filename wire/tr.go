@@ -58,6 +58,12 @@ func (rd *Reader) decodeTR05(r *telemetry.Report) error {
 	if len(b) < 12 {
 		return rd.fail(Truncated, "tr0.5 fixed header", "ingress_ts", len(b), 0)
 	}
+	// A TR v0.5 header has little structure of its own: its reserved bits and the inner
+	// frame's first headers are what tell a report from any other datagram sent to the port
+	// (an INT data packet's payload reads as a drop report with a nonsense sequence number).
+	if rsvd := be.Uint32(b) >> 6 & 0x7fff; rsvd != 0 {
+		return rd.fail(BadValue, "tr0.5 fixed header", "reserved", 1, uint64(rsvd))
+	}
 	r.Format = telemetry.FormatTR05
 	r.TR.Ver = b[0] >> 4
 	r.TR.NProto = b[0] & 0x0f
@@ -81,6 +87,9 @@ func (rd *Reader) decodeTR05(r *telemetry.Report) error {
 		}
 		r.DropReason = b[21]
 		r.Has |= telemetry.HasDropReason
+		if pad := be.Uint16(b[22:]); pad != 0 {
+			return rd.fail(BadValue, "tr0.5 drop header", "pad", 22, uint64(pad))
+		}
 		off = 24
 	case 2: // local header: switch id 32 | in 16 | out 16 | queue id 8 | occupancy 24 | egress ts 32
 		if len(b) < 28 {
@@ -103,8 +112,10 @@ func (rd *Reader) decodeTR05(r *telemetry.Report) error {
 		}
 		r.TR.SinkNodeID = be.Uint32(b[12:])
 		off, link = 16, telemetry.LinkIPv4
-	default:
+	case 3: // Intel host-int's drop summary
 		return rd.fail(Unsupported, "tr0.5 fixed header", "nproto", 0, uint64(r.TR.NProto))
+	default: // no specification or producer defines another
+		return rd.fail(BadValue, "tr0.5 fixed header", "nproto", 0, uint64(r.TR.NProto))
 	}
 	return rd.inner(r, b[off:], off, link)
 }
@@ -139,13 +150,21 @@ func dqf(v uint8) telemetry.Flags {
 
 // inner decodes a report's inner packet; INT is looked for only in tracked-flow reports.
 // A broken inner packet does not fail the report (Reader.InnerErr): the report keeps its
-// own metadata and the inner packet's flow as far as it decoded, without INT.
+// own metadata and the inner packet's flow as far as it decoded, without INT. TR v0.5 and
+// v1.0 are the exception where the packet's own first headers are broken (Ethernet, VLAN
+// tags, the IP header; a plausible EtherType, an IPv4 total length that holds its header):
+// their fixed headers have too little structure to vouch for themselves, so such a report
+// is a decode error, not a report (docs/wire-formats.md, "Plausibility").
 func (rd *Reader) inner(r *telemetry.Report, b []byte, base int, link telemetry.LinkType) error {
 	if len(b) == 0 {
 		return nil
 	}
 	nhops := r.NHops
-	if _, err := rd.parseInner(r, b, base, link, r.Flags&telemetry.FlagFlow != 0); err != nil {
+	strict := r.Format != telemetry.FormatTR20
+	if _, err := rd.parseInner(r, b, base, link, r.Flags&telemetry.FlagFlow != 0, strict); err != nil {
+		if strict && r.Has&telemetry.HasFlow == 0 { // it failed before the L4 header
+			return err
+		}
 		rd.innerErr, rd.hasInner = rd.err, true
 		in := &r.Inner
 		if in.Nested != telemetry.LinkNone { // the tunnel's endpoints are the flow again
@@ -163,6 +182,9 @@ func (rd *Reader) decodeTR10(r *telemetry.Report) error {
 	b := rd.b
 	if len(b) < 16 {
 		return rd.fail(Truncated, "tr1.0 header", "ingress_ts", len(b), 0)
+	}
+	if rsvd := b[2] >> 1 & 0x3f; rsvd != 0 {
+		return rd.fail(BadValue, "tr1.0 header", "reserved", 2, uint64(rsvd))
 	}
 	r.Format = telemetry.FormatTR10
 	r.TR.Ver = 1
