@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/intake-int/intake/telemetry"
@@ -79,6 +80,12 @@ func FuzzReport(f *testing.F) {
 		f.Add(hx(f, s))
 	}
 	f.Add(geantReport(f, "00ff"))
+	// INT data packets sent to a report port (plausible_test.go), and host-int over TCP with
+	// options (producers_test.go).
+	for _, name := range []string{"geant-2601-double-header.pcap", "geant-dpdk-int.pcap"} {
+		f.Add(udpPayload(f, name))
+	}
+	f.Add(hx(f, strings.Replace(hostINTReport, "5010ffff", "8010ffff", 1)))
 	for _, fm := range []telemetry.Format{telemetry.FormatTR05, telemetry.FormatTR10, telemetry.FormatTR20} {
 		seeds(f, fm)
 	}

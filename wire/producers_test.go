@@ -393,6 +393,42 @@ func TestProducerINTCollectorQueueIDs(t *testing.T) {
 	}
 }
 
+// The encoders write a 16-bit queue id only where the format has room for it (the INT v1.0
+// stack under quirks.intcollector) and refuse it elsewhere rather than cut it to 8 bits.
+func TestEncodeQueueIDWidth(t *testing.T) {
+	r, _ := decodeInner(t, quirked(t, "intcollector"), InputReport, intcollectorReport(t, 1, 513, 7))
+	cfg := DefaultConfig()
+	cfg.Quirks.INTCollector = true
+	enc, err := NewEncoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := enc.Append(nil, &r)
+	if err != nil {
+		t.Fatalf("intcollector stack, queue 513: %v", err)
+	}
+	if back, _ := decodeInner(t, quirked(t, "intcollector"), InputReport, b); !back.Equal(&r) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", back.HopList(), r.HopList())
+	}
+	plain, _ := NewEncoder(DefaultConfig())
+	if _, err := plain.Append(nil, &r); err == nil || !strings.Contains(err.Error(), "hop 1: queue id 513 does not fit an 8-bit queue id field") {
+		t.Errorf("spec layout, queue 513: %v", err)
+	}
+	// The report's own hop (TR v1.0 RepMdBits queue word) is 8 bits under the quirk too.
+	r.TR.MDBits, r.ReporterHop = 0x08, true
+	r.Hops[1].QueueID = 1
+	r.Hops[0].QueueID, r.Hops[0].Fields = 300, r.Hops[0].Fields|telemetry.FQueueID
+	if _, err := enc.Append(nil, &r); err == nil || !strings.Contains(err.Error(), "hop 0: queue id 300") {
+		t.Errorf("reporter hop, queue 300: %v", err)
+	}
+	var batch [2]telemetry.Report
+	batch[0], batch[1] = benchReport(), benchReport()
+	batch[1].Hops[2].QueueID = 256
+	if _, err := plain.AppendBatch(nil, batch[:]); err == nil || !strings.Contains(err.Error(), "hop 2: queue id 256") {
+		t.Errorf("TR v2.0 batch, queue 256: %v", err)
+	}
+}
+
 // opennetworkinglab/int-host-reporter, pkg/packet/int_report.go: a flow ("trace") report,
 // TR v0.5 with NProto 2 and F, the local header with queue id and occupancy 0, and, when
 // the datapath gave no payload, the frame constructPayloadFromFiveTuple synthesizes
