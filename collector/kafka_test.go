@@ -71,7 +71,7 @@ func TestKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	kc := c.Kafka.Counts()
-	events, _ := c.Export.Exported()
+	events, _ := c.Export.Offered()
 	want := map[string]uint64{"report": uint64(reports), "event": events, "flow": kc.Offered["flow"]}
 	if c.Status().ReportsDecoded != uint64(reports) || events == 0 || kc.Offered["flow"] == 0 {
 		t.Fatalf("decoded %d of %d reports, %d events, %d flow records", c.Status().ReportsDecoded, reports, events, kc.Offered["flow"])

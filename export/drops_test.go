@@ -82,7 +82,7 @@ func TestSinkAbsentShutdown(t *testing.T) {
 	d.Flush(0)
 	in := p.Sinks()[0].(*export.InfluxSink)
 	waitFor(t, 10*time.Second, "events through the pipeline and a retry", func() bool {
-		ev, _ := p.Exported()
+		ev, _ := p.Offered()
 		return ev == 8 && in.Retried.Load() > 0
 	})
 	p.PushNow(base + 3*int64(time.Second))

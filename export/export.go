@@ -11,9 +11,12 @@
 // dropped (by reason: queue_full, rejected, shutdown). Nothing here ever blocks ingest: the
 // detector only publishes into the ring, and the pipeline only offers to queues.
 //
-// Reduction accounting (INTCollector §V-B2): the pipeline counts values exported, by source
-// (event or periodic); with the detector's values seen (M_all) the reduction factor
-// M_all / exported can be read off /metrics (intake_export_reduction_factor).
+// Reduction accounting (INTCollector §V-B2): the pipeline counts the values it offers to the
+// sinks, by source (event or periodic), and each sink the values it stored (its server
+// accepted them) and those it dropped, by reason. A value is exported when a sink stored
+// it: with the detector's values seen (M_all) the reduction factor is M_all over the values
+// exported, per sink and for the pipeline (the most any sink stored), on /metrics
+// (intake_export_reduction_factor) and in GET /api/v1/detect/status.
 package export
 
 import (
@@ -43,6 +46,98 @@ type Sink interface {
 	Stop(ctx context.Context) error
 }
 
+// ValueSink is a Sink that counts the values it stored and dropped (the reduction
+// accounting); the pipeline's exported values are those of its ValueSinks.
+type ValueSink interface {
+	Sink
+	ValueCounts() ValueCounts
+}
+
+// ValueCounts are a sink's reduction accounting. Events and Periodic are the values it
+// stored, by source: its server accepted the batch that held them (a gauge: set). Dropped
+// are the values it dropped, by reason. A value the sink has no form for (a path in
+// Prometheus; a measurement the intcollector schema lacks) is neither: it was never the
+// sink's to store.
+type ValueCounts struct {
+	Events, Periodic uint64
+	Dropped          map[string]uint64
+}
+
+// The sources of exported values: events (M_event) and the periodic push.
+const (
+	srcEvent = iota
+	srcPeriodic
+	numSources
+)
+
+// valueSource is the source e counts in as a value, or -1 for what is not a value (a key's
+// expiry).
+func valueSource(e *event.Event) int {
+	switch e.Kind {
+	case event.KindPeriodic:
+		return srcPeriodic
+	case event.KindExpire, event.KindNone:
+		return -1
+	}
+	return srcEvent
+}
+
+// sourceCounts are values by source.
+type sourceCounts [numSources]uint64
+
+func (c sourceCounts) total() uint64 { return c[srcEvent] + c[srcPeriodic] }
+
+// refuse splits c, a batch's values, when the server refused n of its points and stored the
+// rest: a refused point may be any value's, so as many values as points (at most all) are
+// counted refused, events first. What is counted stored is then never more than what was.
+func (c sourceCounts) refuse(n uint64) (stored, refused sourceCounts) {
+	for src := range c {
+		refused[src] = min(c[src], n)
+		stored[src] = c[src] - refused[src]
+		n -= refused[src]
+	}
+	return stored, refused
+}
+
+// valueCount keeps a sink's ValueCounts: added to by the sink's goroutines, read by the
+// status and /metrics.
+type valueCount struct {
+	stored  [numSources]atomic.Uint64
+	reasons []string
+	dropped []atomic.Uint64 // by reasons' index
+}
+
+func newValueCount(reasons ...string) *valueCount {
+	return &valueCount{reasons: reasons, dropped: make([]atomic.Uint64, len(reasons))}
+}
+
+func (v *valueCount) store(c sourceCounts) {
+	for src, n := range c {
+		if n > 0 {
+			v.stored[src].Add(n)
+		}
+	}
+}
+
+// drop counts n values dropped for reason, one of v's reasons.
+func (v *valueCount) drop(reason string, n uint64) {
+	for i, r := range v.reasons {
+		if r == reason {
+			v.dropped[i].Add(n)
+			return
+		}
+	}
+	panic("export: unknown drop reason " + reason)
+}
+
+func (v *valueCount) counts() ValueCounts {
+	c := ValueCounts{Events: v.stored[srcEvent].Load(), Periodic: v.stored[srcPeriodic].Load(), Dropped: map[string]uint64{}}
+	for i, r := range v.reasons {
+		c.Dropped[r] = v.dropped[i].Load()
+	}
+	return c
+}
+
 // Pipeline carries events and periodic values from the bus and a Source to the sinks.
 type Pipeline struct {
 	cfg   Config
@@ -52,8 +147,7 @@ type Pipeline struct {
 	cons  *event.Consumer
 
 	values     func() uint64 // M_all, from the detector; nil: unknown
-	fromEvents atomic.Uint64
-	fromPeriod atomic.Uint64
+	offered    [numSources]atomic.Uint64
 	expireTick time.Duration
 	ring       int
 
@@ -104,35 +198,83 @@ func New(cfg Config, deps Deps) (*Pipeline, error) {
 		}
 	}
 	if reg != nil {
-		ex := reg.Counter("intake_export_values_total", "Metric values exported, by source: event (M_event) or periodic push.", "source")
-		ex.Func(func() float64 { return float64(p.fromEvents.Load()) }, "event")
-		ex.Func(func() float64 { return float64(p.fromPeriod.Load()) }, "periodic")
-		if values != nil {
-			reg.Gauge("intake_export_reduction_factor", "Metric values seen (M_all) over values exported (events and periodic pushes): INTCollector's reduction factor.").
-				Func(func() float64 { return p.ReductionFactor() })
-		}
+		p.registerMetrics(reg)
 	}
 	return p, nil
+}
+
+// registerMetrics puts the reduction accounting on reg: the pipeline's values offered and
+// exported, each value sink's values stored and dropped, and the reduction factors.
+func (p *Pipeline) registerMetrics(reg *metrics.Registry) {
+	sources := [numSources]string{"event", "periodic"}
+	ex := reg.Counter("intake_export_values_total", "Metric values exported, by source: event (M_event) or periodic push; a value is exported when a sink stored it (with several sinks, the most any sink stored).", "source")
+	of := reg.Counter("intake_export_offered_values_total", "Metric values the export pipeline offered to its sinks, by source.", "source")
+	for src, name := range sources {
+		ex.Func(func() float64 { return float64(p.exported()[src]) }, name)
+		of.Func(func() float64 { return float64(p.offered[src].Load()) }, name)
+	}
+	if p.values != nil {
+		reg.Gauge("intake_export_reduction_factor", "Metric values seen (M_all) over values exported (stored by a sink; with several sinks, the most any stored): INTCollector's reduction factor.").
+			Func(func() float64 { return p.ReductionFactor() })
+	}
+	st := reg.Counter("intake_export_sink_values_total", "Metric values a sink stored (its server accepted them), by sink and source.", "sink", "source")
+	dr := reg.Counter("intake_export_sink_dropped_values_total", "Metric values a sink dropped, by sink and reason.", "sink", "reason")
+	rf := reg.Gauge("intake_export_sink_reduction_factor", "Metric values seen (M_all) over the values a sink stored.", "sink")
+	for _, s := range p.sinks {
+		vs, ok := s.(ValueSink)
+		if !ok {
+			continue
+		}
+		st.Func(func() float64 { return float64(vs.ValueCounts().Events) }, s.Name(), sources[srcEvent])
+		st.Func(func() float64 { return float64(vs.ValueCounts().Periodic) }, s.Name(), sources[srcPeriodic])
+		for reason := range vs.ValueCounts().Dropped {
+			dr.Func(func() float64 { return float64(vs.ValueCounts().Dropped[reason]) }, s.Name(), reason)
+		}
+		if p.values != nil {
+			rf.Func(func() float64 { c := vs.ValueCounts(); return p.factor(c.Events + c.Periodic) }, s.Name())
+		}
+	}
 }
 
 // Sinks returns the pipeline's sinks.
 func (p *Pipeline) Sinks() []Sink { return p.sinks }
 
-// Exported returns the values exported from events and from periodic pushes.
+// Exported returns the values exported from events and from periodic pushes: stored by a
+// sink. With several sinks, each is the most that any one sink stored: the values the
+// best-served database holds (each sink's own are in Status). Without a sink that counts
+// values, nothing is exported.
 func (p *Pipeline) Exported() (events, periodic uint64) {
-	return p.fromEvents.Load(), p.fromPeriod.Load()
+	ex := p.exported()
+	return ex[srcEvent], ex[srcPeriodic]
 }
 
-// ReductionFactor is M_all over values exported (NaN before anything was exported).
-func (p *Pipeline) ReductionFactor() float64 {
-	if p.values == nil {
+func (p *Pipeline) exported() sourceCounts {
+	var ex sourceCounts
+	for _, s := range p.sinks {
+		if vs, ok := s.(ValueSink); ok {
+			c := vs.ValueCounts()
+			ex[srcEvent], ex[srcPeriodic] = max(ex[srcEvent], c.Events), max(ex[srcPeriodic], c.Periodic)
+		}
+	}
+	return ex
+}
+
+// Offered returns the values the pipeline offered to its sinks, from events and from
+// periodic pushes: what the sinks would have stored had none dropped or skipped any.
+func (p *Pipeline) Offered() (events, periodic uint64) {
+	return p.offered[srcEvent].Load(), p.offered[srcPeriodic].Load()
+}
+
+// ReductionFactor is M_all over the values exported (Exported; NaN before anything was).
+// Being over the most that any sink stored, it is never above a sink's own factor.
+func (p *Pipeline) ReductionFactor() float64 { return p.factor(p.exported().total()) }
+
+// factor is M_all over exported values (NaN when either is unknown or none were exported).
+func (p *Pipeline) factor(exported uint64) float64 {
+	if p.values == nil || exported == 0 {
 		return math.NaN()
 	}
-	ex := p.fromEvents.Load() + p.fromPeriod.Load()
-	if ex == 0 {
-		return math.NaN()
-	}
-	return float64(p.values()) / float64(ex)
+	return float64(p.values()) / float64(exported)
 }
 
 // Status is the export side of the reduction accounting and every sink's counters, as
@@ -140,12 +282,16 @@ func (p *Pipeline) ReductionFactor() float64 {
 type Status struct {
 	// Values is M_all, the metric values the detector saw (absent when unknown).
 	Values *uint64 `json:"values,omitempty"`
-	// ExportedEvents (M_event) and ExportedPeriodic are the values exported by source.
+	// ExportedEvents (M_event) and ExportedPeriodic are the values exported by source:
+	// stored by a sink; with several sinks, the most any one sink stored (Exported).
 	ExportedEvents   uint64 `json:"exported_events"`
 	ExportedPeriodic uint64 `json:"exported_periodic"`
 	// ReductionFactor is Values / (ExportedEvents + ExportedPeriodic), absent before
 	// anything was exported.
 	ReductionFactor *float64 `json:"reduction_factor,omitempty"`
+	// OfferedEvents and OfferedPeriodic are the values the pipeline offered to its sinks.
+	OfferedEvents   uint64 `json:"offered_events"`
+	OfferedPeriodic uint64 `json:"offered_periodic"`
 	// RingOverflow counts events the pipeline's bus ring dropped (never exported).
 	RingOverflow uint64       `json:"ring_overflow"`
 	Sinks        []SinkStatus `json:"sinks"`
@@ -154,38 +300,58 @@ type Status struct {
 // SinkStatus is one sink's counters: points sent, sent again after a failure, dropped by
 // reason, and events waiting in its queue; and its last error (a failed or refused batch,
 // e.g. the server's answer) with its time, RFC 3339 (both absent before any error).
+//
+// A sink that counts values (ValueSink) also has, in the pipeline's status, the values it
+// stored by source, those it dropped by reason, and M_all over those it stored.
 type SinkStatus struct {
-	Name          string            `json:"name"`
-	Sent          uint64            `json:"sent"`
-	Retried       uint64            `json:"retried"`
-	Dropped       map[string]uint64 `json:"dropped"`
-	Queued        int               `json:"queued"`
-	LastError     string            `json:"last_error,omitempty"`
-	LastErrorTime string            `json:"last_error_time,omitempty"`
+	Name             string            `json:"name"`
+	Sent             uint64            `json:"sent"`
+	Retried          uint64            `json:"retried"`
+	Dropped          map[string]uint64 `json:"dropped"`
+	Queued           int               `json:"queued"`
+	LastError        string            `json:"last_error,omitempty"`
+	LastErrorTime    string            `json:"last_error_time,omitempty"`
+	ExportedEvents   *uint64           `json:"exported_events,omitempty"`
+	ExportedPeriodic *uint64           `json:"exported_periodic,omitempty"`
+	DroppedValues    map[string]uint64 `json:"dropped_values,omitempty"`
+	ReductionFactor  *float64          `json:"reduction_factor,omitempty"`
 }
 
 // Status returns the pipeline's counters now. A sink that does not count (an extra sink
 // without a SinkStatus method) is listed by name.
 func (p *Pipeline) Status() Status {
-	st := Status{ExportedEvents: p.fromEvents.Load(), ExportedPeriodic: p.fromPeriod.Load(), Sinks: []SinkStatus{}}
+	ex := p.exported()
+	st := Status{ExportedEvents: ex[srcEvent], ExportedPeriodic: ex[srcPeriodic], Sinks: []SinkStatus{}}
+	st.OfferedEvents, st.OfferedPeriodic = p.Offered()
 	if p.values != nil {
 		v := p.values()
 		st.Values = &v
-		if f := p.ReductionFactor(); !math.IsNaN(f) {
-			st.ReductionFactor = &f
-		}
+		st.ReductionFactor = p.factorPtr(ex.total())
 	}
 	if p.cons != nil {
 		st.RingOverflow = p.cons.Overflow()
 	}
 	for _, s := range p.sinks {
+		ss := SinkStatus{Name: s.Name(), Dropped: map[string]uint64{}}
 		if c, ok := s.(interface{ SinkStatus() SinkStatus }); ok {
-			st.Sinks = append(st.Sinks, c.SinkStatus())
-		} else {
-			st.Sinks = append(st.Sinks, SinkStatus{Name: s.Name(), Dropped: map[string]uint64{}})
+			ss = c.SinkStatus()
 		}
+		if vs, ok := s.(ValueSink); ok {
+			c := vs.ValueCounts()
+			ss.ExportedEvents, ss.ExportedPeriodic, ss.DroppedValues = &c.Events, &c.Periodic, c.Dropped
+			ss.ReductionFactor = p.factorPtr(c.Events + c.Periodic)
+		}
+		st.Sinks = append(st.Sinks, ss)
 	}
 	return st
+}
+
+// factorPtr is factor for JSON: nil when it is not a number.
+func (p *Pipeline) factorPtr(exported uint64) *float64 {
+	if f := p.factor(exported); !math.IsNaN(f) {
+		return &f
+	}
+	return nil
 }
 
 // Consumer returns the pipeline's bus consumer (nil before Start).
@@ -255,12 +421,8 @@ func (p *Pipeline) push(now int64, periodic bool) {
 }
 
 func (p *Pipeline) offer(e *event.Event) {
-	switch e.Kind {
-	case event.KindPeriodic:
-		p.fromPeriod.Add(1)
-	case event.KindExpire:
-	default:
-		p.fromEvents.Add(1)
+	if src := valueSource(e); src >= 0 {
+		p.offered[src].Add(1)
 	}
 	for _, s := range p.sinks {
 		s.Offer(e)

@@ -31,11 +31,12 @@ type Gauges struct {
 	Dropped atomic.Uint64
 	Set     atomic.Uint64
 	n       atomic.Int64
+	vals    *valueCount
 }
 
 // NewGauges builds the gauge sink over reg; its own counters go to counters.
 func NewGauges(reg *metrics.Registry, limit int, counters *metrics.Registry) *Gauges {
-	g := &Gauges{reg: reg, limit: limit, series: map[string]*metrics.Value{}}
+	g := &Gauges{reg: reg, limit: limit, series: map[string]*metrics.Value{}, vals: newValueCount(dropSeriesLimit)}
 	for m := event.FlowLatency; m < event.NumMeasurements; m++ {
 		if m == event.FlowPath {
 			continue
@@ -56,7 +57,7 @@ func NewGauges(reg *metrics.Registry, limit int, counters *metrics.Registry) *Ga
 		counters.Counter("intake_export_sent_points_total", "Points a sink delivered.", "sink").
 			Func(func() float64 { return float64(g.Set.Load()) }, "prometheus")
 		counters.Counter("intake_export_dropped_points_total", "Points a sink dropped, by reason.", "sink", "reason").
-			Func(func() float64 { return float64(g.Dropped.Load()) }, "prometheus", "series_limit")
+			Func(func() float64 { return float64(g.Dropped.Load()) }, "prometheus", dropSeriesLimit)
 	}
 	return g
 }
@@ -64,8 +65,12 @@ func NewGauges(reg *metrics.Registry, limit int, counters *metrics.Registry) *Ga
 // SinkStatus returns the gauges' counters: values set, and values of keys beyond the
 // series limit dropped.
 func (g *Gauges) SinkStatus() SinkStatus {
-	return SinkStatus{Name: g.Name(), Sent: g.Set.Load(), Dropped: map[string]uint64{"series_limit": g.Dropped.Load()}}
+	return SinkStatus{Name: g.Name(), Sent: g.Set.Load(), Dropped: map[string]uint64{dropSeriesLimit: g.Dropped.Load()}}
 }
+
+// ValueCounts returns the values set on a gauge (stored: a scrape reads the latest) and
+// those of keys beyond the series limit (dropped).
+func (g *Gauges) ValueCounts() ValueCounts { return g.vals.counts() }
 
 func (g *Gauges) Name() string                { return "prometheus" }
 func (g *Gauges) Start(context.Context) error { return nil }
@@ -97,6 +102,7 @@ func (g *Gauges) Offer(e *event.Event) {
 	if !ok {
 		if len(g.series) >= g.limit {
 			g.Dropped.Add(1)
+			g.vals.drop(dropSeriesLimit, 1)
 			return
 		}
 		v = f.With(values...)
@@ -105,6 +111,9 @@ func (g *Gauges) Offer(e *event.Event) {
 	}
 	v.Set(float64(e.Value))
 	g.Set.Add(1)
+	var c sourceCounts
+	c[valueSource(e)]++
+	g.vals.store(c)
 }
 
 // RemoteWrite is the Prometheus remote-write sink (protobuf WriteRequest, snappy block

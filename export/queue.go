@@ -42,6 +42,8 @@ const (
 	dropQueueFull = "queue_full"
 	dropRejected  = "rejected"
 	dropShutdown  = "shutdown"
+	// dropSeriesLimit: a gauge for a key beyond export.prometheus.series_limit.
+	dropSeriesLimit = "series_limit"
 )
 
 // queued is the sink framework: a bounded queue filled by Offer, a goroutine that batches up
@@ -59,6 +61,12 @@ type queued[T any] struct {
 	Batches                          atomic.Uint64
 	lastErr                          lastError
 
+	// source says which reduction-accounting source an item is a value of (valueSource),
+	// for a sink of the pipeline's events; nil for a sink of other items (flow records),
+	// whose vals stay zero.
+	source func(*T) int
+	vals   *valueCount
+
 	stop     chan struct{}
 	stopCtx  context.Context
 	stopOnce sync.Once
@@ -67,7 +75,8 @@ type queued[T any] struct {
 
 func newQueued[T any](name string, cfg Config, batch int, enc encoder[T], post poster, reg *metrics.Registry) *queued[T] {
 	s := &queued[T]{name: name, cfg: cfg, batch: batch, enc: enc, post: post, q: make(chan T, cfg.Queue),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), vals: newValueCount(dropQueueFull, dropRejected, dropShutdown)}
+	s.source, _ = any(valueSource).(func(*T) int) // T is event.Event: a sink of the pipeline
 	if reg != nil {
 		reg.Counter("intake_export_sent_points_total", "Points a sink delivered.", "sink").
 			Func(func() float64 { return float64(s.Sent.Load()) }, name)
@@ -85,7 +94,7 @@ func newQueued[T any](name string, cfg Config, batch int, enc encoder[T], post p
 
 func (s *queued[T]) Name() string { return s.name }
 
-// Offer queues e, or counts its points as dropped when the queue is full.
+// Offer queues e, or counts its points (and its value) as dropped when the queue is full.
 func (s *queued[T]) Offer(e *T) {
 	n := s.enc.points(e)
 	if n == 0 {
@@ -95,8 +104,27 @@ func (s *queued[T]) Offer(e *T) {
 	case s.q <- *e:
 	default:
 		s.DropQueue.Add(uint64(n))
+		var v sourceCounts
+		s.count(e, &v)
+		s.vals.drop(dropQueueFull, v.total())
 	}
 }
+
+// count adds e to v when it is a value (a sink of the pipeline's events, e taken: it has
+// points) and returns its points.
+func (s *queued[T]) count(e *T, v *sourceCounts) int {
+	n := s.enc.points(e)
+	if s.source != nil && n > 0 {
+		if src := s.source(e); src >= 0 {
+			v[src]++
+		}
+	}
+	return n
+}
+
+// ValueCounts returns the values the sink stored (its server accepted their batch) and
+// dropped; zero for a sink of flow records.
+func (s *queued[T]) ValueCounts() ValueCounts { return s.vals.counts() }
 
 // Dropped returns all points dropped.
 func (s *queued[T]) Dropped() uint64 {
@@ -200,10 +228,11 @@ func (s *queued[T]) run() {
 	for {
 		// Gather: the first event waits for anything; the rest until full or flush time.
 		batch, points := batch[:0], 0
+		var vals sourceCounts
 		select {
 		case e := <-s.q:
 			batch = append(batch, e)
-			points += s.enc.points(&e)
+			points += s.count(&e, &vals)
 		case <-s.stop:
 			if len(s.q) == 0 {
 				return
@@ -215,9 +244,8 @@ func (s *queued[T]) run() {
 		for points < s.batch {
 			select {
 			case e := <-s.q:
-				n := s.enc.points(&e)
 				batch = append(batch, e)
-				points += n
+				points += s.count(&e, &vals)
 			case <-timer.C:
 				break gather
 			case <-s.stop:
@@ -226,7 +254,7 @@ func (s *queued[T]) run() {
 					select {
 					case e := <-s.q:
 						batch = append(batch, e)
-						points += s.enc.points(&e)
+						points += s.count(&e, &vals)
 						continue
 					default:
 					}
@@ -237,13 +265,14 @@ func (s *queued[T]) run() {
 		}
 		timer.Stop()
 		body = s.enc.encode(body[:0], batch)
-		s.send(body, uint64(points))
+		s.send(body, uint64(points), vals)
 	}
 }
 
-// send posts one batch until it is accepted, refused, or the sink stops and its context
-// ends; every point is counted exactly once as sent or dropped.
-func (s *queued[T]) send(body []byte, points uint64) {
+// send posts one batch, of points points holding vals values, until it is accepted,
+// refused, or the sink stops and its context ends; every point and every value is counted
+// exactly once as sent (stored) or dropped.
+func (s *queued[T]) send(body []byte, points uint64, vals sourceCounts) {
 	backoff := s.cfg.BackoffMin
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -255,6 +284,7 @@ func (s *queued[T]) send(body []byte, points uint64) {
 		if err == nil {
 			s.Sent.Add(points)
 			s.Batches.Add(1)
+			s.vals.store(vals)
 			return
 		}
 		s.Failures.Add(1)
@@ -264,13 +294,18 @@ func (s *queued[T]) send(body []byte, points uint64) {
 			if perm.partial > 0 && perm.partial < points {
 				s.Sent.Add(points - perm.partial)
 				s.DropRejected.Add(perm.partial)
+				stored, refused := vals.refuse(perm.partial)
+				s.vals.store(stored)
+				s.vals.drop(dropRejected, refused.total())
 				return
 			}
 			s.DropRejected.Add(points)
+			s.vals.drop(dropRejected, vals.total())
 			return
 		}
 		if s.stopping() && (s.stopCtx == nil || s.stopCtx.Err() != nil) {
 			s.DropEnd.Add(points)
+			s.vals.drop(dropShutdown, vals.total())
 			s.dropQueued()
 			return
 		}
@@ -294,7 +329,9 @@ func (s *queued[T]) dropQueued() {
 	for {
 		select {
 		case e := <-s.q:
-			s.DropEnd.Add(uint64(s.enc.points(&e)))
+			var v sourceCounts
+			s.DropEnd.Add(uint64(s.count(&e, &v)))
+			s.vals.drop(dropShutdown, v.total())
 		default:
 			return
 		}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,7 +39,10 @@ func TestReductionSynthetic(t *testing.T) {
 	cfg := export.DefaultConfig()
 	cfg.Period = 0 // pushed below, at the run's own times
 	cfg.Prometheus.Gauges = false
-	p, err := export.New(cfg, export.Deps{Bus: bus, Source: d, Metrics: reg, Values: func() uint64 { return d.Stats().Values }, Ring: 1 << 16})
+	// A value is exported when a sink stored it: a sink that keeps every value it is
+	// offered stands in for a database that takes every measurement.
+	p, err := export.New(cfg, export.Deps{Bus: bus, Source: d, Metrics: reg, Values: func() uint64 { return d.Stats().Values }, Ring: 1 << 16,
+		Extra: []export.Sink{&keepAll{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +170,8 @@ func TestReductionPaperSetup(t *testing.T) {
 	cfg := exportConfig()
 	cfg.InfluxDB.URL, cfg.InfluxDB.Database = s.url, "reduction"
 	// A push of K = 35,240 values at once overflows the default queue of 20,000 (the sink
-	// drops, the pipeline counts them exported): the paper's K needs a queue above it.
+	// drops the excess, and the values exported are only those stored: TestExportedIsStored):
+	// the paper's K needs a queue above it.
 	cfg.Queue = 1 << 17
 	p, err := export.New(cfg, export.Deps{Bus: bus, Source: d, Metrics: reg, Values: func() uint64 { return d.Stats().Values }, Ring: 1 << 17})
 	if err != nil {
@@ -195,7 +201,7 @@ func TestReductionPaperSetup(t *testing.T) {
 				h.Fields = telemetry.FNodeID | telemetry.FHopLatency | telemetry.FQueueID | telemetry.FQueueOccupancy |
 					telemetry.FQueueCongestion | telemetry.FEgressPort | telemetry.FTxUtil
 				sw, port := paths[f][i][0], paths[f][i][1]
-				h.NodeID, h.EgressPort, h.QueueID = sw, port, uint8(port)
+				h.NodeID, h.EgressPort, h.QueueID = sw, port, uint16(port)
 				h.HopLatency, h.QueueOccupancy, h.QueueCongestion, h.TxUtil = 500, 100+sw, 5, 1000+10*sw+port
 				switch i {
 				case 0:
@@ -268,4 +274,169 @@ func TestReductionPaperSetup(t *testing.T) {
 	if uint64(stored) != mEvent {
 		t.Errorf("InfluxDB holds %d values in the window, the pipeline counted %d", stored, mEvent)
 	}
+}
+
+// keepAll is a sink that stores every value it is offered, in memory.
+type keepAll struct{ events, periodic atomic.Uint64 }
+
+func (k *keepAll) Name() string                { return "memory" }
+func (k *keepAll) Start(context.Context) error { return nil }
+func (k *keepAll) Stop(context.Context) error  { return nil }
+func (k *keepAll) Offer(e *event.Event) {
+	switch e.Kind {
+	case event.KindPeriodic:
+		k.periodic.Add(1)
+	case event.KindExpire:
+	default:
+		k.events.Add(1)
+	}
+}
+func (k *keepAll) ValueCounts() export.ValueCounts {
+	return export.ValueCounts{Events: k.events.Load(), Periodic: k.periodic.Load(), Dropped: map[string]uint64{}}
+}
+
+// flowReport is a report of flow f (10.0.x.y:1024+f > 10.1.0.1:80 udp) at time t over
+// switches 1 and 2, source first, each hop with a latency and the occupancy of its queue 3.
+func flowReport(f int, t int64) *telemetry.Report {
+	r := &telemetry.Report{Has: telemetry.HasFlow, RecvTime: t}
+	r.Flow.SetAddrs(netip.AddrFrom4([4]byte{10, 0, byte(f >> 8), byte(f)}), netip.MustParseAddr("10.1.0.1"))
+	r.Flow.SrcPort, r.Flow.DstPort, r.Flow.Proto = uint16(1024+f), 80, 17
+	for _, sw := range []uint32{2, 1} { // newest (sink side) first
+		h := r.AddHop()
+		h.Fields = telemetry.FNodeID | telemetry.FHopLatency | telemetry.FQueueID | telemetry.FQueueOccupancy
+		h.NodeID, h.HopLatency, h.QueueID, h.QueueOccupancy = sw, 100*sw, 3, 10*sw
+	}
+	return r
+}
+
+// TestExportedIsStored: values exported are values stored. Two sinks, InfluxDB and remote
+// write into VictoriaMetrics, each with a queue of 100, get the new_key events of K keys
+// and then a periodic push of all K: far more than their queues hold. Each sink's exported
+// values, by source, are what its server holds (read back from it), the rest are dropped
+// values with their reason; the pipeline's values exported are, by source, the most that
+// one sink stored, and the reduction factor is M_all over them. (Before, the pipeline
+// counted every value it offered as exported, the dropped ones included.)
+func TestExportedIsStored(t *testing.T) {
+	influx, vm := startInflux(t), startVM(t)
+	bus := &event.Bus{}
+	reg := metrics.NewRegistry()
+	dc := detect.DefaultConfig()
+	dc.Shards = 4
+	d := detect.New(dc, detect.Deps{Bus: bus, Metrics: reg})
+	cfg := exportConfig()
+	cfg.Queue = 100
+	cfg.InfluxDB.URL, cfg.InfluxDB.Database = influx.url, "stored"
+	cfg.Prometheus.RemoteWrite = vm.url + "/api/v1/write"
+	p, err := export.New(cfg, export.Deps{Bus: bus, Source: d, Metrics: reg, Values: func() uint64 { return d.Stats().Values }, Ring: 1 << 14})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// K = 1000 flows × 4 keys (path, flow latency, 2 hop latencies) + 2 queue keys; the
+	// path is not a value remote write can carry: 3002 of them are VictoriaMetrics'.
+	const flows, K, numeric = 1000, 1000*4 + 2, 1000*3 + 2
+	for f := range flows {
+		d.Process(0, flowReport(f, base))
+	}
+	d.Flush(0)
+	waitFor(t, 10*time.Second, "the new_key events offered", func() bool { ev, _ := p.Offered(); return ev == K })
+	push := base + 10*int64(time.Second)
+	p.PushNow(push)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := p.Status()
+	// M_all: 6 values a report (path, flow latency, 2 hop latencies, 2 queue occupancies).
+	if st.OfferedEvents != K || st.OfferedPeriodic != K || *st.Values != flows*6 {
+		t.Fatalf("offered %d events, %d periodic, M_all %d; want %d, %d, %d", st.OfferedEvents, st.OfferedPeriodic, *st.Values, K, K, flows*6)
+	}
+
+	// What each server holds: value points before the push are events', at it periodic.
+	var inEv, inPer uint64
+	for _, m := range []string{"flow_path", "flow_latency", "flow_hop_latency", "queue_occupancy"} {
+		for _, q := range []struct {
+			where string
+			n     *uint64
+		}{{fmt.Sprintf("time < %d", push), &inEv}, {fmt.Sprintf("time >= %d", push), &inPer}} {
+			for _, line := range strings.Split(influxQuery(t, influx, "stored", fmt.Sprintf("SELECT count(value) FROM %s WHERE %s", m, q.where)), "\n") {
+				var ts, n uint64
+				if _, err := fmt.Sscanf(strings.TrimSpace(line), "[%d %d]", &ts, &n); err == nil {
+					*q.n += n
+				}
+			}
+		}
+	}
+	var vmEv, vmPer uint64
+	waitFor(t, 20*time.Second, "VictoriaMetrics to show what it took", func() bool {
+		vmEv, vmPer = 0, 0
+		for _, sample := range strings.Fields(vmExport(t, vm, `{__name__=~"intake_.*"}`)) {
+			_, at, _ := strings.Cut(sample, "@")
+			if ms, _ := strconv.ParseInt(at, 10, 64); ms < push/1e6 {
+				vmEv++
+			} else {
+				vmPer++
+			}
+		}
+		rw := sinkStatus(t, st, "remote_write")
+		return vmEv == *rw.ExportedEvents && vmPer == *rw.ExportedPeriodic
+	})
+	stored := map[string][2]uint64{"influxdb": {inEv, inPer}, "remote_write": {vmEv, vmPer}}
+	takes := map[string]uint64{"influxdb": K, "remote_write": numeric}
+	var most [2]uint64
+	for name, want := range stored {
+		s := sinkStatus(t, st, name)
+		got := [2]uint64{*s.ExportedEvents, *s.ExportedPeriodic}
+		t.Logf("%s: stored %d events + %d periodic, dropped %v; its server holds %v", name, got[0], got[1], s.DroppedValues, want)
+		if got != want {
+			t.Errorf("%s: exported %v values (events, periodic), its server holds %v", name, got, want)
+		}
+		if want[1] >= takes[name] || s.DroppedValues["queue_full"] == 0 {
+			t.Errorf("%s: the push was not larger than the queue: %v stored, dropped %v", name, want, s.DroppedValues)
+		}
+		if d := s.DroppedValues; got[0]+got[1]+d["queue_full"]+d["rejected"]+d["shutdown"] != 2*takes[name] {
+			t.Errorf("%s: stored %v + dropped %v != offered %d", name, got, d, 2*takes[name])
+		}
+		if want := float64(*st.Values) / float64(got[0]+got[1]); *s.ReductionFactor != want {
+			t.Errorf("%s: reduction factor %v, want %v", name, *s.ReductionFactor, want)
+		}
+		most = [2]uint64{max(most[0], got[0]), max(most[1], got[1])}
+	}
+	if st.ExportedEvents != most[0] || st.ExportedPeriodic != most[1] {
+		t.Errorf("pipeline: exported %d events, %d periodic; want the most one sink stored, %v", st.ExportedEvents, st.ExportedPeriodic, most)
+	}
+	if want := float64(*st.Values) / float64(most[0]+most[1]); st.ReductionFactor == nil || *st.ReductionFactor != want {
+		t.Errorf("reduction factor %v, want %v", p.ReductionFactor(), want)
+	}
+	var b bytes.Buffer
+	reg.WriteText(&b)
+	for _, line := range []string{
+		fmt.Sprintf(`intake_export_values_total{source="event"} %d`, most[0]),
+		fmt.Sprintf(`intake_export_values_total{source="periodic"} %d`, most[1]),
+		fmt.Sprintf(`intake_export_offered_values_total{source="periodic"} %d`, K),
+		fmt.Sprintf(`intake_export_sink_values_total{sink="influxdb",source="periodic"} %d`, inPer),
+		fmt.Sprintf(`intake_export_sink_values_total{sink="remote_write",source="periodic"} %d`, vmPer),
+		fmt.Sprintf(`intake_export_sink_dropped_values_total{reason="queue_full",sink="influxdb"} %d`, sinkStatus(t, st, "influxdb").DroppedValues["queue_full"]),
+	} {
+		if !strings.Contains(b.String(), line+"\n") {
+			t.Errorf("/metrics lacks %s", line)
+		}
+	}
+}
+
+func sinkStatus(t *testing.T, st export.Status, name string) export.SinkStatus {
+	t.Helper()
+	for _, s := range st.Sinks {
+		if s.Name == name {
+			if s.ExportedEvents == nil || s.ExportedPeriodic == nil {
+				t.Fatalf("sink %s counts no values: %+v", name, s)
+			}
+			return s
+		}
+	}
+	t.Fatalf("no sink %s in %+v", name, st.Sinks)
+	return export.SinkStatus{}
 }

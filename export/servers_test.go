@@ -238,7 +238,7 @@ func run(t *testing.T, cfg export.Config, reg, gauges *metrics.Registry) *export
 		d.Process(0, report(i, lat))
 	}
 	d.Flush(0)
-	waitFor(t, 10*time.Second, "events through the pipeline", func() bool { ev, _ := p.Exported(); return ev == 8 })
+	waitFor(t, 10*time.Second, "events through the pipeline", func() bool { ev, _ := p.Offered(); return ev == 8 })
 	p.PushNow(base + 3*int64(time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -488,7 +488,7 @@ func TestSinkRestart(t *testing.T) {
 		d.Flush(0)
 	}
 	offered := func() uint64 { // points: 2 per event (value and event)
-		ev, per := p.Exported()
+		ev, per := p.Offered()
 		return 2*ev + per
 	}
 	feed(10)

@@ -49,7 +49,7 @@ func TestInfluxDBTimestampINT(t *testing.T) {
 		d.Process(0, &r)
 	}
 	d.Flush(0)
-	waitFor(t, 10*time.Second, "events through the pipeline", func() bool { ev, _ := p.Exported(); return ev == 6 })
+	waitFor(t, 10*time.Second, "events through the pipeline", func() bool { ev, _ := p.Offered(); return ev == 6 })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	p.Stop(ctx)
