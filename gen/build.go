@@ -19,7 +19,6 @@ import (
 
 const (
 	t0        = 1_700_000_000_000_000_000 // the virtual clock's start, Unix ns
-	tick      = 1000                      // ns between the packets that reports describe
 	linkDelay = 500                       // ns between one hop's egress and the next's ingress
 	protoTCP  = 6
 	protoUDP  = 17
@@ -42,12 +41,13 @@ type topology struct {
 	in    []uint16 // ingress port per path position
 	out   []uint16 // egress port per path position
 
-	// With Vary < 1, values are state of the network, not of a flow: latency and occupancy
-	// belong to a queue (node, the flow's queue id: INT's queue id names a switch's queue,
-	// as INTCollector keys it), utilization to an egress port (node, egress port). queueOf
-	// and portOf number them per path position.
+	// In the network model and with Vary < 1, values are state of the network, not of a
+	// flow: latency and occupancy belong to a queue (node, the flow's queue id: INT's queue
+	// id names a switch's queue, as INTCollector keys it), utilization to an egress port
+	// (node, egress port). queueOf and portOf number them per path position.
 	queueOf, portOf []int32
 	nQueues, nPorts int
+	net             *netModel // the network model's fixed part; nil in the draw model
 
 	everyHop bool     // every hop reports (xd, postcards), not only the sink
 	stream   []int32  // stream of each path position that reports
@@ -128,21 +128,33 @@ func newTopology(cfg Config) (*topology, error) {
 		}
 	}
 
-	if cfg.Vary < 1 {
+	if cfg.Model == ModelNetwork || cfg.Vary < 1 {
 		t.queueOf, t.portOf = make([]int32, cfg.Flows*H), make([]int32, cfg.Flows*H)
 		queues, ports := map[uint64]int32{}, map[uint64]int32{}
+		index := func(m map[uint64]int32, k uint64) int32 {
+			i, ok := m[k]
+			if !ok {
+				i = int32(len(m))
+				m[k] = i
+			}
+			return i
+		}
+		queue := func(node uint32, f int) int32 { return index(queues, uint64(node)<<16|uint64(f%8)) } // the flow's queue id (builder.qid)
+		port := func(node uint32, out uint16) int32 { return index(ports, uint64(node)<<16|uint64(out)) }
 		for p := range t.queueOf {
-			port := uint64(t.nodes[p])<<16 | uint64(t.out[p])
-			queue := uint64(t.nodes[p])<<8 | uint64(p/H%8) // the flow's queue id (builder.qid)
-			if _, ok := queues[queue]; !ok {
-				queues[queue] = int32(len(queues))
-			}
-			if _, ok := ports[port]; !ok {
-				ports[port] = int32(len(ports))
-			}
-			t.queueOf[p], t.portOf[p] = queues[queue], ports[port]
+			t.queueOf[p], t.portOf[p] = queue(t.nodes[p], p/H), port(t.nodes[p], t.out[p])
+		}
+		if cfg.Model == ModelNetwork {
+			t.net = newNetModel(t, queue, port)
 		}
 		t.nQueues, t.nPorts = len(queues), len(ports)
+		if t.net != nil {
+			queueNode := make([]uint32, t.nQueues)
+			for k, q := range queues {
+				queueNode[q] = uint32(k >> 16)
+			}
+			t.net.baseValues(cfg.Seed, queueNode, t.nPorts, H)
+		}
 	}
 
 	t.stream = make([]int32, cfg.Flows*H)
@@ -287,16 +299,27 @@ type builder struct {
 	lat   [telemetry.MaxHops]uint32
 	occ   [telemetry.MaxHops]uint32
 	util  [telemetry.MaxHops]uint32
+	buf   [telemetry.MaxHops]uint32 // buffer occupancy (INT v2.x)
 	ingTS [telemetry.MaxHops]uint64
 
-	// Vary < 1: every egress queue's last latency and occupancy, every port's utilization.
+	// The path of the report being built, hop by hop: switch, ports, and the indexes of
+	// its queue and egress port (with queueOf). The network model's path changes make it
+	// differ from the topology's.
+	node   [telemetry.MaxHops]uint32
+	in     [telemetry.MaxHops]uint16
+	out    [telemetry.MaxHops]uint16
+	qi, pi [telemetry.MaxHops]int32
+
+	// Network model and Vary < 1: every egress queue's state, every port's utilization.
 	queues []queueState
 	ports  []portState
+	sched  schedule // the network model's bursts, build-ups and path changes
 }
 
 type queueState struct {
 	drawn    bool
 	lat, occ uint32
+	anomaly  anomaly // the network model's burst or build-up of the queue
 }
 
 type portState struct {
@@ -312,6 +335,9 @@ func (b *builder) init(t *topology, stream uint64) {
 	b.pos = make([]uint32, t.batch)
 	b.n, b.reports = 0, 0
 	b.queues, b.ports = make([]queueState, t.nQueues), make([]portState, t.nPorts)
+	if t.net != nil {
+		b.sched.init(t)
+	}
 }
 
 // dgram describes one built datagram.
@@ -397,21 +423,30 @@ func (b *builder) report(r *telemetry.Report, p uint32, hw uint8, seq uint32) {
 	H := t.cfg.Hops
 	f := int(p) / H
 	hop := int(p) % H
-	first := f * H
-	ts := uint64(t0 + b.reports*tick)
+	rel := int64(b.reports) * int64(t.cfg.Interval) // generated time since the stream's start
+	ts := uint64(t0 + rel)
 	b.reports++
+	if t.net != nil {
+		b.sched.advance(b, rel)
+	}
+	b.route(f, rel)
+	buffer := t.version == telemetry.INT2x && t.bitmap&(0x8000>>8) != 0
 	for j := 0; j < H; j++ {
-		if t.queueOf == nil {
+		switch {
+		case t.net != nil:
+			b.netValues(j, rel, buffer)
+		case t.queueOf == nil:
 			b.lat[j], b.occ[j], b.util[j] = b.draw(t.cfg.Latency), b.draw(t.cfg.Queue), b.draw(t.cfg.Util)
-		} else {
-			q, pt := &b.queues[t.queueOf[first+j]], &b.ports[t.portOf[first+j]]
+			b.buf[j] = b.occ[j]
+		default:
+			q, pt := &b.queues[b.qi[j]], &b.ports[b.pi[j]]
 			if !q.drawn || b.rng.Float64() < t.cfg.Vary {
-				*q = queueState{true, b.draw(t.cfg.Latency), b.draw(t.cfg.Queue)}
+				*q = queueState{drawn: true, lat: b.draw(t.cfg.Latency), occ: b.draw(t.cfg.Queue)}
 			}
 			if !pt.drawn || b.rng.Float64() < t.cfg.Vary {
 				*pt = portState{true, b.draw(t.cfg.Util)}
 			}
-			b.lat[j], b.occ[j], b.util[j] = q.lat, q.occ, pt.util
+			b.lat[j], b.occ[j], b.util[j], b.buf[j] = q.lat, q.occ, pt.util, q.occ
 		}
 		b.ingTS[j] = ts
 		ts += uint64(b.lat[j]) + linkDelay
@@ -419,7 +454,7 @@ func (b *builder) report(r *telemetry.Report, p uint32, hw uint8, seq uint32) {
 
 	*r = telemetry.Report{}
 	r.Format = t.format
-	node := t.nodes[p]
+	node := b.node[hop]
 	switch t.format {
 	case telemetry.FormatDTA:
 		b.dta(r, f, hop, seq)
@@ -428,8 +463,7 @@ func (b *builder) report(r *telemetry.Report, p uint32, hw uint8, seq uint32) {
 		r.NLabels = uint8(H)
 		for j := H - 1; j >= 0; j-- {
 			it := &r.Labels[H-1-j]
-			q := first + j
-			it.SwitchID, it.IngressPort, it.EgressPort = uint8(t.nodes[q]), uint8(t.in[q]), uint8(t.out[q])
+			it.SwitchID, it.IngressPort, it.EgressPort = uint8(b.node[j]), uint8(b.in[j]), uint8(b.out[j])
 			it.IngressTS = b.ingTS[j] & mask48
 			it.EgressTS = (b.ingTS[j] + uint64(b.lat[j])) & mask48
 			it.EnqTS = uint32(b.ingTS[j])
@@ -475,7 +509,6 @@ func (b *builder) report(r *telemetry.Report, p uint32, hw uint8, seq uint32) {
 	// xd: the reporting hop's own metadata in the report header; the inner packet is the
 	// flow's packet without INT.
 	in.DSCP = 0
-	q := first + hop
 	switch t.format {
 	case telemetry.FormatTR05:
 		r.TR.NProto = 2
@@ -487,7 +520,7 @@ func (b *builder) report(r *telemetry.Report, p uint32, hw uint8, seq uint32) {
 		*h = telemetry.Hop{
 			Fields: telemetry.FNodeID | telemetry.FIngressTS | telemetry.FIngressPort | telemetry.FEgressPort |
 				telemetry.FQueueID | telemetry.FQueueOccupancy | telemetry.FEgressTS | telemetry.FHopLatency,
-			NodeID: node, IngressTS: r.IngressTS, IngressPort: uint32(t.in[q]), EgressPort: uint32(t.out[q]),
+			NodeID: node, IngressTS: r.IngressTS, IngressPort: uint32(b.in[hop]), EgressPort: uint32(b.out[hop]),
 			QueueID: b.qid(f), QueueOccupancy: min(b.occ[hop], 1<<24-2), EgressTS: eg,
 			HopLatency: uint32(eg) - uint32(r.IngressTS),
 		}
@@ -519,12 +552,10 @@ func (b *builder) report(r *telemetry.Report, p uint32, hw uint8, seq uint32) {
 	}
 }
 
-func (b *builder) qid(f int) uint8 { return uint8(f % 8) } // a flow's traffic class
+func (b *builder) qid(f int) uint16 { return uint16(f % 8) } // a flow's traffic class
 
 // hopValues fills the fields of INT bitmap bits for hop j of flow f.
 func (b *builder) hopValues(h *telemetry.Hop, f, j int, v telemetry.INTVersion, bitmap uint16) {
-	t := b.t
-	q := f*t.cfg.Hops + j
 	tsBits := uint(32)
 	if v == telemetry.INT2x {
 		tsBits = 64
@@ -536,9 +567,9 @@ func (b *builder) hopValues(h *telemetry.Hop, f, j int, v telemetry.INTVersion, 
 		}
 		switch bit {
 		case 0:
-			h.NodeID, h.Fields = t.nodes[q], h.Fields|telemetry.FNodeID
+			h.NodeID, h.Fields = b.node[j], h.Fields|telemetry.FNodeID
 		case 1:
-			h.IngressPort, h.EgressPort = uint32(t.in[q]), uint32(t.out[q])
+			h.IngressPort, h.EgressPort = uint32(b.in[j]), uint32(b.out[j])
 			h.Fields |= telemetry.FIngressPort | telemetry.FEgressPort
 		case 2:
 			h.HopLatency, h.Fields = uint32(notOnes(uint64(b.lat[j]), 32)), h.Fields|telemetry.FHopLatency
@@ -554,14 +585,14 @@ func (b *builder) hopValues(h *telemetry.Hop, f, j int, v telemetry.INTVersion, 
 				h.QueueID, h.QueueCongestion = b.qid(f), occ
 				h.Fields |= telemetry.FQueueID | telemetry.FQueueCongestion
 			} else {
-				h.L2IngressPort, h.L2EgressPort = uint32(t.in[q]), uint32(t.out[q])
+				h.L2IngressPort, h.L2EgressPort = uint32(b.in[j]), uint32(b.out[j])
 				h.Fields |= telemetry.FL2IngressPort | telemetry.FL2EgressPort
 			}
 		case 7:
 			h.TxUtil, h.Fields = uint32(notOnes(uint64(b.util[j]), 32)), h.Fields|telemetry.FTxUtil
 		case 8:
 			if v == telemetry.INT2x {
-				h.BufferID, h.BufferOccupancy = 0, occ
+				h.BufferID, h.BufferOccupancy = 0, min(b.buf[j], 1<<24-2)
 				h.Fields |= telemetry.FBufferID | telemetry.FBufferOccupancy
 			}
 		}
@@ -640,14 +671,14 @@ func (b *builder) dta(r *telemetry.Report, f, hop int, seq uint32) {
 	case "postcard": // path tracing: each hop reports its switch id
 		d.Op, d.Hop = telemetry.DTAPostcard, uint8(hop+1)
 		key()
-		data(uint64(t.nodes[f*t.cfg.Hops+hop]))
+		data(uint64(b.node[hop]))
 	case "append": // per-switch list of the path latencies it saw as a sink
-		d.Op, d.ListID = telemetry.DTAAppend, t.nodes[f*t.cfg.Hops+hop]
+		d.Op, d.ListID = telemetry.DTAAppend, b.node[hop]
 		data(pathLat)
 	}
 }
 
 func (t *topology) String() string {
-	return fmt.Sprintf("%s %s: %d flows over %d switches, %d hops, %d streams, %d reports per datagram",
-		t.cfg.Format, t.cfg.Mode, t.cfg.Flows, t.cfg.Switches, t.cfg.Hops, len(t.streams), t.batch)
+	return fmt.Sprintf("%s %s: %d flows over %d switches, %d hops, %d streams, %d reports per datagram, %s model",
+		t.cfg.Format, t.cfg.Mode, t.cfg.Flows, t.cfg.Switches, t.cfg.Hops, len(t.streams), t.batch, t.cfg.Model)
 }

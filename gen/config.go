@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/telemetry"
@@ -37,16 +38,26 @@ type Config struct {
 	// switches drawn from the seed, and a 5-tuple derived from its index.
 	Flows    int
 	Switches int
-	// Value distributions, drawn per hop and per report: hop latency (ns), queue
-	// occupancy (cells) and egress tx utilization.
+	// Model is the value model (docs/gen.md): ModelNetwork (the default) is a network's
+	// state over generated time, stable with jitter below the event detector's default
+	// change threshold, with occasional bursts, queue build-ups and path changes;
+	// ModelDraw draws values from Latency, Queue and Util, with Vary.
+	Model string
+	// Interval is the generated time between the packets successive reports describe (the
+	// virtual clock's step). The network model's bursts, build-ups and path changes are
+	// placed in generated time, so a sender at R reports per second sees them in real time
+	// with Interval 1s/R (what intake demo sets).
+	Interval time.Duration
+	// Value distributions of the draw model, drawn per hop and per report: hop latency
+	// (ns), queue occupancy (cells) and egress tx utilization.
 	Latency Dist
 	Queue   Dist
 	Util    Dist
-	// Vary is the probability that a report draws new values for the egress queue (latency,
-	// occupancy) and the egress port (utilization) of each hop it crosses; otherwise they
-	// repeat what the last report through that queue or port carried, as in a network whose
-	// state changes now and then: flows through one queue see one value. 1 (the default)
-	// draws every report's values independently.
+	// Vary (draw model) is the probability that a report draws new values for the egress
+	// queue (latency, occupancy) and the egress port (utilization) of each hop it crosses;
+	// otherwise they repeat what the last report through that queue or port carried, as in
+	// a network whose state changes now and then: flows through one queue see one value. 1
+	// (the default) draws every report's values independently.
 	Vary float64
 	// Batch is reports per datagram: TR v2.0 coalescing (cut short so that a datagram
 	// stays within MTU) and DTA batches. Other formats carry one report per datagram.
@@ -88,8 +99,19 @@ type DTAConfig struct {
 	DataLen int
 }
 
+// Value models, as Config.Model names them.
+const (
+	ModelNetwork = "network" // a network's state over generated time (model.go)
+	ModelDraw    = "draw"    // values drawn from Latency, Queue and Util, with Vary
+)
+
+// MaxInterval bounds Config.Interval, so that the virtual clock of 2^34 reports stays
+// within 64 bits.
+const MaxInterval = time.Second
+
 // DefaultConfig returns the documented defaults: TR v2.0 INT-MD reports of 5 hops with 8
-// fields each, 64 flows over 16 switches, one report per datagram.
+// fields each, 64 flows over 16 switches, one report per datagram, the network value model
+// with a packet every microsecond of generated time.
 func DefaultConfig() Config {
 	return Config{
 		Format:   "tr2.0",
@@ -98,6 +120,8 @@ func DefaultConfig() Config {
 		Fields:   8,
 		Flows:    64,
 		Switches: 16,
+		Model:    ModelNetwork,
+		Interval: time.Microsecond,
 		Latency:  Dist{Kind: DistExp, A: 2000},
 		Queue:    Dist{Kind: DistExp, A: 64},
 		Util:     Dist{Kind: DistUniform, A: 0, B: 100},
@@ -195,6 +219,12 @@ func (c *Config) Validate() error {
 				return fmt.Errorf("int-version: %q: xd reports embed no INT header; the version applies to md mode only", c.INTVersion)
 			}
 		}
+	}
+	if c.Model != ModelNetwork && c.Model != ModelDraw {
+		return fmt.Errorf("model: %q: allowed are network (a network's state: jitter, bursts, build-ups, path changes) and draw (values drawn from --latency, --queue and --util, with --vary)", c.Model)
+	}
+	if c.Interval < 1 || c.Interval > MaxInterval {
+		return fmt.Errorf("interval: %v: allowed is 1ns to %v of generated time between packets", c.Interval, MaxInterval)
 	}
 	if !(c.Vary >= 0 && c.Vary <= 1) {
 		return fmt.Errorf("vary: %g: allowed is 0 to 1 (the probability that a report draws new values)", c.Vary)

@@ -34,10 +34,12 @@ func AddFlags(fs *flag.FlagSet, def Config) *Flags {
 	fs.StringVar(&f.bitmap, "bitmap", "", "per-hop fields as an instruction `bitmap` (e.g. 0xfc00), instead of --fields")
 	fs.IntVar(&c.Flows, "flows", c.Flows, "`N` flows")
 	fs.IntVar(&c.Switches, "switches", c.Switches, "`N` switches the paths are drawn from")
-	fs.Var(&c.Latency, "latency", "hop latency in ns: `DIST` const:V, uniform:LO:HI or exp:MEAN")
-	fs.Var(&c.Queue, "queue", "queue occupancy: `DIST`")
-	fs.Var(&c.Util, "util", "egress tx utilization: `DIST`")
-	fs.Float64Var(&c.Vary, "vary", c.Vary, "probability `P` that a report draws new values for each queue and port it crosses (else they repeat the last report's through them)")
+	fs.StringVar(&c.Model, "model", c.Model, "value `model`: network (a network's state: steady values with jitter, bursts, queue build-ups, path changes) or draw (values drawn from --latency, --queue, --util with --vary; any of those four selects it)")
+	fs.DurationVar(&c.Interval, "interval", c.Interval, "generated time `D` between the packets successive reports describe (the virtual clock's step)")
+	fs.Var(&c.Latency, "latency", "draw model: hop latency in ns: `DIST` const:V, uniform:LO:HI or exp:MEAN")
+	fs.Var(&c.Queue, "queue", "draw model: queue occupancy: `DIST`")
+	fs.Var(&c.Util, "util", "draw model: egress tx utilization: `DIST`")
+	fs.Float64Var(&c.Vary, "vary", c.Vary, "draw model: probability `P` that a report draws new values for each queue and port it crosses (else they repeat the last report's through them)")
 	fs.IntVar(&c.Batch, "batch", c.Batch, "`N` reports per datagram (tr2.0 coalescing within --mtu, dta batches)")
 	fs.IntVar(&c.MTU, "mtu", c.MTU, "largest coalesced UDP payload, `bytes`")
 	fs.IntVar(&c.Payload, "payload", c.Payload, "`bytes` of payload in each report's inner packet")
@@ -67,11 +69,25 @@ func (f *Flags) Config() (Config, error) {
 		}
 		c.Bitmap = uint16(v)
 	}
+	// The draw model's options select it, so that command lines written before the
+	// network model (bench ingest --vary 0.01) mean what they meant.
+	for _, name := range drawOptions {
+		if !f.set[name] {
+			continue
+		}
+		if f.set["model"] && c.Model != ModelDraw {
+			return c, fmt.Errorf("--%s: an option of --model draw, not of --model %s", name, c.Model)
+		}
+		c.Model = ModelDraw
+	}
 	if err := c.Validate(); err != nil {
 		return c, err
 	}
 	return c, nil
 }
+
+// drawOptions are the flags of the draw model's values.
+var drawOptions = []string{"latency", "queue", "util", "vary"}
 
 // Set reports whether the named flag was given on the command line (valid after Config).
 func (f *Flags) Set(name string) bool { return f.set[name] }

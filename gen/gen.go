@@ -212,6 +212,17 @@ func (g *Generator) Walk(n uint64, fn func(i uint64, b []byte, rs []telemetry.Re
 					}
 				}
 			}
+			if lap := i / L; lap > 0 && g.t.format == telemetry.FormatLabel {
+				shift := g.lapShift(lap)
+				patchLabelTimes(buf, shift)
+				for j := range b.rs[:d.n] {
+					for k := range b.rs[j].LabelList() {
+						it := &b.rs[j].Labels[k]
+						it.IngressTS, it.EgressTS = (it.IngressTS+shift)&mask48, (it.EgressTS+shift)&mask48
+						it.EnqTS += uint32(shift)
+					}
+				}
+			}
 		}
 		if tr != nil {
 			s := slot{len: uint32(len(buf)), n: uint16(d.n), stream: d.stream}
@@ -234,6 +245,34 @@ func (g *Generator) Walk(n uint64, fn func(i uint64, b []byte, rs []telemetry.Re
 // stream's sequence where the previous one ended, as a switch's would.
 func (g *Generator) lapSeq(d dgram, lap uint64) uint32 {
 	return (d.seq + uint32(lap)*g.lapSeqs[d.stream]) & g.t.seqMask
+}
+
+// lapShift is how far lap lap of the ring moves the virtual clock: the generated time of
+// a lap's reports, lap times.
+func (g *Generator) lapShift(lap uint64) uint64 {
+	return lap * uint64(len(g.repFlows)) * uint64(g.t.cfg.Interval)
+}
+
+// The INT-label export's layout (docs/wire-dta-label.md): a 2-byte option whose second
+// byte counts the 32-byte items; an item's ingress and egress (label) timestamps are 48
+// bits at offsets 4 and 10, its enqueue timestamp 32 bits at 16.
+const labelOption, labelItem = 2, 32
+
+// patchLabelTimes moves the timestamps of an encoded INT-label export by d ns, as the
+// export of the same packet d later would carry them. A ring's later laps do so, so that a
+// collector keeping each port's newest item (INT-label Algorithm 4) takes every lap's
+// items as new, as it would a switch's.
+func patchLabelTimes(b []byte, d uint64) {
+	for i := range int(b[1]) {
+		it := b[labelOption+i*labelItem:]
+		for _, off := range [...]int{4, 10} {
+			v := uint64(binary.BigEndian.Uint16(it[off:]))<<32 | uint64(binary.BigEndian.Uint32(it[off+2:]))
+			v = (v + d) & mask48
+			binary.BigEndian.PutUint16(it[off:], uint16(v>>32))
+			binary.BigEndian.PutUint32(it[off+2:], uint32(v))
+		}
+		binary.BigEndian.PutUint32(it[16:], binary.BigEndian.Uint32(it[16:])+uint32(d))
+	}
 }
 
 // patch writes a sequence number into an encoded datagram.
@@ -259,6 +298,8 @@ func (g *Generator) copyOut(dst []byte, i uint64) (n int, reports int) {
 	n = copy(dst, g.ring[s.off:s.off+s.len])
 	if lap := i / L; lap > 0 && g.t.seqMask != 0 {
 		g.t.patch(dst[:n], g.lapSeq(dgram{stream: s.stream, seq: s.seq}, lap))
+	} else if lap > 0 && g.t.format == telemetry.FormatLabel {
+		patchLabelTimes(dst[:n], g.lapShift(lap))
 	}
 	return n, int(s.n)
 }

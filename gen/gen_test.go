@@ -252,7 +252,7 @@ func TestPaths(t *testing.T) {
 		}
 	}
 	c = DefaultConfig()
-	c.Latency, c.Ring = Dist{Kind: DistUniform, A: 100, B: 200}, 200
+	c.Model, c.Latency, c.Ring = ModelDraw, Dist{Kind: DistUniform, A: 100, B: 200}, 200
 	g = mustNew(t, c)
 	var sum, n float64
 	g.Walk(200, func(_ uint64, _ []byte, rs []telemetry.Report) error {
@@ -372,8 +372,8 @@ func diff(a, b *telemetry.Report) string {
 	return strings.Join(out, "\n")
 }
 
-// TestVary: values belong to queues. With Vary 0 every report through a queue (switch,
-// queue id) carries that queue's one latency; with 0.2 about a fifth of
+// TestVary: in the draw model values belong to queues. With Vary 0 every report through a
+// queue (switch, queue id) carries that queue's one latency; with 0.2 about a fifth of
 // consecutive reports through a queue carry a new one; with 1, all do.
 func TestVary(t *testing.T) {
 	for _, tc := range []struct {
@@ -381,7 +381,7 @@ func TestVary(t *testing.T) {
 		min, max float64
 	}{{0, 0, 0}, {0.2, 0.17, 0.23}, {1, 0.99, 1}} {
 		c := DefaultConfig()
-		c.Vary, c.Flows = tc.vary, 16
+		c.Model, c.Vary, c.Flows = ModelDraw, tc.vary, 16
 		g := mustNew(t, c)
 		last := map[[2]uint32]uint32{}
 		var same, changed int

@@ -226,12 +226,35 @@ func (s *ClusterSummary) WriteText(w io.Writer) error {
 
 // StartDemo starts `intake demo`'s generators: the report stream of cfg as send says to
 // to[0], and DTA Key-Writes and INT-label exports at a tenth of its rate (and count) to
-// to[1] and to[2], until ctx is done. It returns what it sends, for the demo's start line,
-// and wait, which returns once every sender has stopped.
+// to[1] and to[2], until ctx is done. The three streams share one generated clock: with
+// cfg.Interval 0 it runs at the wall clock's pace (the report stream's Interval is set from
+// its rate), so that the network model's bursts, build-ups and path changes, and INT-label
+// times, come when a person watching expects them; a given Interval is the report
+// stream's, and the side streams' follow it. It returns what it sends, for the demo's start
+// line, and wait, which returns once every sender has stopped.
 func StartDemo(ctx context.Context, cfg Config, send SendConfig, to [3]string) (string, func() error, error) {
+	if !(send.Rate > 0) {
+		return "", nil, fmt.Errorf("the demo sends at a rate: %g datagrams/s", send.Rate)
+	}
+	interval := cfg.Interval
+	cfg.Interval = time.Second // valid while the batch is worked out
+	if err := cfg.Validate(); err != nil {
+		return "", nil, err
+	}
+	t, err := newTopology(cfg)
+	if err != nil {
+		return "", nil, err
+	}
+	if interval == 0 {
+		interval = clamp(time.Duration(float64(time.Second) / (send.Rate * float64(t.batch))))
+	}
+	cfg.Interval = interval
 	dta, label := cfg, cfg
 	dta.Format, dta.Batch = "dta", 1
 	label.Format, label.Batch = "int-label", 1
+	// A side stream's report stands for 10 datagrams of the report stream.
+	dta.Interval = clamp(interval * time.Duration(10*t.batch))
+	label.Interval = dta.Interval
 	side := SendConfig{Rate: send.Rate / 10, Count: (send.Count + 9) / 10, Duration: send.Duration}
 	send.To = to[0]
 	sideDTA, sideLabel := side, side
@@ -242,3 +265,6 @@ func StartDemo(ctx context.Context, cfg Config, send SendConfig, to [3]string) (
 	}
 	return fmt.Sprintf("%s to %s at %.0f datagrams/s", gens[0], to[0], send.Rate), wait, nil
 }
+
+// clamp keeps an interval within what Config allows.
+func clamp(d time.Duration) time.Duration { return min(max(d, 1), MaxInterval) }

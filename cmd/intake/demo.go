@@ -29,19 +29,59 @@ func init() {
 const demoUsage = "[--pps PPS] [--duration D | --count N] [--http ADDR] [--top N] [--config FILE] [--fabric] [options of intake gen]\n\n" +
 	"Starts the collector (listeners on loopback ports the kernel picks, so a running intake serve\n" +
 	"is not disturbed; the HTTP API on --http) and sends it telemetry reports (generator options\n" +
-	"as intake gen; default TR v2.0 INT-MD, 5 hops over 16 switches, 200 flows, --vary 0.01), plus DTA and\n" +
-	"INT-label traffic at a tenth of --pps. Every second it prints reports/s, flows, drops, events,\n" +
-	"the slowest flows and the slowest hops. Ctrl-C (or --duration) stops it with a final summary.\n" +
+	"as intake gen; default TR v2.0 INT-MD, 5 hops over 16 switches, 200 flows, the network value\n" +
+	"model: steady values with jitter, bursts, queue build-ups and path changes, each datagram built\n" +
+	"as it is sent, in generated time that runs at the wall clock's pace unless --interval sets its\n" +
+	"step), plus DTA and INT-label\n" +
+	"traffic at a tenth of --pps. Without --config the detector also reports queues above the\n" +
+	"build-ups' level (detect.above.queue_occupancy: 1000 cells). Every second it prints reports/s,\n" +
+	"flows, drops, events, the slowest flows and the slowest hops. Ctrl-C (or --duration) stops it\n" +
+	"with a final summary.\n" +
 	"With --fabric the traffic comes from the emulated INT fabric instead: the INT-label paper's\n" +
 	"testbed in real time, its sinks sending INT-MD reports and INT-label exports.\n" +
 	"While it runs, intake status, intake query and curl http://ADDR/metrics work against it."
 
+// demoGenConfig is the demo's generator defaults: gen's, with 200 flows, each datagram
+// built as it is sent (a ring would replay its values and INT-label times every lap).
+func demoGenConfig() gen.Config {
+	c := gen.DefaultConfig()
+	c.Flows, c.Fresh = 200, true
+	return c
+}
+
+// demoConfig is the demo collector's configuration: the file's (or the defaults), with a
+// listener per stream on a loopback port the kernel picks and the HTTP API on httpAddr.
+// Without a file the DTA stores are scratch files (cleanup removes them) and the detector
+// reports queues above the generator's build-up level.
+func demoConfig(path, httpAddr string) (cfg config.Config, cleanup func(), err error) {
+	cfg, err = loadConfig(path)
+	if err != nil {
+		return cfg, nil, err
+	}
+	if path == "" {
+		// The generator's build-ups rise above this level and nothing else does: the
+		// console shows a threshold crossing with each.
+		cfg.Detect.Above["queue_occupancy"] = gen.BuildUpLevel
+	}
+	cfg.Listeners = []ingest.Listener{
+		{Format: "report", Address: "127.0.0.1", Sockets: 1},
+		{Format: "dta", Address: "127.0.0.1", Sockets: 1},
+		{Format: "int-label", Address: "127.0.0.1", Sockets: 1},
+	}
+	cfg.HTTP.Address = httpAddr
+	cfg.FillDefaults()
+	cleanup = func() {}
+	if path == "" {
+		if cleanup, err = collector.ScratchDTA(&cfg); err != nil {
+			return cfg, nil, err
+		}
+	}
+	return cfg, cleanup, nil
+}
+
 func runDemo(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("demo", demoUsage, stdout)
-	def := gen.DefaultConfig()
-	def.Flows = 200
-	def.Vary = 0.01 // values change now and then, as a network's do, so events mean something
-	gf := gen.AddFlags(fs, def)
+	gf := gen.AddFlags(fs, demoGenConfig())
 	sf := gen.AddSendFlags(fs, 2000, stderr)
 	httpAddr := fs.String("http", config.HTTPAddress, "HTTP API `address` (127.0.0.1:0 picks a free port; empty: off)")
 	top := fs.Int("top", 5, "`N` slowest flows and switches shown")
@@ -63,6 +103,9 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	case *top < 1 || *top > 100:
 		return usageErr("--top: %d: allowed is 1 to 100", *top)
 	}
+	if !gf.Set("interval") {
+		gcfg.Interval = 0 // generated time at the wall clock's pace (gen.StartDemo)
+	}
 	if gcfg.Format == "dta" || gcfg.Format == "int-label" {
 		return usageErr("--format: %s: the demo's main stream is telemetry reports (tr0.5, tr1.0, tr2.0); DTA and INT-label streams run beside it", gcfg.Format)
 	}
@@ -70,24 +113,11 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	cfg, err := loadConfig(*cfgPath)
+	cfg, cleanup, err := demoConfig(*cfgPath, *httpAddr)
 	if err != nil {
 		return err
 	}
-	cfg.Listeners = []ingest.Listener{
-		{Format: "report", Address: "127.0.0.1", Sockets: 1},
-		{Format: "dta", Address: "127.0.0.1", Sockets: 1},
-		{Format: "int-label", Address: "127.0.0.1", Sockets: 1},
-	}
-	cfg.HTTP.Address = *httpAddr
-	cfg.FillDefaults()
-	if *cfgPath == "" {
-		cleanup, err := collector.ScratchDTA(&cfg)
-		if err != nil {
-			return err
-		}
-		defer cleanup()
-	}
+	defer cleanup()
 
 	logger, err := lf.logger(stderr)
 	if err != nil {

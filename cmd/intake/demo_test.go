@@ -1,10 +1,19 @@
 package main
 
 import (
+	"context"
+	"io"
+	"log/slog"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/intake-int/intake/collector"
+	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/gen"
 )
 
 // TestDemo runs the demo for a few seconds: every stream arrives and decodes, the screen
@@ -108,4 +117,74 @@ func TestDemoCount(t *testing.T) {
 	if code, _, errs := runVerb("demo", "--count", "5", "--duration", "1s"); code != 2 || errs != "intake demo: --duration and --count exclude each other\n" {
 		t.Errorf("--count with --duration: %d %q", code, errs)
 	}
+}
+
+// TestDemoNetworkModel runs the demo's collector and generators with generated time ten
+// times as fast as the wall clock's (a report every 500 µs of generated time sent at 20000
+// datagrams/s, and export.period 1 s in proportion) for 70 s of generated time: as ./demo
+// does in 70 s, the reduction factor (M_all over values exported) is at least 100, and the
+// first minute has a path change and a queue crossing the build-up level.
+func TestDemoNetworkModel(t *testing.T) {
+	cfg, cleanup, err := demoConfig("", "127.0.0.1:0") // the API's registry holds the gauges, the demo's one sink
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	cfg.Export.Period = time.Second
+	coll, err := collector.New(cfg, collector.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons := coll.Bus.Subscribe("test", 1<<20)
+	if err := coll.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer coll.Stop(context.Background())
+	gcfg := demoGenConfig()
+	gcfg.Interval = 500 * time.Microsecond
+	const reports = 70 * 2000 // 70 s of generated time
+	recv := coll.Receiver
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, wait, err := gen.StartDemo(ctx, gcfg, gen.SendConfig{Rate: 20000, Count: reports},
+		[3]string{recv.ListenerAddr(0), recv.ListenerAddr(1), recv.ListenerAddr(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	recv.Settle()
+	st := coll.DetectStatus()
+	rf := st.Export.ReductionFactor
+	if rf == nil || *rf < 100 {
+		t.Fatalf("reduction factor %v, want at least 100: %+v", rf, st)
+	}
+	// Events in generated time: device time from the first report's (the stream's start).
+	var evs []event.Event
+	buf := make([]event.Event, 4096)
+	for n := cons.Poll(buf); n > 0; n = cons.Poll(buf) {
+		evs = append(evs, buf[:n]...)
+	}
+	start := uint64(math.MaxUint64)
+	for _, e := range evs {
+		if e.DevTime != 0 {
+			start = min(start, e.DevTime)
+		}
+	}
+	first := map[event.Kind]time.Duration{}
+	for _, e := range evs {
+		if _, ok := first[e.Kind]; !ok && e.DevTime >= start {
+			first[e.Kind] = time.Duration(e.DevTime - start)
+		}
+	}
+	for _, k := range []event.Kind{event.KindPathChange, event.KindAbove} {
+		if at, ok := first[k]; !ok || at > time.Minute {
+			t.Errorf("first %v at %v of generated time, want within a minute (%d events: %v)", k, at, len(evs), st.Detect.Events)
+		}
+	}
+	if cons.Overflow() != 0 || st.Detect.Reports < reports {
+		t.Errorf("%d events lost, %d reports detected of %d sent", cons.Overflow(), st.Detect.Reports, reports)
+	}
+	t.Logf("reduction %.1f; first path change %v, above %v; events %v", *rf, first[event.KindPathChange], first[event.KindAbove], st.Detect.Events)
 }

@@ -31,6 +31,9 @@ func TestGenMisuse(t *testing.T) {
 		{[]string{"--to", "nowhere"}, `--to "nowhere": want HOST:PORT`},
 		{[]string{"--format", "tr1.0", "--batch", "4"}, "batch: 4: only tr2.0 (coalescing) and dta (batches)"},
 		{[]string{"--format", "dta", "--dta-op", "read"}, `dta-op: "read": allowed are key-write, key-increment, postcard, append`},
+		{[]string{"--model", "random"}, `model: "random": allowed are network (`},
+		{[]string{"--model", "network", "--vary", "0.5"}, "--vary: an option of --model draw, not of --model network"},
+		{[]string{"--interval", "0s"}, "interval: 0s: allowed is 1ns to 1s of generated time between packets"},
 		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	} {

@@ -51,7 +51,7 @@ type pipelineCase struct {
 
 func benchPipeline(b *testing.B, pc pipelineCase, stages []string) {
 	gcfg := gen.DefaultConfig()
-	gcfg.Vary, gcfg.Flows = pc.vary, pc.flows
+	gcfg.Model, gcfg.Vary, gcfg.Flows = gen.ModelDraw, pc.vary, pc.flows // values drawn anew for a fraction vary of the hops
 	g, err := gen.New(gcfg)
 	if err != nil {
 		b.Fatal(err)
