@@ -14,8 +14,13 @@
 //     test can assert exact numbers, and sequence numbers advance per (node, hw_id) as a
 //     switch's do, so a collector's gap counting can be checked too.
 //
+// Its values are a network's by default (the network model, model.go): steady, with
+// jitter an event detector at INTCollector's thresholds ignores, and now and then a burst,
+// a queue build-up or a path change, so that events mean what they do in a network; the
+// draw model draws them from distributions instead (Config.Model).
+//
 // Fresh mode builds every datagram as it is sent instead, for tests that need values that
-// never repeat.
+// never repeat and for the network model's whole course (intake demo).
 package gen
 
 import (
