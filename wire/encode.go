@@ -511,7 +511,7 @@ func (e *Encoder) queueIDsFit(r *telemetry.Report) error {
 	hops := r.HopList()
 	for i := range hops {
 		h := &hops[i]
-		if h.Fields&telemetry.FQueueID == 0 || h.QueueID <= ones8 || wide && !(i == 0 && r.ReporterHop) {
+		if h.QueueID <= ones8 || h.Fields&telemetry.FQueueID == 0 || wide && !(i == 0 && r.ReporterHop) {
 			continue
 		}
 		return errEncode("hop %d: queue id %d does not fit an 8-bit queue id field", i, h.QueueID)

@@ -260,11 +260,11 @@ func (rd *Reader) findINT(r *telemetry.Report, b []byte, base, l4, pay int, prot
 	if err == nil && in.EncapArg != 0 {
 		end, err = rd.restoreNPT(r, b, base, pay, end, proto)
 	}
-	if err != nil && proto == protoTCP && pay > l4+20 && rd.err.Setting == "" {
-		rd.shimBeforeOptions(r, b[l4+20:], base+l4+20, committed)
-		r.NHops, r.INT, in.EncapArg = nhops, telemetry.INTHeader{}, 0
-	}
 	if err != nil {
+		if proto == protoTCP && pay > l4+20 && rd.err.Setting == "" {
+			rd.shimBeforeOptions(r, b[l4+20:], base+l4+20, committed)
+			r.NHops, r.INT, in.EncapArg = nhops, telemetry.INTHeader{}, 0
+		}
 		// A deviation the decoder recognises is an error even when only probing: a quirk
 		// decodes it, and without one it must not pass as a packet without INT. The
 		// generators' deviations have weaker signatures (a shim Length of 0, a Ver of 0)
