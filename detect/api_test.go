@@ -281,14 +281,17 @@ func TestAPIFlow(t *testing.T) {
   "flow_latency": 153,
   "hops": [
     {
+      "hop": 1,
       "switch_id": 7,
       "hop_latency": 120
     },
     {
+      "hop": 2,
       "switch_id": 8,
       "hop_latency": 11
     },
     {
+      "hop": 3,
       "switch_id": 9,
       "hop_latency": 22
     }

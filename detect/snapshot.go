@@ -109,14 +109,19 @@ func swValues(en *swEntry, kind event.Kind, now int64, fn func(*event.Event)) in
 	return n
 }
 
-// HopState is one hop of a flow as GET /api/v1/flow shows it.
+// HopState is one hop of a flow as GET /api/v1/flow shows it: its number from the source
+// (1: the first switch of the path, as every hop list intake shows, docs/hops.md) and the
+// hop latency the flow's newest report carried there.
 type HopState struct {
+	Hop        int    `json:"hop"`
 	SwitchID   uint32 `json:"switch_id"`
 	HopLatency uint64 `json:"hop_latency"`
 }
 
-// FlowState is a flow's latest values as GET /api/v1/flow shows them. Switch metrics of the
-// switches on its path are in Queues, Ports and Buffers.
+// FlowState is a flow's latest values as GET /api/v1/flow shows them. Hops are source first
+// and only those whose hop latency the newest report carried (Hop numbers them in the
+// path). Switch metrics of the switches on its path are in Queues, Ports and Buffers: each
+// the latest value of a switch key, from whichever flow's report set it, not this flow's.
 type FlowState struct {
 	Src         string        `json:"src"`
 	Dst         string        `json:"dst"`
@@ -174,7 +179,7 @@ func (d *Detector) Flow(k telemetry.FlowKey) (FlowState, bool) {
 	}
 	for i, id := range fs.Path {
 		if en.hopOK&(1<<i) != 0 {
-			fs.Hops = append(fs.Hops, HopState{SwitchID: id, HopLatency: en.hop[i].cur})
+			fs.Hops = append(fs.Hops, HopState{Hop: i + 1, SwitchID: id, HopLatency: en.hop[i].cur})
 		}
 	}
 	seen := map[uint32]bool{}

@@ -9,25 +9,32 @@ import (
 	"github.com/intake-int/intake/internal/cli"
 )
 
-// WriteText writes f as `intake query flow` prints it: the flow, its path and latency, and
-// one line a hop with its latency and the busiest queue, port and buffer of its switch
-// (every one of them is in the JSON).
+// WriteText writes f as `intake query flow` prints it: the flow, its path (source first)
+// and latency, and one line a hop, numbered from the source (docs/hops.md), with the hop
+// latency of the flow's newest report and the largest latest value of its switch's queues,
+// ports and buffers. Those are switch keys, set by any flow's reports (each is in the JSON):
+// named as the switch's, so that they are not read as this flow's own values, which the flow
+// cache keeps (query flowcache-flow).
 func (f *FlowState) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "flow     %s\n", cli.Flow(f.Src, f.Sport, f.Dst, f.Dport, f.Proto))
-	fmt.Fprintf(w, "path     %s (%d hops)\n", cli.Path(f.Path), f.PathLen)
+	fmt.Fprintf(w, "path     %s (%d hops, source first)\n", cli.Path(f.Path), f.PathLen)
 	if f.FlowLatency != nil {
-		fmt.Fprintf(w, "latency  %s end to end\n", cli.Nanos(float64(*f.FlowLatency)))
+		fmt.Fprintf(w, "latency  %s end to end, latest\n", cli.Nanos(float64(*f.FlowLatency)))
 	}
 	fmt.Fprintf(w, "reports  %d, first seen %s, last seen %s\n", f.Reports, f.FirstSeen.Format(time.RFC3339Nano), f.LastSeen.Format(time.RFC3339Nano))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOP\tSWITCH\tHOP LATENCY\tQUEUE OCCUPANCY\tTX UTILIZATION\tBUFFER OCCUPANCY")
-	for i, h := range f.Hops {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", i+1, h.SwitchID, cli.Nanos(float64(h.HopLatency)),
+	fmt.Fprintln(tw, "HOP\tSWITCH\tHOP LATENCY latest\tSWITCH QUEUE OCCUPANCY max\tSWITCH TX UTILIZATION max\tSWITCH BUFFER OCCUPANCY max")
+	for _, h := range f.Hops {
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", h.Hop, h.SwitchID, cli.Nanos(float64(h.HopLatency)),
 			busiest(f.Queues, h.SwitchID, "queue", func(v SwitchValue) *uint64 { return v.QueueOccupancy }),
 			busiest(f.Ports, h.SwitchID, "port", func(v SwitchValue) *uint64 { return v.TxUtilization }),
 			busiest(f.Buffers, h.SwitchID, "buffer", func(v SwitchValue) *uint64 { return v.BufferOccupancy }))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "SWITCH ... max: the largest latest value of the switch's queues, ports, buffers, from any flow (each: --json)")
+	return err
 }
 
 // busiest writes the greatest value among switch sw's keys, "12 (queue 3, max of 8)", or "-".

@@ -106,9 +106,9 @@ func TestAverages(t *testing.T) {
 	wantJSON := `{"src":"10.0.0.1","dst":"10.0.0.2","sport":1000,"dport":80,"proto":17,"packets":3,` +
 		`"first_seen":"1970-01-01T00:00:00.0000001Z","last_seen":"1970-01-01T00:00:00.0000003Z",` +
 		`"latency":{"latest":67,"mean":65},"path":[1,2,3],"truncated":false,"hops":[` +
-		`{"node_id":1,"latest":{"hop_latency":15,"queue_occupancy":6,"tx_util":1},"mean":{"hop_latency":12,"queue_occupancy":5.5,"tx_util":5}},` +
-		`{"node_id":2,"latest":{"hop_latency":22,"queue_occupancy":3,"tx_util":8},"mean":{"hop_latency":21,"queue_occupancy":2,"tx_util":8}},` +
-		`{"node_id":3,"latest":{"hop_latency":30,"queue_occupancy":0,"tx_util":10},"mean":{"hop_latency":32,"queue_occupancy":6,"tx_util":9.666666666666666}}]}`
+		`{"hop":1,"node_id":1,"latest":{"hop_latency":15,"queue_occupancy":6,"tx_util":1},"mean":{"hop_latency":12,"queue_occupancy":5.5,"tx_util":5}},` +
+		`{"hop":2,"node_id":2,"latest":{"hop_latency":22,"queue_occupancy":3,"tx_util":8},"mean":{"hop_latency":21,"queue_occupancy":2,"tx_util":8}},` +
+		`{"hop":3,"node_id":3,"latest":{"hop_latency":30,"queue_occupancy":0,"tx_util":10},"mean":{"hop_latency":32,"queue_occupancy":6,"tx_util":9.666666666666666}}]}`
 	if string(b) != wantJSON {
 		t.Errorf("json\n got %s\nwant %s", b, wantJSON)
 	}

@@ -110,14 +110,17 @@ type LatencyJSON struct {
 	Mean   *float64 `json:"mean"`
 }
 
-// HopJSON is one hop, source first.
+// HopJSON is one hop, source first: Hop is its number from the source (1: the first
+// switch of the path, as every hop list intake shows, docs/hops.md).
 type HopJSON struct {
+	Hop    int        `json:"hop"`
 	NodeID uint32     `json:"node_id"`
 	Latest ValuesJSON `json:"latest"`
 	Mean   MeansJSON  `json:"mean"`
 }
 
-// ValuesJSON are a hop's latest values; a metric the reports did not carry is omitted.
+// ValuesJSON are a hop's latest values: each the newest the flow's reports carried at the
+// hop; a metric the reports did not carry is omitted.
 type ValuesJSON struct {
 	HopLatency     *uint64 `json:"hop_latency,omitempty"`
 	QueueOccupancy *uint64 `json:"queue_occupancy,omitempty"`
@@ -151,7 +154,7 @@ func (r *Record) JSON() FlowJSON {
 	}
 	for i := range r.Hops {
 		h := &r.Hops[i]
-		hj := HopJSON{NodeID: h.NodeID}
+		hj := HopJSON{Hop: i + 1, NodeID: h.NodeID}
 		lat := [NumMetrics]**uint64{&hj.Latest.HopLatency, &hj.Latest.QueueOccupancy, &hj.Latest.TxUtil}
 		mean := [NumMetrics]**float64{&hj.Mean.HopLatency, &hj.Mean.QueueOccupancy, &hj.Mean.TxUtil}
 		for m := range NumMetrics {

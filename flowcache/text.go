@@ -10,25 +10,32 @@ import (
 	"github.com/intake-int/intake/internal/cli"
 )
 
-// WriteText writes f as `intake query flowcache-flow` prints it.
+// WriteText writes f as `intake query flowcache-flow` prints it: the flow, its path
+// (source first), its end-to-end latency and one line a hop, numbered from the source
+// (docs/hops.md), with the latest and the mean of each metric as this flow's reports carried
+// them; a mean is over the flow's reports since it entered the cache (its first seen).
 func (f *FlowJSON) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "flow     %s\n", cli.Flow(f.Src, f.Sport, f.Dst, f.Dport, f.Proto))
 	trunc := ""
 	if f.Truncated {
-		trunc = " (longer paths seen: truncated to max_hops)"
+		trunc = "; longer paths seen: truncated to max_hops"
 	}
-	fmt.Fprintf(w, "path     %s%s\n", cli.Path(f.Path), trunc)
+	fmt.Fprintf(w, "path     %s (%d hops, source first%s)\n", cli.Path(f.Path), len(f.Path), trunc)
 	if f.Latency.Latest != nil {
-		fmt.Fprintf(w, "latency  %s end to end, mean %s\n", cli.Nanos(float64(*f.Latency.Latest)), cli.NanosOf(f.Latency.Mean))
+		fmt.Fprintf(w, "latency  %s end to end, latest; mean %s\n", cli.Nanos(float64(*f.Latency.Latest)), cli.NanosOf(f.Latency.Mean))
 	}
 	fmt.Fprintf(w, "packets  %d, first seen %s, last seen %s\n", f.Packets, f.FirstSeen, f.LastSeen)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOP\tSWITCH\tHOP LATENCY (mean)\tQUEUE OCCUPANCY (mean)\tTX UTILIZATION (mean)")
-	for i, h := range f.Hops {
-		fmt.Fprintf(tw, "%d\t%d\t%s (%s)\t%s (%s)\t%s (%s)\n", i+1, h.NodeID, cli.NanosOf(h.Latest.HopLatency), cli.NanosOf(h.Mean.HopLatency),
+	fmt.Fprintln(tw, "HOP\tSWITCH\tHOP LATENCY latest\tmean\tQUEUE OCCUPANCY latest\tmean\tTX UTILIZATION latest\tmean")
+	for _, h := range f.Hops {
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Hop, h.NodeID, cli.NanosOf(h.Latest.HopLatency), cli.NanosOf(h.Mean.HopLatency),
 			optional(h.Latest.QueueOccupancy), meanText(h.Mean.QueueOccupancy), optional(h.Latest.TxUtil), meanText(h.Mean.TxUtil))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "latest: the newest value this flow's reports carried; mean: over its reports since first seen")
+	return err
 }
 
 // meanText writes an optional mean to one decimal, "-" when absent.

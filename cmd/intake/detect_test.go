@@ -150,13 +150,14 @@ TIME  change   switch  flow_hop_latency  10.0.0.1:40000 > 10.0.1.2:443 udp, swit
 	flow := []string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1", "--dst", "10.0.1.2", "--sport", "40000", "--dport", "443", "--proto", "17"}
 	code, out, errs = runVerb(flow...)
 	want = `flow     10.0.0.1:40000 > 10.0.1.2:443 udp
-path     1 > 2 > 3 (3 hops)
-latency  3.10 µs end to end
+path     1 > 2 > 3 (3 hops, source first)
+latency  3.10 µs end to end, latest
 reports  2, first seen TIME, last seen TIME
-HOP  SWITCH  HOP LATENCY  QUEUE OCCUPANCY  TX UTILIZATION  BUFFER OCCUPANCY
-1    1       1.00 µs      40 (queue 3)     55 (port 2)     -
-2    2       1.10 µs      40 (queue 3)     55 (port 2)     -
-3    3       1.00 µs      40 (queue 3)     55 (port 2)     -
+HOP  SWITCH  HOP LATENCY latest  SWITCH QUEUE OCCUPANCY max  SWITCH TX UTILIZATION max  SWITCH BUFFER OCCUPANCY max
+1    1       1.00 µs             40 (queue 3)                55 (port 2)                -
+2    2       1.10 µs             40 (queue 3)                55 (port 2)                -
+3    3       1.00 µs             40 (queue 3)                55 (port 2)                -
+SWITCH ... max: the largest latest value of the switch's queues, ports, buffers, from any flow (each: --json)
 `
 	if code != 0 || untime(out) != want {
 		t.Errorf("query flow: %d %s\n%s\nwant\n%s", code, errs, untime(out), want)

@@ -94,6 +94,7 @@ func TestFlowCacheAPI(t *testing.T) {
   "truncated": false,
   "hops": [
     {
+      "hop": 1,
       "node_id": 1,
       "latest": {
         "hop_latency": 11,
@@ -107,6 +108,7 @@ func TestFlowCacheAPI(t *testing.T) {
       }
     },
     {
+      "hop": 2,
       "node_id": 2,
       "latest": {
         "hop_latency": 25,
@@ -172,12 +174,13 @@ func TestFlowCacheAPI(t *testing.T) {
 	// The CLI reads the same endpoints.
 	c, out, errs := runVerb("query", "flowcache-flow", "--addr", addr, "--src", "10.0.0.1", "--dst", "10.0.0.2", "--sport", "1000", "--dport", "80", "--proto", "17")
 	wantOut := `flow     10.0.0.1:1000 > 10.0.0.2:80 udp
-path     1 > 2
-latency  36 ns end to end, mean 33 ns
+path     1 > 2 (2 hops, source first)
+latency  36 ns end to end, latest; mean 33 ns
 packets  2, first seen 1970-01-01T00:00:00.0000001Z, last seen 1970-01-01T00:00:00.0000002Z
-HOP  SWITCH  HOP LATENCY (mean)  QUEUE OCCUPANCY (mean)  TX UTILIZATION (mean)
-1    1       11 ns (10.5 ns)     6 (5.5)                 7 (7.0)
-2    2       25 ns (22.5 ns)     3 (1.5)                 9 (8.5)
+HOP  SWITCH  HOP LATENCY latest  mean     QUEUE OCCUPANCY latest  mean  TX UTILIZATION latest  mean
+1    1       11 ns               10.5 ns  6                       5.5   7                      7.0
+2    2       25 ns               22.5 ns  3                       1.5   9                      8.5
+latest: the newest value this flow's reports carried; mean: over its reports since first seen
 `
 	if c != 0 || out != wantOut {
 		t.Errorf("query flowcache-flow: exit %d %s\n%s", c, errs, out)
