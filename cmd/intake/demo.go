@@ -29,14 +29,13 @@ func init() {
 const demoUsage = "[--pps PPS] [--duration D | --count N] [--http ADDR] [--top N] [--config FILE] [--fabric] [options of intake gen]\n\n" +
 	"Starts the collector (listeners on loopback ports the kernel picks, so a running intake serve\n" +
 	"is not disturbed; the HTTP API on --http) and sends it telemetry reports (generator options\n" +
-	"as intake gen; default TR v2.0 INT-MD, 5 hops over 16 switches, 200 flows, the network value\n" +
-	"model: steady values with jitter, bursts, queue build-ups and path changes, each datagram built\n" +
-	"as it is sent, in generated time that runs at the wall clock's pace unless --interval sets its\n" +
-	"step), plus DTA and INT-label\n" +
-	"traffic at a tenth of --pps. Without --config the detector also reports queues above the\n" +
-	"build-ups' level (detect.above.queue_occupancy: 1000 cells). Every second it prints reports/s,\n" +
-	"flows, drops, events, the slowest flows and the slowest hops. Ctrl-C (or --duration) stops it\n" +
-	"with a final summary.\n" +
+	"as intake gen; default TR v2.0 INT-MD, 5 hops over 16 switches, 200 flows), plus DTA and\n" +
+	"INT-label traffic at a tenth of --pps. The values follow gen's network model (steady values\n" +
+	"with jitter, bursts, queue build-ups, path changes), each datagram built as it is sent, in\n" +
+	"generated time that runs with the wall clock (--interval sets another pace). Without --config\n" +
+	"the detector also reports queues above the build-ups' level (detect.above.queue_occupancy:\n" +
+	"1000 cells). Every second it prints reports/s, flows, drops, events, the slowest flows and the\n" +
+	"slowest hops. Ctrl-C (or --duration) stops it with a final summary.\n" +
 	"With --fabric the traffic comes from the emulated INT fabric instead: the INT-label paper's\n" +
 	"testbed in real time, its sinks sending INT-MD reports and INT-label exports.\n" +
 	"While it runs, intake status, intake query and curl http://ADDR/metrics work against it."

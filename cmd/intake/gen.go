@@ -26,13 +26,16 @@ func init() {
 }
 
 const genUsage = "[--to HOST:PORT] [--format tr0.5|tr1.0|tr2.0|dta|int-label] [--mode md|xd] [--int-version V]\n" +
-	"       [--hops N] [--fields N | --bitmap 0x...] [--flows N] [--switches N]\n" +
-	"       [--latency DIST] [--queue DIST] [--util DIST] [--batch N] [--pps PPS]\n" +
-	"       [--duration D | --count N] [--gso N] [--seed S] [--collectors HOST[:PORT],...] [--json]\n\n" +
-	"DIST is const:V, uniform:LO:HI or exp:MEAN. Without --duration or --count, gen sends until\n" +
-	"interrupted. The default target is 127.0.0.1:32766 for reports, :40040 for dta and :40050\n" +
-	"for int-label. --collectors sends each report to the member of a cluster that owns it\n" +
-	"(docs/scale-out.md); --pps and --count are then totals over the members."
+	"       [--hops N] [--fields N | --bitmap 0x...] [--flows N] [--switches N] [--model network|draw]\n" +
+	"       [--interval D] [--latency DIST] [--queue DIST] [--util DIST] [--vary P] [--batch N] [--pps PPS]\n" +
+	"       [--duration D | --count N] [--gso N] [--seed S] [--fresh] [--collectors HOST[:PORT],...] [--json]\n\n" +
+	"Values follow the network model by default (steady values with jitter, bursts, queue build-ups\n" +
+	"and path changes, in generated time of --interval a packet); --latency, --queue, --util and\n" +
+	"--vary select the draw model, whose DIST is const:V, uniform:LO:HI or exp:MEAN (docs/gen.md).\n" +
+	"A ring replays its values every lap; --fresh builds every datagram as it is sent. Without\n" +
+	"--duration or --count, gen sends until interrupted. The default target is 127.0.0.1:32766 for\n" +
+	"reports, :40040 for dta and :40050 for int-label. --collectors sends each report to the member\n" +
+	"of a cluster that owns it (docs/scale-out.md); --pps and --count are then totals over the members."
 
 // parseGenArgs parses the arguments of a verb that takes the generator's options and no
 // positional argument, and returns the generator configuration.
