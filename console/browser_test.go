@@ -413,18 +413,20 @@ func TestConsoleInChromium(t *testing.T) {
 	b.run(t, "open the flow", chromedp.Navigate(base+"#/flow?"+q))
 	b.waitJS(t, "its hops", fmt.Sprintf(`document.querySelectorAll('#flow-hops tr').length === %d`, len(rec.Hops)))
 	type hopRow struct {
+		Hop    string            `json:"hop"`
 		Switch string            `json:"switch"`
 		Cells  map[string]string `json:"cells"`
 	}
-	rows := eval[[]hopRow](t, b, `[...document.querySelectorAll('#flow-hops tr')].map((tr) => ({switch: tr.dataset.switch,
+	rows := eval[[]hopRow](t, b, `[...document.querySelectorAll('#flow-hops tr')].map((tr) => ({hop: tr.querySelector('td').textContent, switch: tr.dataset.switch,
 		cells: Object.fromEntries([...tr.querySelectorAll('td')].map((td) => [[...td.classList].find((c) => c.includes('-')) || '', td.textContent]))}))`)
 	names := [flowcache.NumMetrics]string{"hop_latency", "queue_occupancy", "tx_util"}
 	for i, h := range rec.Hops {
 		if i >= len(rows) {
 			break
 		}
-		if rows[i].Switch != strconv.Itoa(int(h.NodeID)) {
-			t.Errorf("hop %d: switch %s, want %d", i+1, rows[i].Switch, h.NodeID)
+		// Hop numbers count from the source, as the flow cache's hops are kept.
+		if rows[i].Hop != strconv.Itoa(i+1) || rows[i].Switch != strconv.Itoa(int(h.NodeID)) {
+			t.Errorf("row %d: hop %s, switch %s; want hop %d, switch %d", i+1, rows[i].Hop, rows[i].Switch, i+1, h.NodeID)
 		}
 		for m := range flowcache.NumMetrics {
 			f := fmtNum
@@ -440,7 +442,7 @@ func TestConsoleInChromium(t *testing.T) {
 		}
 	}
 	lat := eval[string](t, b, `document.querySelector('#flow-latency').textContent`)
-	if want := fmtNs(float64(rec.LatLatest)) + " last, " + fmtNs(rec.LatMean()) + " mean"; lat != want {
+	if want := fmtNs(float64(rec.LatLatest)) + " latest, " + fmtNs(rec.LatMean()) + " mean"; lat != want {
 		t.Errorf("flow latency %q, want %q", lat, want)
 	}
 	// Its event history: the flow's events only (new_key at least), each row naming it.

@@ -639,7 +639,10 @@ pages.flows = (main, params, ctx) => {
 };
 
 // ---------------------------------------------------------------------------------------
-// One flow: its per-hop latest and mean values (flow cache) and its events (detect).
+// One flow: its per-hop latest and mean values (flow cache) and its events (detect). Hops are
+// numbered from the source, as everywhere (docs/hops.md); "latest" is the newest value the
+// flow's reports carried, "mean" over its reports since it entered the flow cache: the names
+// and figures of intake query flowcache-flow.
 
 pages.flow = (main, params, ctx) => {
   const f = Object.fromEntries(['src', 'dst', 'sport', 'dport', 'proto'].map((k) => [k, params.get(k)]));
@@ -654,10 +657,11 @@ pages.flow = (main, params, ctx) => {
   const events = h('tbody', { id: 'flow-events' });
   main.append(h('h1', null, 'Flow ', h('span', { class: 'flow-title' }, flowText(f))),
     h('div', { class: 'panel' }, summary),
-    h('div', { class: 'panel' }, h('h2', null, 'Hops, source first'),
+    h('div', { class: 'panel' }, h('h2', null, 'Hops, numbered from the source'),
       h('table', { id: 'flow-hops-table' }, h('thead', null,
-        h('tr', null, h('th', null, 'hop'), h('th', null, 'switch'),
-          ...['hop latency', 'queue occupancy', 'tx utilization'].flatMap((m) => [h('th', { class: 'num' }, m + ' last'), h('th', { class: 'num' }, 'mean')]))), hops)),
+        h('tr', null, h('th', { class: 'num' }, 'hop'), h('th', null, 'switch'),
+          ...['hop latency', 'queue occupancy', 'tx utilization'].flatMap((m) => [h('th', { class: 'num' }, m + ' latest'), h('th', { class: 'num' }, 'mean')]))), hops),
+      h('p', { class: 'muted small' }, 'latest: the newest value this flow\'s reports carried at the hop; mean: over its reports since it entered the flow cache (first seen). Hop 1 is the first switch of the path.')),
     h('div', { class: 'panel' }, h('h2', null, 'Its events, newest first'), h('table', null,
       h('thead', null, h('tr', null, ['time', 'kind', 'measurement', 'key', 'value'].map((c) => h('th', null, c)))), events)));
   ctx.every(2000, async () => {
@@ -673,7 +677,7 @@ pages.flow = (main, params, ctx) => {
       const kv = (k, v) => [h('dt', null, k), h('dd', null, v)];
       summary.append(...kv('packets', fmtNum(rec.packets)), ...kv('first seen', fmtTime(rec.first_seen)),
         ...kv('last seen', fmtTime(rec.last_seen) + ' (' + fmtAge(rec.last_seen) + ')'),
-        ...kv('end-to-end latency', h('span', { id: 'flow-latency' }, fmtNs(rec.latency.latest) + ' last, ' + fmtNs(rec.latency.mean) + ' mean')),
+        ...kv('end-to-end latency', h('span', { id: 'flow-latency' }, fmtNs(rec.latency.latest) + ' latest, ' + fmtNs(rec.latency.mean) + ' mean')),
         ...kv('path', pathLinks(rec.path)), ...(rec.truncated ? kv('truncated', 'the path is longer than flowcache.max_hops') : []));
       rec.hops.forEach((hp, i) => {
         const cells = [];
@@ -681,7 +685,7 @@ pages.flow = (main, params, ctx) => {
           cells.push(tdn(hp.latest[k] !== undefined ? m.fmt(hp.latest[k]) : '–', k + '-latest'),
             tdn(hp.mean[k] !== undefined ? m.fmt(hp.mean[k]) : '–', k + '-mean'));
         }
-        hops.append(h('tr', { 'data-switch': hp.node_id }, tdn(String(i + 1)), td(switchLink(hp.node_id)), ...cells));
+        hops.append(h('tr', { 'data-switch': hp.node_id, 'data-hop': hp.hop || i + 1 }, tdn(String(hp.hop || i + 1)), td(switchLink(hp.node_id)), ...cells));
       });
     }
     const ev = await tryAPI('api/v1/events?limit=200&' + q, ctx.signal);
@@ -816,16 +820,17 @@ pages.health = (main, params, ctx) => {
     const sinkRows = [];
     if (ds) for (const x of ds.export.sinks || []) {
       const dropped = Object.values(x.dropped || {}).reduce((a, b) => a + b, 0);
-      sinkRows.push(h('tr', { 'data-sink': x.name }, td(x.name), tdn(fmtNum(x.sent)), tdn(fmtNum(x.retried)), tdn(fmtNum(dropped), dropped ? 'bad' : null),
+      const stored = x.exported_events === undefined ? '–' : fmtNum(x.exported_events + x.exported_periodic);
+      sinkRows.push(h('tr', { 'data-sink': x.name }, td(x.name), tdn(fmtNum(x.sent)), tdn(stored), tdn(fmtNum(x.retried)), tdn(fmtNum(dropped), dropped ? 'bad' : null),
         tdn(fmtNum(x.queued)), td(x.last_error ? [x.last_error, h('div', { class: 'muted small' }, fmtTime(x.last_error_time))] : h('span', { class: 'muted' }, 'none'))));
     }
     if (fc && fc.redis) {
       const rd = fc.redis;
       const dropped = flatten(rd.dropped, '', []).reduce((a, [, v]) => a + v, 0);
-      sinkRows.push(h('tr', { 'data-sink': 'redis' }, td('redis'), tdn(fmtNum(flatten(rd.sent, '', []).reduce((a, [, v]) => a + v, 0))), tdn('–'), tdn(fmtNum(dropped)), tdn('–'),
+      sinkRows.push(h('tr', { 'data-sink': 'redis' }, td('redis'), tdn(fmtNum(flatten(rd.sent, '', []).reduce((a, [, v]) => a + v, 0))), tdn('–'), tdn('–'), tdn(fmtNum(dropped)), tdn('–'),
         td(rd.last_error ? [rd.last_error, h('div', { class: 'muted small' }, fmtTime(rd.last_error_time))] : h('span', { class: 'muted' }, 'none'))));
     }
-    sinks.append(sinkRows.length ? table(['sink', '#sent', '#retried', '#dropped', '#queued', 'last error'], sinkRows, { id: 'health-sinks' }) : h('p', { class: 'muted' }, 'no sink configured'));
+    sinks.append(sinkRows.length ? table(['sink', '#sent', '#values stored', '#retried', '#dropped', '#queued', 'last error'], sinkRows, { id: 'health-sinks' }) : h('p', { class: 'muted' }, 'no sink configured'));
     if (fc) {
       sinks.append(h('h2', null, 'Event rings (one per consumer of the event bus)'), table(['consumer', '#size', '#pending', '#dropped'],
         fc.event_rings.map((x) => h('tr', { class: x.drops ? 'nonzero' : null }, td(x.consumer), tdn(fmtNum(x.size)), tdn(fmtNum(x.pending)), tdn(fmtNum(x.drops))))));
@@ -836,7 +841,8 @@ pages.health = (main, params, ctx) => {
       detect.append(h('h2', null, 'Event detection'), h('dl', { class: 'kv' },
         h('dt', null, 'values seen'), h('dd', null, fmtNum(d.values)),
         h('dt', null, 'events'), h('dd', null, Object.entries(d.events).map(([k, v]) => k + ' ' + fmtNum(v)).join(', ')),
-        h('dt', null, 'reduction factor'), h('dd', null, fmtNum(ds.export.reduction_factor) + ' values per exported point'),
+        h('dt', null, 'reduction factor'), h('dd', null, ds.export.reduction_factor === undefined ? 'none: no value stored by a sink yet'
+          : fmtNum(ds.export.reduction_factor) + ' values seen per value stored (by the sink that stored the most)'),
         h('dt', null, 'flows, keys'), h('dd', null, fmtNum(d.flows) + ', ' + fmtNum(d.keys)),
         h('dt', null, 'live streams'), h('dd', null, d.streams.open + ' open of ' + d.streams.max)));
     }
