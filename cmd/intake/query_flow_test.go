@@ -38,9 +38,9 @@ func agreeReport(seq uint32, lat, qocc, tx [3]uint32) telemetry.Report {
 // cache both on, then `intake query flow` (the detector's state) and `intake query
 // flowcache-flow` (the flow cache's). Every figure both show is the same, exactly, under one
 // hop number counted from the source: the path, the end-to-end latency (latest), each hop's
-// switch and latest hop latency. The newest report lacks hop 2's latency: the detector
-// shows hops 1 and 3 (before, its text numbered them 1 and 2), the flow cache hop 2's latest
-// from the report before. `intake decode` of the same datagrams numbers the hops as both do.
+// switch and latest hop latency, the count of reports and the first and last seen. The
+// newest report lacks hop 2's latency: the detector shows hops 1 and 3 (before, its text
+// numbered them 1 and 2), the flow cache hop 2's latest from the report before. `intake decode` of the same datagrams numbers the hops as both do.
 func TestFlowViewsAgree(t *testing.T) {
 	trAddr, httpAddr := serveDetect(t, `
 listeners:
@@ -122,6 +122,10 @@ export: {period: 0s}
 	}
 	if ds.FlowLatency == nil || fc.Latency.Latest == nil || *ds.FlowLatency != *fc.Latency.Latest {
 		t.Errorf("end-to-end latency, latest: query flow %v, query flowcache-flow %v", ds.FlowLatency, fc.Latency.Latest)
+	}
+	if ds.Reports != fc.Packets || ds.FirstSeen.Format(time.RFC3339Nano) != fc.FirstSeen || ds.LastSeen.Format(time.RFC3339Nano) != fc.LastSeen {
+		t.Errorf("reports %d, first %s, last %s (query flow); packets %d, first %s, last %s (query flowcache-flow)",
+			ds.Reports, ds.FirstSeen.Format(time.RFC3339Nano), ds.LastSeen.Format(time.RFC3339Nano), fc.Packets, fc.FirstSeen, fc.LastSeen)
 	}
 	for _, h := range ds.Hops {
 		c := fc.Hops[h.Hop-1]
