@@ -162,11 +162,7 @@ func TestReductionPaperSetup(t *testing.T) {
 		t.Skip("10 M reports: seconds, but many minutes under the race detector")
 	}
 	s := startInflux(t)
-	bus := &event.Bus{}
-	reg := metrics.NewRegistry()
-	dc := detect.DefaultConfig()
-	dc.Shards = 4
-	d := detect.New(dc, detect.Deps{Bus: bus, Metrics: reg})
+	d, bus, reg := meteredDetector()
 	cfg := exportConfig()
 	cfg.InfluxDB.URL, cfg.InfluxDB.Database = s.url, "reduction"
 	// A push of K = 35,240 values at once overflows the default queue of 20,000 (the sink
@@ -276,6 +272,15 @@ func TestReductionPaperSetup(t *testing.T) {
 	}
 }
 
+// meteredDetector is a detector of 4 shards with its counters (M_all) on a registry, which
+// the pipeline's counters then join.
+func meteredDetector() (*detect.Detector, *event.Bus, *metrics.Registry) {
+	bus, reg := &event.Bus{}, metrics.NewRegistry()
+	dc := detect.DefaultConfig()
+	dc.Shards = 4
+	return detect.New(dc, detect.Deps{Bus: bus, Metrics: reg}), bus, reg
+}
+
 // keepAll is a sink that stores every value it is offered, in memory.
 type keepAll struct{ events, periodic atomic.Uint64 }
 
@@ -318,11 +323,7 @@ func flowReport(f int, t int64) *telemetry.Report {
 // counted every value it offered as exported, the dropped ones included.)
 func TestExportedIsStored(t *testing.T) {
 	influx, vm := startInflux(t), startVM(t)
-	bus := &event.Bus{}
-	reg := metrics.NewRegistry()
-	dc := detect.DefaultConfig()
-	dc.Shards = 4
-	d := detect.New(dc, detect.Deps{Bus: bus, Metrics: reg})
+	d, bus, reg := meteredDetector()
 	cfg := exportConfig()
 	cfg.Queue = 100
 	cfg.InfluxDB.URL, cfg.InfluxDB.Database = influx.url, "stored"

@@ -50,12 +50,7 @@ func untime(s string) string {
 // detector's defaults (T(m) = 50, drops and seq_gaps 0), then `intake query events` and
 // `intake query flow`, in text and --json, and their errors.
 func TestQueryEventsAndFlow(t *testing.T) {
-	trAddr, httpAddr := serveDetect(t, `
-listeners:
-  - {name: tr, format: report, address: 127.0.0.1, port: 0, sockets: 1}
-http: {address: '127.0.0.1:0'}
-export: {period: 0s}
-`)
+	trAddr, httpAddr := serveDetect(t, serveTR)
 	enc, err := wire.NewEncoder(wire.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)

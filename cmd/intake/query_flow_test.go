@@ -14,6 +14,15 @@ import (
 	"github.com/intake-int/intake/wire"
 )
 
+// serveTR is a serve configuration with one report listener, the HTTP API and no periodic
+// push: the detector and the flow cache at their defaults.
+const serveTR = `
+listeners:
+  - {name: tr, format: report, address: 127.0.0.1, port: 0, sockets: 1}
+http: {address: '127.0.0.1:0'}
+export: {period: 0s}
+`
+
 // agreeReport is a TR v2.0 INT-MD report of flow 10.0.0.1:40000 > 10.0.1.2:443 udp over
 // switches 11 > 12 > 13; lat, qocc and tx are per hop, source first, and a latency of 0 is
 // one the hop did not carry (the wire's "unavailable").
@@ -42,12 +51,7 @@ func agreeReport(seq uint32, lat, qocc, tx [3]uint32) telemetry.Report {
 // newest report lacks hop 2's latency: the detector shows hops 1 and 3 (before, its text
 // numbered them 1 and 2), the flow cache hop 2's latest from the report before. `intake decode` of the same datagrams numbers the hops as both do.
 func TestFlowViewsAgree(t *testing.T) {
-	trAddr, httpAddr := serveDetect(t, `
-listeners:
-  - {name: tr, format: report, address: 127.0.0.1, port: 0, sockets: 1}
-http: {address: '127.0.0.1:0'}
-export: {period: 0s}
-`)
+	trAddr, httpAddr := serveDetect(t, serveTR)
 	enc, err := wire.NewEncoder(wire.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
