@@ -115,7 +115,7 @@ func TestErrors(t *testing.T) {
 		{"listeners:\n  - {format: tr9, port: 1}\n",
 			`listeners[0].format: "tr9": must be one of report, int-md, dta, int-label`},
 		{"listeners:\n  - {format: report, prot: 1}\n",
-			"listeners[0].prot: unknown key (allowed: name, format, address, port, mode, interface, sockets, batch, rcvbuf, max_datagram, coalesce, gro, allow, decoder)"},
+			"listeners[0].prot: unknown key (allowed: name, format, address, port, mode, interface, sockets, batch, rcvbuf, max_datagram, coalesce, spread, gro, allow, decoder)"},
 		{"listeners:\n  - {format: report, coalesce: 1s}\n",
 			"listeners[0].coalesce: 1s: must be 0 (off) to 100ms (unset: 1ms)"},
 		{"listeners:\n  - {format: report, gro: maybe}\n",

@@ -98,10 +98,19 @@ type Listener struct {
 	// most about this much added latency (the receive buffer holds far more). Unset: 1ms;
 	// 0 turns it off. Go rounds sleeps below a millisecond up to about one.
 	Coalesce *time.Duration `yaml:"coalesce"`
+	// Spread is how a socket listener's datagrams are spread over its sockets (docs/ingest.md,
+	// "Spreading one exporter"): "flow" (the default), by each datagram's owner key (a
+	// report's flow, a DTA key, an INT-label switch) through a reuseport program, so that one
+	// exporter uses every worker and the reports of one flow stay in order on one; "source",
+	// by the kernel's hash of the sender's address and port, so that one exporter lands on
+	// one socket. Unused with mode xdp and with one socket. Unset: flow, or source when gro
+	// is set true.
+	Spread string `yaml:"spread"`
 	// GRO turns on UDP generic receive offload (UDP_GRO) where the kernel has it: the kernel
-	// may hand the worker a run of datagrams of one flow as one super-datagram, which the
-	// worker splits by the segment size the kernel reports. Unset: on. Each receive buffer
-	// is then 64 KiB, the largest super-datagram.
+	// may hand the worker a run of datagrams of one exporter as one super-datagram, which
+	// the worker splits by the segment size the kernel reports. Each receive buffer is then
+	// 64 KiB, the largest super-datagram. Unset: on, except with spread flow and more than
+	// one socket, where a super-datagram would take a run of many flows to one worker.
 	GRO *bool `yaml:"gro"`
 	// Allow lists the source prefixes (or addresses) whose datagrams the listener accepts;
 	// a datagram from any other source is dropped and counted (ingest drop reason
@@ -137,13 +146,27 @@ func (l *Listener) FillDefaults() {
 		d := DefaultCoalesce
 		l.Coalesce = &d
 	}
+	if l.Spread == "" {
+		// A configuration that asks for GRO keeps what it asked for: GRO, and so the source's
+		// hash.
+		l.Spread = SpreadFlow
+		if l.GRO != nil && *l.GRO && l.Mode != ModeXDP && l.Sockets > 1 {
+			l.Spread = SpreadSource
+		}
+	}
 	if l.GRO == nil {
-		on := true
+		on := !l.spreads()
 		l.GRO = &on
 	}
 	if l.Name == "" {
 		l.Name = l.Format + ":" + strconv.Itoa(l.Port)
 	}
+}
+
+// spreads reports whether the listener places datagrams by owner key: spread flow, socket
+// mode, more than one socket.
+func (l *Listener) spreads() bool {
+	return l.Spread == SpreadFlow && l.Mode != ModeXDP && l.Sockets > 1
 }
 
 // FillDefaults fills every listener's defaults.
@@ -240,6 +263,14 @@ func (l *Listener) Validate(key string) error {
 		}
 	default:
 		return errAt(key+".mode", strconv.Quote(l.Mode), "must be socket or xdp")
+	}
+	switch l.Spread {
+	case SpreadFlow, SpreadSource, "":
+	default:
+		return errAt(key+".spread", strconv.Quote(l.Spread), "must be flow or source")
+	}
+	if l.spreads() && l.GRO != nil && *l.GRO {
+		return errAt(key+".gro", true, "needs spread: source: with spread flow (the default) GRO would hand one worker a run of an exporter's datagrams, whatever flows they carry")
 	}
 	if l.Sockets < 1 || l.Sockets > MaxSockets {
 		return errAt(key+".sockets", l.Sockets, "must be 1-%d (0: one per core)", MaxSockets)

@@ -49,6 +49,7 @@ type listener struct {
 	mu            sync.Mutex
 	boundAddr     string
 	rcvbufGranted int
+	spread        string // as ListenerStatus.Spread
 
 	foreign atomic.Uint64 // foreign sockets found on the port while running
 
@@ -240,6 +241,25 @@ func (c *Receiver) open(l *listener) error {
 			l.mu.Unlock()
 		}
 	}
+	spread := SpreadSource
+	if l.cfg.spreads() {
+		// Attached once every socket is in the reuseport group: the program's answer is an
+		// index into the group, which is the workers' order.
+		prog, err := spreadProgram(l.in, c.cfg.DecoderFor(l.idx), len(l.workers))
+		if err == nil {
+			err = l.workers[0].sock.attachSpread(prog)
+		}
+		if err != nil {
+			spread = SpreadSource + ": " + err.Error()
+			c.log.Warn("datagrams are spread by their source, not by flow: one exporter uses one worker",
+				"listener", l.cfg.Name, "error", err)
+		} else {
+			spread = SpreadFlow
+		}
+	}
+	l.mu.Lock()
+	l.spread = spread
+	l.mu.Unlock()
 	return nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/intake-int/intake/internal/cbpf"
 )
 
 // CheckReceivePath reports whether this system has the UDP receive path: nil on Linux, whose
@@ -287,6 +289,21 @@ func (s *socket) memDrops() (uint32, bool) {
 }
 
 func (s *socket) close() error { return unix.Close(int(s.fd)) }
+
+// attachSpread attaches prog, a classic BPF program that returns a socket's index, to the
+// reuseport group of s: from then on the kernel hands each datagram to the group's socket
+// the program names, or hashes the source when it names none (spread.go).
+func (s *socket) attachSpread(prog []cbpf.Raw) error {
+	f := make([]unix.SockFilter, len(prog))
+	for i, r := range prog {
+		f[i] = unix.SockFilter{Code: r.Code, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	fp := unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}
+	if err := unix.SetsockoptSockFprog(int(s.fd), unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_CBPF, &fp); err != nil {
+		return fmt.Errorf("SO_ATTACH_REUSEPORT_CBPF: %w", err)
+	}
+	return nil
+}
 
 // maxDrainBatches bounds the drain at Stop, so that a sender that never stops cannot hold
 // Stop up: 64 batches of 64 is more than a default receive buffer holds of small reports.

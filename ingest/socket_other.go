@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/intake-int/intake/internal/cbpf"
 )
 
 // The UDP receive path is Linux's (socket_linux.go): one SO_REUSEPORT socket per worker,
@@ -34,6 +36,8 @@ func openSocket(network, address string, rcvbuf, batch, size int, gro, names boo
 }
 
 func (s *socket) close() error { return nil }
+
+func (s *socket) attachSpread([]cbpf.Raw) error { return CheckReceivePath() }
 
 func (s *socket) wake() {}
 

@@ -90,6 +90,11 @@ type ListenerStatus struct {
 	// (sysctl kernel.bpf_stats_enabled=1); absent otherwise.
 	XDPRuns  uint64 `json:"xdp_runs,omitempty"`
 	XDPRunNs uint64 `json:"xdp_run_ns,omitempty"`
+	// Spread says how a socket listener's datagrams are spread over its sockets: "flow" (by
+	// owner key, the reuseport program attached), "source" (the kernel's hash of the
+	// sender), or "source" with the reason the program could not be attached after a colon.
+	// Absent with mode xdp.
+	Spread string `json:"spread,omitempty"`
 	// ForeignSockets counts the sockets not intake's found on the listener's port while it
 	// ran (they take a share of its datagrams).
 	ForeignSockets uint64 `json:"foreign_sockets"`
@@ -250,6 +255,9 @@ func (c *Receiver) Status() Status {
 			ls.Address = l.boundAddr
 		}
 		ls.Mode, ls.Interface = l.cfg.Mode, l.cfg.Interface
+		if l.cfg.Mode != ModeXDP {
+			ls.Spread = l.spread
+		}
 		ls.XDPAttach, ls.XDPZeroCopy = l.xdpAttach()
 		if l.x.prog != nil {
 			runs, d := l.x.prog.RunStats()

@@ -31,7 +31,7 @@ func init() {
 	})
 }
 
-const benchIngestUsage = "[--duration D] [--pps PPS] [--senders N] [--gso N] [--gro=false] [--collector-sockets N] [--veth] [--mode socket|xdp] [--baseline PROG] [--config FILE] [--json]\n" +
+const benchIngestUsage = "[--duration D] [--pps PPS] [--senders N] [--gso N] [--gro=false] [--collector-sockets N] [--spread flow|source] [--veth] [--mode socket|xdp] [--baseline PROG] [--config FILE] [--json]\n" +
 	"       [generator options, as intake gen: --format, --batch, --hops, --flows, ...]\n\n" +
 	"Runs the generator against (a) a receiver that only drains and counts its sockets and (b) the\n" +
 	"full collector (the processors of --config, default all), for --duration each, over loopback.\n" +
@@ -48,6 +48,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	sockets := fs.Int("collector-sockets", 0, "`N` collector sockets (SO_REUSEPORT workers); 0: one per core")
 	cli.Alias(fs, "sockets", "collector-sockets", stderr) // gen's --sockets are senders: --senders here
 	gro := fs.Bool("gro", true, "UDP GRO on the collector's sockets (false: each datagram is received alone, as switches' single datagrams are from a NIC without GRO, also when --gso makes the sender cheap)")
+	spread := fs.String("spread", "", "how the collector's sockets share the datagrams: flow (by each report's flow, through a reuseport program; GRO off unless --gro is given) or source (the kernel's hash of the sender); default: source, as --gro asks")
 	rcvbuf := fs.Int("rcvbuf", ingest.DefaultRcvBuf, "receive buffer `bytes` requested per collector socket")
 	cfgPath := fs.String("config", "", "collector configuration `file` (its processor sections apply; listeners and http are replaced)")
 	rounds := fs.Int("rounds", 1, "`N` rounds of both phases, alternating; the median round of each phase counts")
@@ -75,6 +76,13 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--gso: %d: allowed is 0 (off) to %d", *gso, gen.MaxGSO)
 	case *sockets < 0 || *sockets > ingest.MaxSockets:
 		return usageErr("--collector-sockets: %d: allowed is 0 (one per core) to %d", *sockets, ingest.MaxSockets)
+	case *spread != "" && *spread != ingest.SpreadFlow && *spread != ingest.SpreadSource:
+		return usageErr("--spread: %q: allowed is flow or source", *spread)
+	}
+	groSet := false
+	fs.Visit(func(f *flag.Flag) { groSet = groSet || f.Name == "gro" })
+	if *spread == ingest.SpreadFlow && !groSet {
+		gro = nil // the listener's default with spread flow: off
 	}
 	if err := cmp.Or(ingest.CheckReceivePath(), gen.CheckSend()); err != nil {
 		return err
@@ -84,7 +92,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	input := gcfg.Input().String()
-	cfg.Listeners = []ingest.Listener{{Format: input, Address: "127.0.0.1", Sockets: *sockets, RcvBuf: *rcvbuf, GRO: gro}}
+	cfg.Listeners = []ingest.Listener{{Format: input, Address: "127.0.0.1", Sockets: *sockets, RcvBuf: *rcvbuf, GRO: gro, Spread: *spread}}
 	cfg.HTTP.Address = ""
 	cfg.FillDefaults()
 	if *cfgPath == "" {
