@@ -129,6 +129,7 @@ func New(cfg Config, deps Deps) *Detector {
 	d.workers = make([]workerCounts, max(deps.Workers, 1))
 	for i := range d.workers {
 		d.workers[i].b = d.newBatch()
+		d.workers[i].b.worker = uint64(i)
 	}
 	if deps.Metrics != nil {
 		d.registerMetrics(deps.Metrics)
@@ -274,6 +275,7 @@ type batch struct {
 	now    [batchChunk]int64  // receive time per report: a hop op reads it here, not from the report's last line
 	addrs  [batchChunk * 8]uintptr
 	flowEv event.Event // the event template of flow ops, filled on the first event (lazyFlow)
+	worker uint64      // the worker the batch is
 }
 
 func (d *Detector) newBatch() *batch {
@@ -804,18 +806,31 @@ func (d *Detector) drop(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Rep
 	d.swValue(c, b, en, 0, event.Drops, en.v[0].cur+1)
 }
 
-// seq counts reports missing from the sequence of (node, hw_id): a jump forward by n > 1 adds
-// n−1. A step backwards (reordering, or a restarted reporter) only resynchronizes. The
-// caller holds the node's shard lock.
+// seq counts reports missing from the sequence of (node, hw_id). While one worker gives the
+// key all its reports, they come in the order sent: a jump forward by n > 1 adds n−1, and a
+// step backwards (reordering in the network, or a restarted reporter) only resynchronizes.
+// Once a second worker updates it, the reports come slightly out of order, and the key's
+// gaps are counted through a window (seqwin.go). The caller holds the node's shard lock.
 func (d *Detector) seq(c *[nCounts]uint64, b *batch, s *shard, r *telemetry.Report) {
-	en := &s.se[s.swAt(swKey{sw: r.NodeID, id: uint32(r.HWID), kind: kSeq}, b.swHash(r.NodeID), r.RecvTime, r.IngressTS)]
+	k := swKey{sw: r.NodeID, id: uint32(r.HWID), kind: kSeq}
+	en := &s.se[s.swAt(k, b.swHash(r.NodeID), r.RecvTime, r.IngressTS)]
 	gaps := en.v[0].cur
-	if en.seqOK {
+	switch w := en.seqWorker(); {
+	case !en.seqOK:
+	case en.seqSpread:
+		gaps += s.window(k).see(r.Seq, r.RecvTime)
+	case w != b.worker:
+		en.seqSpread = true
+		win := s.window(k)
+		win.reset(uint32(*en.seq()), r.RecvTime)
+		gaps += win.see(r.Seq, r.RecvTime)
+	default:
 		if step := r.Seq - uint32(*en.seq()); step > 1 && step < 1<<31 {
 			gaps += uint64(step - 1)
 		}
 	}
 	*en.seq(), en.seqOK = uint64(r.Seq), true
+	en.v[1].cur = uint64(b.worker)
 	c[cValues]++
 	d.swValue(c, b, en, 0, event.SeqGaps, gaps)
 }

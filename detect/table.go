@@ -64,13 +64,19 @@ type swEntry struct {
 	has   uint8 // bit i: v[i] known
 	above uint8 // bit 1 << i: v[i] is above its level
 	seqOK bool
-	last  int64
-	dev   uint64
-	v     [2]val
+	// seqSpread: a kSeq key updated by more than one worker, whose gaps are counted through
+	// its shard's window (seqwin.go).
+	seqSpread bool
+	last      int64
+	dev       uint64
+	v         [2]val
 }
 
 // seq is a kSeq key's last sequence number.
 func (en *swEntry) seq() *uint64 { return &en.v[1].ref }
+
+// seqWorker is the worker that last updated a kSeq key (in v[1].cur, also free).
+func (en *swEntry) seqWorker() uint64 { return en.v[1].cur }
 
 // lineAligned returns a slice of n Ts whose first element starts a cache line.
 func lineAligned[T any](n int) []T {
@@ -250,9 +256,26 @@ type shard struct {
 	hops []hopMemo // the hop memo, direct mapped by the hash of memoAt
 	hmsk uint64
 
+	// seqw holds the windows of the kSeq keys updated by several workers (seqwin.go), made
+	// when a key first is: one per reporter and hardware id.
+	seqw map[swKey]*seqWin
+
 	evictedFlows, evictedKeys, expired uint64       // under mu
 	resident                           atomic.Int32 // flows held (fl.n), read without mu
 	_                                  [64]byte
+}
+
+// window returns kSeq key k's window, made if need be; the caller holds s's lock.
+func (s *shard) window(k swKey) *seqWin {
+	w := s.seqw[k]
+	if w == nil {
+		if s.seqw == nil {
+			s.seqw = map[swKey]*seqWin{}
+		}
+		w = &seqWin{}
+		s.seqw[k] = w
+	}
+	return w
 }
 
 func newShard(flows, keys int) *shard {
