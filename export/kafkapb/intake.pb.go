@@ -229,16 +229,24 @@ func (x *FlowKey) GetProto() uint32 {
 
 // Report is one decoded telemetry report.
 type Report struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RecvTimeNs    int64                  `protobuf:"varint,1,opt,name=recv_time_ns,json=recvTimeNs,proto3" json:"recv_time_ns,omitempty"` // the collector's receive time, Unix ns
-	Format        string                 `protobuf:"bytes,2,opt,name=format,proto3" json:"format,omitempty"`                              // telemetry format, as intake decode names it
-	NodeId        uint32                 `protobuf:"varint,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`               // the reporting node
-	Seq           uint32                 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
-	HwId          uint32                 `protobuf:"varint,5,opt,name=hw_id,json=hwId,proto3" json:"hw_id,omitempty"`
-	IngressTs     uint64                 `protobuf:"varint,6,opt,name=ingress_ts,json=ingressTs,proto3" json:"ingress_ts,omitempty"` // the report header's ingress timestamp, device ns
-	Flow          *FlowKey               `protobuf:"bytes,7,opt,name=flow,proto3" json:"flow,omitempty"`                             // absent when the report carries no flow
-	Hops          []*Hop                 `protobuf:"bytes,8,rep,name=hops,proto3" json:"hops,omitempty"`                             // source first
-	HopsTotal     uint32                 `protobuf:"varint,9,opt,name=hops_total,json=hopsTotal,proto3" json:"hops_total,omitempty"` // hops the report carried (hops holds at most kafkapb.MaxHops)
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	RecvTimeNs int64                  `protobuf:"varint,1,opt,name=recv_time_ns,json=recvTimeNs,proto3" json:"recv_time_ns,omitempty"` // the collector's receive time, Unix ns
+	Format     string                 `protobuf:"bytes,2,opt,name=format,proto3" json:"format,omitempty"`                              // telemetry format, as intake decode names it
+	NodeId     uint32                 `protobuf:"varint,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`               // the reporting node
+	Seq        uint32                 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
+	HwId       uint32                 `protobuf:"varint,5,opt,name=hw_id,json=hwId,proto3" json:"hw_id,omitempty"`
+	IngressTs  uint64                 `protobuf:"varint,6,opt,name=ingress_ts,json=ingressTs,proto3" json:"ingress_ts,omitempty"` // the report header's ingress timestamp, device ns
+	Flow       *FlowKey               `protobuf:"bytes,7,opt,name=flow,proto3" json:"flow,omitempty"`                             // absent when the report carries no flow
+	// hops: source first, hops[0] the first INT switch the packet crossed; a report of more
+	// than kafkapb.MaxHops hops keeps the MaxHops nearest the source.
+	Hops      []*Hop `protobuf:"bytes,8,rep,name=hops,proto3" json:"hops,omitempty"`
+	HopsTotal uint32 `protobuf:"varint,9,opt,name=hops_total,json=hopsTotal,proto3" json:"hops_total,omitempty"` // hops the report carried (hops holds at most kafkapb.MaxHops)
+	Dta       *DTA   `protobuf:"bytes,10,opt,name=dta,proto3" json:"dta,omitempty"`                              // format "dta": the primitive
+	// labels (format "int-label"): the export's items, source first as hops (at most
+	// kafkapb.MaxHops, the nearest the source); labels_total says how many it had.
+	Labels        []*LabelItem `protobuf:"bytes,11,rep,name=labels,proto3" json:"labels,omitempty"`
+	LabelsTotal   uint32       `protobuf:"varint,12,opt,name=labels_total,json=labelsTotal,proto3" json:"labels_total,omitempty"`
+	LabelSpecific bool         `protobuf:"varint,13,opt,name=label_specific,json=labelSpecific,proto3" json:"label_specific,omitempty"` // INT-label specific-flow telemetry (the option's type bit)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -334,6 +342,34 @@ func (x *Report) GetHopsTotal() uint32 {
 		return x.HopsTotal
 	}
 	return 0
+}
+
+func (x *Report) GetDta() *DTA {
+	if x != nil {
+		return x.Dta
+	}
+	return nil
+}
+
+func (x *Report) GetLabels() []*LabelItem {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *Report) GetLabelsTotal() uint32 {
+	if x != nil {
+		return x.LabelsTotal
+	}
+	return 0
+}
+
+func (x *Report) GetLabelSpecific() bool {
+	if x != nil {
+		return x.LabelSpecific
+	}
+	return false
 }
 
 // Hop is one hop's metadata; a field the report did not carry is absent (0).
@@ -437,32 +473,271 @@ func (x *Hop) GetEgressTs() uint64 {
 	return 0
 }
 
+// DTA is one DTA primitive as decoded (docs/wire-dta-label.md); a field the primitive does
+// not carry is absent.
+type DTA struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Op            string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`                        // key-write, key-increment, postcard, append
+	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`                      // key-write, key-increment, postcard
+	Data          []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`                    // key-write, postcard, append
+	Redundancy    uint32                 `protobuf:"varint,4,opt,name=redundancy,proto3" json:"redundancy,omitempty"`       // key-write, key-increment
+	Counter       uint64                 `protobuf:"varint,5,opt,name=counter,proto3" json:"counter,omitempty"`             // key-increment
+	Hop           uint32                 `protobuf:"varint,6,opt,name=hop,proto3" json:"hop,omitempty"`                     // postcard: 1-based hop number
+	ListId        uint32                 `protobuf:"varint,7,opt,name=list_id,json=listId,proto3" json:"list_id,omitempty"` // append
+	Immediate     bool                   `protobuf:"varint,8,opt,name=immediate,proto3" json:"immediate,omitempty"`
+	HeaderLen     uint32                 `protobuf:"varint,9,opt,name=header_len,json=headerLen,proto3" json:"header_len,omitempty"` // 2 or 3 (the NACK-tracking layout)
+	Seq           uint32                 `protobuf:"varint,10,opt,name=seq,proto3" json:"seq,omitempty"`                             // header_len 3 only
+	Retransmit    bool                   `protobuf:"varint,11,opt,name=retransmit,proto3" json:"retransmit,omitempty"`               // header_len 3 only
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DTA) Reset() {
+	*x = DTA{}
+	mi := &file_intake_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DTA) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DTA) ProtoMessage() {}
+
+func (x *DTA) ProtoReflect() protoreflect.Message {
+	mi := &file_intake_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DTA.ProtoReflect.Descriptor instead.
+func (*DTA) Descriptor() ([]byte, []int) {
+	return file_intake_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *DTA) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *DTA) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *DTA) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *DTA) GetRedundancy() uint32 {
+	if x != nil {
+		return x.Redundancy
+	}
+	return 0
+}
+
+func (x *DTA) GetCounter() uint64 {
+	if x != nil {
+		return x.Counter
+	}
+	return 0
+}
+
+func (x *DTA) GetHop() uint32 {
+	if x != nil {
+		return x.Hop
+	}
+	return 0
+}
+
+func (x *DTA) GetListId() uint32 {
+	if x != nil {
+		return x.ListId
+	}
+	return 0
+}
+
+func (x *DTA) GetImmediate() bool {
+	if x != nil {
+		return x.Immediate
+	}
+	return false
+}
+
+func (x *DTA) GetHeaderLen() uint32 {
+	if x != nil {
+		return x.HeaderLen
+	}
+	return 0
+}
+
+func (x *DTA) GetSeq() uint32 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *DTA) GetRetransmit() bool {
+	if x != nil {
+		return x.Retransmit
+	}
+	return false
+}
+
+// LabelItem is one INT-label data item (INT-label §2): one switch's labeling of the packet.
+type LabelItem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SwitchId      uint32                 `protobuf:"varint,1,opt,name=switch_id,json=switchId,proto3" json:"switch_id,omitempty"`
+	IngressPort   uint32                 `protobuf:"varint,2,opt,name=ingress_port,json=ingressPort,proto3" json:"ingress_port,omitempty"`
+	EgressPort    uint32                 `protobuf:"varint,3,opt,name=egress_port,json=egressPort,proto3" json:"egress_port,omitempty"`
+	IngressTs     uint64                 `protobuf:"varint,4,opt,name=ingress_ts,json=ingressTs,proto3" json:"ingress_ts,omitempty"` // 48 bits
+	EgressTs      uint64                 `protobuf:"varint,5,opt,name=egress_ts,json=egressTs,proto3" json:"egress_ts,omitempty"`    // 48 bits: the label time
+	EnqTs         uint32                 `protobuf:"varint,6,opt,name=enq_ts,json=enqTs,proto3" json:"enq_ts,omitempty"`
+	EnqQdepth     uint32                 `protobuf:"varint,7,opt,name=enq_qdepth,json=enqQdepth,proto3" json:"enq_qdepth,omitempty"`
+	DeqTimedelta  uint32                 `protobuf:"varint,8,opt,name=deq_timedelta,json=deqTimedelta,proto3" json:"deq_timedelta,omitempty"` // queueing latency
+	DeqQdepth     uint32                 `protobuf:"varint,9,opt,name=deq_qdepth,json=deqQdepth,proto3" json:"deq_qdepth,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LabelItem) Reset() {
+	*x = LabelItem{}
+	mi := &file_intake_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LabelItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LabelItem) ProtoMessage() {}
+
+func (x *LabelItem) ProtoReflect() protoreflect.Message {
+	mi := &file_intake_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LabelItem.ProtoReflect.Descriptor instead.
+func (*LabelItem) Descriptor() ([]byte, []int) {
+	return file_intake_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *LabelItem) GetSwitchId() uint32 {
+	if x != nil {
+		return x.SwitchId
+	}
+	return 0
+}
+
+func (x *LabelItem) GetIngressPort() uint32 {
+	if x != nil {
+		return x.IngressPort
+	}
+	return 0
+}
+
+func (x *LabelItem) GetEgressPort() uint32 {
+	if x != nil {
+		return x.EgressPort
+	}
+	return 0
+}
+
+func (x *LabelItem) GetIngressTs() uint64 {
+	if x != nil {
+		return x.IngressTs
+	}
+	return 0
+}
+
+func (x *LabelItem) GetEgressTs() uint64 {
+	if x != nil {
+		return x.EgressTs
+	}
+	return 0
+}
+
+func (x *LabelItem) GetEnqTs() uint32 {
+	if x != nil {
+		return x.EnqTs
+	}
+	return 0
+}
+
+func (x *LabelItem) GetEnqQdepth() uint32 {
+	if x != nil {
+		return x.EnqQdepth
+	}
+	return 0
+}
+
+func (x *LabelItem) GetDeqTimedelta() uint32 {
+	if x != nil {
+		return x.DeqTimedelta
+	}
+	return 0
+}
+
+func (x *LabelItem) GetDeqQdepth() uint32 {
+	if x != nil {
+		return x.DeqQdepth
+	}
+	return 0
+}
+
 // Event is a detector event or periodic value (docs/detect.md).
 type Event struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TimeNs        int64                  `protobuf:"varint,1,opt,name=time_ns,json=timeNs,proto3" json:"time_ns,omitempty"`
-	DevTime       uint64                 `protobuf:"varint,2,opt,name=dev_time,json=devTime,proto3" json:"dev_time,omitempty"`
-	Kind          string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`               // new_key, path_change, change, above, below, periodic, expire
-	Scope         string                 `protobuf:"bytes,4,opt,name=scope,proto3" json:"scope,omitempty"`             // switch, e2e, flow
-	Measurement   string                 `protobuf:"bytes,5,opt,name=measurement,proto3" json:"measurement,omitempty"` // flow_latency, flow_hop_latency, ...
-	Flow          *FlowKey               `protobuf:"bytes,6,opt,name=flow,proto3" json:"flow,omitempty"`               // for the flow measurements
-	SwitchId      uint32                 `protobuf:"varint,7,opt,name=switch_id,json=switchId,proto3" json:"switch_id,omitempty"`
-	Port          uint32                 `protobuf:"varint,8,opt,name=port,proto3" json:"port,omitempty"`
-	Queue         uint32                 `protobuf:"varint,9,opt,name=queue,proto3" json:"queue,omitempty"`
-	Buffer        uint32                 `protobuf:"varint,10,opt,name=buffer,proto3" json:"buffer,omitempty"`
-	Reason        uint32                 `protobuf:"varint,11,opt,name=reason,proto3" json:"reason,omitempty"`
-	HwId          uint32                 `protobuf:"varint,12,opt,name=hw_id,json=hwId,proto3" json:"hw_id,omitempty"`
-	Prev          uint64                 `protobuf:"varint,13,opt,name=prev,proto3" json:"prev,omitempty"`
-	Value         uint64                 `protobuf:"varint,14,opt,name=value,proto3" json:"value,omitempty"`
-	Threshold     uint64                 `protobuf:"varint,15,opt,name=threshold,proto3" json:"threshold,omitempty"`
-	Path          []uint32               `protobuf:"varint,16,rep,packed,name=path,proto3" json:"path,omitempty"` // flow_path: node ids, source to sink
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	TimeNs      int64                  `protobuf:"varint,1,opt,name=time_ns,json=timeNs,proto3" json:"time_ns,omitempty"`
+	DevTime     uint64                 `protobuf:"varint,2,opt,name=dev_time,json=devTime,proto3" json:"dev_time,omitempty"`
+	Kind        string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`               // new_key, path_change, change, above, below, periodic, expire
+	Scope       string                 `protobuf:"bytes,4,opt,name=scope,proto3" json:"scope,omitempty"`             // switch, e2e, flow
+	Measurement string                 `protobuf:"bytes,5,opt,name=measurement,proto3" json:"measurement,omitempty"` // flow_latency, flow_hop_latency, ...
+	Flow        *FlowKey               `protobuf:"bytes,6,opt,name=flow,proto3" json:"flow,omitempty"`               // for the flow measurements
+	SwitchId    uint32                 `protobuf:"varint,7,opt,name=switch_id,json=switchId,proto3" json:"switch_id,omitempty"`
+	Port        uint32                 `protobuf:"varint,8,opt,name=port,proto3" json:"port,omitempty"`
+	Queue       uint32                 `protobuf:"varint,9,opt,name=queue,proto3" json:"queue,omitempty"`
+	Buffer      uint32                 `protobuf:"varint,10,opt,name=buffer,proto3" json:"buffer,omitempty"`
+	Reason      uint32                 `protobuf:"varint,11,opt,name=reason,proto3" json:"reason,omitempty"`
+	HwId        uint32                 `protobuf:"varint,12,opt,name=hw_id,json=hwId,proto3" json:"hw_id,omitempty"`
+	Prev        uint64                 `protobuf:"varint,13,opt,name=prev,proto3" json:"prev,omitempty"`
+	Value       uint64                 `protobuf:"varint,14,opt,name=value,proto3" json:"value,omitempty"`
+	Threshold   uint64                 `protobuf:"varint,15,opt,name=threshold,proto3" json:"threshold,omitempty"`
+	Path        []uint32               `protobuf:"varint,16,rep,packed,name=path,proto3" json:"path,omitempty"` // flow_path: node ids, source to sink
+	// member is the cluster member (cluster.self) that detected the event; absent outside a
+	// cluster. Each member detects from the reports it owns, so a switch's events come once
+	// from every member that sees the switch (docs/kafka.md, "Clusters").
+	Member        string `protobuf:"bytes,17,opt,name=member,proto3" json:"member,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_intake_proto_msgTypes[4]
+	mi := &file_intake_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -474,7 +749,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_intake_proto_msgTypes[4]
+	mi := &file_intake_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -487,7 +762,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_intake_proto_rawDescGZIP(), []int{4}
+	return file_intake_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Event) GetTimeNs() int64 {
@@ -602,6 +877,13 @@ func (x *Event) GetPath() []uint32 {
 	return nil
 }
 
+func (x *Event) GetMember() string {
+	if x != nil {
+		return x.Member
+	}
+	return ""
+}
+
 // FlowRecord is a flow evicted from the flow cache, with its aggregates (docs/flowcache.md).
 type FlowRecord struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -621,7 +903,7 @@ type FlowRecord struct {
 
 func (x *FlowRecord) Reset() {
 	*x = FlowRecord{}
-	mi := &file_intake_proto_msgTypes[5]
+	mi := &file_intake_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -633,7 +915,7 @@ func (x *FlowRecord) String() string {
 func (*FlowRecord) ProtoMessage() {}
 
 func (x *FlowRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_intake_proto_msgTypes[5]
+	mi := &file_intake_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -646,7 +928,7 @@ func (x *FlowRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlowRecord.ProtoReflect.Descriptor instead.
 func (*FlowRecord) Descriptor() ([]byte, []int) {
-	return file_intake_proto_rawDescGZIP(), []int{5}
+	return file_intake_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FlowRecord) GetFlow() *FlowKey {
@@ -733,7 +1015,7 @@ type HopRecord struct {
 
 func (x *HopRecord) Reset() {
 	*x = HopRecord{}
-	mi := &file_intake_proto_msgTypes[6]
+	mi := &file_intake_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -745,7 +1027,7 @@ func (x *HopRecord) String() string {
 func (*HopRecord) ProtoMessage() {}
 
 func (x *HopRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_intake_proto_msgTypes[6]
+	mi := &file_intake_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -758,7 +1040,7 @@ func (x *HopRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HopRecord.ProtoReflect.Descriptor instead.
 func (*HopRecord) Descriptor() ([]byte, []int) {
-	return file_intake_proto_rawDescGZIP(), []int{6}
+	return file_intake_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *HopRecord) GetNodeId() uint32 {
@@ -813,7 +1095,7 @@ const file_intake_proto_rawDesc = "" +
 	"\x03dst\x18\x02 \x01(\fR\x03dst\x12\x19\n" +
 	"\bsrc_port\x18\x03 \x01(\rR\asrcPort\x12\x19\n" +
 	"\bdst_port\x18\x04 \x01(\rR\adstPort\x12\x14\n" +
-	"\x05proto\x18\x05 \x01(\rR\x05proto\"\x8c\x02\n" +
+	"\x05proto\x18\x05 \x01(\rR\x05proto\"\xa6\x03\n" +
 	"\x06Report\x12 \n" +
 	"\frecv_time_ns\x18\x01 \x01(\x03R\n" +
 	"recvTimeNs\x12\x16\n" +
@@ -826,7 +1108,12 @@ const file_intake_proto_rawDesc = "" +
 	"\x04flow\x18\a \x01(\v2\x12.intake.v1.FlowKeyR\x04flow\x12\"\n" +
 	"\x04hops\x18\b \x03(\v2\x0e.intake.v1.HopR\x04hops\x12\x1d\n" +
 	"\n" +
-	"hops_total\x18\t \x01(\rR\thopsTotal\"\xfd\x01\n" +
+	"hops_total\x18\t \x01(\rR\thopsTotal\x12 \n" +
+	"\x03dta\x18\n" +
+	" \x01(\v2\x0e.intake.v1.DTAR\x03dta\x12,\n" +
+	"\x06labels\x18\v \x03(\v2\x14.intake.v1.LabelItemR\x06labels\x12!\n" +
+	"\flabels_total\x18\f \x01(\rR\vlabelsTotal\x12%\n" +
+	"\x0elabel_specific\x18\r \x01(\bR\rlabelSpecific\"\xfd\x01\n" +
 	"\x03Hop\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12!\n" +
 	"\fingress_port\x18\x02 \x01(\rR\vingressPort\x12\x1f\n" +
@@ -837,7 +1124,39 @@ const file_intake_proto_rawDesc = "" +
 	"\bqueue_id\x18\x05 \x01(\rR\aqueueId\x12'\n" +
 	"\x0fqueue_occupancy\x18\x06 \x01(\rR\x0equeueOccupancy\x12\x17\n" +
 	"\atx_util\x18\a \x01(\rR\x06txUtil\x12\x1b\n" +
-	"\tegress_ts\x18\b \x01(\x04R\begressTs\"\x97\x03\n" +
+	"\tegress_ts\x18\b \x01(\x04R\begressTs\"\x8f\x02\n" +
+	"\x03DTA\x12\x0e\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\x12\x1e\n" +
+	"\n" +
+	"redundancy\x18\x04 \x01(\rR\n" +
+	"redundancy\x12\x18\n" +
+	"\acounter\x18\x05 \x01(\x04R\acounter\x12\x10\n" +
+	"\x03hop\x18\x06 \x01(\rR\x03hop\x12\x17\n" +
+	"\alist_id\x18\a \x01(\rR\x06listId\x12\x1c\n" +
+	"\timmediate\x18\b \x01(\bR\timmediate\x12\x1d\n" +
+	"\n" +
+	"header_len\x18\t \x01(\rR\theaderLen\x12\x10\n" +
+	"\x03seq\x18\n" +
+	" \x01(\rR\x03seq\x12\x1e\n" +
+	"\n" +
+	"retransmit\x18\v \x01(\bR\n" +
+	"retransmit\"\xa2\x02\n" +
+	"\tLabelItem\x12\x1b\n" +
+	"\tswitch_id\x18\x01 \x01(\rR\bswitchId\x12!\n" +
+	"\fingress_port\x18\x02 \x01(\rR\vingressPort\x12\x1f\n" +
+	"\vegress_port\x18\x03 \x01(\rR\n" +
+	"egressPort\x12\x1d\n" +
+	"\n" +
+	"ingress_ts\x18\x04 \x01(\x04R\tingressTs\x12\x1b\n" +
+	"\tegress_ts\x18\x05 \x01(\x04R\begressTs\x12\x15\n" +
+	"\x06enq_ts\x18\x06 \x01(\rR\x05enqTs\x12\x1d\n" +
+	"\n" +
+	"enq_qdepth\x18\a \x01(\rR\tenqQdepth\x12#\n" +
+	"\rdeq_timedelta\x18\b \x01(\rR\fdeqTimedelta\x12\x1d\n" +
+	"\n" +
+	"deq_qdepth\x18\t \x01(\rR\tdeqQdepth\"\xaf\x03\n" +
 	"\x05Event\x12\x17\n" +
 	"\atime_ns\x18\x01 \x01(\x03R\x06timeNs\x12\x19\n" +
 	"\bdev_time\x18\x02 \x01(\x04R\adevTime\x12\x12\n" +
@@ -855,7 +1174,8 @@ const file_intake_proto_rawDesc = "" +
 	"\x04prev\x18\r \x01(\x04R\x04prev\x12\x14\n" +
 	"\x05value\x18\x0e \x01(\x04R\x05value\x12\x1c\n" +
 	"\tthreshold\x18\x0f \x01(\x04R\tthreshold\x12\x12\n" +
-	"\x04path\x18\x10 \x03(\rR\x04path\"\xcf\x02\n" +
+	"\x04path\x18\x10 \x03(\rR\x04path\x12\x16\n" +
+	"\x06member\x18\x11 \x01(\tR\x06member\"\xcf\x02\n" +
 	"\n" +
 	"FlowRecord\x12&\n" +
 	"\x04flow\x18\x01 \x01(\v2\x12.intake.v1.FlowKeyR\x04flow\x12\x16\n" +
@@ -889,31 +1209,35 @@ func file_intake_proto_rawDescGZIP() []byte {
 	return file_intake_proto_rawDescData
 }
 
-var file_intake_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_intake_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_intake_proto_goTypes = []any{
 	(*Message)(nil),    // 0: intake.v1.Message
 	(*FlowKey)(nil),    // 1: intake.v1.FlowKey
 	(*Report)(nil),     // 2: intake.v1.Report
 	(*Hop)(nil),        // 3: intake.v1.Hop
-	(*Event)(nil),      // 4: intake.v1.Event
-	(*FlowRecord)(nil), // 5: intake.v1.FlowRecord
-	(*HopRecord)(nil),  // 6: intake.v1.HopRecord
+	(*DTA)(nil),        // 4: intake.v1.DTA
+	(*LabelItem)(nil),  // 5: intake.v1.LabelItem
+	(*Event)(nil),      // 6: intake.v1.Event
+	(*FlowRecord)(nil), // 7: intake.v1.FlowRecord
+	(*HopRecord)(nil),  // 8: intake.v1.HopRecord
 }
 var file_intake_proto_depIdxs = []int32{
-	2, // 0: intake.v1.Message.report:type_name -> intake.v1.Report
-	4, // 1: intake.v1.Message.event:type_name -> intake.v1.Event
-	4, // 2: intake.v1.Message.snapshot:type_name -> intake.v1.Event
-	5, // 3: intake.v1.Message.flow:type_name -> intake.v1.FlowRecord
-	1, // 4: intake.v1.Report.flow:type_name -> intake.v1.FlowKey
-	3, // 5: intake.v1.Report.hops:type_name -> intake.v1.Hop
-	1, // 6: intake.v1.Event.flow:type_name -> intake.v1.FlowKey
-	1, // 7: intake.v1.FlowRecord.flow:type_name -> intake.v1.FlowKey
-	6, // 8: intake.v1.FlowRecord.hops:type_name -> intake.v1.HopRecord
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	2,  // 0: intake.v1.Message.report:type_name -> intake.v1.Report
+	6,  // 1: intake.v1.Message.event:type_name -> intake.v1.Event
+	6,  // 2: intake.v1.Message.snapshot:type_name -> intake.v1.Event
+	7,  // 3: intake.v1.Message.flow:type_name -> intake.v1.FlowRecord
+	1,  // 4: intake.v1.Report.flow:type_name -> intake.v1.FlowKey
+	3,  // 5: intake.v1.Report.hops:type_name -> intake.v1.Hop
+	4,  // 6: intake.v1.Report.dta:type_name -> intake.v1.DTA
+	5,  // 7: intake.v1.Report.labels:type_name -> intake.v1.LabelItem
+	1,  // 8: intake.v1.Event.flow:type_name -> intake.v1.FlowKey
+	1,  // 9: intake.v1.FlowRecord.flow:type_name -> intake.v1.FlowKey
+	8,  // 10: intake.v1.FlowRecord.hops:type_name -> intake.v1.HopRecord
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_intake_proto_init() }
@@ -933,7 +1257,7 @@ func file_intake_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_intake_proto_rawDesc), len(file_intake_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -7,6 +7,7 @@ package kafkapb
 //go:generate protoc --go_out=. --go_opt=paths=source_relative intake.proto
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -89,18 +90,11 @@ func Kind(m *Message) string {
 var Columns = []string{"KIND", "TIME", "KEY", "WHAT", "VALUE"}
 
 // Row is m as one table line (Columns): its kind, its time (Unix ns), what it is keyed on
-// (a flow 5-tuple, or a switch), and a summary.
+// (a flow 5-tuple, a switch, a DTA key or list), and a summary.
 func Row(m *Message) []string {
 	switch b := m.GetBody().(type) {
 	case *Message_Report:
-		r := b.Report
-		key := FlowString(r.GetFlow())
-		if key == "" {
-			key = "node " + strconv.FormatUint(uint64(r.GetNodeId()), 10)
-		}
-		return []string{"report", strconv.FormatInt(r.GetRecvTimeNs(), 10), key,
-			fmt.Sprintf("%s node=%d seq=%d", r.GetFormat(), r.GetNodeId(), r.GetSeq()),
-			"hops=" + strconv.FormatUint(uint64(r.GetHopsTotal()), 10)}
+		return reportRow(b.Report)
 	case *Message_Event:
 		return eventRow("event", b.Event)
 	case *Message_Snapshot:
@@ -118,6 +112,52 @@ func Row(m *Message) []string {
 	return []string{"?", "", "", "", ""}
 }
 
+func reportRow(r *Report) []string {
+	row := []string{"report", strconv.FormatInt(r.GetRecvTimeNs(), 10), "", "", ""}
+	switch {
+	case r.GetDta() != nil:
+		d := r.GetDta()
+		row[2], row[3] = "dta key "+hex.EncodeToString(d.GetKey()), "dta "+d.GetOp()
+		switch d.GetOp() {
+		case "append":
+			row[2] = "dta list " + strconv.FormatUint(uint64(d.GetListId()), 10)
+		case "key-write", "key-increment":
+			row[3] += " redundancy=" + strconv.FormatUint(uint64(d.GetRedundancy()), 10)
+		case "postcard":
+			row[3] += " hop=" + strconv.FormatUint(uint64(d.GetHop()), 10)
+		}
+		row[4] = "data=" + hex.EncodeToString(d.GetData())
+		if d.GetOp() == "key-increment" {
+			row[4] = "counter=" + strconv.FormatUint(d.GetCounter(), 10)
+		}
+	case r.GetFormat() == "int-label":
+		ls := r.GetLabels()
+		sw := uint32(0)
+		if len(ls) > 0 {
+			sw = ls[len(ls)-1].GetSwitchId() // the newest item's: the message key's switch
+		}
+		row[2] = "switch " + strconv.FormatUint(uint64(sw), 10)
+		row[3] = "int-label items=" + strconv.FormatUint(uint64(r.GetLabelsTotal()), 10)
+		if r.GetLabelSpecific() {
+			row[3] += " specific"
+		}
+		items := make([]string, len(ls))
+		for i, l := range ls {
+			items[i] = fmt.Sprintf("%d:%d>%d q=%d lat=%d t=%d", l.GetSwitchId(), l.GetIngressPort(), l.GetEgressPort(),
+				l.GetDeqQdepth(), l.GetDeqTimedelta(), l.GetEgressTs())
+		}
+		row[4] = strings.Join(items, "; ")
+	default:
+		row[2] = FlowString(r.GetFlow())
+		if row[2] == "" {
+			row[2] = "node " + strconv.FormatUint(uint64(r.GetNodeId()), 10)
+		}
+		row[3] = fmt.Sprintf("%s node=%d seq=%d", r.GetFormat(), r.GetNodeId(), r.GetSeq())
+		row[4] = "hops=" + strconv.FormatUint(uint64(r.GetHopsTotal()), 10)
+	}
+	return row
+}
+
 func eventRow(kind string, e *Event) []string {
 	key := FlowString(e.GetFlow())
 	if e.GetSwitchId() != 0 || key == "" {
@@ -126,8 +166,11 @@ func eventRow(kind string, e *Event) []string {
 		}
 		key += "switch " + strconv.FormatUint(uint64(e.GetSwitchId()), 10)
 	}
-	return []string{kind, strconv.FormatInt(e.GetTimeNs(), 10), key, e.GetKind() + " " + e.GetMeasurement(),
-		strconv.FormatUint(e.GetValue(), 10)}
+	what := e.GetKind() + " " + e.GetMeasurement()
+	if e.GetMember() != "" {
+		what += " member=" + e.GetMember()
+	}
+	return []string{kind, strconv.FormatInt(e.GetTimeNs(), 10), key, what, strconv.FormatUint(e.GetValue(), 10)}
 }
 
 // FlowString is k as "src:sport>dst:dport/proto" ("" for no flow; an address of a length

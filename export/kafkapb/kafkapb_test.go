@@ -49,6 +49,36 @@ func TestDecodeBothEncodings(t *testing.T) {
 	}
 }
 
+// TestRowContent: the table line of a DTA report, an INT-label export and a member's event
+// shows their content.
+func TestRowContent(t *testing.T) {
+	for _, c := range []struct {
+		m    *Message
+		want string
+	}{
+		{&Message{Body: &Message_Report{Report: &Report{RecvTimeNs: 1, Format: "dta", Dta: &DTA{Op: "key-increment",
+			Key: []byte{10, 0, 0, 1}, Redundancy: 2, Counter: 7}}}},
+			"report|1|dta key 0a000001|dta key-increment redundancy=2|counter=7"},
+		{&Message{Body: &Message_Report{Report: &Report{RecvTimeNs: 2, Format: "dta", Dta: &DTA{Op: "postcard",
+			Key: []byte{1, 2}, Hop: 3, Data: []byte{0, 9}}}}},
+			"report|2|dta key 0102|dta postcard hop=3|data=0009"},
+		{&Message{Body: &Message_Report{Report: &Report{RecvTimeNs: 3, Format: "dta", Dta: &DTA{Op: "append", ListId: 4,
+			Data: []byte{5}}}}},
+			"report|3|dta list 4|dta append|data=05"},
+		{&Message{Body: &Message_Report{Report: &Report{RecvTimeNs: 4, Format: "int-label", LabelsTotal: 2, Labels: []*LabelItem{
+			{SwitchId: 1, IngressPort: 2, EgressPort: 3, DeqQdepth: 4, DeqTimedelta: 5, EgressTs: 6},
+			{SwitchId: 7, IngressPort: 8, EgressPort: 9, DeqQdepth: 10, DeqTimedelta: 11, EgressTs: 12}}}}},
+			"report|4|switch 7|int-label items=2|1:2>3 q=4 lat=5 t=6; 7:8>9 q=10 lat=11 t=12"},
+		{&Message{Body: &Message_Event{Event: &Event{TimeNs: 5, Kind: "new_key", Measurement: "queue_occupancy", SwitchId: 3,
+			Value: 9, Member: "c2"}}},
+			"event|5|switch 3|new_key queue_occupancy member=c2|9"},
+	} {
+		if got := strings.Join(Row(c.m), "|"); got != c.want {
+			t.Errorf("row %q, want %q", got, c.want)
+		}
+	}
+}
+
 func TestDecodeErrors(t *testing.T) {
 	newer := sample()
 	newer.SchemaVersion = SchemaVersion + 1
@@ -134,6 +164,9 @@ func FuzzDecode(f *testing.F) {
 		{SchemaVersion: 1, Body: &Message_Event{Event: &Event{Kind: "change", Path: []uint32{1, 2}, Flow: &FlowKey{Src: make([]byte, 16)}}}},
 		{SchemaVersion: 1, Body: &Message_Snapshot{Snapshot: &Event{Kind: "periodic", SwitchId: 3}}},
 		{SchemaVersion: 1, Body: &Message_Flow{Flow: &FlowRecord{Reason: "idle", Hops: []*HopRecord{{NodeId: 1, Metrics: []string{"hop_latency"}, Latest: []uint64{4}}}}}},
+		{SchemaVersion: 1, Body: &Message_Report{Report: &Report{Format: "dta", Dta: &DTA{Op: "key-write", Key: []byte{1}, Data: []byte{2}, Redundancy: 1}}}},
+		{SchemaVersion: 1, Body: &Message_Report{Report: &Report{Format: "int-label", Labels: []*LabelItem{{SwitchId: 1, EgressTs: 5}}, LabelsTotal: 1}}},
+		{SchemaVersion: 1, Body: &Message_Event{Event: &Event{Kind: "new_key", Member: "c0"}}},
 	} {
 		b1, _ := proto.Marshal(b)
 		b2, _ := JSON(b)
