@@ -209,11 +209,11 @@ func (c *Collector) buildKafka(workers int, procs *[]ingest.Processor) error {
 	if !c.Config.Export.Kafka.Enabled() {
 		return nil
 	}
-	k, err := export.NewKafka(c.Config.Export, workers, c.Metrics)
+	k, err := export.NewKafka(c.Config.Export, export.KafkaDeps{Workers: workers, Metrics: c.Metrics,
+		Logger: c.log.With("component", "export"), Member: c.Config.Cluster.Self})
 	if err != nil {
 		return err
 	}
-	k.SetLogger(c.log.With("component", "export"))
 	c.Kafka = k
 	c.comps = append(c.comps, k)
 	if p := k.Reports(); p != nil {

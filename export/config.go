@@ -42,6 +42,9 @@ type Kafka struct {
 	Brokers []string `yaml:"brokers"`
 	// Topics name the topic of each kind of message; an empty name turns that kind off.
 	Topics KafkaTopics `yaml:"topics"`
+	// CreateTopics creates, at start, a topic the brokers do not have (their default
+	// partitions and replication); without it a missing topic stops the start.
+	CreateTopics bool `yaml:"create_topics"`
 	// Reports is which decoded reports go to topics.reports: off, sampled (one in
 	// SampleEvery per ingest worker) or full.
 	Reports     string `yaml:"reports"`
@@ -58,8 +61,9 @@ type Kafka struct {
 	BatchBytes int           `yaml:"batch_bytes"`
 	Linger     time.Duration `yaml:"linger"`
 	// Queue is the number of messages of each kind waiting for the producer; when full, new
-	// ones are dropped and counted (ingest never waits). Buffered is the most messages the
-	// producer holds in flight and retrying.
+	// ones are dropped and counted (ingest never waits). Buffered is the most messages of
+	// one kind (topic) the producer holds in flight and retrying: each topic has its own, so
+	// that one topic in trouble cannot take another's room.
 	Queue    int `yaml:"queue"`
 	Buffered int `yaml:"buffered"`
 	// DeliveryTimeout is how long the producer retries a message (a broker down, a leader

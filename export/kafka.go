@@ -10,11 +10,15 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -38,9 +42,12 @@ import (
 // queue_full); one sender goroutine encodes and hands records to the franz-go producer,
 // which batches per partition, compresses, retries (a broker down, a leader moving) until
 // delivery_timeout, and reports each record's outcome to a callback that counts it sent or
-// dropped (failed). The sender may wait for the producer's buffer (buffered records); the
-// queues, not ingest, absorb that. Every offered message ends counted exactly once: sent,
-// or dropped queue_full, failed or shutdown; docs/kafka.md has the accounting.
+// dropped (failed). Each kind (topic) may have at most `buffered` records in the producer:
+// the sender takes no more of a kind that is at its limit, and the producer's own buffer
+// holds every kind's limit, so Produce never waits and a topic in trouble (missing, its
+// leaders unreachable) fills its own queue only, never another's. Every offered message
+// ends counted exactly once: sent, or dropped queue_full, failed or shutdown; docs/kafka.md
+// has the accounting.
 
 // Kinds of Kafka messages, the kind label of the counters.
 const (
@@ -52,6 +59,9 @@ const (
 )
 
 var kafkaKindNames = [numKafkaKinds]string{"report", "event", "snapshot", "flow"}
+
+// kafkaTopicKeys are the configuration keys of the kinds' topics (export.kafka.topics.*).
+var kafkaTopicKeys = [numKafkaKinds]string{"reports", "events", "snapshots", "flows"}
 
 // Drop reasons of the Kafka counters.
 const (
@@ -67,7 +77,9 @@ var kafkaCompression = map[string]kgo.CompressionCodec{"none": kgo.NoCompression
 	"snappy": kgo.SnappyCompression(), "lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression()}
 
 // kafkaReportItem is the part of a report the reports topic carries, copied by the worker
-// (pointer-free, so the queue holds it inline).
+// (pointer-free, so the queue holds it inline): the header, and the report's hops source
+// first, or a DTA report's primitive (dta), or an INT-label export's items source first
+// (labels).
 type kafkaReportItem struct {
 	recv      int64
 	ingressTS uint64
@@ -77,13 +89,38 @@ type kafkaReportItem struct {
 	hasFlow   bool
 	nhops     uint8
 	total     uint8
-	flow      telemetry.FlowKey
-	hops      [kafkapb.MaxHops]kafkaHop
+	// An INT-label export's items: labels holds nlabels of labelsTotal; labelSwitch is the
+	// switch of the newest item, the message key.
+	nlabels, labelsTotal uint8
+	labelSpecific        bool
+	labelSwitch          uint8
+	flow                 telemetry.FlowKey
+	// hops is also where dta and labels keep a DTA report's primitive and an INT-label
+	// export's items: a report has one of the three, and a ring's slot stays the size a
+	// report of hops needs (the slots of the workers' rings are written on the hot path,
+	// and twice their size cost a report 30% more of the worker's time).
+	hops [kafkapb.MaxHops]kafkaHop
 }
+
+// dta is the primitive of a DTA report, in the item's hops.
+func (it *kafkaReportItem) dta() *telemetry.DTA { return (*telemetry.DTA)(unsafe.Pointer(&it.hops)) }
+
+// labels are the items of an INT-label export, in the item's hops.
+func (it *kafkaReportItem) labels() *[kafkapb.MaxHops]telemetry.LabelItem {
+	return (*[kafkapb.MaxHops]telemetry.LabelItem)(unsafe.Pointer(&it.hops))
+}
+
+// dta and labels fit in hops, aligned: a negative array length fails the build otherwise.
+var (
+	_ [unsafe.Sizeof(kafkaReportItem{}.hops) - unsafe.Sizeof(telemetry.DTA{})]byte
+	_ [unsafe.Sizeof(kafkaReportItem{}.hops) - unsafe.Sizeof([kafkapb.MaxHops]telemetry.LabelItem{})]byte
+	_ [unsafe.Alignof(kafkaHop{}) - unsafe.Alignof(telemetry.DTA{})]byte
+	_ [unsafe.Alignof(kafkaHop{}) - unsafe.Alignof(telemetry.LabelItem{})]byte
+)
 
 type kafkaHop struct {
 	node, in, eg, lat, qocc, tx uint32
-	qid                         uint8
+	qid                         uint16
 	egTS                        uint64
 }
 
@@ -100,20 +137,27 @@ type KafkaSink struct {
 	cfg    Kafka
 	topics [numKafkaKinds]string
 	json   bool
+	member string
+	log    *slog.Logger
 
 	// rings are the reports queues, one per ingest worker (KafkaReports); wake wakes the
 	// sender when it sleeps (sleeping) and a worker queued a report.
 	rings    []*reportRing
 	wake     chan struct{}
 	sleeping atomic.Bool
-	events   chan event.Event // events and snapshots
+	events   chan event.Event
+	snaps    chan event.Event
 	flows    chan kafkaBytes
 
 	offered [numKafkaKinds]atomic.Uint64
 	sent    [numKafkaKinds]atomic.Uint64
 	dropped [numKafkaKinds][numKafkaDrops]atomic.Uint64
-	// inflight counts records handed to the producer whose outcome is not known yet.
-	inflight atomic.Int64
+	// inflight counts each kind's records handed to the producer whose outcome is not known
+	// yet; the sender keeps it at most limit (buffered). room wakes the sender when a kind
+	// at its limit has room again.
+	inflight [numKafkaKinds]atomic.Int64
+	limit    int64
+	room     chan struct{}
 	lastErr  lastError
 
 	promise [numKafkaKinds]func(*kgo.Record, error)
@@ -135,17 +179,34 @@ type KafkaSink struct {
 	pool       sync.Pool // *kgo.Record, returned by the promise
 }
 
-// NewKafka builds the sink of cfg.Kafka (enabled: brokers set) for workers ingest workers
-// (the reports processor's rings); it connects at Start.
-func NewKafka(cfg Config, workers int, reg *metrics.Registry) (*KafkaSink, error) {
+// KafkaDeps are what the Kafka sink takes beside its configuration.
+type KafkaDeps struct {
+	// Workers is the number of ingest workers: the reports processor has a ring for each.
+	Workers int
+	// Metrics registers the sink's counters (nil: none).
+	Metrics *metrics.Registry
+	// Logger takes delivery errors and the topic check's warning (nil: slog.Default()).
+	Logger *slog.Logger
+	// Member is this collector's name in a cluster (cluster.self), which every event and
+	// snapshot carries; empty outside a cluster.
+	Member string
+}
+
+// NewKafka builds the sink of cfg.Kafka (enabled: brokers set); it connects at Start.
+func NewKafka(cfg Config, deps KafkaDeps) (*KafkaSink, error) {
 	k := cfg.Kafka
-	s := &KafkaSink{cfg: k, json: k.Encoding == "json",
+	s := &KafkaSink{cfg: k, json: k.Encoding == "json", member: deps.Member, log: deps.Logger,
 		topics: [numKafkaKinds]string{k.Topics.Reports, k.Topics.Events, k.Topics.Snapshots, k.Topics.Flows},
-		wake:   make(chan struct{}, 1), events: make(chan event.Event, k.Queue), flows: make(chan kafkaBytes, k.Queue)}
+		wake:   make(chan struct{}, 1), room: make(chan struct{}, 1), limit: int64(k.Buffered),
+		events: make(chan event.Event, k.Queue), snaps: make(chan event.Event, k.Queue), flows: make(chan kafkaBytes, k.Queue)}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.lastErr.log = s.log
 	if k.Reports == "off" {
 		s.topics[kafkaReport] = ""
 	} else {
-		workers = max(workers, 1)
+		workers := max(deps.Workers, 1)
 		s.rings = make([]*reportRing, workers)
 		for i := range s.rings {
 			s.rings[i] = newReportRing(max(k.Queue/workers, 1))
@@ -159,8 +220,16 @@ func NewKafka(cfg Config, workers int, reg *metrics.Registry) (*KafkaSink, error
 	if err != nil {
 		return nil, err
 	}
-	s.opts = opts
-	if reg != nil {
+	// The producer's buffer holds every kind's limit: the sender's limits per kind, not
+	// the buffer all kinds share, decide what waits.
+	kinds := 0
+	for _, t := range s.topics {
+		if t != "" {
+			kinds++
+		}
+	}
+	s.opts = append(opts, kgo.MaxBufferedRecords(max(kinds, 1)*k.Buffered))
+	if reg := deps.Metrics; reg != nil {
 		off := reg.Counter("intake_export_kafka_offered_messages_total", "Messages offered to the Kafka sink, by kind.", "kind")
 		sent := reg.Counter("intake_export_kafka_sent_messages_total", "Messages the Kafka brokers acknowledged, by kind.", "kind")
 		drop := reg.Counter("intake_export_kafka_dropped_messages_total", "Messages the Kafka sink dropped, by kind and reason.", "kind", "reason")
@@ -172,7 +241,7 @@ func NewKafka(cfg Config, workers int, reg *metrics.Registry) (*KafkaSink, error
 			}
 		}
 		reg.Gauge("intake_export_kafka_inflight_messages", "Messages handed to the Kafka producer and not yet acknowledged or failed.").
-			Func(func() float64 { return float64(s.inflight.Load()) })
+			Func(func() float64 { return float64(s.inFlight()) })
 	}
 	return s, nil
 }
@@ -180,7 +249,7 @@ func NewKafka(cfg Config, workers int, reg *metrics.Registry) (*KafkaSink, error
 // clientOpts are the producer's options from the configuration.
 func (k *Kafka) clientOpts() ([]kgo.Opt, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(k.Brokers...), kgo.ProducerBatchCompression(kafkaCompression[k.Compression]),
-		kgo.ProducerBatchMaxBytes(int32(k.BatchBytes)), kgo.MaxBufferedRecords(k.Buffered),
+		kgo.ProducerBatchMaxBytes(int32(k.BatchBytes)),
 		kgo.RecordDeliveryTimeout(k.DeliveryTimeout), kgo.ProduceRequestTimeout(min(k.DeliveryTimeout, 10*time.Second)),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil))}
 	if k.Linger > 0 {
@@ -253,21 +322,126 @@ func (t *KafkaTLS) config() (*tls.Config, error) {
 // Name is the sink's name in the export status.
 func (s *KafkaSink) Name() string { return "kafka" }
 
-// SetLogger sets where the sink logs delivery errors. Call before Start.
-func (s *KafkaSink) SetLogger(l *slog.Logger) { s.lastErr.log = l }
-
-// Start creates the producer (it connects in the background: brokers down at start are
-// retried like brokers that go down later) and the sender.
-func (s *KafkaSink) Start(context.Context) error {
+// Start creates the producer, checks the topics (checkTopics) and starts the sender.
+func (s *KafkaSink) Start(ctx context.Context) error {
 	c, err := kgo.NewClient(s.opts...)
 	if err != nil {
 		return fmt.Errorf("kafka: %w", err)
+	}
+	if err := s.checkTopics(ctx, c); err != nil {
+		c.Close()
+		return err
 	}
 	s.client = c
 	s.stop, s.done, s.stopOnce, s.stopCtx = make(chan struct{}), make(chan struct{}), sync.Once{}, nil
 	s.prodCtx, s.prodCancel = context.WithCancel(context.Background())
 	go s.run()
 	return nil
+}
+
+// topicCheckTimeout bounds the topic check at Start (checkTopics).
+const topicCheckTimeout = 10 * time.Second
+
+// checkTopics asks the brokers for the sink's topics. A missing topic is created with the
+// brokers' default partitions and replication when create_topics is set; otherwise, or
+// when the brokers refuse to create it, Start fails with an error that names the topic and
+// its configuration key, rather than every message to it failing later. Brokers that do
+// not answer within topicCheckTimeout leave the topics unchecked (a warning): the sink then
+// starts as it would with brokers that go down later, and the producer retries.
+func (s *KafkaSink) checkTopics(ctx context.Context, c *kgo.Client) error {
+	keys := map[string][]string{} // topic → the configuration keys that name it
+	var topics []string
+	for kind, t := range s.topics {
+		if t == "" {
+			continue
+		}
+		if keys[t] == nil {
+			topics = append(topics, t)
+		}
+		keys[t] = append(keys[t], "export.kafka.topics."+kafkaTopicKeys[kind])
+	}
+	if len(topics) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, min(topicCheckTimeout, s.cfg.DeliveryTimeout))
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	for _, t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, c)
+	if err != nil {
+		s.log.Warn("kafka: the brokers did not answer: topics not checked", "brokers", strings.Join(s.cfg.Brokers, ","), "error", err)
+		return nil
+	}
+	var missing []string
+	for _, rt := range resp.Topics {
+		t := ""
+		if rt.Topic != nil {
+			t = *rt.Topic
+		}
+		switch err := kerr.ErrorForCode(rt.ErrorCode); {
+		case err == nil:
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+			missing = append(missing, t)
+		default:
+			return fmt.Errorf("kafka: topic %q (%s): %w", t, strings.Join(keys[t], ", "), err)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	if !s.cfg.CreateTopics {
+		verb := "does not exist"
+		if len(missing) > 1 {
+			verb = "do not exist"
+		}
+		return fmt.Errorf("kafka: %s %s on the brokers (%s): create it, or set export.kafka.create_topics: true",
+			topicList(missing, keys), verb, strings.Join(s.cfg.Brokers, ","))
+	}
+	return s.createTopics(ctx, c, missing, keys)
+}
+
+// createTopics creates topics with the brokers' default partitions and replication.
+func (s *KafkaSink) createTopics(ctx context.Context, c *kgo.Client, topics []string, keys map[string][]string) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(min(topicCheckTimeout, s.cfg.DeliveryTimeout).Milliseconds())
+	for _, t := range topics {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t, -1, -1
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, c)
+	if err != nil {
+		return fmt.Errorf("kafka: creating %s failed: %w", topicList(topics, keys), err)
+	}
+	for _, rt := range resp.Topics {
+		err := kerr.ErrorForCode(rt.ErrorCode)
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("kafka: topic %q (%s) does not exist, and the brokers refused to create it: %w",
+				rt.Topic, strings.Join(keys[rt.Topic], ", "), err)
+		}
+		if err == nil {
+			s.log.Info("kafka: created topic", "topic", rt.Topic, "partitions", rt.NumPartitions, "replication", rt.ReplicationFactor)
+		}
+	}
+	return nil
+}
+
+// topicList names topics with their configuration keys: topic "a" (export.kafka.topics.
+// events), or topics "a" (...), "b" (...).
+func topicList(topics []string, keys map[string][]string) string {
+	parts := make([]string, len(topics))
+	for i, t := range topics {
+		parts[i] = fmt.Sprintf("%q (%s)", t, strings.Join(keys[t], ", "))
+	}
+	if len(parts) == 1 {
+		return "topic " + parts[0]
+	}
+	return "topics " + strings.Join(parts, ", ")
 }
 
 // Stop sends what is queued and waits for the brokers' acknowledgements until ctx ends;
@@ -286,7 +460,7 @@ func (s *KafkaSink) Stop(ctx context.Context) error {
 	// Close fails what is still buffered; the promises (which count it dropped, shutdown)
 	// run on the producer's goroutine, after Close returns.
 	s.client.Close()
-	for deadline := time.Now().Add(10 * time.Second); s.inflight.Load() > 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); s.inFlight() > 0 && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 	unwatch()
@@ -307,42 +481,58 @@ func (s *KafkaSink) stopping() bool {
 	}
 }
 
-// run moves queued messages to the producer until Stop, then drains the queues. It sleeps
-// only when every queue is empty: a worker that queues a report then wakes it (sleeping is
-// set before the rings are checked a last time and read by the worker after it queued, so
-// no report waits for the next one).
+// run moves queued messages to the producer until Stop, then until the queues are empty
+// or Stop's context ends (what is queued then is dropped, reason shutdown). It takes a
+// kind's messages only while that kind has room in the producer (inflight below limit),
+// and sleeps only when nothing it may take is queued: a worker that queues a report wakes
+// it (sleeping is set before the rings are checked a last time and read by the worker after
+// it queued, so no report waits for the next one), and so does a delivery that gives a
+// kind room again.
 func (s *KafkaSink) run() {
 	defer close(s.done)
 	var buf []byte
+	stopping := false
 	for {
-		n := 0
-		for _, r := range s.rings {
-			n += r.drain(reportBurst, func(it *kafkaReportItem) { buf = s.produceReport(buf, it) })
+		if !stopping && s.stopping() {
+			stopping = true
 		}
-		select {
-		case e := <-s.events:
-			buf = s.produceEvent(buf, &e)
-			continue
-		case b := <-s.flows:
-			s.produce(kafkaFlow, b.key, b.value)
-			continue
-		case <-s.stop:
-			s.drain(&buf)
+		if stopping && s.stopCtx.Err() != nil {
+			s.dropQueued()
 			return
-		default:
 		}
-		if n > 0 {
+		if s.move(&buf) > 0 {
 			continue
+		}
+		if stopping && s.queued() == 0 {
+			return
+		}
+		stop, deadline := s.stop, (<-chan struct{})(nil)
+		if stopping {
+			stop, deadline = nil, s.stopCtx.Done()
+		}
+		events, snaps, flows := s.events, s.snaps, s.flows
+		if !s.hasRoom(kafkaEvent) {
+			events = nil
+		}
+		if !s.hasRoom(kafkaSnapshot) {
+			snaps = nil
+		}
+		if !s.hasRoom(kafkaFlow) {
+			flows = nil
 		}
 		s.sleeping.Store(true)
-		if s.ringsEmpty() {
+		if !s.hasRoom(kafkaReport) || s.ringsEmpty() {
 			select {
 			case <-s.wake:
-			case e := <-s.events:
+			case <-s.room:
+			case e := <-events:
 				buf = s.produceEvent(buf, &e)
-			case b := <-s.flows:
+			case e := <-snaps:
+				buf = s.produceEvent(buf, &e)
+			case b := <-flows:
 				s.produce(kafkaFlow, b.key, b.value)
-			case <-s.stop:
+			case <-stop:
+			case <-deadline:
 			}
 		}
 		s.sleeping.Store(false)
@@ -353,6 +543,54 @@ func (s *KafkaSink) run() {
 // at the other queues.
 const reportBurst = 256
 
+// move hands the producer what is queued of the kinds that have room: up to reportBurst
+// reports of each ring, one event, one snapshot and one flow record. It returns how many.
+func (s *KafkaSink) move(buf *[]byte) int {
+	n := 0
+	for _, r := range s.rings {
+		if room := s.limit - s.inflight[kafkaReport].Load(); room > 0 {
+			n += r.drain(int(min(room, reportBurst)), func(it *kafkaReportItem) { *buf = s.produceReport(*buf, it) })
+		}
+	}
+	if s.hasRoom(kafkaEvent) {
+		select {
+		case e := <-s.events:
+			*buf = s.produceEvent(*buf, &e)
+			n++
+		default:
+		}
+	}
+	if s.hasRoom(kafkaSnapshot) {
+		select {
+		case e := <-s.snaps:
+			*buf = s.produceEvent(*buf, &e)
+			n++
+		default:
+		}
+	}
+	if s.hasRoom(kafkaFlow) {
+		select {
+		case b := <-s.flows:
+			s.produce(kafkaFlow, b.key, b.value)
+			n++
+		default:
+		}
+	}
+	return n
+}
+
+// hasRoom reports whether the producer may take another message of kind.
+func (s *KafkaSink) hasRoom(kind int) bool { return s.inflight[kind].Load() < s.limit }
+
+// inFlight is the records handed to the producer whose outcome is not known yet.
+func (s *KafkaSink) inFlight() int64 {
+	var n int64
+	for kind := range s.inflight {
+		n += s.inflight[kind].Load()
+	}
+	return n
+}
+
 func (s *KafkaSink) ringsEmpty() bool {
 	for _, r := range s.rings {
 		if r.len() > 0 {
@@ -362,28 +600,9 @@ func (s *KafkaSink) ringsEmpty() bool {
 	return true
 }
 
-// drain produces what is queued at Stop, or drops it once Stop's context has ended.
-func (s *KafkaSink) drain(buf *[]byte) {
-	for {
-		if s.stopCtx != nil && s.stopCtx.Err() != nil {
-			s.dropQueued()
-			return
-		}
-		n := 0
-		for _, r := range s.rings {
-			n += r.drain(reportBurst, func(it *kafkaReportItem) { *buf = s.produceReport(*buf, it) })
-		}
-		select {
-		case e := <-s.events:
-			*buf = s.produceEvent(*buf, &e)
-		case b := <-s.flows:
-			s.produce(kafkaFlow, b.key, b.value)
-		default:
-			if n == 0 {
-				return
-			}
-		}
-	}
+// queued is the messages waiting in the queues.
+func (s *KafkaSink) queued() int {
+	return s.queuedReports() + len(s.events) + len(s.snaps) + len(s.flows)
 }
 
 func (s *KafkaSink) dropQueued() {
@@ -392,8 +611,10 @@ func (s *KafkaSink) dropQueued() {
 	}
 	for {
 		select {
-		case e := <-s.events:
-			s.dropped[eventKind(&e)][kafkaDropShutdown].Add(1)
+		case <-s.events:
+			s.dropped[kafkaEvent][kafkaDropShutdown].Add(1)
+		case <-s.snaps:
+			s.dropped[kafkaSnapshot][kafkaDropShutdown].Add(1)
 		case <-s.flows:
 			s.dropped[kafkaFlow][kafkaDropShutdown].Add(1)
 		default:
@@ -402,18 +623,18 @@ func (s *KafkaSink) dropQueued() {
 	}
 }
 
-// produce hands one record to the producer. It waits while the producer's buffer is full
-// (Buffered records), which the queues absorb. key and value are the record's own.
+// produce hands one record to the producer; key and value are the record's own. The
+// producer's buffer holds every kind's limit, so this does not wait.
 func (s *KafkaSink) produce(kind int, key, value []byte) {
 	r := s.pool.Get().(*kgo.Record)
 	*r = kgo.Record{Topic: s.topics[kind], Key: key, Value: value}
-	s.inflight.Add(1)
+	s.inflight[kind].Add(1)
 	s.client.Produce(s.prodCtx, r, s.promise[kind])
 }
 
-// delivered counts one record's outcome (the producer's callback).
+// delivered counts one record's outcome (the producer's callback), and wakes the sender
+// when the record's kind was at its limit.
 func (s *KafkaSink) delivered(kind int, r *kgo.Record, err error) {
-	s.inflight.Add(-1)
 	switch {
 	case err == nil:
 		s.sent[kind].Add(1)
@@ -428,6 +649,12 @@ func (s *KafkaSink) delivered(kind int, r *kgo.Record, err error) {
 	}
 	*r = kgo.Record{}
 	s.pool.Put(r)
+	if s.inflight[kind].Add(-1) == s.limit-1 {
+		select {
+		case s.room <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func eventKind(e *event.Event) int {
@@ -476,21 +703,55 @@ func (s *KafkaSink) encodeReport(buf []byte, it *kafkaReportItem) []byte {
 		buf = s.wire.appendReportMessage(buf[:0], it)
 		s.value = append(s.slab.take(len(buf)), buf...)
 	}
-	if it.hasFlow {
-		s.key = AppendFlowKey(s.slab.take(FlowKeyLen), &it.flow)
-	} else {
-		s.key = binary.BigEndian.AppendUint32(s.slab.take(4), it.node)
-	}
+	s.key = appendReportKey(s.slab.take(reportKeyLen(it)), it)
 	return buf
+}
+
+// reportKeyLen is the length of it's message key (appendReportKey).
+func reportKeyLen(it *kafkaReportItem) int {
+	switch {
+	case it.format == telemetry.FormatDTA && it.dta().Op != telemetry.DTAAppend:
+		return int(it.dta().KeyLen)
+	case it.format == telemetry.FormatDTA || it.format == telemetry.FormatLabel || !it.hasFlow:
+		return 4
+	}
+	return FlowKeyLen
+}
+
+// appendReportKey appends it's message key: a DTA report's key as sent (an Append's list
+// id, 4 bytes big endian), an INT-label export's switch (its newest item's, as in a
+// cluster's partitioning, 4 bytes big endian), else the flow (FlowKeyLen bytes) or,
+// without a flow, the reporting node (4 bytes big endian).
+func appendReportKey(b []byte, it *kafkaReportItem) []byte {
+	switch {
+	case it.format == telemetry.FormatDTA && it.dta().Op == telemetry.DTAAppend:
+		return binary.BigEndian.AppendUint32(b, it.dta().ListID)
+	case it.format == telemetry.FormatDTA:
+		return append(b, it.dta().KeyBytes()...)
+	case it.format == telemetry.FormatLabel:
+		return binary.BigEndian.AppendUint32(b, uint32(it.labelSwitch))
+	case it.hasFlow:
+		return AppendFlowKey(b, &it.flow)
+	}
+	return binary.BigEndian.AppendUint32(b, it.node)
+}
+
+// ReportKey appends the message key the sink gives r (appendReportKey).
+func ReportKey(b []byte, r *telemetry.Report) []byte {
+	var it kafkaReportItem
+	fillReportItem(&it, r)
+	return appendReportKey(b, &it)
 }
 
 func (s *KafkaSink) produceEvent(buf []byte, e *event.Event) []byte {
 	kind := eventKind(e)
 	m := &kafkapb.Message{SchemaVersion: kafkapb.SchemaVersion}
+	em := EventMessage(e)
+	em.Member = s.member
 	if kind == kafkaSnapshot {
-		m.Body = &kafkapb.Message_Snapshot{Snapshot: EventMessage(e)}
+		m.Body = &kafkapb.Message_Snapshot{Snapshot: em}
 	} else {
-		m.Body = &kafkapb.Message_Event{Event: EventMessage(e)}
+		m.Body = &kafkapb.Message_Event{Event: em}
 	}
 	v, buf := s.encode(buf, m)
 	s.produce(kind, EventKey(nil, e), v)
@@ -539,8 +800,12 @@ func (s *KafkaSink) OfferEvent(e *event.Event) {
 		return
 	}
 	s.offered[kind].Add(1)
+	q := s.events
+	if kind == kafkaSnapshot {
+		q = s.snaps
+	}
 	select {
-	case s.events <- *e:
+	case q <- *e:
 	default:
 		s.dropped[kind][kafkaDropQueue].Add(1)
 	}
@@ -657,25 +922,45 @@ func (p *KafkaReports) Process(worker int, r *telemetry.Report) {
 	}
 }
 
+// fillReportItem copies what the message carries of r. r's hops and INT-label items are
+// newest first; the message's are source first (hop 1 is the first INT switch the packet
+// crossed), the kafkapb.MaxHops nearest the source of a longer list.
 func fillReportItem(it *kafkaReportItem, r *telemetry.Report) {
 	it.recv, it.ingressTS, it.node, it.seq, it.format, it.hwID = r.RecvTime, r.IngressTS, r.NodeID, r.Seq, r.Format, r.HWID
 	it.hasFlow = r.Has&telemetry.HasFlow != 0
 	it.flow = r.Flow
-	n := min(int(r.NHops), telemetry.MaxHops)
-	it.total = uint8(n)
-	n = min(n, kafkapb.MaxHops)
-	it.nhops = uint8(n)
-	for i := range n {
-		h, d := &r.Hops[i], &it.hops[i]
-		d.node, d.in, d.eg, d.lat, d.qocc, d.tx = h.NodeID, h.IngressPort, h.EgressPort, h.HopLatency, h.QueueOccupancy, h.TxUtil
-		d.qid, d.egTS = h.QueueID, h.EgressTS
+	it.nhops, it.total, it.nlabels, it.labelsTotal = 0, 0, 0, 0
+	switch r.Format {
+	case telemetry.FormatDTA:
+		*it.dta() = r.DTA
+	case telemetry.FormatLabel:
+		n := min(int(r.NLabels), telemetry.MaxLabelItems)
+		it.labelsTotal, it.nlabels, it.labelSpecific, it.labelSwitch = uint8(n), uint8(min(n, kafkapb.MaxHops)), r.LabelSpecific, 0
+		if n > 0 {
+			it.labelSwitch = r.Labels[0].SwitchID
+		}
+		ls := it.labels()
+		for i := range int(it.nlabels) {
+			ls[i] = r.Labels[n-1-i]
+		}
+	default:
+		n := min(int(r.NHops), telemetry.MaxHops)
+		it.total = uint8(n)
+		it.nhops = uint8(min(n, kafkapb.MaxHops))
+		for i := range int(it.nhops) {
+			h, d := &r.Hops[n-1-i], &it.hops[i]
+			d.node, d.in, d.eg, d.lat, d.qocc, d.tx = h.NodeID, h.IngressPort, h.EgressPort, h.HopLatency, h.QueueOccupancy, h.TxUtil
+			d.qid, d.egTS = h.QueueID, h.EgressTS
+		}
 	}
 }
 
-// KafkaCounts are the sink's counters by kind (report, event, snapshot, flow): messages
-// offered, acknowledged (sent), and dropped by reason (queue_full, failed, shutdown);
-// queued and in flight now. After Stop, offered = sent + dropped for every kind.
+// KafkaCounts are the sink's counters by kind (report, event, snapshot, flow): the kind's
+// topic (absent: the kind is off), messages offered, acknowledged (sent), and dropped by
+// reason (queue_full, failed, shutdown); queued and in flight now. After Stop, offered =
+// sent + dropped for every kind.
 type KafkaCounts struct {
+	Topics   map[string]string            `json:"topics"`
 	Offered  map[string]uint64            `json:"offered"`
 	Sent     map[string]uint64            `json:"sent"`
 	Dropped  map[string]map[string]uint64 `json:"dropped"`
@@ -685,9 +970,12 @@ type KafkaCounts struct {
 
 // Counts returns the counters now.
 func (s *KafkaSink) Counts() KafkaCounts {
-	c := KafkaCounts{Offered: map[string]uint64{}, Sent: map[string]uint64{}, Dropped: map[string]map[string]uint64{},
-		Queued: s.queuedReports() + len(s.events) + len(s.flows), InFlight: s.inflight.Load()}
+	c := KafkaCounts{Topics: map[string]string{}, Offered: map[string]uint64{}, Sent: map[string]uint64{},
+		Dropped: map[string]map[string]uint64{}, Queued: s.queued(), InFlight: s.inFlight()}
 	for kind, name := range kafkaKindNames {
+		if s.topics[kind] != "" {
+			c.Topics[name] = s.topics[kind]
+		}
 		c.Offered[name], c.Sent[name] = s.offeredOf(kind), s.sent[kind].Load()
 		d := map[string]uint64{}
 		for why, wn := range kafkaDropNames {
@@ -752,6 +1040,9 @@ func (s *KafkaSink) sinkStatus(kinds ...int) SinkStatus {
 	}
 	if slices.Contains(kinds, kafkaEvent) {
 		st.Queued += len(s.events)
+	}
+	if slices.Contains(kinds, kafkaSnapshot) {
+		st.Queued += len(s.snaps)
 	}
 	st.LastError, st.LastErrorTime = s.lastErr.get()
 	return st

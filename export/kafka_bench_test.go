@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"fmt"
 	"net/netip"
 	"runtime"
 	"testing"
@@ -32,7 +33,7 @@ func benchReport() telemetry.Report {
 func drained(b *testing.B, reports string) (*KafkaSink, *KafkaReports, func()) {
 	cfg := DefaultConfig()
 	cfg.Kafka.Brokers, cfg.Kafka.Reports, cfg.Kafka.Queue = []string{"127.0.0.1:1"}, reports, 1<<16
-	s, err := NewKafka(cfg, 1, nil)
+	s, err := NewKafka(cfg, KafkaDeps{Workers: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func drained(b *testing.B, reports string) (*KafkaSink, *KafkaReports, func()) {
 func BenchmarkKafkaProcess(b *testing.B) {
 	cfg := DefaultConfig()
 	cfg.Kafka.Brokers, cfg.Kafka.Reports, cfg.Kafka.Queue = []string{"127.0.0.1:1"}, "full", 4096
-	s, err := NewKafka(cfg, 1, nil)
+	s, err := NewKafka(cfg, KafkaDeps{Workers: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -143,16 +144,67 @@ func BenchmarkKafkaEncodeReport(b *testing.B) {
 	}
 }
 
+// BenchmarkKafkaEncodeDTA is BenchmarkKafkaEncodeReport for a DTA Key-Write (a 13-byte
+// 5-tuple key, 4 bytes of data).
+func BenchmarkKafkaEncodeDTA(b *testing.B) {
+	var it kafkaReportItem
+	r := telemetry.Report{Format: telemetry.FormatDTA, RecvTime: 1e18,
+		DTA: telemetry.DTA{Op: telemetry.DTAKeyWrite, HeaderLen: 2, Redundancy: 2, KeyLen: 13, DataLen: 4}}
+	fillReportItem(&it, &r)
+	s := &KafkaSink{}
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = s.encodeReport(buf, &it)
+	}
+}
+
 // TestReportWire: the reports' hand-written protobuf is proto.Marshal's, byte for byte,
-// for reports with and without a flow, IPv4 and IPv6, no hop to more than kafkapb.MaxHops.
+// for reports with and without a flow, IPv4 and IPv6, no hop to more than kafkapb.MaxHops,
+// every DTA primitive and INT-label exports of 0 to 12 items.
 func TestReportWire(t *testing.T) {
 	var w reportWire
+	check := func(name string, r *telemetry.Report) {
+		t.Helper()
+		var it kafkaReportItem
+		fillReportItem(&it, r)
+		want, err := proto.Marshal(&kafkapb.Message{SchemaVersion: kafkapb.SchemaVersion, Body: &kafkapb.Message_Report{Report: ReportMessage(&it)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := w.appendReportMessage(nil, &it); !bytes.Equal(got, want) {
+			t.Fatalf("%s:\n got %x\nwant %x", name, got, want)
+		}
+	}
+	for i, d := range []telemetry.DTA{
+		{Op: telemetry.DTAKeyWrite, HeaderLen: 2, Redundancy: 3, KeyLen: 16, DataLen: 4, Immediate: true},
+		{Op: telemetry.DTAKeyIncrement, HeaderLen: 3, Seq: 200, Retransmit: true, Redundancy: 1, KeyLen: 4, Counter: 1 << 40},
+		{Op: telemetry.DTAPostcard, HeaderLen: 2, KeyLen: 13, Hop: 5, DataLen: 4},
+		{Op: telemetry.DTAAppend, HeaderLen: 2, ListID: 1 << 31, DataLen: 32},
+	} {
+		r := telemetry.Report{Format: telemetry.FormatDTA, RecvTime: int64(i), DTA: d}
+		for j := range r.DTA.KeyLen {
+			r.DTA.Key[j] = byte(j + 1)
+		}
+		for j := range r.DTA.DataLen {
+			r.DTA.Data[j] = byte(0xf0 + j)
+		}
+		check(r.DTA.Op.String(), &r)
+	}
+	for _, n := range []int{0, 1, 5, 12} {
+		r := telemetry.Report{Format: telemetry.FormatLabel, RecvTime: 9, LabelSpecific: n == 5, NLabels: uint8(n)}
+		for j := range n {
+			r.Labels[j] = telemetry.LabelItem{SwitchID: uint8(j), IngressPort: 1, EgressPort: uint8(j), IngressTS: 1 << 47,
+				EgressTS: uint64(j), EnqTS: 7, EnqQDepth: 1 << 23, DeqTimedelta: uint32(j) * 100, DeqQDepth: 3}
+		}
+		check(fmt.Sprintf("int-label, %d items", n), &r)
+	}
 	for i, nh := range []int{0, 1, 5, 8, 12} {
 		r := benchReport()
 		r.NHops = uint8(nh)
 		for h := range nh {
 			r.Hops[h] = telemetry.Hop{NodeID: uint32(h), IngressPort: uint32(i), EgressPort: 1 << 20, HopLatency: uint32(h * 1000),
-				QueueID: uint8(h), QueueOccupancy: uint32(i), TxUtil: 7, EgressTS: uint64(h) << 40}
+				QueueID: uint16(h), QueueOccupancy: uint32(i), TxUtil: 7, EgressTS: uint64(h) << 40}
 		}
 		switch i {
 		case 1:
@@ -163,14 +215,6 @@ func TestReportWire(t *testing.T) {
 		case 3:
 			r.Format, r.RecvTime, r.Seq = 0, 0, 0
 		}
-		var it kafkaReportItem
-		fillReportItem(&it, &r)
-		want, err := proto.Marshal(&kafkapb.Message{SchemaVersion: kafkapb.SchemaVersion, Body: &kafkapb.Message_Report{Report: ReportMessage(&it)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := w.appendReportMessage(nil, &it); !bytes.Equal(got, want) {
-			t.Fatalf("report %d:\n got %x\nwant %x", i, got, want)
-		}
+		check(fmt.Sprintf("report %d", i), &r)
 	}
 }

@@ -16,7 +16,8 @@ func FlowKeyMessage(k *telemetry.FlowKey) *kafkapb.FlowKey {
 		Proto: uint32(k.Proto)}
 }
 
-// ReportMessage is a report's summary as a Report message.
+// ReportMessage is a report's summary as a Report message (hops and INT-label items source
+// first, as the item holds them).
 func ReportMessage(it *kafkaReportItem) *kafkapb.Report {
 	m := &kafkapb.Report{RecvTimeNs: it.recv, Format: it.format.String(), NodeId: it.node, Seq: it.seq,
 		HwId: uint32(it.hwID), IngressTs: it.ingressTS, HopsTotal: uint32(it.total)}
@@ -33,7 +34,37 @@ func ReportMessage(it *kafkaReportItem) *kafkapb.Report {
 			m.Hops[i] = &hs[i]
 		}
 	}
+	switch it.format {
+	case telemetry.FormatDTA:
+		m.Dta = DTAMessage(it.dta())
+	case telemetry.FormatLabel:
+		m.LabelsTotal, m.LabelSpecific = uint32(it.labelsTotal), it.labelSpecific
+		for i := range int(it.nlabels) {
+			m.Labels = append(m.Labels, LabelItemMessage(&it.labels()[i]))
+		}
+	}
 	return m
+}
+
+// DTAMessage is a DTA primitive as a DTA message: the fields it carries (the others are 0
+// in d, so absent).
+func DTAMessage(d *telemetry.DTA) *kafkapb.DTA {
+	m := &kafkapb.DTA{Op: d.Op.String(), Redundancy: uint32(d.Redundancy), Counter: d.Counter, Hop: uint32(d.Hop),
+		ListId: d.ListID, Immediate: d.Immediate, HeaderLen: uint32(d.HeaderLen), Seq: uint32(d.Seq), Retransmit: d.Retransmit}
+	if d.KeyLen > 0 {
+		m.Key = append([]byte(nil), d.KeyBytes()...)
+	}
+	if d.DataLen > 0 {
+		m.Data = append([]byte(nil), d.DataBytes()...)
+	}
+	return m
+}
+
+// LabelItemMessage is an INT-label item as a LabelItem message.
+func LabelItemMessage(l *telemetry.LabelItem) *kafkapb.LabelItem {
+	return &kafkapb.LabelItem{SwitchId: uint32(l.SwitchID), IngressPort: uint32(l.IngressPort), EgressPort: uint32(l.EgressPort),
+		IngressTs: l.IngressTS, EgressTs: l.EgressTS, EnqTs: l.EnqTS, EnqQdepth: l.EnqQDepth, DeqTimedelta: l.DeqTimedelta,
+		DeqQdepth: l.DeqQDepth}
 }
 
 // ReportItemMessage is the Report message of r as the sink writes it (tests, tools).

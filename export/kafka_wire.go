@@ -50,10 +50,59 @@ func (w *reportWire) appendReportMessage(b []byte, it *kafkaReportItem) []byte {
 		r = protowire.AppendBytes(r, s)
 	}
 	r = appendVarintField(r, 9, uint64(it.total))
+	switch it.format {
+	case telemetry.FormatDTA:
+		w.sub = appendDTAMessage(w.sub[:0], it.dta())
+		r = protowire.AppendTag(r, 10, protowire.BytesType)
+		r = protowire.AppendBytes(r, w.sub)
+	case telemetry.FormatLabel:
+		for i := range int(it.nlabels) {
+			w.sub = appendLabelItem(w.sub[:0], &it.labels()[i])
+			r = protowire.AppendTag(r, 11, protowire.BytesType)
+			r = protowire.AppendBytes(r, w.sub)
+		}
+		r = appendVarintField(r, 12, uint64(it.labelsTotal))
+		r = appendBoolField(r, 13, it.labelSpecific)
+	}
 	w.report = r
 	b = appendVarintField(b, 1, kafkapb.SchemaVersion)
 	b = protowire.AppendTag(b, 2, protowire.BytesType)
 	return protowire.AppendBytes(b, r)
+}
+
+// appendDTAMessage appends d's DTA fields (as DTAMessage makes them).
+func appendDTAMessage(b []byte, d *telemetry.DTA) []byte {
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	b = protowire.AppendString(b, d.Op.String())
+	if d.KeyLen > 0 {
+		b = protowire.AppendTag(b, 2, protowire.BytesType)
+		b = protowire.AppendBytes(b, d.KeyBytes())
+	}
+	if d.DataLen > 0 {
+		b = protowire.AppendTag(b, 3, protowire.BytesType)
+		b = protowire.AppendBytes(b, d.DataBytes())
+	}
+	b = appendVarintField(b, 4, uint64(d.Redundancy))
+	b = appendVarintField(b, 5, d.Counter)
+	b = appendVarintField(b, 6, uint64(d.Hop))
+	b = appendVarintField(b, 7, uint64(d.ListID))
+	b = appendBoolField(b, 8, d.Immediate)
+	b = appendVarintField(b, 9, uint64(d.HeaderLen))
+	b = appendVarintField(b, 10, uint64(d.Seq))
+	return appendBoolField(b, 11, d.Retransmit)
+}
+
+// appendLabelItem appends l's LabelItem fields (as LabelItemMessage makes them).
+func appendLabelItem(b []byte, l *telemetry.LabelItem) []byte {
+	b = appendVarintField(b, 1, uint64(l.SwitchID))
+	b = appendVarintField(b, 2, uint64(l.IngressPort))
+	b = appendVarintField(b, 3, uint64(l.EgressPort))
+	b = appendVarintField(b, 4, l.IngressTS)
+	b = appendVarintField(b, 5, l.EgressTS)
+	b = appendVarintField(b, 6, uint64(l.EnqTS))
+	b = appendVarintField(b, 7, uint64(l.EnqQDepth))
+	b = appendVarintField(b, 8, uint64(l.DeqTimedelta))
+	return appendVarintField(b, 9, uint64(l.DeqQDepth))
 }
 
 // appendFlowKeyMessage appends k's FlowKey fields (as FlowKeyMessage makes them).
@@ -82,6 +131,14 @@ func appendVarintField(b []byte, num protowire.Number, v uint64) []byte {
 	}
 	b = protowire.AppendTag(b, num, protowire.VarintType)
 	return protowire.AppendVarint(b, v)
+}
+
+// appendBoolField appends a proto3 bool field (left out when false).
+func appendBoolField(b []byte, num protowire.Number, v bool) []byte {
+	if !v {
+		return b
+	}
+	return appendVarintField(b, num, 1)
 }
 
 // slab hands out the sender's record keys and values from shared blocks: one allocation per

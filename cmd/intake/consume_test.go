@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func TestConsume(t *testing.T) {
 	k := kfaketest.Start(t, 3, 2)
 	cfg := export.DefaultConfig()
 	cfg.Kafka.Brokers, cfg.Kafka.Reports = k.Brokers, "full"
-	s, err := export.NewKafka(cfg, 2, nil)
+	s, err := export.NewKafka(cfg, export.KafkaDeps{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,5 +76,68 @@ func TestConsume(t *testing.T) {
 	}
 	if code, _, errb := runVerb("consume"); code != 2 || !strings.Contains(errb, "no brokers") {
 		t.Fatalf("without brokers: exit %d, %q", code, errb)
+	}
+}
+
+// TestConsumeContent: intake consume prints what DTA reports and INT-label exports carry,
+// and the member of a cluster's events, from topics the sink created.
+func TestConsumeContent(t *testing.T) {
+	k := kfaketest.StartTopics(t, 1, 2)
+	cfg := export.DefaultConfig()
+	cfg.Kafka.Brokers, cfg.Kafka.Reports, cfg.Kafka.CreateTopics = k.Brokers, "full", true
+	cfg.Kafka.Topics = export.KafkaTopics{Reports: "lab.reports", Events: "lab.events"}
+	s, err := export.NewKafka(cfg, export.KafkaDeps{Workers: 1, Member: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	kw := telemetry.Report{Format: telemetry.FormatDTA, RecvTime: 11,
+		DTA: telemetry.DTA{Op: telemetry.DTAKeyWrite, HeaderLen: 2, Redundancy: 2, KeyLen: 4, DataLen: 4}}
+	copy(kw.DTA.Key[:], []byte{10, 0, 0, 1})
+	copy(kw.DTA.Data[:], []byte{0xde, 0xad, 0xbe, 0xef})
+	ap := telemetry.Report{Format: telemetry.FormatDTA, RecvTime: 14,
+		DTA: telemetry.DTA{Op: telemetry.DTAAppend, HeaderLen: 2, ListID: 7, DataLen: 4}}
+	copy(ap.DTA.Data[:], []byte{0, 0, 0, 5})
+	lb := telemetry.Report{Format: telemetry.FormatLabel, RecvTime: 15, LabelSpecific: true, NLabels: 2}
+	lb.Labels[0] = telemetry.LabelItem{SwitchID: 3, IngressPort: 1, EgressPort: 2, EgressTS: 310, DeqTimedelta: 5, DeqQDepth: 31}
+	lb.Labels[1] = telemetry.LabelItem{SwitchID: 1, IngressPort: 5, EgressPort: 6, EgressTS: 110, DeqTimedelta: 3, DeqQDepth: 11}
+	for _, r := range []*telemetry.Report{&kw, &ap, &lb} {
+		s.Reports().Process(0, r)
+	}
+	e := event.Event{Time: 100, Kind: event.KindAbove, Scope: event.ScopeSwitch, Measurement: event.QueueOccupancy,
+		Key: event.Key{Switch: 4}, Value: 500, Threshold: 400}
+	s.Events().Offer(&e)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	brokers := strings.Join(k.Brokers, ",")
+	code, out, errb := runVerb("consume", "--brokers", brokers, "--topic", "lab.reports", "-n", "3", "--idle", "20s")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	var rows []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		rows = append(rows, strings.Join(strings.Fields(l)[3:], " ")) // without topic, partition, offset
+	}
+	slices.Sort(rows)
+	want := []string{
+		"report 11 dta key 0a000001 dta key-write redundancy=2 data=deadbeef",
+		"report 14 dta list 7 dta append data=00000005",
+		"report 15 switch 3 int-label items=2 specific 1:5>6 q=11 lat=3 t=110; 3:1>2 q=31 lat=5 t=310",
+	}
+	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
+		t.Errorf("table:\n%s\nwant rows\n%s", out, strings.Join(want, "\n"))
+	}
+	code, out, errb = runVerb("consume", "--brokers", brokers, "--topic", "lab.events", "-n", "1", "--idle", "20s")
+	if f := strings.Fields(out); code != 0 || strings.Join(f[len(f)-7:], " ") != "100 switch 4 above queue_occupancy member=c1 500" {
+		t.Errorf("exit %d: %q %s", code, out, errb)
+	}
+	code, out, _ = runVerb("consume", "--brokers", brokers, "--topic", "lab.events", "-n", "1", "--idle", "20s", "--json")
+	if code != 0 || !strings.Contains(strings.Join(strings.Fields(out), ""), `"member":"c1"`) {
+		t.Errorf("JSON: exit %d: %q", code, out)
 	}
 }

@@ -61,11 +61,22 @@ type Cluster struct {
 	out     *bufio.Scanner
 }
 
+// Topics are the topics Start creates: export.kafka.topics' defaults.
+var Topics = []string{"intake.reports", "intake.events", "intake.snapshots", "intake.flows"}
+
 // Start runs a cluster of brokers, with the topics intake.reports, intake.events,
 // intake.snapshots and intake.flows of partitions partitions each, killed at the test's end.
 func Start(t testing.TB, brokers, partitions int) *Cluster {
 	t.Helper()
-	cmd := exec.Command(Binary(t), "-brokers", fmt.Sprint(brokers), "-partitions", fmt.Sprint(partitions))
+	return StartTopics(t, brokers, partitions, Topics...)
+}
+
+// StartTopics is Start with only the given topics (partitions partitions each; a topic
+// created later gets as many).
+func StartTopics(t testing.TB, brokers, partitions int, topics ...string) *Cluster {
+	t.Helper()
+	cmd := exec.Command(Binary(t), "-brokers", fmt.Sprint(brokers), "-partitions", fmt.Sprint(partitions),
+		"-topics", strings.Join(topics, ","))
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

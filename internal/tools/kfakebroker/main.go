@@ -13,6 +13,9 @@
 //	           connection)
 //	leader T P prints "leader N": the broker that leads partition P of topic T (-1: none)
 //	leaders    moves every partition's leadership at random
+//	refuse create
+//	           refuses every CreateTopics request from now on (TOPIC_AUTHORIZATION_FAILED),
+//	           as a cluster that does not let clients create topics
 //
 // It exits when stdin closes or at SIGTERM.
 package main
@@ -31,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -38,11 +42,13 @@ import (
 func main() {
 	brokers := flag.Int("brokers", 3, "number of brokers")
 	partitions := flag.Int("partitions", 4, "partitions of each seeded topic")
-	topics := flag.String("topics", "intake.reports,intake.events,intake.snapshots,intake.flows", "topics to create, comma-separated")
+	topics := flag.String("topics", "intake.reports,intake.events,intake.snapshots,intake.flows", "topics to create, comma-separated (empty: none)")
 	flag.Parse()
 	ports := make([]int, *brokers) // 0: any free port
-	opts := []kfake.Opt{kfake.NumBrokers(*brokers), kfake.Ports(ports...),
-		kfake.SeedTopics(int32(*partitions), strings.Split(*topics, ",")...), kfake.DefaultNumPartitions(*partitions)}
+	opts := []kfake.Opt{kfake.NumBrokers(*brokers), kfake.Ports(ports...), kfake.DefaultNumPartitions(*partitions)}
+	if *topics != "" {
+		opts = append(opts, kfake.SeedTopics(int32(*partitions), strings.Split(*topics, ",")...))
+	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kfakebroker:", err)
@@ -100,6 +106,9 @@ func main() {
 			fmt.Printf("refused %d\n", refused.Load())
 		case len(f) == 1 && f[0] == "leaders":
 			c.ShufflePartitionLeaders()
+			reply(nil)
+		case len(f) == 2 && f[0] == "refuse" && f[1] == "create":
+			c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.CreateTopics}, Err: kerr.TopicAuthorizationFailed, Count: -1})
 			reply(nil)
 		default:
 			reply(fmt.Errorf("unknown command %q", in.Text()))
