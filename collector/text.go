@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/intake-int/intake/export"
 	"github.com/intake-int/intake/ingest"
 )
 
@@ -30,6 +31,25 @@ func (c *Collector) WriteSummary(w io.Writer) {
 	if len(st.ProcessorQueueDrops) > 0 {
 		n := sum(st.ProcessorQueueDrops)
 		fmt.Fprintf(w, "  queue drops       %d%s\n", n, nonZero(st.ProcessorQueueDrops))
+	}
+	if c.Kafka != nil {
+		writeKafkaSummary(w, c.Kafka.Counts())
+	}
+}
+
+// writeKafkaSummary prints the Kafka sink's counters, one line per topic (kind): messages
+// acknowledged (sent), dropped by reason, and offered, which after Stop is their sum.
+func writeKafkaSummary(w io.Writer, kc export.KafkaCounts) {
+	for _, kind := range []string{"report", "event", "snapshot", "flow"} {
+		topic, ok := kc.Topics[kind]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(w, "  kafka %-11s %d sent, %d dropped%s of %d offered to %s\n", kind+"s", kc.Sent[kind],
+			sum(kc.Dropped[kind]), nonZero(kc.Dropped[kind]), kc.Offered[kind], topic)
+	}
+	if kc.Queued > 0 || kc.InFlight > 0 {
+		fmt.Fprintf(w, "  kafka pending     %d queued, %d in flight\n", kc.Queued, kc.InFlight)
 	}
 }
 
@@ -119,7 +139,11 @@ func writeStatus(w io.Writer, addr string, st *ingest.Status) {
 		if a == "" {
 			a = fmt.Sprintf("-:%d", l.Port)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s/%s\t%d\t%d\t%d\t%d\t%d\t%.0f\n", l.Name, l.Format, a, l.Sockets,
+		socks := fmt.Sprint(l.Sockets)
+		if l.Sockets > 1 && l.Spread != "" {
+			socks += " by " + strings.SplitN(l.Spread, ":", 2)[0] // flow, source
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s/%s\t%d\t%d\t%d\t%d\t%d\t%.0f\n", l.Name, l.Format, a, socks,
 			bytesIEC(l.RcvBufRequested), bytesIEC(l.RcvBufGranted), l.PacketsReceived, l.ReportsDecoded,
 			l.DecodeErrors.Total, l.IngestDrops.Total, l.KernelDrops, l.Rates.PacketsPerS)
 	}

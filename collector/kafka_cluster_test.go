@@ -1,0 +1,139 @@
+package collector
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intake-int/intake/cluster"
+	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/internal/kfaketest"
+	"github.com/intake-int/intake/pcap"
+	"github.com/intake-int/intake/telemetry"
+)
+
+// memberCaptures generates reports of flows over switches and writes each to the capture
+// of the member among n that owns it (cluster.ReportOwner), as switches that send by owner
+// would.
+func memberCaptures(t *testing.T, n int) []*bytes.Buffer {
+	t.Helper()
+	gc := gen.DefaultConfig()
+	gc.Format, gc.Mode, gc.Hops, gc.Flows, gc.Switches = "tr2.0", "md", 4, 64, 8
+	g, err := gen.New(gc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bufs := make([]*bytes.Buffer, n)
+	ws := make([]*pcap.Writer, n)
+	for i := range bufs {
+		bufs[i] = &bytes.Buffer{}
+		if ws[i], err = pcap.NewWriter(bufs[i], pcap.LinkEthernet, pcap.Nanosecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frame := pcap.UDPFrame{Src: netip.MustParseAddrPort("10.0.3.1:4000"), Dst: netip.MustParseAddrPort("10.0.0.100:32766")}
+	var fb []byte
+	if err := g.Walk(2000, func(i uint64, b []byte, rs []telemetry.Report) error {
+		fb = pcap.AppendUDPFrame(fb[:0], &frame, b)
+		return ws[cluster.ReportOwner(&rs[0], n)].WritePacket(time.Unix(1_700_000_000, int64(i)*1000), fb)
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return bufs
+}
+
+// TestKafkaClusterMembers runs two cluster members, each on the reports it owns, into one
+// Kafka cluster. A switch's queue or port that flows of both members cross is a new key to
+// both: it is announced once by each, and every event says which member it comes from; a
+// flow's events come from its owner alone. Each member's stop summary has its Kafka
+// counters.
+func TestKafkaClusterMembers(t *testing.T) {
+	k := kfaketest.Start(t, 3, 4)
+	members := []cluster.Member{{Name: "c0", API: "127.0.0.1:1"}, {Name: "c1", API: "127.0.0.1:2"}}
+	caps := memberCaptures(t, len(members))
+	exported := map[string]uint64{}
+	for i, m := range members {
+		cfg := testConfig(t) // http.address set, as a member needs; NoHTTP leaves the server out
+		cfg.Listeners = []ingest.Listener{{Format: "report", Port: 32766}}
+		cfg.Export.Kafka.Brokers = k.Brokers
+		cfg.FlowCache.Enabled, cfg.DTA.Enabled, cfg.Label.Enabled = false, false, false
+		cfg.Cluster.Self, cfg.Cluster.Members = m.Name, members
+		c, err := New(cfg, Options{NoHTTP: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd, err := pcap.NewReader(caps[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.RunCapture(context.Background(), rd); err != nil {
+			t.Fatal(err)
+		}
+		kc := c.Kafka.Counts()
+		exported[m.Name] = kc.Sent["event"]
+		if kc.Sent["event"] == 0 || kc.Offered["event"] != kc.Sent["event"] {
+			t.Fatalf("%s: events offered %d, sent %d", m.Name, kc.Offered["event"], kc.Sent["event"])
+		}
+		var sum bytes.Buffer
+		c.WriteSummary(&sum)
+		want := fmt.Sprintf("  kafka events      %d sent, 0 dropped of %d offered to intake.events\n"+
+			"  kafka snapshots   %d sent, 0 dropped of %d offered to intake.snapshots\n"+
+			"  kafka flows       0 sent, 0 dropped of 0 offered to intake.flows\n",
+			kc.Sent["event"], kc.Sent["event"], kc.Sent["snapshot"], kc.Sent["snapshot"])
+		if !strings.HasSuffix(sum.String(), want) {
+			t.Errorf("%s: stop summary\n%s\nwant it to end with\n%s", m.Name, sum.String(), want)
+		}
+	}
+
+	announced := map[string]map[string]int{} // message key and new key → member → times
+	got := map[string]uint64{}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := export.KafkaConsume(ctx, export.ConsumeOptions{Kafka: export.Kafka{Brokers: k.Brokers},
+		Topics: []string{"intake.events"}, Idle: 3 * time.Second}, func(c *export.Consumed) error {
+		if c.Err != nil {
+			return c.Err
+		}
+		e := c.Msg.GetEvent()
+		got[e.GetMember()]++
+		if e.GetScope() == "switch" && e.GetKind() == "new_key" {
+			id := fmt.Sprintf("%x %s switch=%d port=%d queue=%d buffer=%d reason=%d hw_id=%d", c.Key, e.GetMeasurement(),
+				e.GetSwitchId(), e.GetPort(), e.GetQueue(), e.GetBuffer(), e.GetReason(), e.GetHwId())
+			if announced[id] == nil {
+				announced[id] = map[string]int{}
+			}
+			announced[id][e.GetMember()]++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(exported) {
+		t.Errorf("events by member: consumed %v, members sent %v", got, exported)
+	}
+	both := 0
+	for id, by := range announced {
+		flow := len(id) > 2*export.FlowKeyLen && id[2*export.FlowKeyLen] == ' '
+		for member, n := range by {
+			if n != 1 || (member != "c0" && member != "c1") {
+				t.Errorf("%s announced %v, want once by each member that sees it", id, by)
+			}
+		}
+		if flow && len(by) != 1 {
+			t.Errorf("flow event %s announced %v, want by its owner alone", id, by)
+		}
+		if !flow && len(by) == 2 {
+			both++
+		}
+	}
+	if both == 0 {
+		t.Fatalf("no switch key announced by both members: %v", announced)
+	}
+	t.Logf("%d new keys, %d of them announced by both members", len(announced), both)
+}
