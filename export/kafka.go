@@ -793,6 +793,18 @@ func (k kafkaEvents) Stop(context.Context) error  { return nil }
 func (k kafkaEvents) SinkStatus() SinkStatus      { return k.s.sinkStatus(kafkaEvent, kafkaSnapshot) }
 func (k kafkaEvents) Offer(e *event.Event)        { k.s.OfferEvent(e) }
 
+// ValueCounts is the Kafka sink's reduction accounting (ValueSink): a value is stored once
+// the brokers acknowledged its message (events topic: events; snapshots topic: periodic
+// values), dropped by the reason its message was.
+func (k kafkaEvents) ValueCounts() ValueCounts {
+	s := k.s
+	c := ValueCounts{Events: s.sent[kafkaEvent].Load(), Periodic: s.sent[kafkaSnapshot].Load(), Dropped: map[string]uint64{}}
+	for why, wn := range kafkaDropNames {
+		c.Dropped[wn] = s.droppedOf(kafkaEvent, why) + s.droppedOf(kafkaSnapshot, why)
+	}
+	return c
+}
+
 // OfferEvent queues an event or a periodic value (snapshots topic), or counts it dropped.
 func (s *KafkaSink) OfferEvent(e *event.Event) {
 	kind := eventKind(e)

@@ -148,6 +148,10 @@ func TestKafkaDelivery(t *testing.T) {
 			if st := s.SinkStatus(); st.Sent != flows*perFlow+events+periodic+records || st.LastError != "" {
 				t.Errorf("status %+v", st)
 			}
+			// The reduction accounting: the values whose messages the brokers acknowledged.
+			if vc := sink.(export.ValueSink).ValueCounts(); vc.Events != events || vc.Periodic != periodic || sumDrops(vc.Dropped) != 0 {
+				t.Errorf("values stored %+v, want %d events and %d periodic", vc, events, periodic)
+			}
 
 			got := consumeAll(t, k.Brokers, "g-"+enc, 5*time.Second, "intake.reports", "intake.events", "intake.snapshots", "intake.flows")
 			byTopic := map[string]int{}
@@ -315,6 +319,11 @@ func TestKafkaQueueFull(t *testing.T) {
 		r := kafkaReport(1, i)
 		proc.Process(0, &r)
 	}
+	sink := s.Events()
+	for i := range 100 {
+		e := kafkaEvent(i, event.KindChange)
+		sink.Offer(&e)
+	}
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("1000 offers took %s: the offerer waited", d)
 	}
@@ -328,6 +337,10 @@ func TestKafkaQueueFull(t *testing.T) {
 	}
 	if proc.QueueDrops() != d["queue_full"] {
 		t.Fatalf("QueueDrops %d, want %d", proc.QueueDrops(), d["queue_full"])
+	}
+	// No broker: no event value stored, every one dropped (queue full or at shutdown).
+	if vc := sink.(export.ValueSink).ValueCounts(); vc.Events != 0 || sumDrops(vc.Dropped) != 100 || vc.Dropped["queue_full"] < 100-10-5-1 {
+		t.Fatalf("event values %+v, want 100 dropped, most queue_full", vc)
 	}
 }
 
