@@ -6,6 +6,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/intake-int/intake/telemetry"
 )
 
 // TestRecvTimePerDatagram: every datagram's reports carry the time the kernel received that
@@ -30,13 +32,18 @@ func TestRecvTimePerDatagram(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := time.Now().UnixNano()
-	rs := rec.got[0]
+	checkRecvTimes(t, rec.got[0], n, c.Status().Listeners[0].SocketReads, before, after)
+}
+
+// checkRecvTimes asserts that the reports of n one-report datagrams, read in fewer than n
+// reads, came in send order with receive times strictly increasing within [before, after].
+func checkRecvTimes(t *testing.T, rs []telemetry.Report, n int, reads uint64, before, after int64) {
+	t.Helper()
 	if len(rs) != n {
 		t.Fatalf("%d reports, want %d", len(rs), n)
 	}
-	st := c.Status().Listeners[0]
-	if st.SocketReads >= n {
-		t.Fatalf("%d reads for %d datagrams: no batch held two, the test shows nothing", st.SocketReads, n)
+	if reads >= uint64(n) {
+		t.Fatalf("%d reads for %d datagrams: no read held two, the test shows nothing", reads, n)
 	}
 	for i := range rs {
 		r := &rs[i]
@@ -48,7 +55,7 @@ func TestRecvTimePerDatagram(t *testing.T) {
 		}
 		if i > 0 && r.RecvTime <= rs[i-1].RecvTime {
 			t.Errorf("report %d: receive time %d not after the previous datagram's %d (%d reads for %d datagrams)",
-				i, r.RecvTime, rs[i-1].RecvTime, st.SocketReads, n)
+				i, r.RecvTime, rs[i-1].RecvTime, reads, n)
 		}
 	}
 }

@@ -344,12 +344,7 @@ func (g *spreadGen) inner() {
 	p.St(mKey + 2)
 	p.LdInd(2, 6)
 	p.Jset(0x1fff, "v4.hash", "") // not the first fragment: no ports
-	g.ports(mKey+2, "v4.hash")
-	p.Label("v4.hash")
-	p.LdMem(mProto)
-	p.ALU(cbpf.Lsh, 24)
-	p.St(mKey + 3)
-	g.hashMem(mKey, 4)
+	g.flowHash(2, "v4.hash")
 
 	p.Label("ipv6")
 	g.needAt(mOff, 40, "node")
@@ -372,12 +367,7 @@ func (g *spreadGen) inner() {
 	p.St(mL4)
 	p.LdImm(0)
 	p.St(mKey + 8)
-	g.ports(mKey+8, "v6.hash")
-	p.Label("v6.hash")
-	p.LdMem(mProto)
-	p.ALU(cbpf.Lsh, 24)
-	p.St(mKey + 9)
-	g.hashMem(mKey, 10)
+	g.flowHash(8, "v6.hash")
 
 	p.Label("node")
 	p.LdMem(mNode)
@@ -385,6 +375,19 @@ func (g *spreadGen) inner() {
 	g.hashMem(mKey, 1)
 	p.Label("none.ret")
 	p.Ret(spreadNone)
+}
+
+// flowHash ends a flow's key: its ports as word n (M[mKey+n] holds 0 for none), labelled
+// hash for a walk that has no ports to read, the protocol as word n+1; then it hashes the
+// key's n+2 words.
+func (g *spreadGen) flowHash(n int, hash string) {
+	p := &g.p
+	g.ports(mKey+n, hash)
+	p.Label(hash)
+	p.LdMem(mProto)
+	p.ALU(cbpf.Lsh, 24)
+	p.St(mKey + n + 1)
+	g.hashMem(mKey, n+2)
 }
 
 // ports stores the source and destination ports at M[mL4] into M[m] as one word, where

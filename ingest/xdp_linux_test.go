@@ -21,18 +21,7 @@ func genDatagrams(t *testing.T, format string, n int) [][]byte {
 	t.Helper()
 	cfg := gen.DefaultConfig()
 	cfg.Format = format
-	g, err := gen.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	if err := g.Walk(uint64(n), func(_ uint64, b []byte, _ []telemetry.Report) error {
-		out = append(out, append([]byte(nil), b...))
-		return nil
-	}, nil); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return genStream(t, cfg, n)
 }
 
 // TestXDPReceiveExactCounts runs an xdp listener of every input format on a veth pair and
@@ -216,25 +205,5 @@ func TestXDPRecvTimePerFrame(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := time.Now().UnixNano()
-	rs := rec.got[0]
-	if len(rs) != n {
-		t.Fatalf("%d reports, want %d", len(rs), n)
-	}
-	reads := c.Status().Listeners[0].SocketReads
-	if reads >= n {
-		t.Fatalf("%d reads for %d frames: no read held two, the test shows nothing", reads, n)
-	}
-	for i := range rs {
-		r := &rs[i]
-		if r.Seq != uint32(i+1) {
-			t.Fatalf("report %d has seq %d: out of order", i, r.Seq)
-		}
-		if r.RecvTime < before || r.RecvTime > after {
-			t.Errorf("report %d: receive time %d outside the run [%d, %d]", i, r.RecvTime, before, after)
-		}
-		if i > 0 && r.RecvTime <= rs[i-1].RecvTime {
-			t.Errorf("report %d: receive time %d not after the previous frame's %d (%d reads for %d frames)",
-				i, r.RecvTime, rs[i-1].RecvTime, reads, n)
-		}
-	}
+	checkRecvTimes(t, rec.got[0], n, c.Status().Listeners[0].SocketReads, before, after)
 }
