@@ -10,6 +10,7 @@ import (
 	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/telemetry"
+	"github.com/intake-int/intake/wire"
 )
 
 // spreadRun sends one sender's datagrams (one source address and port) to a report listener
@@ -115,5 +116,40 @@ func TestSpreadGRO(t *testing.T) {
 				t.Errorf("gro %v spread %q, want %v %q", *l.GRO, l.Spread, c.gro, c.spread)
 			}
 		})
+	}
+}
+
+// TestSpreadProgramNPT: a v2.x source that moved the UDP destination port into its shim
+// (NPT 1) sends every packet of a flow to the INT port; the decoder restores the port, the
+// program reads the packet's own: the flows are spread by their source ports, and each
+// flow's reports all go to one socket.
+func TestSpreadProgramNPT(t *testing.T) {
+	dc := wire.DefaultConfig()
+	dc.INTPort = 5555
+	enc, err := wire.NewEncoder(dc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newSpreadVM(t, wire.InputReport, dc, 4)
+	byKey := map[string]uint32{}
+	var st spreadStats
+	used := map[uint32]bool{}
+	for flow := 0; flow < 40; flow++ {
+		for i := 0; i < 5; i++ {
+			r := refReport(uint32(100*flow + i))
+			r.Flow.SrcPort, r.Flow.DstPort = uint16(40000+flow), 443
+			r.Inner.Encap, r.Inner.EncapArg = telemetry.EncapUDPPort, 1
+			r.INT.OrigPort = 443
+			r.Hops[0].HopLatency = uint32(1000 + i)
+			b, err := enc.Append(nil, &r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v.check(t, b, byKey, &st, fmt.Sprintf("flow %d report %d", flow, i))
+			used[v.run(t, b)] = true
+		}
+	}
+	if st.consistent != 200 || len(used) != 4 {
+		t.Errorf("%+v, %d sockets used: want 200 reports placed by their flow's packet, on all 4 sockets", st, len(used))
 	}
 }
