@@ -659,7 +659,7 @@ func TestKafkaMissingTopic(t *testing.T) {
 				t.Errorf("%s: sent %d, dropped %v", kind, c.Sent[kind], c.Dropped[kind])
 			}
 		}
-		if got := consumeAll(t, k.Brokers, "g", 3*time.Second, kfaketest.Topics...); len(got) != 4 {
+		if got := consumeAll(t, k.Brokers, "g", 10*time.Second, kfaketest.Topics...); len(got) != 4 {
 			t.Errorf("consumed %d messages from the created topics, want 4", len(got))
 		}
 	})
