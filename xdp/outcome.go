@@ -17,7 +17,7 @@ const (
 	NumOutcomes
 )
 
-var outcomeNames = [...]string{"redirected", "pass_other", "pass_fragment", "pass_malformed", "pass_no_socket", "pass_ipv6_ext", "dta_key_write", "dta_key_increment", "dta_append"}
+var outcomeNames = [...]string{"redirected", "pass_other", "pass_fragment", "pass_malformed", "pass_no_socket", "pass_ipv6_ext", "dta_key_write", "dta_key_increment", "dta_append", "kernel", "kernel_lifted"}
 
 func (o Outcome) String() string {
 	if o >= 0 && int(o) < len(outcomeNames) {

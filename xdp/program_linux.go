@@ -55,6 +55,9 @@ type Options struct {
 	Mode string
 	// Stores, when set, makes the program write DTA reports into them (DTA, NewDTAStores).
 	Stores *DTAStores
+	// Detect, when set, makes the program detect the reports it can parse with this
+	// state (detect.kernel; NewDetectState).
+	Detect *DetectState
 }
 
 // DTAStores are the kernel-written DTA stores: BPF_F_MMAPABLE arrays of 8-byte slots, mapped
@@ -143,7 +146,7 @@ func Attach(ifname string, port uint16, opt Options) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("interface %q: %w", ifname, err)
 	}
-	coll, err := load(port, opt.Stores)
+	coll, err := load(port, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -183,9 +186,10 @@ func Attach(ifname string, port uint16, opt Options) (*Program, error) {
 	return nil, fmt.Errorf("attaching XDP to %s: %w", ifname, errors.Join(errs...))
 }
 
-// load loads the program and its maps for UDP port, writing DTA reports into st when set,
-// not attached.
-func load(port uint16, st *DTAStores) (*ebpf.Collection, error) {
+// load loads the program and its maps for UDP port, writing DTA reports into opt.Stores and
+// detecting with opt.Detect when set, not attached.
+func load(port uint16, opt Options) (*ebpf.Collection, error) {
+	st := opt.Stores
 	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
 	if err != nil {
 		return nil, fmt.Errorf("reading the XDP object: %w", err)
@@ -221,11 +225,49 @@ func load(port uint16, st *DTAStores) (*ebpf.Collection, error) {
 		spec.Maps["ap_store"].MaxEntries = uint32(max(d.APBytes()/8, 1))
 		opts.MapReplacements = map[string]*ebpf.Map{"kw_store": st.kw, "ki_store": st.ki, "ap_store": st.ap}
 	}
+	if ds := opt.Detect; ds != nil {
+		if err := setDetect(spec, &ds.D); err != nil {
+			return nil, err
+		}
+		if opts.MapReplacements == nil {
+			opts.MapReplacements = map[string]*ebpf.Map{}
+		}
+		for name, m := range ds.replacements() {
+			spec.Maps[name].MaxEntries = m.MaxEntries()
+			opts.MapReplacements[name] = m
+		}
+	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, opts)
 	if err != nil {
 		return nil, loadError(err)
 	}
 	return coll, nil
+}
+
+// setDetect sets the program's constants of detection in the kernel.
+func setDetect(spec *ebpf.CollectionSpec, d *Detect) error {
+	var val, mask [MaxDSCP]uint8
+	for i, m := range d.DSCP {
+		val[i], mask[i] = m.Value, m.Mask
+	}
+	lift := uint8(0)
+	if d.Lift {
+		lift = 1
+	}
+	probe := uint8(0)
+	if d.Probe {
+		probe = 1
+	}
+	for name, v := range map[string]any{
+		"det_kernel": uint8(1), "det_lift": lift, "dec_dscp_n": uint8(len(d.DSCP)),
+		"dec_dscp_val": val, "dec_dscp_mask": mask, "dec_probe": probe,
+		"dec_gpe_port": d.GPEPort, "dec_geneve_port": d.GenevePort, "dec_int_port": d.INTPort,
+	} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return fmt.Errorf("setting %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // loadError wraps a load failure, with the verifier's whole log when the verifier refused.

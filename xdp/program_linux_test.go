@@ -42,7 +42,7 @@ func loadOrSkip(t *testing.T, port uint16) *ebpf.Collection {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: loading a BPF program needs root (CAP_BPF)")
 	}
-	coll, err := load(port, nil)
+	coll, err := load(port, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func loadDTAProgram(tb testing.TB) *ebpf.Collection {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	coll, err := load(40040, st)
+	coll, err := load(40040, Options{Stores: st})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -4,6 +4,7 @@ package xdp
 
 import (
 	"errors"
+	"github.com/intake-int/intake/event"
 	"io"
 	"time"
 )
@@ -17,6 +18,7 @@ type Program struct{}
 type Options struct {
 	Mode   string
 	Stores *DTAStores
+	Detect *DetectState
 }
 
 // Mode values: how the program is attached.
@@ -78,3 +80,19 @@ func (p *Program) RunStats() (uint64, time.Duration) { return 0, 0 }
 
 // EnableRunStats refuses: BPF is Linux's.
 func EnableRunStats() (io.Closer, error) { return nil, errNotLinux }
+
+// DetectState is the kernel detector's state (Linux only).
+type DetectState struct{ D Detect }
+
+// NewDetectState refuses: BPF maps are Linux's.
+func NewDetectState(Detect) (*DetectState, error) { return nil, errNotLinux }
+
+func (s *DetectState) SetRules(_, _ *[event.NumMeasurements]uint64) error { return errNotLinux }
+func (s *DetectState) Read([]Event, time.Duration) (int, error)           { return 0, ErrClosed }
+func (s *DetectState) Counts() (DetectCounts, [NumLifts]uint64, error) {
+	return DetectCounts{}, [NumLifts]uint64{}, errNotLinux
+}
+func (s *DetectState) Close() error { return nil }
+
+// ErrClosed is what Read returns once the state is closed.
+var ErrClosed = errors.New("xdp: detection state closed")

@@ -25,6 +25,8 @@ enum {
 	outcome_dta_key_write,   // a DTA Key-Write report written into kw_store, dropped
 	outcome_dta_key_increment, // a DTA Key-Increment report added into ki_store, dropped
 	outcome_dta_append,      // a DTA Append report appended to its list in ap_store, dropped
+	outcome_kernel,          // a report detected in the kernel (detect.kernel), ended here
+	outcome_kernel_lifted,   // a report detected in the kernel and redirected too (marked)
 	num_outcomes,
 };
 
@@ -80,6 +82,26 @@ STORE(ki_store);
 // The Append store's data: lists headers of 64 bytes (head, reserve, done: u64 at 0, 8, 16),
 // then each list's ring of 4-byte entries (docs/dta-layout.md, "Append").
 STORE(ap_store);
+
+#include "report.h"
+#include "detect.h"
+
+// Detection in the kernel (detect.kernel): parse the listener's reports and run the detector
+// on them. With det_lift set a user-space processor needs every report: a detected report
+// is redirected too, marked so that user space does not detect it again.
+volatile const __u8 det_kernel = 0;
+volatile const __u8 det_lift = 0;
+
+// Why reports went up to user space (per CPU, the lift_* reasons of report.h).
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, num_lifts);
+	__type(key, __u32);
+	__type(value, __u64);
+} lifts SEC(".maps");
+
+// META_DETECTED marks a frame's receive time in its metadata: the kernel detected it.
+#define META_DETECTED (1ULL << 63)
 
 struct vlan_hdr {
 	__be16 tci;
@@ -354,19 +376,43 @@ int intake_xdp(struct xdp_md *ctx)
 			return count(o, XDP_DROP);
 	}
 
+	__u64 now = bpf_ktime_get_ns();
+	__u64 mark = 0;
+	if (det_kernel) {
+		__u32 z = 0;
+		struct pbuf *pb = bpf_map_lookup_elem(&pbufs, &z);
+		if (pb) {
+			pb->r.now = now;
+			pb->r.queue_rx = ctx->rx_queue_index;
+			int why = parse(ctx, pb, (void *)(udp + 1) - data, ulen - sizeof(*udp));
+			if (why == 0) {
+				detect(&pb->r);
+				if (!det_lift)
+					return count(outcome_kernel, XDP_DROP);
+				mark = META_DETECTED;
+			} else {
+				__u32 l = why - 1;
+				__u64 *c = bpf_map_lookup_elem(&lifts, &l);
+				if (c)
+					*c += 1;
+			}
+		}
+	}
+
 	// The frame's receive time for user space, in the 8 bytes of XDP metadata right before
 	// the frame: AF_XDP copies them into the UMEM frame with it (docs/xdp.md, "Receive
 	// time"). Where the driver has no room for metadata the call fails, and the worker takes
-	// the time it read the frame instead.
+	// the time it read the frame instead (and, for a frame the kernel detected, has no mark:
+	// it is detected again, so kernel mode needs a driver with metadata room: checked at start).
 	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(__u64)) == 0) {
 		__u64 *meta = (void *)(long)ctx->data_meta;
 		if ((void *)(meta + 1) <= (void *)(long)ctx->data)
-			*meta = bpf_ktime_get_ns();
+			*meta = now | mark;
 	}
 	// With XDP_PASS as the fallback, a queue without a socket passes frames to the kernel.
 	int act = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 	if (act == XDP_REDIRECT)
-		return count(outcome_redirected, act);
+		return count(mark ? outcome_kernel_lifted : outcome_redirected, act);
 	return count(outcome_pass_no_socket, act);
 }
 

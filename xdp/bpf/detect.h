@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// Event detection in the kernel (detect.kernel, docs/xdp.md "Detection in the kernel"):
+// package detect's rules applied to a parsed report (report.h) with the detector's state in
+// BPF maps. A flow keeps its path, flow latency and per-hop latencies; a switch key (switch
+// and queue, egress port, buffer, drop reason; node and hw_id) its values. Each key is updated
+// under its entry's spin lock, so that workers on several CPUs never lose an update; the
+// events a key's update raises are gathered under the lock and written to the event ring
+// after it (no helper may run under a BPF spin lock). The rules, the values and the event
+// fields are detect.go's, line for line: TestKernelDetectSame runs one stream through both.
+
+// Measurements and kinds: package event's numbering.
+enum { m_flow_latency = 1, m_flow_hop_latency, m_flow_path, m_queue_occupancy, m_queue_congestion,
+       m_tx_utilization, m_buffer_occupancy, m_drops, m_seq_gaps, num_meas };
+enum { k_new_key = 1, k_path_change, k_change, k_above, k_below };
+enum { scope_switch = 0, scope_e2e = 1 };
+// Switch key kinds: detect's kQueue ...
+enum { kq_queue = 0, kq_port, kq_buffer, kq_drop, kq_seq };
+
+// The rules in force: written by user space (the configuration, PUT /api/v1/thresholds).
+// An off rule's level is 2^64-1, which nothing exceeds (detect's never).
+struct rules {
+	__u64 change[num_meas];
+	__u64 above[num_meas];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rules);
+} d_rules SEC(".maps");
+
+struct val {
+	__u64 ref, cur;
+};
+
+// A flow's entry: detect's flowEntry.
+struct fent {
+	struct bpf_spin_lock lock;
+	__u8 npath, has_lat, hop_ok, pad;
+	__u64 first, last, dev, reports, path_hash;
+	__u32 path[KMAX_HOPS];
+	__u16 above, pad2[3];
+	struct val lat;
+	struct val hop[KMAX_HOPS];
+};
+
+struct swkey {
+	__u32 sw, id;
+	__u8 kind, pad[3];
+};
+
+// A switch key's entry: detect's swEntry. A seq key keeps its last sequence number in
+// v[1].ref and the receive queue that gave it in v[1].cur.
+struct swent {
+	struct bpf_spin_lock lock;
+	__u8 has, above, seq_ok, pad;
+	__u64 last, dev;
+	struct val v[2];
+};
+
+// The detector's sizes (detect.max_flows and max_keys with detect's headroom) are set by
+// the loader (MapSpec.MaxEntries).
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct fkey);
+	__type(value, struct fent);
+} d_flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct swkey);
+	__type(value, struct swent);
+} d_keys SEC(".maps");
+
+// An event as the ring carries it (xdp.KernelEvent mirrors it).
+struct kev {
+	__u64 time, dev, prev, value, thr;
+	__u32 sw, id; // the switch; the key's queue, port, buffer, reason or hw_id
+	__u8 kind, scope, meas, key_kind; // key_kind: a kq_* switch key, 0xff a flow's
+	__u8 npath, pad[3];
+	struct fkey flow;
+	__u32 path[KMAX_HOPS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);
+} d_events SEC(".maps");
+
+// Counters (per CPU): xdp.KernelCounts mirrors them.
+enum {
+	dc_reports = 0, // reports detected in the kernel
+	dc_values,      // metric values seen (M_all)
+	dc_events,      // events written to the ring
+	dc_ring_full,   // events lost: the ring was full (counted, never silent)
+	dc_table_full,  // key updates lost: the flow or switch table was full
+	dc_quiet,       // reports that raised nothing and ended in XDP
+	dc_lifted,      // detected reports lifted anyway (a user-space processor needs them)
+	dc_kind0,       // events by kind: dc_kind0 + kind
+	num_dcounts = dc_kind0 + 8,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, num_dcounts);
+	__type(key, __u32);
+	__type(value, __u64);
+} d_counts SEC(".maps");
+
+// The most events one key's update raises: a flow with a path event, its latency's two and
+// two per tracked hop.
+#define MAX_KEV (1 + 2 + 2 * KMAX_HOPS)
+
+// A CPU's scratch: the events of the update in hand.
+struct dscratch {
+	struct rules thr;
+	__u32 n;
+	struct kev t; // the template of the update in hand
+	struct kev ev[MAX_KEV];
+	__u32 path[KMAX_HOPS], old_path[KMAX_HOPS];
+	struct val old_hop[KMAX_HOPS];
+	// A switch op's key and values (det_sw's arguments), and loop accumulators kept in
+	// memory, where the verifier does not track them: in registers, each loop iteration's
+	// branches would double the states it explores.
+	struct swkey k;
+	__u64 dev, x0;
+	__u32 m0, ok, vals, same, nlat;
+	__u64 lat, ph;
+	// Zeros, the value of a new entry (a struct fent on the stack would not fit it).
+	__u8 zero[sizeof(struct fent)];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dscratch);
+} d_scratch SEC(".maps");
+
+static __always_inline void dcount(__u32 i, __u64 n)
+{
+	__u64 *c = bpf_map_lookup_elem(&d_counts, &i);
+	if (c)
+		*c += n;
+}
+
+// new_ev appends an event to the scratch from template t (key, scope, measurement, times)
+// and returns it, or 0 when the scratch is full (it cannot be: MAX_KEV).
+static __always_inline struct kev *new_ev(struct dscratch *s, struct kev *t, __u8 kind, __u64 prev, __u64 value, __u64 thr)
+{
+	__u32 n = s->n;
+	if (n >= MAX_KEV)
+		return 0;
+	struct kev *e = &s->ev[n];
+	__builtin_memcpy(e, t, sizeof(*e));
+	e->kind = kind;
+	e->prev = prev;
+	e->value = value;
+	e->thr = thr;
+	s->n = n + 1;
+	return e;
+}
+
+static __always_inline __u64 absdiff(__u64 a, __u64 b) { return a > b ? a - b : b - a; }
+
+// check is detect's check: value x of one key (v its state, was_above its above bit) against
+// measurement m's rules; the events go to the scratch from template t. It returns the new
+// above bit.
+static __always_inline int check(struct dscratch *s, struct kev *t, struct val *v, int was_above, __u64 x, int is_new, __u32 m)
+{
+	__u64 prev_cur = v->cur;
+	m &= 15;
+	if (m >= num_meas)
+		return 0;
+	if (is_new) {
+		v->ref = x;
+		v->cur = x;
+		was_above = 0;
+		prev_cur = 0;
+		new_ev(s, t, k_new_key, 0, x, 0);
+	} else {
+		v->cur = x;
+		__u64 th = s->thr.change[m];
+		if (absdiff(x, v->ref) > th) {
+			new_ev(s, t, k_change, v->ref, x, th);
+			v->ref = x;
+		}
+	}
+	__u64 a = s->thr.above[m];
+	int above = x > a;
+	if (above != was_above)
+		new_ev(s, t, above ? k_above : k_below, prev_cur, x, a);
+	return above;
+}
+
+// flush writes the scratch's events to the ring and counts them.
+__attribute__((noinline)) int flush(struct dscratch *s)
+{
+	if (!s)
+		return 0;
+	__u32 n = s->n;
+	for (__u32 i = 0; i < MAX_KEV; i++) {
+		if (i >= n)
+			break;
+		struct kev *e = &s->ev[i];
+		if (bpf_ringbuf_output(&d_events, e, sizeof(*e), 0) == 0) {
+			dcount(dc_events, 1);
+			dcount(dc_kind0 + (e->kind & 7), 1);
+		} else {
+			dcount(dc_ring_full, 1);
+		}
+	}
+	s->n = 0;
+	return 0;
+}
+
+// sw_entry returns key k's entry, made (zero) if need be; 0 when the table is full.
+static __always_inline struct swent *sw_entry(struct dscratch *s, struct swkey *k)
+{
+	struct swent *en = bpf_map_lookup_elem(&d_keys, k);
+	if (en)
+		return en;
+	if (bpf_map_update_elem(&d_keys, k, s->zero, BPF_NOEXIST) < 0) {
+		en = bpf_map_lookup_elem(&d_keys, k); // another CPU made it
+		if (!en)
+			dcount(dc_table_full, 1);
+		return en;
+	}
+	return bpf_map_lookup_elem(&d_keys, k);
+}
+
+// sw_value is detect's swValue/swCheck for value i of en (its lock held).
+static __always_inline void sw_value(struct dscratch *s, struct kev *t, struct swent *en, __u32 i, __u32 m, __u64 x)
+{
+	__u8 bit = 1 << i;
+	t->meas = m;
+	struct val *v = &en->v[i & 1];
+	int a = check(s, t, v, (en->above & bit) != 0, x, (en->has & bit) == 0, m);
+	en->above = a ? en->above | bit : en->above & ~bit;
+	en->has |= bit;
+}
+
+static __always_inline void sw_template(struct kev *t, struct krep *r, struct swkey *k, __u64 dev)
+{
+	__builtin_memset(t, 0, sizeof(*t));
+	t->time = r->now;
+	t->dev = dev;
+	t->sw = k->sw;
+	t->id = k->id;
+	t->scope = scope_switch;
+	t->key_kind = k->kind;
+}
+
+static __always_inline __u64 hop_dev(struct khop *h)
+{
+	if (h->fields & F_EG_TS)
+		return h->eg_ts;
+	if (h->fields & F_IN_TS)
+		return h->in_ts;
+	return 0;
+}
+
+// det_sw updates switch key s->k with value s->x0 of measurement s->m0 (device time
+// s->dev). For a seq key, x0 is the sequence number and the gaps are counted here; for a
+// drop key the count is incremented.
+__attribute__((noinline)) int det_sw(struct krep *r, struct dscratch *s)
+{
+	if (!r || !s)
+		return 0;
+	struct swkey *k = &s->k;
+	__u64 dev = s->dev, x0 = s->x0;
+	__u32 m0 = s->m0;
+	struct swent *en = sw_entry(s, k);
+	if (!en)
+		return 0;
+	struct kev *t = &s->t;
+	sw_template(t, r, k, dev);
+	bpf_spin_lock(&en->lock);
+	en->last = r->now;
+	en->dev = dev;
+	if (k->kind == kq_seq) {
+		// detect's seq with one worker per receive queue: the queue's frames come in order.
+		__u64 gaps = en->v[0].cur;
+		__u32 seq = x0;
+		if (en->seq_ok) {
+			__u32 step = seq - (__u32)en->v[1].ref;
+			if (step > 1 && step < (1U << 31))
+				gaps += step - 1;
+		}
+		en->v[1].ref = seq;
+		en->v[1].cur = r->queue_rx;
+		en->seq_ok = 1;
+		sw_value(s, t, en, 0, m_seq_gaps, gaps);
+	} else if (k->kind == kq_drop) {
+		sw_value(s, t, en, 0, m_drops, en->v[0].cur + 1);
+	} else {
+		sw_value(s, t, en, 0, m0, x0);
+	}
+	bpf_spin_unlock(&en->lock);
+	flush(s);
+	return 0;
+}
+
+// sw_op runs det_sw for key (sw, id, kind).
+static __always_inline void sw_op(struct dscratch *s, struct krep *r, __u32 sw, __u32 id, __u8 kind, __u64 dev, __u32 m0, __u64 x0)
+{
+	s->k.sw = sw;
+	s->k.id = id;
+	s->k.kind = kind;
+	s->dev = dev;
+	s->m0 = m0;
+	s->x0 = x0;
+	det_sw(r, s);
+}
+
+// hop_op is detect's hop: the switch metrics of hop h.
+static __always_inline void hop_op(struct dscratch *s, struct krep *r, struct khop *h)
+{
+	__u16 f = h->fields;
+	__u64 dev = hop_dev(h);
+	if (f & F_QUEUE_OCC) // v2.x has no congestion
+		sw_op(s, r, h->node, h->qid, kq_queue, dev, m_queue_occupancy, h->qocc);
+	if (f & F_TX_UTIL)
+		sw_op(s, r, h->node, f & F_EG_PORT ? h->eg_port : 0, kq_port, dev, m_tx_utilization, h->tx);
+	if (f & F_BUF_OCC)
+		sw_op(s, r, h->node, h->bid, kq_buffer, dev, m_buffer_occupancy, h->bocc);
+}
+
+#define PATH_BASIS 14695981039346656037ULL
+#define PATH_PRIME 1099511628211ULL
+
+// det_flow is detect's flow: path, flow latency and per-hop latencies of r's flow.
+__attribute__((noinline)) int det_flow(struct krep *r, struct dscratch *s)
+{
+	if (!r || !s)
+		return 0;
+	__u32 n = r->nhops;
+	if (n > KMAX_HOPS || n == 0)
+		return 0;
+	struct fent *en = bpf_map_lookup_elem(&d_flows, &r->flow);
+	if (!en) {
+		bpf_map_update_elem(&d_flows, &r->flow, s->zero, BPF_NOEXIST);
+		en = bpf_map_lookup_elem(&d_flows, &r->flow);
+		if (!en) {
+			dcount(dc_table_full, 1);
+			return 0;
+		}
+	}
+	// The path source to sink, its hash, the flow latency: outside the lock.
+	s->ph = PATH_BASIS;
+	s->lat = 0;
+	s->nlat = 0;
+	for (__u32 i = 0; i < KMAX_HOPS; i++) {
+		s->path[i] = 0;
+		if (i >= n)
+			continue;
+		struct khop *h = &r->hop[HOP(n - 1 - i)];
+		s->path[i] = h->node;
+		s->ph = (s->ph ^ h->node) * PATH_PRIME;
+		if (h->fields & F_HOP_LAT) {
+			s->lat += h->lat;
+			s->nlat++;
+		}
+	}
+	__u64 ph = s->ph;
+	__u64 dev = hop_dev(&r->hop[0]); // TR v2.0 has no report ingress timestamp
+	struct kev *t = &s->t;
+	__builtin_memset(t, 0, sizeof(*t));
+	t->time = r->now;
+	t->dev = dev;
+	t->key_kind = 0xff;
+	t->scope = scope_e2e;
+	t->npath = n;
+	__builtin_memcpy(&t->flow, &r->flow, sizeof(t->flow));
+	__builtin_memcpy(t->path, s->path, sizeof(s->path));
+	s->vals = 1;
+
+	bpf_spin_lock(&en->lock);
+	// New: made by this update, or by another CPU's that lost the race to the lock.
+	int fresh = en->reports == 0;
+	if (fresh)
+		en->first = r->now;
+	en->last = r->now;
+	en->dev = dev;
+	en->reports++;
+	s->same = n == en->npath;
+	for (__u32 i = 0; i < KMAX_HOPS; i++)
+		if (en->path[i] != s->path[i])
+			s->same = 0;
+	if (fresh || !s->same) {
+		t->meas = m_flow_path;
+		if (fresh) {
+			new_ev(s, t, k_new_key, 0, ph, 0);
+		} else if (ph != en->path_hash) {
+			new_ev(s, t, k_path_change, en->path_hash, ph, 0);
+			// rehop: a switch on both paths keeps its state at its new position.
+			__builtin_memcpy(s->old_path, en->path, sizeof(s->old_path));
+			__builtin_memcpy(s->old_hop, en->hop, sizeof(s->old_hop));
+			__u32 old_ok = en->hop_ok;
+			__u32 old_above = en->above;
+			__u32 old_n = en->npath;
+			s->ok = 0;
+			s->vals = old_above & (1 << KMAX_HOPS); // the new above bits
+			for (__u32 i = 0; i < KMAX_HOPS; i++) {
+				for (__u32 k = 0; k < KMAX_HOPS; k++) {
+					if (i < n && k < old_n && s->old_path[k] == s->path[i] && (old_ok & (1 << k)) &&
+					    !(s->ok & (1 << i))) {
+						en->hop[i] = s->old_hop[k];
+						s->ok |= 1 << i;
+						s->vals |= ((old_above >> k) & 1) << i;
+					}
+				}
+			}
+			en->hop_ok = s->ok;
+			en->above = s->vals;
+			s->vals = 1;
+		}
+		en->path_hash = ph;
+		en->npath = n;
+		__builtin_memcpy(en->path, s->path, sizeof(s->path));
+	}
+	if (s->nlat > 0) {
+		t->meas = m_flow_latency;
+		int a = check(s, t, &en->lat, (en->above >> KMAX_HOPS) & 1, s->lat, !en->has_lat, m_flow_latency);
+		en->above = a ? en->above | (1 << KMAX_HOPS) : en->above & ~(1 << KMAX_HOPS);
+		en->has_lat = 1;
+		s->vals++;
+	}
+	s->ok = 0;
+	t->scope = scope_switch;
+	t->meas = m_flow_hop_latency;
+	for (__u32 i = 0; i < KMAX_HOPS; i++) {
+		if (i >= n)
+			break;
+		struct khop *h = &r->hop[HOP(n - 1 - i)];
+		if (!(h->fields & F_HOP_LAT))
+			continue;
+		__u32 bit = 1 << i;
+		t->sw = h->node;
+		t->dev = hop_dev(h);
+		int a = check(s, t, &en->hop[i], (en->above >> i) & 1, h->lat, !(en->hop_ok & bit), m_flow_hop_latency);
+		en->above = a ? en->above | bit : en->above & ~bit;
+		s->ok |= bit;
+		s->vals++;
+	}
+	en->hop_ok = s->ok;
+	bpf_spin_unlock(&en->lock);
+	dcount(dc_values, s->vals);
+	flush(s);
+	return 0;
+}
+
+// detect runs the detector on report r: seq, drop, hops, flow, in detect's order.
+__attribute__((noinline)) int detect(struct krep *r)
+{
+	__u32 z = 0;
+	struct dscratch *s = bpf_map_lookup_elem(&d_scratch, &z);
+	struct rules *thr = bpf_map_lookup_elem(&d_rules, &z);
+	if (!r || !s || !thr)
+		return 0;
+	__builtin_memcpy(&s->thr, thr, sizeof(*thr));
+	s->n = 0;
+	// Seq: every TR v2.0 report has a node id and a sequence number.
+	sw_op(s, r, r->node, r->hw_id, kq_seq, 0, m_seq_gaps, r->seq);
+	__u32 vals = 1;
+	if (r->drop) {
+		sw_op(s, r, r->node, r->has_reason ? r->reason : 0, kq_drop, 0, m_drops, 0);
+		vals++;
+	}
+	for (__u32 i = 0; i < KMAX_HOPS; i++) {
+		if (i >= r->nhops)
+			break;
+		struct khop *h = &r->hop[i];
+		__u16 f = h->fields;
+		if (!(f & F_NODE) || !(f & (F_QUEUE_OCC | F_TX_UTIL | F_BUF_OCC)))
+			continue;
+		s->vals = ((f & F_QUEUE_OCC) != 0) + ((f & F_TX_UTIL) != 0) + ((f & F_BUF_OCC) != 0);
+		dcount(dc_values, s->vals);
+		hop_op(s, r, h);
+	}
+	dcount(dc_values, vals);
+	if (r->has_flow)
+		det_flow(r, s);
+	dcount(dc_reports, 1);
+	return 0;
+}

@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// The kernel's telemetry report parser (detect.kernel, docs/xdp.md "Detection in the
+// kernel"). It reads the shapes that make up nearly all of a fabric's reports, exactly as
+// package wire decodes them: a Telemetry Report v2.0 packet with one individual report
+// (RepType 0 or 1, its RepMdBits hop included) whose inner packet (InType 3, 4 or 5:
+// Ethernet with at most one VLAN tag, IPv4 or IPv6 without extension headers) is TCP or UDP
+// with INT-MD v2.x (NPT 0) at the L4 payload, up to KMAX_HOPS hops in all. Anything else,
+// or anything about which package wire might decide otherwise (a quirk, a tunnel, a cut or
+// inconsistent header), is left to user space: parse returns the reason, and the frame goes
+// up through AF_XDP as in mode xdp. The parser accepts less than the decoder, never
+// something else.
+
+#define KMAX_HOPS 8
+#define KBUF 1024 // the longest report the parser reads (bytes of UDP payload)
+
+// The hop fields: telemetry.Field's bits.
+#define F_NODE (1 << 0)
+#define F_IN_PORT (1 << 1)
+#define F_EG_PORT (1 << 2)
+#define F_HOP_LAT (1 << 3)
+#define F_QUEUE_ID (1 << 4)
+#define F_QUEUE_OCC (1 << 5)
+#define F_IN_TS (1 << 6)
+#define F_EG_TS (1 << 7)
+#define F_L2_IN (1 << 8)
+#define F_L2_EG (1 << 9)
+#define F_TX_UTIL (1 << 10)
+#define F_BUF_ID (1 << 11)
+#define F_BUF_OCC (1 << 12)
+
+struct khop {
+	__u64 in_ts, eg_ts;
+	__u32 node, in_port, eg_port, lat, qocc, tx, bocc, l2_in, l2_eg;
+	__u16 fields, qid;
+	__u8 bid, pad[3];
+};
+
+// A flow 5-tuple laid out as telemetry.FlowKey (IPv4 as IPv4-mapped IPv6), padded to 40.
+struct fkey {
+	__u8 src[16], dst[16];
+	__u16 sport, dport;
+	__u8 proto, v6, pad[2];
+};
+
+// The parsed report: package telemetry's normal form, as far as detection and the flow
+// cache read it. Hops are newest first.
+struct krep {
+	__u64 now;        // receive time, CLOCK_MONOTONIC ns
+	__u32 node, seq;  // the group header's node id and sequence number
+	__u8 hw_id, drop, has_reason, reason;
+	__u8 has_flow, nhops, queue_rx, pad;
+	struct fkey flow;
+	struct khop hop[KMAX_HOPS];
+};
+
+// Why a report went to user space instead (lift_* counters, package xdp's Lift names).
+enum {
+	lift_version = 0, // not TR v2.0
+	lift_batch,       // several individual reports, or a TLV/other inner type
+	lift_rep_type,    // RepType other than 0 and 1, or RepMdBits the parser does not read
+	lift_inner,       // the inner packet: VLANs, fragments, IPv6 extension headers, not TCP/UDP, cut
+	lift_tunnel,      // VXLAN-GPE, Geneve or the INT port: user space's tunnel decoding
+	lift_int,         // INT not v2.x MD with NPT 0, or a shim that user space must judge
+	lift_hops,        // more than KMAX_HOPS hops
+	lift_long,        // a datagram longer than KBUF
+	num_lifts,
+};
+
+// The decoder settings the parser follows (the listener's decoder: DSCP values and masks,
+// probe_shim, the tunnel and INT ports); set by the loader.
+volatile const __u8 dec_dscp_n = 2;
+volatile const __u8 dec_dscp_val[4] = {0x17, 0x01};
+volatile const __u8 dec_dscp_mask[4] = {0x3f, 0x01};
+volatile const __u8 dec_probe = 1;
+volatile const __u16 dec_gpe_port = 4790;
+volatile const __u16 dec_geneve_port = 6081;
+volatile const __u16 dec_int_port = 0;
+
+// The parse buffer: the report copied from the frame, so that reads at offsets that depend
+// on the packet are plain reads of a map value the verifier can bound (off & (KBUF-1)).
+struct pbuf {
+	__u8 b[KBUF + 64];
+	struct krep r;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pbuf);
+} pbufs SEC(".maps");
+
+// OFF bounds an offset into the buffer for the verifier. The mask is written in assembly:
+// where clang can prove an offset small it drops a C mask, and the verifier, whose bounds
+// are coarser, then refuses the read.
+static __always_inline __u32 OFF(__u32 o)
+{
+	asm volatile("%[o] &= 1023" : [o] "+r"(o));
+	return o;
+}
+
+// HOP bounds a hop index the same way.
+static __always_inline __u32 HOP(__u32 i)
+{
+	asm volatile("%[i] &= 7" : [i] "+r"(i));
+	return i;
+}
+
+static __always_inline __u32 rd32(__u8 *b, __u32 o)
+{
+	return __builtin_bswap32(*(__u32 *)(b + OFF(o)));
+}
+
+static __always_inline __u16 rd16(__u8 *b, __u32 o)
+{
+	return __builtin_bswap16(*(__u16 *)(b + OFF(o)));
+}
+
+static __always_inline __u64 rd64(__u8 *b, __u32 o)
+{
+	return __builtin_bswap64(*(__u64 *)(b + OFF(o)));
+}
+
+// set_item decodes item `bit` (0 = MSB) at b[o] into h, as wire's decodeHop and tr20Metadata
+// do (all ones is absent). Bit 0 (node id) is the caller's.
+static __always_inline void set_item(struct khop *h, __u8 *b, __u32 o, __u32 bit)
+{
+	__u32 x = rd32(b, o);
+	switch (bit) {
+	case 0:
+		if (x != 0xffffffff) {
+			h->node = x;
+			h->fields |= F_NODE;
+		}
+		break;
+	case 1:
+		if (x >> 16 != 0xffff) {
+			h->in_port = x >> 16;
+			h->fields |= F_IN_PORT;
+		}
+		if ((x & 0xffff) != 0xffff) {
+			h->eg_port = x & 0xffff;
+			h->fields |= F_EG_PORT;
+		}
+		break;
+	case 2:
+		if (x != 0xffffffff) {
+			h->lat = x;
+			h->fields |= F_HOP_LAT;
+		}
+		break;
+	case 3:
+		if (x >> 24 != 0xff) {
+			h->qid = x >> 24;
+			h->fields |= F_QUEUE_ID;
+		}
+		if ((x & 0xffffff) != 0xffffff) {
+			h->qocc = x & 0xffffff;
+			h->fields |= F_QUEUE_OCC;
+		}
+		break;
+	case 4: {
+		__u64 t = rd64(b, o);
+		if (t != ~0ULL) {
+			h->in_ts = t;
+			h->fields |= F_IN_TS;
+		}
+		break;
+	}
+	case 5: {
+		__u64 t = rd64(b, o);
+		if (t != ~0ULL) {
+			h->eg_ts = t;
+			h->fields |= F_EG_TS;
+		}
+		break;
+	}
+	case 6: {
+		__u32 y = rd32(b, o + 4);
+		if (x != 0xffffffff) {
+			h->l2_in = x;
+			h->fields |= F_L2_IN;
+		}
+		if (y != 0xffffffff) {
+			h->l2_eg = y;
+			h->fields |= F_L2_EG;
+		}
+		break;
+	}
+	case 7:
+		if (x != 0xffffffff) {
+			h->tx = x;
+			h->fields |= F_TX_UTIL;
+		}
+		break;
+	case 8:
+		if (x >> 24 != 0xff) {
+			h->bid = x >> 24;
+			h->fields |= F_BUF_ID;
+		}
+		if ((x & 0xffffff) != 0xffffff) {
+			h->bocc = x & 0xffffff;
+			h->fields |= F_BUF_OCC;
+		}
+		break;
+	}
+}
+
+// The offset of item `bit` in a block of bitmap bm, and a block's size: 4 bytes an item,
+// 8 for bits 4-6 (mask 0x0e00). Branch-free, so that the verifier sees one path per hop.
+static __always_inline __u32 item_at(__u32 bm, __u32 bit)
+{
+	__u32 before = bm & (0xffff0000 >> bit) & 0xffff;
+	return 4 * __builtin_popcount(before) + 4 * __builtin_popcount(before & 0x0e00);
+}
+
+static __always_inline __u32 bitmap_size(__u32 bm)
+{
+	return 4 * __builtin_popcount(bm & 0xffff) + 4 * __builtin_popcount(bm & 0x0e00);
+}
+
+#define ITEM(h, b, o, bm, bit)                                         \
+	if ((bm) & (0x8000 >> (bit)))                                 \
+		set_item(h, b, (o) + item_at(bm, bit), bit)
+
+// hop_items decodes one hop block at pb->b[o] of instruction bitmap bm (bits 0-8 read,
+// the rest skipped by size) into hop k. A global function, verified once: inline, the
+// verifier would walk each hop's branches again.
+__attribute__((noinline)) int hop_items(struct pbuf *pb, __u32 k, __u32 o, __u32 bm)
+{
+	if (!pb)
+		return 0;
+	__u8 *b = pb->b;
+	struct khop *h = &pb->r.hop[HOP(k)];
+	ITEM(h, b, o, bm, 0);
+	ITEM(h, b, o, bm, 1);
+	ITEM(h, b, o, bm, 2);
+	ITEM(h, b, o, bm, 3);
+	ITEM(h, b, o, bm, 4);
+	ITEM(h, b, o, bm, 5);
+	ITEM(h, b, o, bm, 6);
+	ITEM(h, b, o, bm, 7);
+	ITEM(h, b, o, bm, 8);
+	return 0;
+}
+
+// parse_int parses INT-MD v2.x at b[o] (the L4 payload, which ends at end) into r's hops
+// after the ones it has. committed: a DSCP match (an error is the decoder's, not "no INT").
+// It returns 0 when the report holds the INT, 1 when there is none (a probe that found no
+// shim: the report has no INT), or -(lift reason + 1).
+static __always_inline int parse_int(struct pbuf *pb, __u32 o, __u32 end, int committed)
+{
+	struct krep *r = &pb->r;
+	__u8 *b = pb->b;
+	if (o + 16 > end)
+		return committed || !dec_probe ? -(lift_int + 1) : (end - o < 4 ? 1 : -(lift_int + 1));
+	__u8 t = b[OFF(o)];
+	// Only a v2.x MD shim (type 1, NPT 0, reserved bits zero) with a v2 header is read here.
+	// Anything else that could be INT (the v0.5/v1.0 one-byte-type shims, MX, NPT 1/2)
+	// is user space's; the probe's own rejects need its exact rules, so they go up too,
+	// except a first byte no shim of any version starts with.
+	if (t != 0x10) {
+		if (committed)
+			return -(lift_int + 1);
+		__u8 typ = t >> 4;
+		if (t != 0x01 && t != 0x02 && t != 0x03 && typ != 1 && typ != 3)
+			return dec_probe ? 1 : 1;
+		return -(lift_int + 1);
+	}
+	__u32 n = 4 + (__u32)b[OFF(o + 1)] * 4;
+	if (n < 16 || o + n > end)
+		return -(lift_int + 1);
+	__u32 md = o + 4;
+	if (b[OFF(md)] >> 4 != 2)
+		return -(lift_int + 1);
+	__u32 hs = (b[OFF(md + 2)] & 0x1f) * 4;
+	__u32 bm = rd16(b, md + 4);
+	if (hs == 0 || hs < bitmap_size(bm))
+		return -(lift_int + 1);
+	__u32 stack = md + 12, slen = o + n - stack;
+	__u32 nh = slen / hs;
+	if (nh + r->nhops > KMAX_HOPS)
+		return -(lift_hops + 1);
+	for (__u32 i = 0; i < KMAX_HOPS; i++) {
+		if (i >= nh)
+			break;
+		__u32 k = r->nhops;
+		if (k >= KMAX_HOPS)
+			break;
+		__builtin_memset(&r->hop[HOP(k)], 0, sizeof(struct khop));
+		hop_items(pb, k, stack + i * hs, bm);
+		r->nhops = k + 1;
+	}
+	return 0;
+}
+
+// parse_inner parses the inner packet at b[o:end] of link type `link` (3 Ethernet, 4 IPv4,
+// 5 IPv6): the flow, and INT when the report tracks the flow (find). 0 or a lift reason + 1.
+static __always_inline int parse_inner(struct pbuf *pb, __u32 o, __u32 end, int link, int find)
+{
+	struct krep *r = &pb->r;
+	__u8 *b = pb->b;
+	int v6 = link == 5;
+	if (link == 3) {
+		if (o + 14 > end)
+			return lift_inner + 1;
+		__u16 et = rd16(b, o + 12);
+		o += 14;
+		if (et == 0x8100 || et == 0x88a8 || et == 0x9100) {
+			if (o + 4 > end)
+				return lift_inner + 1;
+			et = rd16(b, o + 2);
+			o += 4;
+		}
+		if (et == 0x86dd)
+			v6 = 1;
+		else if (et != 0x0800)
+			return lift_inner + 1;
+	}
+	__u8 proto, dscp;
+	__u32 l4;
+	struct fkey *fk = &r->flow;
+	__builtin_memset(fk, 0, sizeof(*fk));
+	if (!v6) {
+		if (o + 20 > end)
+			return lift_inner + 1;
+		__u8 vihl = b[OFF(o)];
+		__u32 ihl = (vihl & 0x0f) * 4;
+		if (vihl >> 4 != 4 || ihl < 20 || o + ihl > end || rd16(b, o + 2) < ihl)
+			return lift_inner + 1;
+		if (rd16(b, o + 6) & 0x3fff) // fragments (and MF) are user space's
+			return lift_inner + 1;
+		dscp = b[OFF(o + 1)] >> 2;
+		proto = b[OFF(o + 9)];
+		fk->src[10] = fk->src[11] = fk->dst[10] = fk->dst[11] = 0xff;
+		*(__u32 *)&fk->src[12] = *(__u32 *)(b + OFF(o + 12));
+		*(__u32 *)&fk->dst[12] = *(__u32 *)(b + OFF(o + 16));
+		l4 = o + ihl;
+	} else {
+		if (o + 40 > end)
+			return lift_inner + 1;
+		if (b[OFF(o)] >> 4 != 6)
+			return lift_inner + 1;
+		dscp = (b[OFF(o)] & 0x0f) << 2 | b[OFF(o + 1)] >> 6;
+		proto = b[OFF(o + 6)];
+		fk->v6 = 1;
+		__builtin_memcpy(fk->src, b + OFF(o + 8), 16);
+		__builtin_memcpy(fk->dst, b + OFF(o + 24), 16);
+		l4 = o + 40;
+	}
+	fk->proto = proto;
+	__u32 pay;
+	if (proto == 6) {
+		if (l4 + 20 > end)
+			return lift_inner + 1;
+		__u32 doff = (b[OFF(l4 + 12)] >> 4) * 4;
+		if (doff < 20 || l4 + doff > end)
+			return lift_inner + 1;
+		pay = l4 + doff;
+	} else if (proto == 17) {
+		if (l4 + 8 > end)
+			return lift_inner + 1;
+		pay = l4 + 8;
+	} else {
+		return lift_inner + 1;
+	}
+	fk->sport = rd16(b, l4);
+	fk->dport = rd16(b, l4 + 2);
+	r->has_flow = 1;
+	if (!find)
+		return 0;
+	if (proto == 17 && ((dec_gpe_port && fk->dport == dec_gpe_port) ||
+			    (dec_geneve_port && fk->dport == dec_geneve_port) ||
+			    (dec_int_port && fk->dport == dec_int_port)))
+		return lift_tunnel + 1;
+	int committed = 0;
+	for (int i = 0; i < 4; i++) {
+		if (i < dec_dscp_n && (dscp & dec_dscp_mask[i]) == (dec_dscp_val[i] & dec_dscp_mask[i]))
+			committed = 1;
+	}
+	if (!committed && !dec_probe)
+		return 0;
+	int e = parse_int(pb, pay, end, committed);
+	if (e < 0)
+		return -e;
+	return 0;
+}
+
+// parse reads the report datagram of plen bytes at offset off of the frame into pb->r (its
+// time and queue set by the caller): 0, or a lift reason + 1. A global function: the
+// verifier checks it once, apart from its callers.
+__attribute__((noinline)) int parse(struct xdp_md *ctx, struct pbuf *pb, __u32 off, __u32 plen)
+{
+	if (!pb)
+		return lift_inner + 1;
+	__u8 *b = pb->b;
+	struct krep *r = &pb->r;
+	if (plen > KBUF)
+		return lift_long + 1;
+	if (plen < 12)
+		return lift_version + 1;
+	if (bpf_xdp_load_bytes(ctx, off, b, plen & (KBUF - 1) ? plen & (KBUF - 1) : KBUF) < 0)
+		return lift_inner + 1;
+	__u32 w = rd32(b, 0);
+	if (w >> 28 != 2)
+		return lift_version + 1;
+	r->hw_id = (w >> 22) & 0x3f;
+	r->seq = w & 0x3fffff;
+	r->node = rd32(b, 4);
+	r->nhops = 0;
+	r->has_flow = 0;
+	r->drop = 0;
+	r->has_reason = 0;
+	r->reason = 0;
+	__u32 h = rd32(b, 8);
+	__u32 rep_type = h >> 28, in_type = (h >> 24) & 0x0f;
+	__u32 rep_len = (h >> 16) & 0xff, md_len = (h >> 8) & 0xff;
+	__u32 end = plen;
+	// One individual report: Report Length 0xFF, or one that ends the packet.
+	if (rep_len != 0xff && 12 + rep_len * 4 != plen)
+		return lift_batch + 1;
+	r->drop = (h >> 7) & 1;
+	__u32 find = (h >> 5) & 1;
+	__u32 pos = 12;
+	if (rep_type == 1) {
+		if (end < pos + 8 + md_len * 4)
+			return lift_rep_type + 1;
+		__u32 md = rd16(b, pos);
+		__u32 baseline = md & 0x7fff;
+		__u32 need = bitmap_size(baseline);
+		if (need > md_len * 4)
+			return lift_rep_type + 1;
+		if (baseline) {
+			struct khop *hp = &r->hop[0];
+			__builtin_memset(hp, 0, sizeof(*hp));
+			if (r->node != 0xffffffff) {
+				hp->node = r->node;
+				hp->fields = F_NODE;
+			}
+			__u32 o = pos + 8;
+			hop_items(pb, 0, o, baseline);
+			if (baseline & 1) { // bit 15: queue id 8 | drop reason 8 | pad 16
+				__u32 x = rd32(b, o + item_at(baseline, 15));
+				if (x >> 24 != 0xff) {
+					hp->qid = x >> 24;
+					hp->fields |= F_QUEUE_ID;
+				}
+				r->reason = x >> 16;
+				r->has_reason = 1;
+			}
+			r->nhops = 1;
+		}
+		pos += 8 + md_len * 4;
+	} else if (rep_type != 0) {
+		return lift_rep_type + 1;
+	}
+	if (in_type < 3 || in_type > 5)
+		return lift_batch + 1;
+	if (pos >= end)
+		return lift_inner + 1;
+	return parse_inner(pb, pos, end, in_type, find);
+}

@@ -1,0 +1,119 @@
+package xdp
+
+import (
+	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/telemetry"
+)
+
+// Detect is detection in the kernel (detect.kernel, docs/xdp.md "Detection in the kernel"):
+// the XDP program of a report listener parses the reports it can (bpf/report.h) and runs
+// package detect's rules on them with the detector's state in BPF maps (bpf/detect.h). Only
+// the events go up, through a BPF ring buffer; the reports it cannot parse go up through
+// AF_XDP as in mode xdp, counted by reason (Lift).
+type Detect struct {
+	// MaxFlows and MaxKeys size the flow and switch-key tables (entries).
+	MaxFlows, MaxKeys int
+	// Lift redirects the detected reports too, marked (Socket.FrameTime's detected bit),
+	// for user-space processors that need every report (the flow cache, DTA's INT
+	// translation, Kafka's reports).
+	Lift bool
+	// The listener's decoder: where the parser looks for INT (wire's findINT rules).
+	DSCP                         []DSCPMatch
+	Probe                        bool
+	GPEPort, GenevePort, INTPort uint16
+	// EventRing is the event ring buffer's size in bytes (a power of two; default 4 MiB).
+	EventRing int
+}
+
+// DSCPMatch is one decoder.dscp entry: INT is present when DSCP & Mask == Value & Mask.
+type DSCPMatch struct{ Value, Mask uint8 }
+
+// MaxDSCP is the most DSCP matches the parser takes.
+const MaxDSCP = 4
+
+// Lift is why a report went up through AF_XDP instead of being detected in the kernel (the
+// lift_* enum of bpf/report.h, in the same order).
+type Lift int
+
+const (
+	LiftVersion Lift = iota // not TR v2.0
+	LiftBatch               // several individual reports in one packet, or no packet inside
+	LiftRepType             // a RepType or RepMdBits the parser does not read
+	LiftInner               // the inner packet: two VLAN tags, fragments, IPv6 extension headers, not TCP/UDP, cut short
+	LiftTunnel              // VXLAN-GPE, Geneve or the INT port: user space decodes tunnels
+	LiftINT                 // INT that is not v2.x MD with NPT 0, or that user space must judge
+	LiftHops                // more than KernelMaxHops hops
+	LiftLong                // a datagram longer than the parser reads
+	NumLifts
+)
+
+var liftNames = [...]string{"version", "batch", "rep_type", "inner", "tunnel", "int", "hops", "long"}
+
+func (l Lift) String() string {
+	if l >= 0 && int(l) < len(liftNames) {
+		return liftNames[l]
+	}
+	return "unknown"
+}
+
+// KernelMaxHops is the most hops a report the kernel detects may have (bpf/report.h).
+const KernelMaxHops = 8
+
+// DetectCounts are the kernel detector's counters, summed over CPUs (the dc_* enum of
+// bpf/detect.h).
+type DetectCounts struct {
+	Reports   uint64 // reports detected in the kernel
+	Values    uint64 // metric values seen (M_all)
+	Events    uint64 // events written to the ring
+	RingFull  uint64 // events lost because the ring was full
+	TableFull uint64 // key updates lost because a table was full
+	Quiet     uint64 // unused (reserved)
+	Lifted    uint64 // unused (reserved)
+	ByKind    [8]uint64
+}
+
+// Event is an event as the program writes it to the ring (struct kev of bpf/detect.h).
+type Event struct {
+	Time, Dev, Prev, Value, Threshold uint64
+	Switch, ID                        uint32
+	Kind, Scope, Meas, KeyKind        uint8
+	NPath                             uint8
+	_                                 [3]uint8
+	Flow                              telemetry.FlowKey
+	_                                 [2]uint8
+	Path                              [KernelMaxHops]uint32
+}
+
+// The key kinds of switch keys (bpf/detect.h's kq_*); a flow's events have KeyFlow.
+const (
+	KeyQueue  = 0
+	KeyPort   = 1
+	KeyBuffer = 2
+	KeyDrop   = 3
+	KeySeq    = 4
+	KeyFlow   = 0xff
+)
+
+// ToEvent fills e from k; off turns the program's CLOCK_MONOTONIC time into Unix ns.
+func (k *Event) ToEvent(e *event.Event, off int64) {
+	*e = event.Event{Time: int64(k.Time) + off, DevTime: k.Dev, Kind: event.Kind(k.Kind),
+		Scope: event.Scope(k.Scope), Measurement: event.Measurement(k.Meas),
+		Prev: k.Prev, Value: k.Value, Threshold: k.Threshold}
+	e.Key.Switch = k.Switch
+	switch k.KeyKind {
+	case KeyFlow:
+		e.Key.Flow = k.Flow
+		e.NPath = k.NPath
+		copy(e.Path[:], k.Path[:min(int(k.NPath), KernelMaxHops)])
+	case KeyQueue:
+		e.Key.Queue = uint16(k.ID)
+	case KeyPort:
+		e.Key.Port = k.ID
+	case KeyBuffer:
+		e.Key.Buffer = uint8(k.ID)
+	case KeyDrop:
+		e.Key.Reason = uint8(k.ID)
+	case KeySeq:
+		e.Key.HWID = uint8(k.ID)
+	}
+}

@@ -1,0 +1,264 @@
+package xdp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/intake-int/intake/detect"
+	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/telemetry"
+	"github.com/intake-int/intake/wire"
+)
+
+// loadDetect loads the program for port 32766 with a new detection state, both closed when
+// tb ends.
+func loadDetect(tb testing.TB, d Detect) (*ebpf.Collection, *DetectState) {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		tb.Skip("skipped: loading a BPF program needs root (CAP_BPF)")
+	}
+	if d.MaxFlows == 0 {
+		d.MaxFlows, d.MaxKeys = 4096, 4096
+	}
+	if d.DSCP == nil {
+		d.DSCP, d.Probe, d.GPEPort, d.GenevePort = []DSCPMatch{{0x17, 0x3f}, {0x01, 0x01}}, true, 4790, 6081
+	}
+	st, err := NewDetectState(d)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	coll, err := load(32766, Options{Detect: st})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(coll.Close)
+	return coll, st
+}
+
+// reportFrame wraps a report datagram into an Ethernet/IPv4/UDP frame to port 32766.
+func reportFrame(p []byte) []byte {
+	f := make([]byte, 0, 42+len(p))
+	f = append(f, 2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00)
+	ip := []byte{0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 2, 10, 0, 0, 1}
+	binary.BigEndian.PutUint16(ip[2:], uint16(20+8+len(p)))
+	f = append(f, ip...)
+	udp := []byte{0x9c, 0x40, 0x7f, 0xfe, 0, 0, 0, 0}
+	binary.BigEndian.PutUint16(udp[4:], uint16(8+len(p)))
+	f = append(f, udp...)
+	return append(f, p...)
+}
+
+// detectStream builds a stream of TR v2.0 reports (5-hop paths, INT v2.x) over nflows flows
+// with path changes, sequence gaps, drops and values that cross the thresholds now and then.
+func detectStream(tb testing.TB, n, nflows int, seed uint64) [][]byte {
+	tb.Helper()
+	cfg := gen.DefaultConfig()
+	g, err := gen.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var tmpl telemetry.Report
+	if err := g.Walk(1, func(_ uint64, _ []byte, rs []telemetry.Report) error { tmpl = rs[0]; return nil }, nil); err != nil {
+		tb.Fatal(err)
+	}
+	enc, err := wire.NewEncoder(g.WireConfig())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 7))
+	type flow struct {
+		key  telemetry.FlowKey
+		path [5]uint32
+	}
+	flows := make([]flow, nflows)
+	for i := range flows {
+		k, _ := g.Flow(i % g.Flows())
+		k.SrcPort += uint16(i / g.Flows())
+		k.Proto = tmpl.Flow.Proto // the template's inner packet is of this protocol
+		flows[i].key = k
+		for j := range flows[i].path {
+			flows[i].path[j] = uint32(1 + rng.IntN(12))
+		}
+	}
+	seq := map[uint32]uint32{}
+	var out [][]byte
+	for i := 0; i < n; i++ {
+		f := &flows[rng.IntN(nflows)]
+		if rng.IntN(200) == 0 { // a path change
+			f.path[1+rng.IntN(3)] = uint32(1 + rng.IntN(12))
+		}
+		r := tmpl
+		r.Flow = f.key
+		r.Flags = telemetry.FlagFlow
+		if rng.IntN(50) == 0 {
+			r.Flags |= telemetry.FlagDrop
+		}
+		r.NodeID = f.path[4]
+		s := seq[r.NodeID]
+		if rng.IntN(100) == 0 {
+			s += uint32(1 + rng.IntN(5)) // lost reports
+		}
+		r.Seq = s & 0x3fffff
+		seq[r.NodeID] = s + 1
+		r.HWID = uint8(i % 2)
+		for j := 0; j < 5; j++ {
+			h := &r.Hops[4-j] // newest first
+			h.NodeID = f.path[j]
+			big := uint32(0)
+			if rng.IntN(40) == 0 {
+				big = 200
+			}
+			h.HopLatency = 1000 + uint32(rng.IntN(80)) + big*10
+			h.QueueID = uint16(rng.IntN(2))
+			h.QueueOccupancy = 20 + uint32(rng.IntN(60)) + big
+			h.TxUtil = uint32(rng.IntN(100))
+			h.EgressPort = uint32(1 + rng.IntN(3))
+			h.EgressTS = uint64(i)*1000 + uint64(j)
+			if rng.IntN(100) == 0 {
+				h.Fields &^= telemetry.FTxUtil
+			} else {
+				h.Fields |= telemetry.FTxUtil
+			}
+		}
+		b, err := enc.Append(nil, &r)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// keyed are events grouped by their key, each key's in order.
+type keyed map[string][]string
+
+func (k keyed) add(e *event.Event) {
+	key := fmt.Sprintf("%s %+v", e.Measurement, e.Key)
+	k[key] = append(k[key], fmt.Sprintf("%s %s prev=%d value=%d thr=%d dev=%d path=%v", e.Kind, e.Scope, e.Prev, e.Value, e.Threshold, e.DevTime, e.PathList()))
+}
+
+// drainKernel reads the kernel's events into k until the ring is empty.
+func drainKernel(tb testing.TB, st *DetectState, buf []Event, k keyed) {
+	var ev event.Event
+	for {
+		n, err := st.Read(buf, 0)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		for i := range buf[:n] {
+			buf[i].ToEvent(&ev, 0)
+			k.add(&ev)
+		}
+	}
+}
+
+// setKernelRules copies the detector's rules into the kernel's.
+func setKernelRules(tb testing.TB, d *detect.Detector, st *DetectState) {
+	var ch, ab [event.NumMeasurements]uint64
+	for m := range ch {
+		ch[m], ab[m] = ^uint64(0), ^uint64(0)
+		if v, on := d.Threshold(event.KindChange, event.Measurement(m)); on {
+			ch[m] = v
+		}
+		if v, on := d.Threshold(event.KindAbove, event.Measurement(m)); on {
+			ab[m] = v
+		}
+	}
+	if err := st.SetRules(&ch, &ab); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// TestKernelDetectSame runs one stream of reports, with path changes, sequence gaps, drops,
+// threshold crossings and a change of the rules half way, through package detect and
+// through the XDP program's detector: the events must be the same, key by key in order.
+func TestKernelDetectSame(t *testing.T) {
+	coll, st := loadDetect(t, Detect{})
+	prog := coll.Programs[ProgramName]
+	cfg := detect.DefaultConfig()
+	cfg.Above = detect.Levels{"flow_latency": 5600, "flow_hop_latency": 2000, "queue_occupancy": 150, "tx_utilization": 90}
+	d := detect.New(cfg, detect.Deps{Workers: 1})
+	c := d.Bus().Subscribe("test", 1<<20)
+	setKernelRules(t, d, st)
+	dec, err := wire.NewDecoder(wire.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := detectStream(t, 20000, 300, 1)
+	user, kern := keyed{}, keyed{}
+	evs := make([]Event, 1024)
+	for i, b := range stream {
+		if i == len(stream)/2 {
+			d.SetThreshold(event.KindChange, event.QueueOccupancy, 20)
+			d.ClearThreshold(event.KindAbove, event.TxUtilization)
+			d.SetThreshold(event.KindAbove, event.FlowLatency, 5500)
+			setKernelRules(t, d, st)
+		}
+		ret, err := prog.Run(&ebpf.RunOptions{Data: reportFrame(b)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ret != xdpDrop {
+			_, l, _ := st.Counts()
+			t.Fatalf("report %d: action %d, want XDP_DROP (detected in the kernel); lifted %v\n%x", i, ret, l, b)
+		}
+		rs, errs := dec.DecodeAll(wire.InputReport, b)
+		if len(errs) > 0 || len(rs) != 1 {
+			t.Fatalf("report %d: %v", i, errs)
+		}
+		rs[0].RecvTime = int64(i)
+		d.Process(0, &rs[0])
+		if i%64 == 0 || i == len(stream)-1 {
+			drainKernel(t, st, evs, kern)
+		}
+	}
+	buf := make([]event.Event, 4096)
+	for {
+		n := c.Poll(buf)
+		if n == 0 {
+			break
+		}
+		for i := range buf[:n] {
+			user.add(&buf[i])
+		}
+	}
+	cnt, lifts, err := st.Counts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cnt.Reports != uint64(len(stream)) || lifts != [NumLifts]uint64{} || cnt.RingFull != 0 || cnt.TableFull != 0 {
+		t.Errorf("kernel detected %d reports of %d; lifted %v; ring full %d, table full %d", cnt.Reports, len(stream), lifts, cnt.RingFull, cnt.TableFull)
+	}
+	d.Flush(0)
+	if us := d.Stats(); us.Values != cnt.Values {
+		t.Errorf("values seen: kernel %d, user space %d", cnt.Values, us.Values)
+	}
+	nu, nk := 0, 0
+	for k, v := range user {
+		nu += len(v)
+		if !slices.Equal(v, kern[k]) {
+			t.Errorf("%s:\nuser space %q\nkernel     %q", k, v, kern[k])
+		}
+	}
+	for k, v := range kern {
+		nk += len(v)
+		if user[k] == nil {
+			t.Errorf("%s: only the kernel: %q", k, v)
+		}
+	}
+	t.Logf("%d events over %d keys (kernel %d); counts %+v", nu, len(user), nk, cnt)
+	if nu < 1000 {
+		t.Errorf("only %d events: the stream does not exercise the rules", nu)
+	}
+}
