@@ -42,6 +42,10 @@ type Config struct {
 	// goes from ≤ level (or unknown) to > level, a below event on the way back. A
 	// measurement not listed raises none.
 	Above Levels `yaml:"above"`
+	// Kernel runs detection in the XDP program of the report listeners in mode xdp
+	// (docs/xdp.md, "Detection in the kernel"): the reports it parses are detected there,
+	// with the state in BPF maps, and only their events come up. Needs root.
+	Kernel bool `yaml:"kernel"`
 }
 
 // Levels are thresholds by measurement name: detect.change and detect.above. In the
