@@ -157,33 +157,41 @@ func Attach(ifname string, port uint16, opt Options) (*Program, error) {
 		return nil, err
 	}
 	p.percpu = make([]uint64, p.ncpu)
-	prog := coll.Programs[ProgramName]
+	if p.lnk, p.mode, err = attachLink(coll.Programs[ProgramName], ifc, opt.Mode); err != nil {
+		coll.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// attachLink attaches prog to interface ifc through a bpf_link, in mode: ModeNative,
+// ModeGeneric, or "" for native where the driver supports it and generic otherwise. It
+// returns the link and the mode used; its error says why each mode tried failed.
+func attachLink(prog *ebpf.Program, ifc *net.Interface, mode string) (link.Link, string, error) {
 	try := []struct {
 		mode  string
 		flags link.XDPAttachFlags
 	}{{ModeNative, link.XDPDriverMode}, {ModeGeneric, link.XDPGenericMode}}
 	var errs []error
 	for _, t := range try {
-		if opt.Mode != "" && opt.Mode != t.mode {
+		if mode != "" && mode != t.mode {
 			continue
 		}
 		l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifc.Index, Flags: t.flags})
 		if err == nil {
-			p.lnk, p.mode = l, t.mode
-			return p, nil
+			return l, t.mode, nil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", t.mode, err))
 	}
-	coll.Close()
 	// A bpf_link ends with the process that holds it: intake's program still attached
 	// means another collector is running on the interface, not one that crashed.
 	if ids, _ := Attached(ifc.Index); len(ids) > 0 {
-		return nil, fmt.Errorf("attaching XDP to %s: intake's program is already attached by another running process (bpf_link %v): one collector per interface", ifname, ids)
+		return nil, "", fmt.Errorf("attaching XDP to %s: intake's program is already attached by another running process (bpf_link %v): one collector per interface", ifc.Name, ids)
 	}
 	if errors.Is(errors.Join(errs...), unix.EBUSY) || errors.Is(errors.Join(errs...), unix.EEXIST) {
-		return nil, fmt.Errorf("attaching XDP to %s: another XDP program is attached (bpftool net show dev %s): %w", ifname, ifname, errors.Join(errs...))
+		return nil, "", fmt.Errorf("attaching XDP to %s: another XDP program is attached (bpftool net show dev %s): %w", ifc.Name, ifc.Name, errors.Join(errs...))
 	}
-	return nil, fmt.Errorf("attaching XDP to %s: %w", ifname, errors.Join(errs...))
+	return nil, "", fmt.Errorf("attaching XDP to %s: %w", ifc.Name, errors.Join(errs...))
 }
 
 // load loads the program and its maps for UDP port, writing DTA reports into opt.Stores and

@@ -1,0 +1,112 @@
+package xdp
+
+import (
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/intake-int/intake/xdp/xdptest"
+)
+
+// TestFloorFrames runs the floor program on frames of every kind with BPF_PROG_TEST_RUN:
+// each is dropped and counted, one count per run, and with BPF statistics on the runs are
+// in RunStats.
+func TestFloorFrames(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: loading a BPF program needs root (CAP_BPF)")
+	}
+	f, err := newFloor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	stats, err := EnableRunStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stats.Close()
+	frames := []struct {
+		name   string
+		f      []byte
+		repeat uint32
+	}{
+		{"ipv4 udp", frame(t, ethV4, ipv4, udp12, payload), 1},
+		{"ipv6 udp", frame(t, ethV6, ipv6, udp12, payload), 3},
+		{"arp", frame(t, "ffffffffffff 020000000002 0806", "0001080006040001", "020000000002 0a000002 000000000000 0a000001"), 1},
+		{"malformed ipv4", frame(t, ethV4, "4f00 0024 0000 0000 4011"), 1},
+		{"ethernet header only", frame(t, ethV4), 2},
+	}
+	var want uint64
+	for _, c := range frames {
+		ret, err := f.prog.Run(&ebpf.RunOptions{Data: c.f, Repeat: c.repeat})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if ret != xdpDrop {
+			t.Errorf("%s: action %d, want XDP_DROP", c.name, ret)
+		}
+		want += uint64(c.repeat)
+		if got, err := f.Count(); err != nil || got != want {
+			t.Fatalf("after %s: count %d (%v), want %d", c.name, got, err, want)
+		}
+	}
+	if runs, d := f.RunStats(); runs != want || d <= 0 {
+		t.Errorf("RunStats %d runs in %v, want %d runs and some time", runs, d, want)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Count(); err == nil {
+		t.Error("Count after Close: no error")
+	}
+}
+
+// TestFloorAttach attaches the floor to a veth: datagrams sent across it are counted and
+// never reach a UDP socket on their port; after Close they do.
+func TestFloorAttach(t *testing.T) {
+	v := xdptest.New(t)
+	uc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(v.Host), Port: 40041})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uc.Close()
+	f, err := AttachFloor(v.Dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Mode() != ModeNative {
+		t.Errorf("mode %q: veth has native XDP", f.Mode())
+	}
+	dst := net.JoinHostPort(v.Host, "40041")
+	const n = 10
+	for range n {
+		v.Send(t, "udp4", dst, []byte("floor"))
+	}
+	// The frames are counted in the receiving CPU's softirq, after the send returned. The
+	// peer's kernel may send a frame of its own (IPv6 router solicitation), hence at least.
+	var got uint64
+	for deadline := time.Now().Add(2 * time.Second); got < n && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if got, err = f.Count(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got < n {
+		t.Errorf("count %d, want at least %d", got, n)
+	}
+	uc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if m, _, err := uc.ReadFrom(make([]byte, 100)); err == nil {
+		t.Errorf("the UDP socket received a %d-byte datagram that the floor should have dropped", m)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	v.Send(t, "udp4", dst, []byte("after"))
+	uc.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if m, _, err := uc.ReadFrom(make([]byte, 100)); err != nil || m != len("after") {
+		t.Errorf("after Close: read %d bytes, %v; want the datagram", m, err)
+	}
+}
