@@ -117,6 +117,10 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 	}
 	c.buildFlowCache(workers, &procs)
 	c.buildLabel(&procs)
+	kdet, err := c.kernelDetect()
+	if err != nil {
+		return nil, err
+	}
 	recv, err := ingest.New(in, ingest.Deps{Metrics: c.Metrics, Processors: procs, Logger: log})
 	if err != nil {
 		return nil, err
@@ -126,6 +130,11 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 		// First in start order: the stores exist before the translator opens its regions
 		// over them, and are freed after the receiver and the translator have stopped.
 		c.comps = append([]Component{kd}, c.comps...)
+	}
+	if kdet != nil {
+		// After the detector and its export pipeline (which consume its events), before the
+		// receiver (whose programs detect with its state).
+		c.comps = append(c.comps, kdet)
 	}
 	if c.API != nil {
 		c.API.HandleFunc("GET /api/v1/status", c.statusHandler())

@@ -67,6 +67,8 @@ type Detector struct {
 
 	workers []workerCounts
 	stageAt int // ProcessBatch prefetches flow entries with more flows resident (stageFlowsAbove)
+
+	kern kernelLink // detect.kernel: the XDP program's detector (SetKernel)
 }
 
 // Counter slots per worker.
@@ -193,6 +195,7 @@ func (d *Detector) setRule(kind event.Kind, m event.Measurement, v uint64, on bo
 		d.aboveOn[m].Store(on)
 	}
 	d.thrGen.Add(1) // after the store: a worker that sees the new generation sees the value
+	d.pushRules()   // a failed write leaves the kernel's rules as they were: nothing to undo here
 }
 
 // Threshold returns the current threshold for kind (KindChange or KindAbove) and m, and
@@ -359,6 +362,9 @@ func (b *batch) reset() {
 // Process implements ingest.Processor: one report, each of its operations under its shard's
 // lock, in the order seq, drop, hops, flow.
 func (d *Detector) Process(worker int, r *telemetry.Report) {
+	if r.KernelDetected { // the XDP program has detected it (detect.kernel)
+		return
+	}
 	c, b := &d.workers[worker].local, d.workers[worker].b
 	c[cReports]++
 	d.loadThresholds(b)
@@ -426,6 +432,10 @@ func (d *Detector) residentFlows() int {
 
 func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report, stage bool) {
 	for i := range rs {
+		if rs[i].KernelDetected { // the XDP program has detected it (detect.kernel)
+			b.fh[i] = 0
+			continue
+		}
 		c[cReports]++
 		d.reportOps(c, b, &rs[i], uint16(i))
 	}
@@ -460,7 +470,7 @@ func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report, st
 func (d *Detector) stageFlows(b *batch, rs []telemetry.Report) {
 	na := 0
 	for i := range rs {
-		if r := &rs[i]; r.Has&telemetry.HasFlow != 0 && r.NHops > 0 {
+		if r := &rs[i]; r.Has&telemetry.HasFlow != 0 && r.NHops > 0 && !r.KernelDetected {
 			s := d.shards[shardOf(b.fh[i], d.mask)]
 			b.addrs[na] = uintptr(unsafe.Pointer(&s.fidx.slots[b.fh[i]&s.fidx.mask]))
 			na++
@@ -470,7 +480,7 @@ func (d *Detector) stageFlows(b *batch, rs []telemetry.Report) {
 	na = 0
 	for i := range rs {
 		r := &rs[i]
-		if r.Has&telemetry.HasFlow == 0 || r.NHops == 0 {
+		if r.Has&telemetry.HasFlow == 0 || r.NHops == 0 || r.KernelDetected {
 			continue
 		}
 		fh := b.fh[i]

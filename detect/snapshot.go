@@ -246,6 +246,9 @@ type Stats struct {
 	Expired      uint64            `json:"expired"`
 	// Streams are the live event streams' counters (absent without the API).
 	Streams *StreamStats `json:"streams,omitempty"`
+	// Kernel are the XDP program's counters (detect.kernel), included in Reports, Values
+	// and Events above; absent without it.
+	Kernel *KernelCounts `json:"kernel,omitempty"`
 }
 
 func (d *Detector) sum(i int) uint64 {
@@ -275,20 +278,39 @@ func (d *Detector) Stats() Stats {
 		ss := d.log.StreamStats()
 		st.Streams = &ss
 	}
+	if kc, ok := d.kernelCounts(); ok {
+		st.Kernel = &kc
+		st.Reports += kc.Reports
+		st.Values += kc.Values
+		for k := event.KindNewKey; k <= event.KindBelow; k++ {
+			st.Events[k.String()] += kc.Events[k]
+		}
+	}
 	return st
 }
 
 // registerMetrics adds the detector's series to reg.
 func (d *Detector) registerMetrics(reg *metrics.Registry) {
-	reg.Counter("intake_detect_reports_total", "Reports the event detector processed.").
-		Func(func() float64 { return float64(d.sum(cReports)) })
+	kern := func(f func(KernelCounts) uint64) uint64 {
+		if kc, ok := d.kernelCounts(); ok {
+			return f(kc)
+		}
+		return 0
+	}
+	reg.Counter("intake_detect_reports_total", "Reports the event detector processed (in user space and, with detect.kernel, in the XDP program).").
+		Func(func() float64 {
+			return float64(d.sum(cReports) + kern(func(k KernelCounts) uint64 { return k.Reports }))
+		})
 	reg.Counter("intake_detect_values_total", "Metric values seen by the event detector (INTCollector M_all).").
-		Func(func() float64 { return float64(d.sum(cValues)) })
+		Func(func() float64 { return float64(d.sum(cValues) + kern(func(k KernelCounts) uint64 { return k.Values })) })
 	ev := reg.Counter("intake_detect_events_total", "Events raised, by kind.", "kind")
 	for k := event.KindNewKey; k <= event.KindBelow; k++ {
 		i := cEvent0 + int(k)
-		ev.Func(func() float64 { return float64(d.sum(i)) }, k.String())
+		ev.Func(func() float64 { return float64(d.sum(i) + kern(func(kc KernelCounts) uint64 { return kc.Events[k] })) }, k.String())
 	}
+	lost := reg.Counter("intake_detect_kernel_lost_total", "With detect.kernel: events lost because the ring to user space was full (ring), and key updates lost because a kernel table was full (table).", "reason")
+	lost.Func(func() float64 { return float64(kern(func(k KernelCounts) uint64 { return k.RingFull })) }, "ring")
+	lost.Func(func() float64 { return float64(kern(func(k KernelCounts) uint64 { return k.TableFull })) }, "table")
 	reg.Gauge("intake_detect_keys", "Metric keys held, by table.", "table").Func(func() float64 { return float64(d.Stats().Flows) }, "flows")
 	reg.Gauge("intake_detect_keys", "Metric keys held, by table.", "table").Func(func() float64 { return float64(d.Stats().Keys) }, "switch")
 	evc := reg.Counter("intake_detect_evictions_total", "Keys evicted because the table was full, by table.", "table")

@@ -88,12 +88,20 @@ type Receiver struct {
 	ports portState
 
 	dtaStores *xdp.DTAStores // dta.kernel: what the dta listeners' XDP programs write (SetDTAStores)
+	// detectState: detect.kernel, the state the report listeners' XDP programs detect with
+	// (SetDetectState).
+	detectState *xdp.DetectState
 }
 
 // SetDTAStores makes the XDP programs of the listeners with format dta and mode xdp write
 // DTA Key-Write, Key-Increment and Append reports into st (dta.kernel), from the next Start on. The
 // composition root calls it before Start, with the stores it gave the DTA translator.
 func (c *Receiver) SetDTAStores(st *xdp.DTAStores) { c.dtaStores = st }
+
+// SetDetectState makes the XDP programs of the listeners with format report and mode xdp
+// detect the reports they parse with st (detect.kernel; nil: they do not). It takes effect
+// at the next Start.
+func (c *Receiver) SetDetectState(st *xdp.DetectState) { c.detectState = st }
 
 // New builds a Receiver from a configuration (defaults are filled in, then it is
 // validated). It registers its metrics and opens nothing: see Start.

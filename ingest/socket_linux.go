@@ -436,14 +436,3 @@ func sleepThread(d time.Duration) {
 	ts := unix.NsecToTimespec(int64(d))
 	unix.Nanosleep(&ts, nil)
 }
-
-// monoOffset returns CLOCK_REALTIME less CLOCK_MONOTONIC in ns: what turns an XDP frame's
-// time (bpf_ktime_get_ns, monotonic) into Unix time. The monotonic clock is read on both
-// sides of the real one, and the midpoint taken.
-func monoOffset() int64 {
-	var a, b unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &a)
-	now := time.Now().UnixNano()
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &b)
-	return now - (a.Nano()+b.Nano())/2
-}

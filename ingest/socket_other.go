@@ -47,6 +47,3 @@ func (w *worker) run(stopping *atomic.Bool) {}
 func (w *worker) finish() {}
 
 func sleepThread(d time.Duration) { time.Sleep(d) }
-
-// monoOffset is never needed here: frames carry no time without XDP.
-func monoOffset() int64 { return 0 }

@@ -36,6 +36,9 @@ func (c *Receiver) openXDP(l *listener) error {
 	if l.in == wire.InputDTA {
 		opt.Stores = c.dtaStores
 	}
+	if l.in == wire.InputReport {
+		opt.Detect = c.detectState
+	}
 	p, err := xdp.Attach(l.cfg.Interface, uint16(l.cfg.Port), opt)
 	if err != nil {
 		return err
@@ -205,7 +208,9 @@ func (w *worker) xdpBatch(n int) {
 			w.drop(DropOversize)
 			continue
 		}
-		now := w.frameTime(s.FrameTime(i))
+		ft := s.FrameTime(i)
+		w.kdet = ft&xdp.MetaDetected != 0
+		now := w.frameTime(ft &^ xdp.MetaDetected)
 		if now == 0 {
 			if batchTime == 0 {
 				batchTime = time.Now().UnixNano()
@@ -235,7 +240,7 @@ func (w *worker) frameTime(mono uint64) int64 {
 		return 0
 	}
 	if m := int64(mono); w.monoAt == 0 || m-w.monoAt > int64(time.Second) || m < w.monoAt {
-		w.monoOff, w.monoAt = monoOffset(), m
+		w.monoOff, w.monoAt = xdp.MonoOffset(), m
 	}
 	return int64(mono) + w.monoOff
 }

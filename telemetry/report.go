@@ -139,6 +139,9 @@ type Report struct {
 
 	// ReporterHop: Hops[0] is the reporting node's own metadata from the report header.
 	ReporterHop bool
+	// KernelDetected: the XDP program's detector has seen this report already
+	// (detect.kernel; set by ingest): the user-space detector skips it.
+	KernelDetected bool
 
 	Flow  FlowKey // the tracked flow's 5-tuple when Has&HasFlow
 	Inner Inner   // the shape of the inner (data) packet
@@ -175,7 +178,7 @@ func (r *Report) Reset() {
 	r.Format, r.Flags, r.Has, r.HWID = 0, 0, 0, 0
 	r.NodeID, r.Seq, r.IngressTS, r.DropReason = 0, 0, 0, 0
 	r.TR = TRHeader{}
-	r.ReporterHop = false
+	r.ReporterHop, r.KernelDetected = false, false
 	r.Flow = FlowKey{}
 	r.Inner = Inner{}
 	r.INT = INTHeader{}

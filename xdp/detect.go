@@ -56,6 +56,10 @@ func (l Lift) String() string {
 	return "unknown"
 }
 
+// MetaDetected is the bit of a frame's time (Socket.FrameTime) that says the program has
+// detected the frame's report (Detect.Lift): user space must not detect it again.
+const MetaDetected = 1 << 63
+
 // KernelMaxHops is the most hops a report the kernel detects may have (bpf/report.h).
 const KernelMaxHops = 8
 

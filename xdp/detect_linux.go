@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
 
 	"github.com/intake-int/intake/event"
 )
@@ -173,6 +174,17 @@ func (s *DetectState) Counts() (DetectCounts, [NumLifts]uint64, error) {
 		l[i] = v
 	}
 	return c, l, nil
+}
+
+// MonoOffset returns CLOCK_REALTIME less CLOCK_MONOTONIC in ns: what turns the program's
+// times (bpf_ktime_get_ns, monotonic: a frame's, an event's) into Unix time. The
+// monotonic clock is read on both sides of the real one, and the midpoint taken.
+func MonoOffset() int64 {
+	var a, b unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &a)
+	now := time.Now().UnixNano()
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &b)
+	return now - (a.Nano()+b.Nano())/2
 }
 
 // Close frees the maps (a program still attached keeps them alive) and ends Read.

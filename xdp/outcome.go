@@ -14,6 +14,8 @@ const (
 	DTAKeyWrite                    // a DTA Key-Write report the program wrote into its store (DTAStores), dropped
 	DTAKeyIncrement                // a DTA Key-Increment report the program added into its store, dropped
 	DTAAppend                      // a DTA Append report the program appended to its list, dropped
+	Kernel                         // a report the program detected (detect.kernel): its events went up, the frame ended there
+	KernelLifted                   // a report the program detected and redirected as well, marked (a user-space processor needs it)
 	NumOutcomes
 )
 

@@ -1,0 +1,148 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/intake-int/intake/detect"
+	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/xdp"
+)
+
+// kernelDetectComp runs detection in the kernel (detect.kernel, docs/xdp.md "Detection in the
+// kernel"): at Start it creates the kernel detector's state, links it to the detector (rules
+// and counters) and the receiver (whose report listeners' XDP programs detect with it), and
+// publishes the program's events on the bus until Stop.
+type kernelDetectComp struct {
+	spec xdp.Detect
+	c    *Collector
+	st   *xdp.DetectState
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+// kernelDetect returns the component of detect.kernel, nil when it is off. It needs a
+// listener with format report in mode xdp, whose decoder the program's parser can follow.
+func (c *Collector) kernelDetect() (*kernelDetectComp, error) {
+	cfg := &c.Config.Detect
+	if !cfg.Enabled || !cfg.Kernel {
+		return nil, nil
+	}
+	in := c.Config.Ingest()
+	for i, l := range in.Listeners {
+		if l.Format != "report" || l.Mode != ingest.ModeXDP {
+			continue
+		}
+		dec := in.DecoderFor(i)
+		switch {
+		case dec.Quirks.HostINT:
+			return nil, fmt.Errorf("detect.kernel: listeners[%d]: decoder.quirks.host_int: the XDP parser reads INT after the TCP options only; use detection in user space (detect.kernel: false)", i)
+		case dec.TCPShimBeforeOptions:
+			return nil, fmt.Errorf("detect.kernel: listeners[%d]: decoder.tcp_shim_before_options: the XDP parser reads INT after the TCP options only; use detection in user space (detect.kernel: false)", i)
+		case len(dec.DSCP) > xdp.MaxDSCP:
+			return nil, fmt.Errorf("detect.kernel: listeners[%d]: decoder.dscp has %d entries: the XDP parser takes at most %d", i, len(dec.DSCP), xdp.MaxDSCP)
+		}
+		spec := xdp.Detect{MaxFlows: detect.Capacity(cfg.MaxFlows, cfg.Shards), MaxKeys: detect.Capacity(cfg.MaxKeys, cfg.Shards),
+			Lift: c.needsEveryReport(), Probe: dec.ProbeShim, GPEPort: dec.GPEPort, GenevePort: dec.GenevePort, INTPort: dec.INTPort}
+		for _, m := range dec.DSCP {
+			spec.DSCP = append(spec.DSCP, xdp.DSCPMatch{Value: m.Value, Mask: m.Mask})
+		}
+		return &kernelDetectComp{spec: spec, c: c}, nil
+	}
+	return nil, errors.New("detect.kernel: true: needs a listener with format report and mode xdp (its XDP program detects)")
+}
+
+// needsEveryReport reports whether a processor besides the detector reads every report
+// (the flow cache, DTA's translation of INT, Kafka's reports): then the program lifts the
+// reports it has detected too, marked so that the detector skips them.
+func (c *Collector) needsEveryReport() bool {
+	return c.Config.FlowCache.Enabled || c.Config.DTA.Enabled || c.Kafka != nil && c.Kafka.Reports() != nil
+}
+
+func (k *kernelDetectComp) Name() string { return "detect-kernel" }
+
+func (k *kernelDetectComp) Start(context.Context) error {
+	st, err := xdp.NewDetectState(k.spec)
+	if err != nil {
+		return fmt.Errorf("detect.kernel: %w (it needs root and a kernel with BPF ring buffers, 5.8+)", err)
+	}
+	if err := k.c.Detector.SetKernel(kernelRules{st}); err != nil {
+		st.Close()
+		return fmt.Errorf("detect.kernel: writing the rules: %w", err)
+	}
+	k.st = st
+	k.c.Receiver.SetDetectState(st)
+	k.done = make(chan struct{})
+	k.wg.Add(1)
+	go k.read()
+	return nil
+}
+
+// read publishes the program's events on the bus until Stop.
+func (k *kernelDetectComp) read() {
+	defer k.wg.Done()
+	pub := k.c.Bus.NewPublisher()
+	kev := make([]xdp.Event, 256)
+	evs := make([]event.Event, 256)
+	off, offAt := xdp.MonoOffset(), time.Now()
+	for {
+		select {
+		case <-k.done:
+			return
+		default:
+		}
+		n, err := k.st.Read(kev, 100*time.Millisecond)
+		if err != nil {
+			if !errors.Is(err, xdp.ErrClosed) {
+				k.c.log.Error("detect.kernel: reading the event ring", "err", err)
+			}
+			return
+		}
+		if n == 0 {
+			continue
+		}
+		if time.Since(offAt) > time.Second { // the clocks' offset moves only when the real-time clock is set
+			off, offAt = xdp.MonoOffset(), time.Now()
+		}
+		for i := range kev[:n] {
+			kev[i].ToEvent(&evs[i], off)
+		}
+		pub.Publish(evs[:n])
+		pub.Wake()
+	}
+}
+
+func (k *kernelDetectComp) Stop(context.Context) error {
+	if k.st == nil {
+		return nil
+	}
+	close(k.done)
+	k.wg.Wait()
+	k.c.Receiver.SetDetectState(nil)
+	k.c.Detector.SetKernel(nil)
+	err := k.st.Close()
+	k.st = nil
+	return err
+}
+
+// kernelRules is an xdp.DetectState as package detect's Kernel.
+type kernelRules struct{ st *xdp.DetectState }
+
+func (r kernelRules) SetRules(change, above *[event.NumMeasurements]uint64) error {
+	return r.st.SetRules(change, above)
+}
+
+func (r kernelRules) Counts() (detect.KernelCounts, error) {
+	c, lifts, err := r.st.Counts()
+	kc := detect.KernelCounts{Reports: c.Reports, Values: c.Values, RingFull: c.RingFull, TableFull: c.TableFull,
+		Lifted: make(map[string]uint64, len(lifts))}
+	copy(kc.Events[:], c.ByKind[:])
+	for i, n := range lifts {
+		kc.Lifted[xdp.Lift(i).String()] = n
+	}
+	return kc, err
+}

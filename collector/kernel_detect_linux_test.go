@@ -1,0 +1,142 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/detect"
+	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/telemetry"
+	"github.com/intake-int/intake/xdp/xdptest"
+)
+
+// byKey groups events by metric key, each key's in order, without their receive times.
+func byKey(evs []event.Event) map[string][]string {
+	m := map[string][]string{}
+	for i := range evs {
+		e := &evs[i]
+		k := fmt.Sprintf("%s %+v", e.Measurement, e.Key)
+		m[k] = append(m[k], fmt.Sprintf("%s %s prev=%d value=%d thr=%d dev=%d path=%v", e.Kind, e.Scope, e.Prev, e.Value, e.Threshold, e.DevTime, e.PathList()))
+	}
+	return m
+}
+
+// TestKernelDetect runs the collector with detect.kernel on an xdp report listener and a gen
+// stream with changing values: every report is detected by the XDP program, and the events
+// that reach the bus are those package detect raises on the same reports, key by key in
+// order. With the flow cache on, the program lifts the detected reports too: the flow cache
+// gets every one, the user-space detector none (it would raise every event twice).
+func TestKernelDetect(t *testing.T) {
+	for _, fc := range []bool{false, true} {
+		t.Run(fmt.Sprintf("flowcache=%v", fc), func(t *testing.T) { testKernelDetect(t, fc) })
+	}
+}
+
+func testKernelDetect(t *testing.T, flowCache bool) {
+	v := xdptest.New(t)
+	cfg := config.Default()
+	cfg.HTTP.Address = ""
+	cfg.FlowCache.Enabled, cfg.DTA.Enabled, cfg.Label.Enabled = flowCache, false, false
+	cfg.Listeners = []ingest.Listener{{Format: "report", Mode: ingest.ModeXDP, Interface: v.Dev, Port: 32766, Sockets: 1, RcvBuf: 1 << 22}}
+	cfg.Detect.Kernel = true
+	cfg.Detect.Above = detect.Levels{"flow_latency": 12000, "queue_occupancy": 100, "tx_utilization": 80}
+	c, err := New(cfg, Options{NoHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := c.Bus.Subscribe("test", 1<<20)
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(ctx)
+
+	gc := gen.DefaultConfig()
+	gc.Vary, gc.Flows, gc.Model = 0.05, 200, gen.ModelDraw
+	g, err := gen.New(gc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	var bs [][]byte
+	var rs []telemetry.Report
+	if err := g.Walk(n, func(_ uint64, b []byte, r []telemetry.Report) error {
+		bs = append(bs, append([]byte(nil), b...))
+		rs = append(rs, r...)
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	v.Send(t, "udp4", net.JoinHostPort(v.Host, "32766"), bs...)
+	outcome := "kernel"
+	if flowCache {
+		outcome = "kernel_lifted"
+	}
+	waitFrames(t, c, outcome, n)
+
+	ref := detect.New(cfg.Detect, detect.Deps{Workers: 1})
+	rsub := ref.Bus().Subscribe("ref", 1<<20)
+	for i := range rs {
+		ref.Process(0, &rs[i])
+	}
+	ref.Flush(0)
+	want := poll(rsub)
+	var got []event.Event
+	for deadline := time.Now().Add(3 * time.Second); len(got) < len(want) && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		got = append(got, poll(sub)...)
+	}
+	if len(want) < 500 {
+		t.Fatalf("the reference raised %d events: the stream does not exercise the rules", len(want))
+	}
+	wk, gk := byKey(want), byKey(got)
+	for k, w := range wk {
+		if !slices.Equal(w, gk[k]) {
+			t.Errorf("%s:\npackage detect %q\nkernel         %q", k, w, gk[k])
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d events on the bus, package detect raised %d", len(got), len(want))
+	}
+	c.Receiver.Settle()
+	st := c.Detector.Stats()
+	if st.Kernel == nil || st.Kernel.Reports != n || st.Reports != n || st.Values != ref.Stats().Values {
+		t.Errorf("detector stats %+v (kernel %+v), want %d reports, all in the kernel, and %d values", st, st.Kernel, n, ref.Stats().Values)
+	}
+	if now := time.Now().UnixNano(); len(got) > 0 && (got[0].Time > now || got[0].Time < now-int64(time.Minute)) {
+		t.Errorf("event time %d is not a receive time (now %d)", got[0].Time, now)
+	}
+	if flowCache {
+		if fs := c.FlowCache.Stats(); fs.Reports != n {
+			t.Errorf("the flow cache processed %d reports, want all %d", fs.Reports, n)
+		}
+	}
+}
+
+func poll(c *event.Consumer) []event.Event {
+	var out []event.Event
+	buf := make([]event.Event, 4096)
+	for {
+		k := c.Poll(buf)
+		if k == 0 {
+			return out
+		}
+		out = append(out, buf[:k]...)
+	}
+}
+
+func TestKernelDetectNeedsXDPListener(t *testing.T) {
+	cfg := config.Default()
+	cfg.HTTP.Address = ""
+	cfg.Detect.Kernel = true
+	_, err := New(cfg, Options{NoHTTP: true})
+	if err == nil || err.Error() != "detect.kernel: true: needs a listener with format report and mode xdp (its XDP program detects)" {
+		t.Errorf("error %v", err)
+	}
+}
