@@ -362,7 +362,7 @@ func (b *batch) reset() {
 // Process implements ingest.Processor: one report, each of its operations under its shard's
 // lock, in the order seq, drop, hops, flow.
 func (d *Detector) Process(worker int, r *telemetry.Report) {
-	if r.KernelDetected { // the XDP program has detected it (detect.kernel)
+	if r.Kernel&telemetry.KernelDetected != 0 { // the XDP program has detected it (detect.kernel)
 		return
 	}
 	c, b := &d.workers[worker].local, d.workers[worker].b
@@ -432,7 +432,7 @@ func (d *Detector) residentFlows() int {
 
 func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report, stage bool) {
 	for i := range rs {
-		if rs[i].KernelDetected { // the XDP program has detected it (detect.kernel)
+		if rs[i].Kernel&telemetry.KernelDetected != 0 { // the XDP program has detected it (detect.kernel)
 			b.fh[i] = 0
 			continue
 		}
@@ -470,7 +470,7 @@ func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report, st
 func (d *Detector) stageFlows(b *batch, rs []telemetry.Report) {
 	na := 0
 	for i := range rs {
-		if r := &rs[i]; r.Has&telemetry.HasFlow != 0 && r.NHops > 0 && !r.KernelDetected {
+		if r := &rs[i]; r.Has&telemetry.HasFlow != 0 && r.NHops > 0 && r.Kernel&telemetry.KernelDetected == 0 {
 			s := d.shards[shardOf(b.fh[i], d.mask)]
 			b.addrs[na] = uintptr(unsafe.Pointer(&s.fidx.slots[b.fh[i]&s.fidx.mask]))
 			na++
@@ -480,7 +480,7 @@ func (d *Detector) stageFlows(b *batch, rs []telemetry.Report) {
 	na = 0
 	for i := range rs {
 		r := &rs[i]
-		if r.Has&telemetry.HasFlow == 0 || r.NHops == 0 || r.KernelDetected {
+		if r.Has&telemetry.HasFlow == 0 || r.NHops == 0 || r.Kernel&telemetry.KernelDetected != 0 {
 			continue
 		}
 		fh := b.fh[i]

@@ -67,8 +67,9 @@ type worker struct {
 	l   *listener
 	dec *wire.Decoder
 	in  wire.Input
-	// kdet: the datagram in hand was detected by the XDP program already (detect.kernel).
-	kdet bool
+	// kdone: what the XDP program has done with the datagram in hand already
+	// (detect.kernel, flowcache.kernel).
+	kdone telemetry.KernelDone
 
 	procs    []Processor      // every processor, in call order
 	plain    []Processor      // those without a batch path: called as each report is decoded
@@ -148,7 +149,7 @@ func (w *worker) datagram(b []byte, now int64) {
 		err := w.rd.Next(r)
 		if err == nil {
 			r.RecvTime = now
-			r.KernelDetected = w.kdet
+			r.Kernel = w.kdone
 			w.local[cReports]++
 			if ie := w.rd.InnerErr(); ie != nil && int(ie.Reason) < wire.NumReasons {
 				w.local[cInner0+int(ie.Reason)]++

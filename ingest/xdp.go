@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/intake-int/intake/internal/prefetch"
+	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 	"github.com/intake-int/intake/xdp"
 )
@@ -209,8 +210,8 @@ func (w *worker) xdpBatch(n int) {
 			continue
 		}
 		ft := s.FrameTime(i)
-		w.kdet = ft&xdp.MetaDetected != 0
-		now := w.frameTime(ft &^ xdp.MetaDetected)
+		w.kdone = telemetry.KernelDone(ft >> 62)
+		now := w.frameTime(ft &^ xdp.MetaMarks)
 		if now == 0 {
 			if batchTime == 0 {
 				batchTime = time.Now().UnixNano()

@@ -139,9 +139,9 @@ type Report struct {
 
 	// ReporterHop: Hops[0] is the reporting node's own metadata from the report header.
 	ReporterHop bool
-	// KernelDetected: the XDP program's detector has seen this report already
-	// (detect.kernel; set by ingest): the user-space detector skips it.
-	KernelDetected bool
+	// Kernel is what the XDP program has done with this report already (detect.kernel,
+	// flowcache.kernel; set by ingest): the processors skip what it has done.
+	Kernel KernelDone
 
 	Flow  FlowKey // the tracked flow's 5-tuple when Has&HasFlow
 	Inner Inner   // the shape of the inner (data) packet
@@ -178,7 +178,7 @@ func (r *Report) Reset() {
 	r.Format, r.Flags, r.Has, r.HWID = 0, 0, 0, 0
 	r.NodeID, r.Seq, r.IngressTS, r.DropReason = 0, 0, 0, 0
 	r.TR = TRHeader{}
-	r.ReporterHop, r.KernelDetected = false, false
+	r.ReporterHop, r.Kernel = false, 0
 	r.Flow = FlowKey{}
 	r.Inner = Inner{}
 	r.INT = INTHeader{}
@@ -377,6 +377,14 @@ type INTHeader struct {
 	SourceSeq    uint32
 	HasSourceSeq bool
 }
+
+// KernelDone says what the XDP program has done with a report (package xdp's marks).
+type KernelDone uint8
+
+const (
+	KernelCached   KernelDone = 1 << iota // in the kernel's flow cache (flowcache.kernel)
+	KernelDetected                        // detected by the kernel (detect.kernel)
+)
 
 // Field is a bit set naming the per-hop fields present in a Hop.
 type Field uint16

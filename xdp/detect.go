@@ -56,9 +56,14 @@ func (l Lift) String() string {
 	return "unknown"
 }
 
-// MetaDetected is the bit of a frame's time (Socket.FrameTime) that says the program has
-// detected the frame's report (Detect.Lift): user space must not detect it again.
-const MetaDetected = 1 << 63
+// The marks on a frame's time (Socket.FrameTime) of a report the program has handled and
+// redirected too (Detect.Lift): MetaDetected, it has detected it, and MetaCached, its flow
+// cache has it. User space must not do either again.
+const (
+	MetaDetected = 1 << 63
+	MetaCached   = 1 << 62
+	MetaMarks    = MetaDetected | MetaCached
+)
 
 // KernelMaxHops is the most hops a report the kernel detects may have (bpf/report.h).
 const KernelMaxHops = 8

@@ -267,7 +267,7 @@ func setDetect(spec *ebpf.CollectionSpec, d *Detect) error {
 		probe = 1
 	}
 	for name, v := range map[string]any{
-		"det_kernel": uint8(1), "det_lift": lift, "dec_dscp_n": uint8(len(d.DSCP)),
+		"det_kernel": uint8(1), "kernel_lift": lift, "dec_dscp_n": uint8(len(d.DSCP)),
 		"dec_dscp_val": val, "dec_dscp_mask": mask, "dec_probe": probe,
 		"dec_gpe_port": d.GPEPort, "dec_geneve_port": d.GenevePort, "dec_int_port": d.INTPort,
 	} {

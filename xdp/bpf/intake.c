@@ -25,8 +25,8 @@ enum {
 	outcome_dta_key_write,   // a DTA Key-Write report written into kw_store, dropped
 	outcome_dta_key_increment, // a DTA Key-Increment report added into ki_store, dropped
 	outcome_dta_append,      // a DTA Append report appended to its list in ap_store, dropped
-	outcome_kernel,          // a report detected in the kernel (detect.kernel), ended here
-	outcome_kernel_lifted,   // a report detected in the kernel and redirected too (marked)
+	outcome_kernel,          // a report handled in the kernel (detect.kernel, flowcache.kernel), ended here
+	outcome_kernel_lifted,   // a report handled in the kernel and redirected too (marked)
 	num_outcomes,
 };
 
@@ -86,11 +86,13 @@ STORE(ap_store);
 #include "report.h"
 #include "detect.h"
 
-// Detection in the kernel (detect.kernel): parse the listener's reports and run the detector
-// on them. With det_lift set a user-space processor needs every report: a detected report
-// is redirected too, marked so that user space does not detect it again.
+// Detection and the flow cache in the kernel (detect.kernel, flowcache.kernel): parse the
+// listener's reports and run the detector and the flow cache on them. With kernel_lift set
+// a user-space processor needs every report: a report handled here is redirected too,
+// marked with what was done (META_*) so that user space does not do it again.
 volatile const __u8 det_kernel = 0;
-volatile const __u8 det_lift = 0;
+volatile const __u8 fc_kernel = 0;
+volatile const __u8 kernel_lift = 0;
 
 // Why reports went up to user space (per CPU, the lift_* reasons of report.h).
 struct {
@@ -100,8 +102,10 @@ struct {
 	__type(value, __u64);
 } lifts SEC(".maps");
 
-// META_DETECTED marks a frame's receive time in its metadata: the kernel detected it.
+// The marks on a frame's receive time in its metadata (xdp.MetaDetected, MetaCached): the
+// kernel detected it, the kernel's flow cache has it.
 #define META_DETECTED (1ULL << 63)
+#define META_CACHED (1ULL << 62)
 
 struct vlan_hdr {
 	__be16 tci;
@@ -378,7 +382,7 @@ int intake_xdp(struct xdp_md *ctx)
 
 	__u64 now = bpf_ktime_get_ns();
 	__u64 mark = 0;
-	if (det_kernel) {
+	if (det_kernel || fc_kernel) {
 		__u32 z = 0;
 		struct pbuf *pb = bpf_map_lookup_elem(&pbufs, &z);
 		if (pb) {
@@ -386,10 +390,13 @@ int intake_xdp(struct xdp_md *ctx)
 			pb->r.queue_rx = ctx->rx_queue_index;
 			int why = parse(ctx, pb, (void *)(udp + 1) - data, ulen - sizeof(*udp));
 			if (why == 0) {
-				detect(&pb->r);
-				if (!det_lift)
+				if (det_kernel) {
+					detect(&pb->r);
+					mark |= META_DETECTED;
+				}
+				// flowcache.kernel: fc_update(&pb->r); mark |= META_CACHED;
+				if (!kernel_lift)
 					return count(outcome_kernel, XDP_DROP);
-				mark = META_DETECTED;
 			} else {
 				__u32 l = why - 1;
 				__u64 *c = bpf_map_lookup_elem(&lifts, &l);
@@ -402,8 +409,8 @@ int intake_xdp(struct xdp_md *ctx)
 	// The frame's receive time for user space, in the 8 bytes of XDP metadata right before
 	// the frame: AF_XDP copies them into the UMEM frame with it (docs/xdp.md, "Receive
 	// time"). Where the driver has no room for metadata the call fails, and the worker takes
-	// the time it read the frame instead (and, for a frame the kernel detected, has no mark:
-	// it is detected again, so kernel mode needs a driver with metadata room: checked at start).
+	// the time it read the frame instead (and, for a frame handled here, has no mark: user
+	// space handles it again; drivers with XDP have metadata room).
 	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(__u64)) == 0) {
 		__u64 *meta = (void *)(long)ctx->data_meta;
 		if ((void *)(meta + 1) <= (void *)(long)ctx->data)
