@@ -3,7 +3,8 @@
 // a receiver that only drains and counts its sockets, then to the full collector serve
 // runs, with every processor the configuration turns on. The sender is the caller's (the
 // verb runs `intake gen` as a child process, so that this process's CPU time is the
-// collector's alone).
+// collector's alone). Across a veth pair, IngestModes compares the listener's socket and xdp
+// modes, and IngestKernel those and detection in the kernel against an XDP drop floor.
 package bench
 
 import (
@@ -71,12 +72,14 @@ type Phase struct {
 	ReportsPS float64
 	Loss      float64
 	Attach    string // an xdp listener's attach mode (native, generic)
-	// KernelDTA is the DTA reports the XDP program wrote into the stores (dta.kernel),
-	// included in Received and Reports; BPFRuns and BPFTime the program's runs and run time
-	// (with BPF statistics on).
-	KernelDTA uint64
-	BPFRuns   uint64
-	BPFTime   time.Duration
+	// KernelDTA is the DTA reports the XDP program wrote into the stores (dta.kernel), and
+	// KernelDetect the reports it detected and ended there (detect.kernel, outcome kernel),
+	// both included in Received and Reports; BPFRuns and BPFTime the program's runs and run
+	// time (with BPF statistics on).
+	KernelDTA    uint64
+	KernelDetect uint64
+	BPFRuns      uint64
+	BPFTime      time.Duration
 }
 
 // CPUPerDatagram is CPU nanoseconds per received datagram; 0 without datagrams.
@@ -260,7 +263,8 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 	if err != nil {
 		return Phase{}, nil, err
 	}
-	recv.Settle()
+	// As recv.Settle, over the reports the XDP program ends itself too.
+	settle(func() uint64 { st := recv.Status(); return st.PacketsReceived + kernelEnded(st.Listeners[0].XDPFrames) })
 	sys1, all1 := systemCPU()
 	cpu, wall := processCPU()-cpu0, time.Since(t0)
 	run := recv.Status().Listeners[0] // the program's figures go with it at Stop
@@ -273,21 +277,56 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 	r := Phase{Sent: sent, Received: st.PacketsReceived, Reports: st.ReportsDecoded,
 		Errors: st.DecodeErrors.Total, Kernel: st.KernelDrops, GRO: st.GRODatagrams, Backlog: softnetDrops() - backlog0, CPU: cpu, SystemCPU: sys1 - sys0, SystemAll: all1 - all0, Wall: wall, Attach: run.XDPAttach,
 		BPFRuns: run.XDPRuns, BPFTime: time.Duration(run.XDPRunNs)}
-	// DTA reports the XDP program wrote itself (dta.kernel) never reach user space: they
-	// are received and turned into state all the same (one report per datagram).
+	// DTA reports the XDP program wrote itself (dta.kernel) and reports it detected
+	// (detect.kernel) never reach user space: they are received and turned into state all
+	// the same (one report per datagram).
 	r.KernelDTA = run.XDPFrames["dta_key_write"] + run.XDPFrames["dta_key_increment"] + run.XDPFrames["dta_append"]
-	r.Received += r.KernelDTA
-	r.Reports += r.KernelDTA
-	if drain && sent.Datagrams > 0 {
-		r.Reports = uint64(float64(r.Received) * float64(sent.Reports) / float64(sent.Datagrams))
+	r.KernelDetect = run.XDPFrames["kernel"]
+	r.Received += r.KernelDTA + r.KernelDetect
+	r.Reports += r.KernelDTA + r.KernelDetect
+	if drain {
+		r.reportsOfDatagrams()
 	}
-	if s := sent.Elapsed.Seconds(); s > 0 {
+	r.setRates()
+	return r, names, nil
+}
+
+// kernelEnded is the frames an XDP program's outcomes say it turned into state itself and
+// ended: DTA reports written (dta.kernel) and reports detected (detect.kernel).
+func kernelEnded(frames map[string]uint64) uint64 {
+	return frames["dta_key_write"] + frames["dta_key_increment"] + frames["dta_append"] + frames["kernel"]
+}
+
+// settle waits until count stops changing (four reads 50 ms apart, at most 3 s): what the
+// kernel still held when the sender finished has been received.
+func settle(count func() uint64) {
+	last, still := count(), 0
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && still < 4; {
+		time.Sleep(50 * time.Millisecond)
+		if n := count(); n != last {
+			last, still = n, 0
+		} else {
+			still++
+		}
+	}
+}
+
+// reportsOfDatagrams sets Reports for a receiver that counts datagrams only: the received
+// ones times the reports per datagram sent.
+func (r *Phase) reportsOfDatagrams() {
+	if r.Sent.Datagrams > 0 {
+		r.Reports = uint64(float64(r.Received) * float64(r.Sent.Reports) / float64(r.Sent.Datagrams))
+	}
+}
+
+// setRates sets ReportsPS and Loss from what was sent and received.
+func (r *Phase) setRates() {
+	if s := r.Sent.Elapsed.Seconds(); s > 0 {
 		r.ReportsPS = float64(r.Reports) / s
 	}
-	if sent.Datagrams > 0 && r.Received < sent.Datagrams {
-		r.Loss = float64(sent.Datagrams-r.Received) / float64(sent.Datagrams)
+	if r.Sent.Datagrams > 0 && r.Received < r.Sent.Datagrams {
+		r.Loss = float64(r.Sent.Datagrams-r.Received) / float64(r.Sent.Datagrams)
 	}
-	return r, names, nil
 }
 
 // baseline runs the baseline receiver with the load and reads what it says.
@@ -376,21 +415,16 @@ func IngestModes(cfg IngestConfig, dev string) (ModeComparison, error) {
 	}
 	s := cfg
 	s.Progress = progress(ingest.ModeSocket)
-	s.Collector.DTA.Kernel = false // dta.kernel needs the xdp listener
+	s.Collector.DTA.Kernel = false // dta.kernel and detect.kernel need the xdp listener
+	s.Collector.Detect.Kernel = false
 	sock, err := Ingest(s)
 	if err != nil {
 		return mc, fmt.Errorf("socket mode: %w", err)
 	}
-	port, err := freeUDPPort(cfg.Host)
+	x, err := onXDP(cfg, dev)
 	if err != nil {
 		return mc, err
 	}
-	x := cfg
-	x.Collector.Listeners = slices.Clone(cfg.Collector.Listeners)
-	l := &x.Collector.Listeners[0]
-	l.Mode, l.Interface, l.Port, l.Sockets, l.Address = ingest.ModeXDP, dev, port, 0, ""
-	l.FillDefaults()
-	x.Baseline = ""
 	x.Progress = progress(ingest.ModeXDP)
 	if c, err := xdp.EnableRunStats(); err == nil {
 		defer c.Close()
@@ -413,6 +447,21 @@ func IngestModes(cfg IngestConfig, dev string) (ModeComparison, error) {
 		mc.RateRatio = xr.CollectorReportsPerS / sock.CollectorReportsPerS
 	}
 	return mc, nil
+}
+
+// onXDP returns cfg with its first listener in xdp mode on interface dev, on a port free on
+// cfg.Host (the program matches a fixed one), without the baseline phase.
+func onXDP(cfg IngestConfig, dev string) (IngestConfig, error) {
+	port, err := freeUDPPort(cfg.Host)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Collector.Listeners = slices.Clone(cfg.Collector.Listeners)
+	l := &cfg.Collector.Listeners[0]
+	l.Mode, l.Interface, l.Port, l.Sockets, l.Address = ingest.ModeXDP, dev, port, 0, ""
+	l.FillDefaults()
+	cfg.Baseline = ""
+	return cfg, nil
 }
 
 // freeUDPPort returns a UDP port free on host now.

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/intake-int/intake/ingest"
 )
 
 // WriteText writes r as `intake bench ingest` prints it; baseline says a baseline phase ran.
@@ -77,6 +79,32 @@ func (mc ModeComparison) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "  socket / xdp CPU: drain %.2fx per datagram, collector %.2fx per report; collector reports/s xdp / socket %.2f\n",
 		mc.DrainCPURatio, mc.CollectorCPURatio, mc.RateRatio)
 	fmt.Fprintf(w, "  XDP program: %.1f ns per frame (collector phase); DTA reports written in the kernel: %d\n", mc.BPFNsPerFrame, mc.KernelDTAReports)
+}
+
+// WriteText writes kc as `intake bench ingest --mode kernel` prints it.
+func (kc KernelComparison) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "bench ingest: %s across a veth pair, %.3g reports/datagram, %s per phase, %d rounds (medians by machine CPU per report)\n",
+		kc.Format, kc.ReportsPerDatagram, seconds(kc.DurationS), kc.Rounds)
+	fmt.Fprintf(w, "  processors in every mode: %s", processors(kc.Processors))
+	if len(kc.ProcessorsOff) > 0 {
+		fmt.Fprintf(w, "; turned off in every mode (they need every report in user space): %s", processors(kc.ProcessorsOff))
+	}
+	fmt.Fprintf(w, "\n  floor: an XDP program that counts and drops every frame (%s), no collector; kernel: xdp mode with detect.kernel (%s)\n",
+		kc.FloorAttach, kc.XDPAttach)
+	fmt.Fprintf(w, "  %-8s %12s %8s %12s %12s %12s %10s %10s\n", "", "", "", "machine CPU", "above floor", "collector", "BPF", "reports")
+	fmt.Fprintf(w, "  %-8s %12s %8s %12s %12s %12s %10s %10s\n", "mode", "reports/s", "loss", "ns/report", "ns/report", "ns/report", "ns/report", "in XDP")
+	for _, m := range []struct {
+		name string
+		c    ModeCost
+	}{{"floor", kc.Floor}, {ingest.ModeSocket, kc.Socket}, {ingest.ModeXDP, kc.XDP}, {ModeKernel, kc.Kernel}} {
+		fmt.Fprintf(w, "  %-8s %12.0f %8.4f %12.1f %12.1f %12.1f %10.1f %10d\n", m.name, m.c.ReportsPerS, m.c.Loss,
+			m.c.MachineCPU, m.c.AboveFloor, m.c.CollectorCPU, m.c.BPF, m.c.KernelReports)
+	}
+	fmt.Fprintf(w, "  collector CPU per report socket / kernel %.2fx; machine CPU per report above the floor: socket / kernel %.2fx, xdp / kernel %.2fx\n",
+		kc.CollectorCPURatio, kc.AboveFloorSocketRatio, kc.AboveFloorXDPRatio)
+	if kc.Kernel.KernelReports == 0 {
+		fmt.Fprintf(w, "  note: the kernel phase detected no report in the XDP program (outcome kernel 0): detect.kernel was not in effect, and its figures are xdp mode's\n")
+	}
 }
 
 func writePhase(w io.Writer, indent, name string, r Phase) {

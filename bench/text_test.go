@@ -1,8 +1,13 @@
 package bench
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/intake-int/intake/gen"
 )
 
 // TestWriteTextCPUShare: the text gives the collector's CPU share, the CPUs it needed and
@@ -55,5 +60,91 @@ func TestWriteTextCPUShare(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no %q in\n%s", want, b.String())
 		}
+	}
+}
+
+// kernelPhases are the phases of a --mode kernel run of 1000 single-report datagrams in a
+// second, none lost: the floor 500 ns of machine CPU a report; socket, xdp and kernel mode
+// 4000, 3000 and 200 above it; their collectors 4000, 2400 and 100 ns a report; the XDP
+// programs 20 (floor), 66 (xdp) and 120 ns (kernel, 990 of the reports ended in XDP).
+func kernelPhases() (floor, sock, x, k Phase) {
+	p := func(machine, collector, bpf time.Duration, kernel uint64) Phase {
+		r := Phase{Sent: gen.Stats{Datagrams: 1000, Reports: 1000, Elapsed: time.Second}, Received: 1000, Reports: 1000,
+			KernelDetect: kernel, SystemCPU: machine, SystemAll: 4 * machine, CPU: collector, BPFTime: bpf, Attach: "native"}
+		r.setRates()
+		return r
+	}
+	return p(500*time.Microsecond, 0, 20*time.Microsecond, 0), p(4500*time.Microsecond, 4*time.Millisecond, 0, 0),
+		p(3500*time.Microsecond, 2400*time.Microsecond, 66*time.Microsecond, 0),
+		p(700*time.Microsecond, 100*time.Microsecond, 120*time.Microsecond, 990)
+}
+
+// TestKernelComparison: --mode kernel's figures per report from its phases (machine CPU,
+// above the floor, the collector's, the XDP program's), the ratios, the table and the JSON
+// keys; a kernel phase in which nothing ended in XDP says so.
+func TestKernelComparison(t *testing.T) {
+	kc := KernelComparison{Format: "tr2.0", DurationS: 1, Rounds: 3, Processors: []string{"detect"},
+		ProcessorsOff: []string{"flowcache", "dta", "label"}}
+	kc.set(kernelPhases())
+	var b strings.Builder
+	kc.WriteText(&b)
+	want := `bench ingest: tr2.0 across a veth pair, 1 reports/datagram, 1s per phase, 3 rounds (medians by machine CPU per report)
+  processors in every mode: detect; turned off in every mode (they need every report in user space): flowcache, dta, label
+  floor: an XDP program that counts and drops every frame (native), no collector; kernel: xdp mode with detect.kernel (native)
+                                  machine CPU  above floor    collector        BPF    reports
+  mode        reports/s     loss    ns/report    ns/report    ns/report  ns/report     in XDP
+  floor            1000   0.0000        500.0          0.0          0.0       20.0          0
+  socket           1000   0.0000       4500.0       4000.0       4000.0        0.0          0
+  xdp              1000   0.0000       3500.0       3000.0       2400.0       66.0          0
+  kernel           1000   0.0000        700.0        200.0        100.0      120.0        990
+  collector CPU per report socket / kernel 40.00x; machine CPU per report above the floor: socket / kernel 20.00x, xdp / kernel 15.00x
+`
+	if b.String() != want {
+		t.Errorf("text:\n%s\nwant:\n%s", b.String(), want)
+	}
+	j, err := json.Marshal(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(j, &got); err != nil {
+		t.Fatal(err)
+	}
+	for key, v := range map[string]any{
+		"format": "tr2.0", "duration_s": 1.0, "rounds": 3.0, "reports_per_datagram": 1.0, "xdp_attach": "native", "floor_attach": "native",
+		"collector_cpu_socket_over_kernel": 40.0, "machine_above_floor_socket_over_kernel": 20.0, "machine_above_floor_xdp_over_kernel": 15.0,
+	} {
+		if got[key] != v {
+			t.Errorf("%s: %v, want %v", key, got[key], v)
+		}
+	}
+	if fmt.Sprint(got["processors"], got["processors_off"]) != "[detect] [flowcache dta label]" {
+		t.Errorf("processors %v, processors_off %v", got["processors"], got["processors_off"])
+	}
+	for mode, want := range map[string]map[string]float64{
+		"floor":  {"machine_cpu_ns_per_report": 500, "machine_above_floor_ns_per_report": 0, "collector_cpu_ns_per_report": 0, "bpf_ns_per_report": 20, "kernel_reports": 0},
+		"socket": {"machine_cpu_ns_per_report": 4500, "machine_above_floor_ns_per_report": 4000, "collector_cpu_ns_per_report": 4000, "bpf_ns_per_report": 0, "kernel_reports": 0},
+		"xdp":    {"machine_cpu_ns_per_report": 3500, "machine_above_floor_ns_per_report": 3000, "collector_cpu_ns_per_report": 2400, "bpf_ns_per_report": 66, "kernel_reports": 0},
+		"kernel": {"machine_cpu_ns_per_report": 700, "machine_above_floor_ns_per_report": 200, "collector_cpu_ns_per_report": 100, "bpf_ns_per_report": 120, "kernel_reports": 990},
+	} {
+		m, _ := got[mode].(map[string]any)
+		for _, k := range []string{"reports_per_s", "loss", "datagrams_sent", "reports", "machine_busy"} {
+			want[k] = map[string]float64{"reports_per_s": 1000, "loss": 0, "datagrams_sent": 1000, "reports": 1000, "machine_busy": 0.25}[k]
+		}
+		for k, v := range want {
+			if m[k] != v {
+				t.Errorf("%s.%s: %v, want %v", mode, k, m[k], v)
+			}
+		}
+	}
+
+	// Nothing ended in the kernel: detect.kernel was not in effect.
+	floor, sock, x, k := kernelPhases()
+	k.KernelDetect = 0
+	kc.set(floor, sock, x, k)
+	b.Reset()
+	kc.WriteText(&b)
+	if note := "  note: the kernel phase detected no report in the XDP program (outcome kernel 0): detect.kernel was not in effect, and its figures are xdp mode's\n"; !strings.HasSuffix(b.String(), note) {
+		t.Errorf("no note %q in\n%s", note, b.String())
 	}
 }

@@ -32,13 +32,17 @@ func NewVeth() (*Veth, error) {
 		{"netns", "add", v.Namespace},
 		// A receive queue per core, as a multi-queue NIC has: an xdp listener has a worker
 		// per queue, as a socket listener has one per core.
-		{"link", "add", v.dev, "numtxqueues", q, "numrxqueues", q, "type", "veth", "peer", "name", peer, "numtxqueues", q, "numrxqueues", q},
+		{"link", "add", v.dev, "address", hostMAC, "numtxqueues", q, "numrxqueues", q, "type", "veth", "peer", "name", peer, "address", peerMAC, "numtxqueues", q, "numrxqueues", q},
 		{"link", "set", peer, "netns", v.Namespace},
 		{"addr", "add", v.Host + "/30", "dev", v.dev},
 		{"link", "set", v.dev, "up"},
 		{"-n", v.Namespace, "addr", "add", v.Peer + "/30", "dev", peer},
 		{"-n", v.Namespace, "link", "set", peer, "up"},
 		{"-n", v.Namespace, "link", "set", "lo", "up"},
+		// Static neighbours: no datagram waits for ARP (the sender's kernel would queue and
+		// drop it), and the floor, which drops every frame, ARP too, gets the load.
+		{"-n", v.Namespace, "neigh", "replace", v.Host, "lladdr", hostMAC, "dev", peer, "nud", "permanent"},
+		{"neigh", "replace", v.Peer, "lladdr", peerMAC, "dev", v.dev, "nud", "permanent"},
 	}
 	for _, args := range steps {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
@@ -48,6 +52,12 @@ func NewVeth() (*Veth, error) {
 	}
 	return v, nil
 }
+
+// The pair's MAC addresses (locally administered).
+const (
+	hostMAC = "02:00:00:49:42:01"
+	peerMAC = "02:00:00:49:42:02"
+)
 
 // Device is the collector's end of the pair, in this namespace.
 func (v *Veth) Device() string { return v.dev }
