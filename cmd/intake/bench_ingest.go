@@ -31,12 +31,18 @@ func init() {
 	})
 }
 
-const benchIngestUsage = "[--duration D] [--pps PPS] [--senders N] [--gso N] [--gro=false] [--collector-sockets N] [--spread flow|source] [--veth] [--mode socket|xdp] [--baseline PROG] [--config FILE] [--json]\n" +
+const benchIngestUsage = "[--duration D] [--pps PPS] [--senders N] [--gso N] [--gro=false] [--collector-sockets N] [--spread flow|source] [--veth] [--mode socket|xdp|kernel] [--baseline PROG] [--config FILE] [--json]\n" +
 	"       [generator options, as intake gen: --format, --batch, --hops, --flows, ...]\n\n" +
 	"Runs the generator against (a) a receiver that only drains and counts its sockets and (b) the\n" +
 	"full collector (the processors of --config, default all), for --duration each, over loopback.\n" +
 	"Prints reports/s of both, the ratio b/a, CPU ns per report (this process's CPU time, the\n" +
-	"generator being a child process, over reports decoded) and the loss of each run."
+	"generator being a child process, over reports decoded) and the loss of each run.\n\n" +
+	"--mode xdp (root) runs both across a veth pair twice, the listener in socket and in xdp mode.\n" +
+	"--mode kernel (root) sends the same load across a veth pair to a floor (an XDP program that\n" +
+	"counts and drops every frame, no collector) and to the collector in socket mode, xdp mode and\n" +
+	"xdp mode with detect.kernel, with detection the only processor in every mode; it prints per\n" +
+	"report the whole machine's CPU, that above the floor, the collector's CPU and the XDP\n" +
+	"program's run time (docs/xdp.md, \"Measuring the modes\")."
 
 func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench ingest", benchIngestUsage, stdout)
@@ -78,6 +84,8 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--collector-sockets: %d: allowed is 0 (one per core) to %d", *sockets, ingest.MaxSockets)
 	case *spread != "" && *spread != ingest.SpreadFlow && *spread != ingest.SpreadSource:
 		return usageErr("--spread: %q: allowed is flow or source", *spread)
+	case *mode == bench.ModeKernel && *baseline != "":
+		return usageErr("--baseline: not with --mode kernel (its floor is the baseline)")
 	}
 	groSet := false
 	fs.Visit(func(f *flag.Flag) { groSet = groSet || f.Name == "gro" })
@@ -103,7 +111,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		defer cleanup()
 	}
 	host, inNS := "127.0.0.1", (*bench.Veth)(nil)
-	if *veth || *mode == ingest.ModeXDP {
+	if *veth || *mode != ingest.ModeSocket {
 		if inNS, err = bench.NewVeth(); err != nil {
 			return err
 		}
@@ -126,9 +134,15 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 			} else {
 				mode += " mode, "
 			}
-			what := map[string]string{"baseline": "(c) baseline receiver", "drain": "(a) drain-only receiver", "collector": "(b) full collector"}[phase]
+			what := map[string]string{"baseline": "(c) baseline receiver", "drain": "(a) drain-only receiver", "collector": "(b) full collector",
+				"floor": "(f) XDP floor that counts and drops, no collector"}[phase]
 			fmt.Fprintf(stderr, "bench ingest: %sround %d/%d: %s to %s, %s per phase; %s...\n", mode, round, rounds, input, host, *duration, what)
 		},
+	}
+	if *mode == bench.ModeKernel {
+		kc, err := bench.IngestKernel(icfg, inNS.Device())
+		kc.Format, kc.DurationS = gcfg.Format, duration.Seconds()
+		return printResult(stdout, kc, err, *asJSON, kc.WriteText)
 	}
 	if *mode == ingest.ModeXDP {
 		mc, err := bench.IngestModes(icfg, inNS.Device())
@@ -157,9 +171,9 @@ func printResult(stdout io.Writer, v any, err error, asJSON bool, text func(io.W
 	return err
 }
 
-// modeValue is bench ingest's --mode: socket and xdp choose the receive path, md and xd are
-// the generator's report mode (as intake gen --mode); the value sets do not overlap, and the
-// flag may be given twice to set both.
+// modeValue is bench ingest's --mode: socket, xdp and kernel choose the receive path, md
+// and xd are the generator's report mode (as intake gen --mode); the value sets do not
+// overlap, and the flag may be given twice to set both.
 type modeValue struct {
 	recv *string
 	gen  flag.Value
@@ -173,7 +187,7 @@ func (m modeValue) String() string {
 }
 
 func (m modeValue) Set(v string) error {
-	if v == ingest.ModeSocket || v == ingest.ModeXDP {
+	if v == ingest.ModeSocket || v == ingest.ModeXDP || v == bench.ModeKernel {
 		*m.recv = v
 		return nil
 	}
@@ -185,7 +199,7 @@ func recvModeFlag(fs *flag.FlagSet) *string {
 	recv := ingest.ModeSocket
 	f := fs.Lookup("mode")
 	f.Value = modeValue{recv: &recv, gen: f.Value}
-	f.Usage = "socket or xdp: xdp measures across a veth pair (as --veth) twice, the listener in socket mode and then in xdp mode (XDP program, AF_XDP sockets), and compares them (root); md or xd: the generator's report `mode` (give --mode twice for both)"
+	f.Usage = "socket, xdp or kernel: xdp measures across a veth pair (as --veth) twice, the listener in socket mode and then in xdp mode (XDP program, AF_XDP sockets), and compares them (root); kernel measures a floor (XDP counts and drops) and the collector in socket, xdp and xdp mode with detect.kernel, detection alone in every mode (root); md or xd: the generator's report `mode` (give --mode twice for both)"
 	return &recv
 }
 

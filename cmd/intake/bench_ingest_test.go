@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -117,6 +118,74 @@ func TestBenchIngestBaselineGSO(t *testing.T) {
 	}
 }
 
+// TestBenchIngestKernel runs --mode kernel across a veth pair below capacity, a second a
+// phase: the floor and the collector in socket, xdp and kernel mode each take every datagram
+// sent; in the kernel phase every report (TR v2.0, 5 hops, one a datagram) is detected in
+// the XDP program and ends there, in no other phase; the XDP programs' run times and every
+// phase's machine CPU are measured, the floor has no collector CPU, and detection is the
+// only processor. It needs the collector's detect.kernel.
+func TestBenchIngestKernel(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: --mode kernel needs root (a veth pair in a network namespace, XDP programs)")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("skipped: iproute2's ip is not installed (apt-get install iproute2)")
+	}
+	code, out, errs := runVerb("bench", "ingest", "--mode", "kernel", "--duration", "1s", "--pps", "5000", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	type mode struct {
+		ReportsPS  float64  `json:"reports_per_s"`
+		Loss       *float64 `json:"loss"`
+		Sent       uint64   `json:"datagrams_sent"`
+		Reports    uint64   `json:"reports"`
+		Kernel     uint64   `json:"kernel_reports"`
+		Machine    float64  `json:"machine_cpu_ns_per_report"`
+		AboveFloor *float64 `json:"machine_above_floor_ns_per_report"`
+		Collector  float64  `json:"collector_cpu_ns_per_report"`
+		BPF        float64  `json:"bpf_ns_per_report"`
+	}
+	var res struct {
+		Format      string   `json:"format"`
+		PerDgram    float64  `json:"reports_per_datagram"`
+		Processors  []string `json:"processors"`
+		Off         []string `json:"processors_off"`
+		XDPAttach   string   `json:"xdp_attach"`
+		FloorAttach string   `json:"floor_attach"`
+		Floor       mode     `json:"floor"`
+		Socket      mode     `json:"socket"`
+		XDP         mode     `json:"xdp"`
+		Kernel      mode     `json:"kernel"`
+		CPURatio    float64  `json:"collector_cpu_socket_over_kernel"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	if res.Format != "tr2.0" || res.PerDgram != 1 || !slices.Equal(res.Processors, []string{"detect"}) ||
+		!slices.Equal(res.Off, []string{"flowcache", "dta", "label"}) || res.XDPAttach != "native" || res.FloorAttach != "native" {
+		t.Errorf("format %q, %g reports/datagram, processors %v (off %v), attach %q, floor %q: want tr2.0, 1, [detect] ([flowcache dta label]), native, native",
+			res.Format, res.PerDgram, res.Processors, res.Off, res.XDPAttach, res.FloorAttach)
+	}
+	for name, m := range map[string]mode{"floor": res.Floor, "socket": res.Socket, "xdp": res.XDP, "kernel": res.Kernel} {
+		// 5000 datagrams/s for a second; the floor counts any frame the peer's kernel sends
+		// too (an IPv6 router solicitation), so at least those sent.
+		if m.Sent < 4500 || m.Sent > 5500 || m.Loss == nil || *m.Loss != 0 || m.Reports < m.Sent || (name != "floor" && m.Reports != m.Sent) {
+			t.Errorf("%s: %d reports of %d datagrams sent, loss %v: want all", name, m.Reports, m.Sent, m.Loss)
+		}
+		if m.Machine <= 0 || m.AboveFloor == nil || (name == "floor") != (m.Collector == 0) || (name == "socket") != (m.BPF == 0) {
+			t.Errorf("%s: machine %.1f ns/report (above the floor %v), collector %.1f, BPF %.1f: want machine and collector (not the floor's) and BPF (not socket mode's) measured",
+				name, m.Machine, m.AboveFloor, m.Collector, m.BPF)
+		}
+		if want := map[bool]uint64{true: m.Reports}[name == "kernel"]; m.Kernel != want {
+			t.Errorf("%s: %d of %d reports ended in the XDP program, want %d", name, m.Kernel, m.Reports, want)
+		}
+	}
+	if math.Abs(res.CPURatio-res.Socket.Collector/res.Kernel.Collector) > 1e-6*res.CPURatio {
+		t.Errorf("collector_cpu_socket_over_kernel %g: socket %g over kernel %g", res.CPURatio, res.Socket.Collector, res.Kernel.Collector)
+	}
+}
+
 func TestBenchIngestMisuse(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -127,6 +196,7 @@ func TestBenchIngestMisuse(t *testing.T) {
 		{[]string{"--gso", "65"}, "--gso: 65: allowed is 0 (off) to 64"},
 		{[]string{"--format", "tr9"}, "format"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"--mode", "kernel", "--baseline", "recvmmsg"}, "--baseline: not with --mode kernel (its floor is the baseline)"},
 	} {
 		code, _, errs := runVerb(append([]string{"bench", "ingest"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errs, tc.want) {
