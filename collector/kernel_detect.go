@@ -10,6 +10,7 @@ import (
 	"github.com/intake-int/intake/detect"
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/xdp"
 )
 
@@ -70,7 +71,7 @@ func (k *kernelDetectComp) Start(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("detect.kernel: %w (it needs root and a kernel with BPF ring buffers, 5.8+)", err)
 	}
-	if err := k.c.Detector.SetKernel(kernelRules{st}); err != nil {
+	if err := k.c.Detector.SetKernel(kernelDetector{st}); err != nil {
 		st.Close()
 		return fmt.Errorf("detect.kernel: writing the rules: %w", err)
 	}
@@ -129,20 +130,66 @@ func (k *kernelDetectComp) Stop(context.Context) error {
 	return err
 }
 
-// kernelRules is an xdp.DetectState as package detect's Kernel.
-type kernelRules struct{ st *xdp.DetectState }
+// kernelDetector is an xdp.DetectState as package detect's Kernel: its rules, counters and tables, times in Unix ns.
+type kernelDetector struct{ st *xdp.DetectState }
 
-func (r kernelRules) SetRules(change, above *[event.NumMeasurements]uint64) error {
+func (r kernelDetector) SetRules(change, above *[event.NumMeasurements]uint64) error {
 	return r.st.SetRules(change, above)
 }
 
-func (r kernelRules) Counts() (detect.KernelCounts, error) {
+func (r kernelDetector) Counts() (detect.KernelCounts, error) {
 	c, lifts, err := r.st.Counts()
 	kc := detect.KernelCounts{Reports: c.Reports, Values: c.Values, RingFull: c.RingFull, TableFull: c.TableFull,
-		Lifted: make(map[string]uint64, len(lifts))}
+		NewFlows: c.NewFlows, NewKeys: c.NewKeys, Lifted: make(map[string]uint64, len(lifts))}
 	copy(kc.Events[:], c.ByKind[:])
 	for i, n := range lifts {
 		kc.Lifted[xdp.Lift(i).String()] = n
 	}
 	return kc, err
+}
+
+func (r kernelDetector) Flows(fn func(*detect.KernelFlow) bool) error {
+	off := xdp.MonoOffset()
+	var f detect.KernelFlow
+	return r.st.Flows(func(k *telemetry.FlowKey, e *xdp.KernelFlow) bool {
+		kernelFlow(&f, k, e, off)
+		return fn(&f)
+	})
+}
+
+func (r kernelDetector) Flow(k telemetry.FlowKey) (detect.KernelFlow, bool) {
+	var f detect.KernelFlow
+	e, ok := r.st.Flow(k)
+	if ok {
+		kernelFlow(&f, &k, &e, xdp.MonoOffset())
+	}
+	return f, ok
+}
+
+// kernelFlow converts the program's flow entry e of flow k into f, its times into Unix ns
+// with off (xdp.MonoOffset).
+func kernelFlow(f *detect.KernelFlow, k *telemetry.FlowKey, e *xdp.KernelFlow, off int64) {
+	*f = detect.KernelFlow{Key: *k, First: int64(e.First) + off, Last: int64(e.Last) + off, Dev: e.Dev,
+		Reports: e.Reports, PathHash: e.PathHash, NPath: e.NPath, HasLat: e.HasLat != 0, HopOK: e.HopOK,
+		Above: e.Above, Path: e.Path, Lat: detect.KernelVal{Ref: e.Lat[0], Cur: e.Lat[1]}}
+	for i, v := range e.Hop {
+		f.Hop[i] = detect.KernelVal{Ref: v[0], Cur: v[1]}
+	}
+}
+
+func (r kernelDetector) DeleteFlow(k telemetry.FlowKey) error { return r.st.DeleteFlow(k) }
+
+func (r kernelDetector) Keys(fn func(*detect.KernelKey) bool) error {
+	off := xdp.MonoOffset()
+	var kk detect.KernelKey
+	return r.st.Keys(func(k *xdp.KernelKey, e *xdp.KernelKeyEntry) bool {
+		kk = detect.KernelKey{Switch: k.Switch, ID: k.ID, Kind: k.Kind, Has: e.Has, Above: e.Above,
+			Last: int64(e.Last) + off, Dev: e.Dev,
+			V: [2]detect.KernelVal{{Ref: e.V[0][0], Cur: e.V[0][1]}, {Ref: e.V[1][0], Cur: e.V[1][1]}}}
+		return fn(&kk)
+	})
+}
+
+func (r kernelDetector) DeleteKey(k *detect.KernelKey) error {
+	return r.st.DeleteKey(xdp.KernelKey{Switch: k.Switch, ID: k.ID, Kind: k.Kind})
 }

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"slices"
@@ -84,6 +85,7 @@ func testKernelDetect(t *testing.T, flowCache bool) {
 	ref := detect.New(cfg.Detect, detect.Deps{Workers: 1})
 	rsub := ref.Bus().Subscribe("ref", 1<<20)
 	for i := range rs {
+		rs[i].RecvTime = time.Now().UnixNano() // received now, as the kernel's reports were
 		ref.Process(0, &rs[i])
 	}
 	ref.Flush(0)
@@ -111,6 +113,47 @@ func testKernelDetect(t *testing.T, flowCache bool) {
 	}
 	if now := time.Now().UnixNano(); len(got) > 0 && (got[0].Time > now || got[0].Time < now-int64(time.Minute)) {
 		t.Errorf("event time %d is not a receive time (now %d)", got[0].Time, now)
+	}
+	// The periodic push, the flow query and the table sizes read the kernel's tables.
+	snap := func(d *detect.Detector, now int64) []string {
+		var out []string
+		d.Snapshot(now, func(e *event.Event) {
+			out = append(out, fmt.Sprintf("%s %s %+v value=%d dev=%d path=%v", e.Kind, e.Measurement, e.Key, e.Value, e.DevTime, e.PathList()))
+		})
+		slices.Sort(out)
+		return out
+	}
+	now := time.Now().UnixNano()
+	if w, g := snap(ref, now), snap(c.Detector, now); !slices.Equal(w, g) || len(w) < 1000 {
+		t.Errorf("periodic push: %d values, package detect %d", len(g), len(w))
+	}
+	rst := ref.Stats()
+	if st := c.Detector.Stats(); st.Flows != rst.Flows || st.Keys != rst.Keys {
+		t.Errorf("the kernel holds %d flows and %d switch keys, package detect %d and %d", st.Flows, st.Keys, rst.Flows, rst.Keys)
+	}
+	for i := 0; i < 20; i++ {
+		k := rs[i*97%len(rs)].Flow
+		w, ok1 := ref.Flow(k)
+		g, ok2 := c.Detector.Flow(k)
+		w.FirstSeen, w.LastSeen, g.FirstSeen, g.LastSeen = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+		for _, l := range [][]detect.SwitchValue{w.Queues, w.Ports, w.Buffers, g.Queues, g.Ports, g.Buffers} {
+			for j := range l {
+				l[j].LastSeen = time.Time{}
+			}
+		}
+		wj, _ := json.Marshal(w)
+		gj, _ := json.Marshal(g)
+		if !ok1 || !ok2 || string(wj) != string(gj) {
+			t.Errorf("flow %+v: kernel %v %s\npackage detect %v %s", k, ok2, gj, ok1, wj)
+		}
+	}
+	// Expiry forgets every key not updated for detect.expire.
+	later := now + int64(time.Hour)
+	if w, g := snap(ref, later), snap(c.Detector, later); !slices.Equal(w, g) {
+		t.Errorf("expiry: %d values, package detect %d", len(g), len(w))
+	}
+	if st := c.Detector.Stats(); st.Flows != 0 || st.Keys != 0 || st.Expired != uint64(rst.Flows+rst.Keys) {
+		t.Errorf("after expiry the kernel holds %d flows and %d keys (expired %d)", st.Flows, st.Keys, st.Expired)
 	}
 	if flowCache {
 		if fs := c.FlowCache.Stats(); fs.Reports != n {

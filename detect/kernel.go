@@ -2,8 +2,10 @@ package detect
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/telemetry"
 )
 
 // Kernel is detection in the XDP program (detect.kernel, docs/xdp.md "Detection in the
@@ -17,12 +19,75 @@ type Kernel interface {
 	SetRules(change, above *[event.NumMeasurements]uint64) error
 	// Counts returns the program's counters.
 	Counts() (KernelCounts, error)
+	// Flows calls fn with every flow the program holds until fn returns false; Keys the
+	// same for switch keys. Times are Unix ns.
+	Flows(fn func(*KernelFlow) bool) error
+	Keys(fn func(*KernelKey) bool) error
+	// Flow returns flow k's state.
+	Flow(k telemetry.FlowKey) (KernelFlow, bool)
+	// DeleteFlow and DeleteKey forget a flow and a switch key (expiry).
+	DeleteFlow(k telemetry.FlowKey) error
+	DeleteKey(k *KernelKey) error
+}
+
+// KernelVal is one value's state in the kernel: V(t1) (the value last exported) and the
+// latest value.
+type KernelVal struct{ Ref, Cur uint64 }
+
+// KernelFlow is a flow's state in the kernel, the fields of the detector's own flow entry.
+type KernelFlow struct {
+	Key                    telemetry.FlowKey
+	First, Last            int64
+	Dev, Reports, PathHash uint64
+	NPath                  uint8
+	HasLat                 bool
+	HopOK                  uint8
+	Above                  uint16
+	Path                   [MaxTrackedHops]uint32
+	Lat                    KernelVal
+	Hop                    [MaxTrackedHops]KernelVal
+}
+
+// Switch-key kinds, as the kernel's keys name them.
+const (
+	KindQueue  = kQueue
+	KindPort   = kPort
+	KindBuffer = kBuffer
+	KindDrop   = kDrop
+	KindSeq    = kSeq
+)
+
+// KernelKey is a switch key's state in the kernel.
+type KernelKey struct {
+	Switch, ID uint32
+	Kind       uint8
+	Has, Above uint8
+	Last       int64
+	Dev        uint64
+	V          [2]KernelVal
+}
+
+func (k *KernelFlow) entry() *flowEntry {
+	en := &flowEntry{key: k.Key, first: k.First, last: k.Last, dev: k.Dev, reports: k.Reports,
+		pathHash: k.PathHash, npath: k.NPath, hasLat: k.HasLat, hopOK: k.HopOK, above: k.Above,
+		path: k.Path, lat: val{k.Lat.Ref, k.Lat.Cur}}
+	for i, v := range k.Hop {
+		en.hop[i] = val{v.Ref, v.Cur}
+	}
+	return en
+}
+
+func (k *KernelKey) entry() *swEntry {
+	return &swEntry{key: swKey{sw: k.Switch, id: k.ID, kind: k.Kind}, has: k.Has, above: k.Above,
+		last: k.Last, dev: k.Dev, v: [2]val{{k.V[0].Ref, k.V[0].Cur}, {k.V[1].Ref, k.V[1].Cur}}}
 }
 
 // KernelCounts are the kernel detector's counters.
 type KernelCounts struct {
 	Reports   uint64                 `json:"reports"`
 	Values    uint64                 `json:"values"`
+	NewFlows  uint64                 `json:"-"` // entries made: with those expired, the flows held
+	NewKeys   uint64                 `json:"-"`
 	Events    [event.NumKinds]uint64 `json:"-"`
 	RingFull  uint64                 `json:"ring_full"`  // events lost: the ring to user space was full
 	TableFull uint64                 `json:"table_full"` // key updates lost: a table was full
@@ -35,6 +100,9 @@ type KernelCounts struct {
 type kernelLink struct {
 	mu sync.Mutex
 	k  Kernel
+	// expiredFlows and expiredKeys count the entries Snapshot deleted from the kernel's
+	// tables (which count the entries they make: the difference is what they hold).
+	expiredFlows, expiredKeys atomic.Uint64
 }
 
 // SetKernel makes the detector keep k's rules equal to its own, from now on, and add k's
@@ -58,6 +126,44 @@ func (d *Detector) pushRules() error {
 		ch[m], ab[m] = d.change[m].Load(), d.above[m].Load()
 	}
 	return d.kern.k.SetRules(&ch, &ab)
+}
+
+// kernel returns the kernel's detector, nil without one.
+func (d *Detector) kernel() Kernel {
+	d.kern.mu.Lock()
+	defer d.kern.mu.Unlock()
+	return d.kern.k
+}
+
+// kernelSnapshot is Snapshot's part for the kernel's tables: their values as periodic, and
+// the keys last updated before cut as expiring, which it deletes. It returns the number of
+// periodic values. A key the program updates between the walk's read and the delete
+// loses that update (it is a new key at its next report).
+func (d *Detector) kernelSnapshot(k Kernel, now, cut int64, fn func(*event.Event)) int {
+	n := 0
+	k.Flows(func(f *KernelFlow) bool {
+		if f.Last < cut {
+			flowValues(f.entry(), event.KindExpire, now, fn)
+			if k.DeleteFlow(f.Key) == nil {
+				d.kern.expiredFlows.Add(1)
+			}
+		} else {
+			n += flowValues(f.entry(), event.KindPeriodic, now, fn)
+		}
+		return true
+	})
+	k.Keys(func(s *KernelKey) bool {
+		if s.Last < cut {
+			swValues(s.entry(), event.KindExpire, now, fn)
+			if k.DeleteKey(s) == nil {
+				d.kern.expiredKeys.Add(1)
+			}
+		} else {
+			n += swValues(s.entry(), event.KindPeriodic, now, fn)
+		}
+		return true
+	})
+	return n
 }
 
 // kernelCounts returns the kernel's counters (zero without one).

@@ -29,6 +29,9 @@ func (d *Detector) Snapshot(now int64, fn func(*event.Event)) int {
 			func(i int32) int64 { return s.se[i].last }, s.removeSw)
 		s.mu.Unlock()
 	}
+	if k := d.kernel(); k != nil {
+		n += d.kernelSnapshot(k, now, cut, fn)
+	}
 	return n
 }
 
@@ -159,12 +162,22 @@ func (d *Detector) Flow(k telemetry.FlowKey) (FlowState, bool) {
 	s := d.shards[shardOf(h, d.mask)]
 	s.mu.Lock()
 	i := s.lookupFlow(h, &k)
-	if i < 0 {
-		s.mu.Unlock()
-		return FlowState{}, false
+	var en flowEntry
+	if i >= 0 {
+		en = s.fe[i]
 	}
-	en := s.fe[i]
 	s.mu.Unlock()
+	kern := d.kernel()
+	if i < 0 {
+		kf, ok := KernelFlow{}, false
+		if kern != nil {
+			kf, ok = kern.Flow(k)
+		}
+		if !ok {
+			return FlowState{}, false
+		}
+		en = *kf.entry()
+	}
 	fs := FlowState{
 		Src: k.SrcAddr().String(), Dst: k.DstAddr().String(), Sport: k.SrcPort, Dport: k.DstPort, Proto: k.Proto,
 		PathLen: int(en.npath), Reports: en.reports,
@@ -190,6 +203,22 @@ func (d *Detector) Flow(k telemetry.FlowKey) (FlowState, bool) {
 		seen[id] = true
 		d.switchValues(id, &fs)
 	}
+	if kern != nil {
+		// The kernel's keys of the path's switches, in the same order: by kind, then id.
+		var ens []*swEntry
+		kern.Keys(func(kk *KernelKey) bool {
+			if seen[kk.Switch] {
+				ens = append(ens, kk.entry())
+			}
+			return true
+		})
+		slices.SortFunc(ens, func(a, b *swEntry) int {
+			return cmp.Or(cmp.Compare(slices.Index(fs.Path, a.key.sw), slices.Index(fs.Path, b.key.sw)), cmp.Compare(a.key.id, b.key.id))
+		})
+		for _, en := range ens {
+			appendSwitchValue(&fs, en)
+		}
+	}
 	return fs, true
 }
 
@@ -207,30 +236,34 @@ func (d *Detector) switchValues(sw uint32, fs *FlowState) {
 	slices.SortFunc(ids, func(a, b int32) int { return cmp.Compare(s.se[a].key.id, s.se[b].key.id) })
 	defer s.mu.Unlock()
 	for _, i := range ids {
-		en := &s.se[i]
-		k := en.key
-		sv := SwitchValue{SwitchID: sw, LastSeen: time.Unix(0, en.last).UTC()}
-		get := func(j int) *uint64 {
-			if en.has&(1<<j) == 0 {
-				return nil
-			}
-			v := en.v[j].cur
-			return &v
+		appendSwitchValue(fs, &s.se[i])
+	}
+}
+
+// appendSwitchValue appends switch key en's latest values to fs's queues, ports or buffers.
+func appendSwitchValue(fs *FlowState, en *swEntry) {
+	k := en.key
+	sv := SwitchValue{SwitchID: k.sw, LastSeen: time.Unix(0, en.last).UTC()}
+	get := func(j int) *uint64 {
+		if en.has&(1<<j) == 0 {
+			return nil
 		}
-		switch k.kind {
-		case kQueue:
-			q := uint16(k.id)
-			sv.QueueID, sv.QueueOccupancy, sv.QueueCongestion = &q, get(0), get(1)
-			fs.Queues = append(fs.Queues, sv)
-		case kPort:
-			p := k.id
-			sv.Port, sv.TxUtilization = &p, get(0)
-			fs.Ports = append(fs.Ports, sv)
-		case kBuffer:
-			b := uint8(k.id)
-			sv.BufferID, sv.BufferOccupancy = &b, get(0)
-			fs.Buffers = append(fs.Buffers, sv)
-		}
+		v := en.v[j].cur
+		return &v
+	}
+	switch k.kind {
+	case kQueue:
+		q := uint16(k.id)
+		sv.QueueID, sv.QueueOccupancy, sv.QueueCongestion = &q, get(0), get(1)
+		fs.Queues = append(fs.Queues, sv)
+	case kPort:
+		p := k.id
+		sv.Port, sv.TxUtilization = &p, get(0)
+		fs.Ports = append(fs.Ports, sv)
+	case kBuffer:
+		b := uint8(k.id)
+		sv.BufferID, sv.BufferOccupancy = &b, get(0)
+		fs.Buffers = append(fs.Buffers, sv)
 	}
 }
 
@@ -280,6 +313,10 @@ func (d *Detector) Stats() Stats {
 	}
 	if kc, ok := d.kernelCounts(); ok {
 		st.Kernel = &kc
+		ef, ek := d.kern.expiredFlows.Load(), d.kern.expiredKeys.Load()
+		st.Flows += int(kc.NewFlows - min(ef, kc.NewFlows))
+		st.Keys += int(kc.NewKeys - min(ek, kc.NewKeys))
+		st.Expired += ef + ek
 		st.Reports += kc.Reports
 		st.Values += kc.Values
 		for k := event.KindNewKey; k <= event.KindBelow; k++ {

@@ -76,8 +76,8 @@ type DetectCounts struct {
 	Events    uint64 // events written to the ring
 	RingFull  uint64 // events lost because the ring was full
 	TableFull uint64 // key updates lost because a table was full
-	Quiet     uint64 // unused (reserved)
-	Lifted    uint64 // unused (reserved)
+	NewFlows  uint64 // flow entries made (less those deleted: the flows held)
+	NewKeys   uint64 // switch-key entries made
 	ByKind    [8]uint64
 }
 
@@ -125,4 +125,38 @@ func (k *Event) ToEvent(e *event.Event, off int64) {
 	case KeySeq:
 		e.Key.HWID = uint8(k.ID)
 	}
+}
+
+// KernelFlow is a flow entry of the kernel detector's table (struct fent of bpf/detect.h;
+// its first word is the entry's spin lock). Times are CLOCK_MONOTONIC ns.
+type KernelFlow struct {
+	_                                   uint32
+	NPath, HasLat, HopOK, _             uint8
+	First, Last, Dev, Reports, PathHash uint64
+	Path                                [KernelMaxHops]uint32
+	Above                               uint16
+	_                                   [3]uint16
+	Lat                                 [2]uint64 // ref, cur
+	Hop                                 [KernelMaxHops][2]uint64
+}
+
+// KernelKey is a switch key of the kernel detector's table (struct swkey).
+type KernelKey struct {
+	Switch, ID uint32
+	Kind       uint8
+	_          [3]uint8
+}
+
+// KernelKeyEntry is a switch key's entry (struct swent; its first word is the spin lock).
+type KernelKeyEntry struct {
+	_                    uint32
+	Has, Above, SeqOK, _ uint8
+	Last, Dev            uint64
+	V                    [2][2]uint64 // ref, cur
+}
+
+// flowKey is a flow's key in the kernel's table: telemetry.FlowKey padded to 40 bytes.
+type flowKey struct {
+	K telemetry.FlowKey
+	_ [2]uint8
 }

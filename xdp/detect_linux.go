@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/telemetry"
 )
 
 // DetectState is the kernel detector's state: its tables, rules, counters and event ring,
@@ -155,7 +156,7 @@ func (s *DetectState) Counts() (DetectCounts, [NumLifts]uint64, error) {
 		}
 		return n, nil
 	}
-	dst := []*uint64{&c.Reports, &c.Values, &c.Events, &c.RingFull, &c.TableFull, &c.Quiet, &c.Lifted}
+	dst := []*uint64{&c.Reports, &c.Values, &c.Events, &c.RingFull, &c.TableFull, &c.NewFlows, &c.NewKeys}
 	for i := range c.ByKind {
 		dst = append(dst, &c.ByKind[i])
 	}
@@ -175,6 +176,76 @@ func (s *DetectState) Counts() (DetectCounts, [NumLifts]uint64, error) {
 	}
 	return c, l, nil
 }
+
+// Flows calls fn with every flow entry of the kernel's table (read under its lock) until fn
+// returns false.
+func (s *DetectState) Flows(fn func(k *telemetry.FlowKey, e *KernelFlow) bool) error {
+	var k, next flowKey
+	var e KernelFlow
+	var kp unsafe.Pointer // nil: the first key
+	for {
+		if err := s.flows.NextKey(kp, unsafe.Pointer(&next)); err != nil {
+			if errors.Is(err, ebpf.ErrKeyNotExist) {
+				return nil
+			}
+			return err
+		}
+		k = next
+		kp = unsafe.Pointer(&k)
+		if err := s.flows.LookupWithFlags(unsafe.Pointer(&k), unsafe.Pointer(&e), ebpf.LookupLock); err != nil {
+			if errors.Is(err, ebpf.ErrKeyNotExist) { // deleted since: the walk goes on from it
+				continue
+			}
+			return err
+		}
+		if !fn(&k.K, &e) {
+			return nil
+		}
+	}
+}
+
+// Flow returns flow k's entry.
+func (s *DetectState) Flow(k telemetry.FlowKey) (KernelFlow, bool) {
+	var e KernelFlow
+	fk := flowKey{K: k}
+	err := s.flows.LookupWithFlags(unsafe.Pointer(&fk), unsafe.Pointer(&e), ebpf.LookupLock)
+	return e, err == nil
+}
+
+// DeleteFlow forgets flow k.
+func (s *DetectState) DeleteFlow(k telemetry.FlowKey) error {
+	fk := flowKey{K: k}
+	return s.flows.Delete(unsafe.Pointer(&fk))
+}
+
+// Keys calls fn with every switch key and its entry until fn returns false.
+func (s *DetectState) Keys(fn func(k *KernelKey, e *KernelKeyEntry) bool) error {
+	var k, next KernelKey
+	var e KernelKeyEntry
+	var kp unsafe.Pointer
+	for {
+		if err := s.keys.NextKey(kp, unsafe.Pointer(&next)); err != nil {
+			if errors.Is(err, ebpf.ErrKeyNotExist) {
+				return nil
+			}
+			return err
+		}
+		k = next
+		kp = unsafe.Pointer(&k)
+		if err := s.keys.LookupWithFlags(unsafe.Pointer(&k), unsafe.Pointer(&e), ebpf.LookupLock); err != nil {
+			if errors.Is(err, ebpf.ErrKeyNotExist) {
+				continue
+			}
+			return err
+		}
+		if !fn(&k, &e) {
+			return nil
+		}
+	}
+}
+
+// DeleteKey forgets switch key k.
+func (s *DetectState) DeleteKey(k KernelKey) error { return s.keys.Delete(unsafe.Pointer(&k)) }
 
 // MonoOffset returns CLOCK_REALTIME less CLOCK_MONOTONIC in ns: what turns the program's
 // times (bpf_ktime_get_ns, monotonic: a frame's, an event's) into Unix time. The

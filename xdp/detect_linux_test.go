@@ -1,12 +1,14 @@
 package xdp
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 
@@ -260,5 +262,29 @@ func TestKernelDetectSame(t *testing.T) {
 	t.Logf("%d events over %d keys (kernel %d); counts %+v", nu, len(user), nk, cnt)
 	if nu < 1000 {
 		t.Errorf("only %d events: the stream does not exercise the rules", nu)
+	}
+}
+
+// TestKernelLayouts checks that the Go mirrors of the program's structures have their sizes
+// (the object's BTF): a field added on one side only would shift every field after it.
+func TestKernelLayouts(t *testing.T) {
+	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		m        string
+		key, val uintptr
+	}{
+		{"d_flows", unsafe.Sizeof(flowKey{}), unsafe.Sizeof(KernelFlow{})},
+		{"d_keys", unsafe.Sizeof(KernelKey{}), unsafe.Sizeof(KernelKeyEntry{})},
+	} {
+		ms := spec.Maps[c.m]
+		if uintptr(ms.KeySize) != c.key || uintptr(ms.ValueSize) != c.val {
+			t.Errorf("%s: key %d value %d bytes in the object, %d and %d in Go", c.m, ms.KeySize, ms.ValueSize, c.key, c.val)
+		}
+	}
+	if n := unsafe.Sizeof(Event{}); n != 128 {
+		t.Errorf("Event is %d bytes, struct kev 128", n)
 	}
 }

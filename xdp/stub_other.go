@@ -5,6 +5,7 @@ package xdp
 import (
 	"errors"
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/telemetry"
 	"io"
 	"time"
 )
@@ -99,3 +100,9 @@ var ErrClosed = errors.New("xdp: detection state closed")
 
 // MonoOffset is never needed here: there are no program times without XDP.
 func MonoOffset() int64 { return 0 }
+
+func (s *DetectState) Flows(func(*telemetry.FlowKey, *KernelFlow) bool) error { return errNotLinux }
+func (s *DetectState) Flow(telemetry.FlowKey) (KernelFlow, bool)              { return KernelFlow{}, false }
+func (s *DetectState) DeleteFlow(telemetry.FlowKey) error                     { return errNotLinux }
+func (s *DetectState) Keys(func(*KernelKey, *KernelKeyEntry) bool) error      { return errNotLinux }
+func (s *DetectState) DeleteKey(KernelKey) error                              { return errNotLinux }

@@ -98,8 +98,8 @@ enum {
 	dc_events,      // events written to the ring
 	dc_ring_full,   // events lost: the ring was full (counted, never silent)
 	dc_table_full,  // key updates lost: the flow or switch table was full
-	dc_quiet,       // reports that raised nothing and ended in XDP
-	dc_lifted,      // detected reports lifted anyway (a user-space processor needs them)
+	dc_new_flows,   // flow entries made (user space counts those it deletes: the table's size)
+	dc_new_keys,    // switch-key entries made
 	dc_kind0,       // events by kind: dc_kind0 + kind
 	num_dcounts = dc_kind0 + 8,
 };
@@ -230,6 +230,7 @@ static __always_inline struct swent *sw_entry(struct dscratch *s, struct swkey *
 			dcount(dc_table_full, 1);
 		return en;
 	}
+	dcount(dc_new_keys, 1);
 	return bpf_map_lookup_elem(&d_keys, k);
 }
 
@@ -343,7 +344,8 @@ __attribute__((noinline)) int det_flow(struct krep *r, struct dscratch *s)
 		return 0;
 	struct fent *en = bpf_map_lookup_elem(&d_flows, &r->flow);
 	if (!en) {
-		bpf_map_update_elem(&d_flows, &r->flow, s->zero, BPF_NOEXIST);
+		if (bpf_map_update_elem(&d_flows, &r->flow, s->zero, BPF_NOEXIST) == 0)
+			dcount(dc_new_flows, 1);
 		en = bpf_map_lookup_elem(&d_flows, &r->flow);
 		if (!en) {
 			dcount(dc_table_full, 1);
