@@ -211,9 +211,9 @@ func perReport(d time.Duration, p Phase) float64 {
 	return float64(d.Nanoseconds()) / float64(p.Reports)
 }
 
-// ratio is a / b, 0 unless b is positive (a mode at or below the floor has no ratio).
+// ratio is a / b, 0 unless both are positive (a mode at or below the floor has no ratio).
 func ratio(a, b float64) float64 {
-	if b <= 0 {
+	if a <= 0 || b <= 0 {
 		return 0
 	}
 	return a / b

@@ -138,10 +138,15 @@ func TestKernelComparison(t *testing.T) {
 		}
 	}
 
-	// Nothing ended in the kernel: detect.kernel was not in effect.
+	// Nothing ended in the kernel: detect.kernel was not in effect. xdp mode measured below
+	// the floor (noise) has no ratio.
 	floor, sock, x, k := kernelPhases()
 	k.KernelDetect = 0
+	x.SystemCPU = 400 * time.Microsecond
 	kc.set(floor, sock, x, k)
+	if kc.XDP.AboveFloor != -100 || kc.AboveFloorXDPRatio != 0 || kc.AboveFloorSocketRatio != 20 {
+		t.Errorf("xdp above the floor %g, ratios xdp / kernel %g, socket / kernel %g: want -100, 0, 20", kc.XDP.AboveFloor, kc.AboveFloorXDPRatio, kc.AboveFloorSocketRatio)
+	}
 	b.Reset()
 	kc.WriteText(&b)
 	if note := "  note: the kernel phase detected no report in the XDP program (outcome kernel 0): detect.kernel was not in effect, and its figures are xdp mode's\n"; !strings.HasSuffix(b.String(), note) {
