@@ -58,11 +58,16 @@ func reportFrame(p []byte) []byte {
 	return append(f, p...)
 }
 
-// detectStream builds a stream of TR v2.0 reports (5-hop paths, INT v2.x) over nflows flows
-// with path changes, sequence gaps, drops and values that cross the thresholds now and then.
-func detectStream(tb testing.TB, n, nflows int, seed uint64) [][]byte {
+// streamShape is a stream's report format and INT version.
+type streamShape struct{ format, intVersion string }
+
+// detectStream builds a stream of reports of shape sh (5-hop paths) over nflows flows, a
+// third of them IPv6 and half UDP, with path changes, sequence gaps, drops and values that
+// cross the thresholds now and then.
+func detectStream(tb testing.TB, sh streamShape, n, nflows int, seed uint64) [][]byte {
 	tb.Helper()
 	cfg := gen.DefaultConfig()
+	cfg.Format, cfg.INTVersion = sh.format, sh.intVersion
 	g, err := gen.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
@@ -84,7 +89,11 @@ func detectStream(tb testing.TB, n, nflows int, seed uint64) [][]byte {
 	for i := range flows {
 		k, _ := g.Flow(i % g.Flows())
 		k.SrcPort += uint16(i / g.Flows())
-		k.Proto = tmpl.Flow.Proto // the template's inner packet is of this protocol
+		if i%3 == 0 {
+			k.IPv6 = true
+			k.Src = [16]byte{0: 0xfd, 15: byte(i)}
+			k.Dst = [16]byte{0: 0xfd, 1: 1, 15: byte(i)}
+		}
 		flows[i].key = k
 		for j := range flows[i].path {
 			flows[i].path[j] = uint32(1 + rng.IntN(12))
@@ -99,20 +108,35 @@ func detectStream(tb testing.TB, n, nflows int, seed uint64) [][]byte {
 		}
 		r := tmpl
 		r.Flow = f.key
+		r.Flow.Proto = tmpl.Flow.Proto // the template's inner packet is of this protocol
+		if f.key.SrcPort%2 == 0 { // INT over UDP
+			r.Flow.Proto, r.Inner.Encap, r.Inner.TCPOpts = 17, telemetry.EncapUDP, 0
+		}
 		r.Flags = telemetry.FlagFlow
 		if rng.IntN(50) == 0 {
 			r.Flags |= telemetry.FlagDrop
 		}
 		r.NodeID = f.path[4]
+		if r.Has&telemetry.HasIngressTS != 0 {
+			r.IngressTS = uint64(i) * 1000
+		}
 		s := seq[r.NodeID]
 		if rng.IntN(100) == 0 {
 			s += uint32(1 + rng.IntN(5)) // lost reports
 		}
-		r.Seq = s & 0x3fffff
+		r.Seq = s
+		if sh.format == "tr2.0" {
+			r.Seq &= 0x3fffff
+		}
 		seq[r.NodeID] = s + 1
 		r.HWID = uint8(i % 2)
-		for j := 0; j < 5; j++ {
-			h := &r.Hops[4-j] // newest first
+		int0 := 0
+		if r.ReporterHop {
+			int0 = 1 // the report's own hop comes first
+			r.Hops[0].NodeID = r.NodeID
+		}
+		for j := 0; j < int(r.NHops)-int0; j++ {
+			h := &r.Hops[int(r.NHops)-1-j] // newest first
 			h.NodeID = f.path[j]
 			big := uint32(0)
 			if rng.IntN(40) == 0 {
@@ -124,6 +148,9 @@ func detectStream(tb testing.TB, n, nflows int, seed uint64) [][]byte {
 			h.TxUtil = uint32(rng.IntN(100))
 			h.EgressPort = uint32(1 + rng.IntN(3))
 			h.EgressTS = uint64(i)*1000 + uint64(j)
+			if sh.intVersion == "1.0" {
+				h.EgressTS &= 0xffffffff
+			}
 			if rng.IntN(100) == 0 {
 				h.Fields &^= telemetry.FTxUtil
 			} else {
@@ -186,6 +213,12 @@ func setKernelRules(tb testing.TB, d *detect.Detector, st *DetectState) {
 // threshold crossings and a change of the rules half way, through package detect and
 // through the XDP program's detector: the events must be the same, key by key in order.
 func TestKernelDetectSame(t *testing.T) {
+	for _, sh := range []streamShape{{"tr2.0", "2.x"}, {"tr1.0", "1.0"}, {"tr0.5", "1.0"}, {"tr2.0", "1.0"}} {
+		t.Run(sh.format+"/int"+sh.intVersion, func(t *testing.T) { testKernelDetectSame(t, sh) })
+	}
+}
+
+func testKernelDetectSame(t *testing.T, sh streamShape) {
 	coll, st := loadDetect(t, Detect{})
 	prog := coll.Programs[ProgramName]
 	cfg := detect.DefaultConfig()
@@ -197,7 +230,7 @@ func TestKernelDetectSame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream := detectStream(t, 20000, 300, 1)
+	stream := detectStream(t, sh, 20000, 300, 1)
 	user, kern := keyed{}, keyed{}
 	evs := make([]Event, 1024)
 	for i, b := range stream {

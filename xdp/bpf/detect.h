@@ -369,7 +369,7 @@ __attribute__((noinline)) int det_flow(struct krep *r, struct dscratch *s)
 		}
 	}
 	__u64 ph = s->ph;
-	__u64 dev = hop_dev(&r->hop[0]); // TR v2.0 has no report ingress timestamp
+	__u64 dev = r->has_its ? r->its : hop_dev(&r->hop[0]);
 	struct kev *t = &s->t;
 	__builtin_memset(t, 0, sizeof(*t));
 	t->time = r->now;
@@ -466,12 +466,16 @@ __attribute__((noinline)) int detect(struct krep *r)
 		return 0;
 	__builtin_memcpy(&s->thr, thr, sizeof(*thr));
 	s->n = 0;
-	// Seq: every TR v2.0 report has a node id and a sequence number.
-	sw_op(s, r, r->node, r->hw_id, kq_seq, 0, m_seq_gaps, r->seq);
-	__u32 vals = 1;
-	if (r->drop) {
-		sw_op(s, r, r->node, r->has_reason ? r->reason : 0, kq_drop, 0, m_drops, 0);
+	// Seq and drops: per reporting node (a TR v0.5 report without a drop or local header
+	// names none); every Telemetry Report has a sequence number.
+	__u32 vals = 0;
+	if (r->has_node) {
+		sw_op(s, r, r->node, r->hw_id, kq_seq, r->its, m_seq_gaps, r->seq);
 		vals++;
+		if (r->drop) {
+			sw_op(s, r, r->node, r->has_reason ? r->reason : 0, kq_drop, r->its, m_drops, 0);
+			vals++;
+		}
 	}
 	for (__u32 i = 0; i < KMAX_HOPS; i++) {
 		if (i >= r->nhops)

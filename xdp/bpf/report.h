@@ -3,9 +3,11 @@
 // The kernel's telemetry report parser (detect.kernel, docs/xdp.md "Detection in the
 // kernel"). It reads the shapes that make up nearly all of a fabric's reports, exactly as
 // package wire decodes them: a Telemetry Report v2.0 packet with one individual report
-// (RepType 0 or 1, its RepMdBits hop included) whose inner packet (InType 3, 4 or 5:
-// Ethernet with at most one VLAN tag, IPv4 or IPv6 without extension headers) is TCP or UDP
-// with INT-MD v2.x (NPT 0) at the L4 payload, up to KMAX_HOPS hops in all. Anything else,
+// (RepType 0 or 1, its RepMdBits hop included; InType 3, 4 or 5), a TR v1.0 report (its
+// RepMdBits hop included; NProt 0, 1 or 2) or a TR v0.5 report (NProto 0, 1 or 2, the drop
+// or local header's hop included), whose inner packet (Ethernet with at most one VLAN tag,
+// IPv4 or IPv6 without extension headers) is TCP or UDP with INT-MD v2.x (NPT 0) or v1.0 at
+// the L4 payload, up to KMAX_HOPS hops in all. Anything else,
 // or anything about which package wire might decide otherwise (a quirk, a tunnel, a cut or
 // inconsistent header), is left to user space: parse returns the reason, and the frame goes
 // up through AF_XDP as in mode xdp. The parser accepts less than the decoder, never
@@ -47,16 +49,17 @@ struct fkey {
 // cache read it. Hops are newest first.
 struct krep {
 	__u64 now;        // receive time, CLOCK_MONOTONIC ns
-	__u32 node, seq;  // the group header's node id and sequence number
+	__u32 node, seq;  // the reporting node (has_node) and the report's sequence number
+	__u32 its;        // the report header's ingress timestamp (has_its: TR v0.5, v1.0)
 	__u8 hw_id, drop, has_reason, reason;
-	__u8 has_flow, nhops, queue_rx, pad;
+	__u8 has_flow, nhops, queue_rx, has_node, has_its, pad[3];
 	struct fkey flow;
 	struct khop hop[KMAX_HOPS];
 };
 
 // Why a report went to user space instead (lift_* counters, package xdp's Lift names).
 enum {
-	lift_version = 0, // not TR v2.0
+	lift_version = 0, // not a Telemetry Report of v0.5, v1.0 or v2.0 the parser reads
 	lift_batch,       // several individual reports, or a TLV/other inner type
 	lift_rep_type,    // RepType other than 0 and 1, or RepMdBits the parser does not read
 	lift_inner,       // the inner packet: VLANs, fragments, IPv6 extension headers, not TCP/UDP, cut
@@ -76,6 +79,9 @@ volatile const __u8 dec_probe = 1;
 volatile const __u16 dec_gpe_port = 4790;
 volatile const __u16 dec_geneve_port = 6081;
 volatile const __u16 dec_int_port = 0;
+// dec_quirks: the listener's decoder has a quirk on; those that change what the parser
+// reads (the TR v0.5 layout under Ver 1, INT v1.0 item sizes) are user space's.
+volatile const __u8 dec_quirks = 0;
 
 // The parse buffer: the report copied from the frame, so that reads at offsets that depend
 // on the packet are plain reads of a map value the verifier can bound (off & (KBUF-1)).
@@ -124,7 +130,7 @@ static __always_inline __u64 rd64(__u8 *b, __u32 o)
 
 // set_item decodes item `bit` (0 = MSB) at b[o] into h, as wire's decodeHop and tr20Metadata
 // do (all ones is absent). Bit 0 (node id) is the caller's.
-static __always_inline void set_item(struct khop *h, __u8 *b, __u32 o, __u32 bit)
+static __always_inline void set_item(struct khop *h, __u8 *b, __u32 o, __u32 bit, int v1)
 {
 	__u32 x = rd32(b, o);
 	switch (bit) {
@@ -161,16 +167,16 @@ static __always_inline void set_item(struct khop *h, __u8 *b, __u32 o, __u32 bit
 		}
 		break;
 	case 4: {
-		__u64 t = rd64(b, o);
-		if (t != ~0ULL) {
+		__u64 t = v1 ? x : rd64(b, o);
+		if (t != (v1 ? 0xffffffffULL : ~0ULL)) {
 			h->in_ts = t;
 			h->fields |= F_IN_TS;
 		}
 		break;
 	}
 	case 5: {
-		__u64 t = rd64(b, o);
-		if (t != ~0ULL) {
+		__u64 t = v1 ? x : rd64(b, o);
+		if (t != (v1 ? 0xffffffffULL : ~0ULL)) {
 			h->eg_ts = t;
 			h->fields |= F_EG_TS;
 		}
@@ -195,6 +201,8 @@ static __always_inline void set_item(struct khop *h, __u8 *b, __u32 o, __u32 bit
 		}
 		break;
 	case 8:
+		if (v1) // reserved before v2.x
+			break;
 		if (x >> 24 != 0xff) {
 			h->bid = x >> 24;
 			h->fields |= F_BUF_ID;
@@ -208,78 +216,91 @@ static __always_inline void set_item(struct khop *h, __u8 *b, __u32 o, __u32 bit
 }
 
 // The offset of item `bit` in a block of bitmap bm, and a block's size: 4 bytes an item,
-// 8 for bits 4-6 (mask 0x0e00). Branch-free, so that the verifier sees one path per hop.
-static __always_inline __u32 item_at(__u32 bm, __u32 bit)
+// 8 for the wide ones: bits 4-6 in v2.x (mask 0x0e00), bit 6 in v1.0 (0x0200).
+// Branch-free, so that the verifier sees one path per hop.
+static __always_inline __u32 wide(int v1) { return v1 ? 0x0200 : 0x0e00; }
+
+static __always_inline __u32 item_at(__u32 bm, __u32 bit, int v1)
 {
 	__u32 before = bm & (0xffff0000 >> bit) & 0xffff;
-	return 4 * __builtin_popcount(before) + 4 * __builtin_popcount(before & 0x0e00);
+	return 4 * __builtin_popcount(before) + 4 * __builtin_popcount(before & wide(v1));
 }
 
-static __always_inline __u32 bitmap_size(__u32 bm)
+static __always_inline __u32 bitmap_size(__u32 bm, int v1)
 {
-	return 4 * __builtin_popcount(bm & 0xffff) + 4 * __builtin_popcount(bm & 0x0e00);
+	return 4 * __builtin_popcount(bm & 0xffff) + 4 * __builtin_popcount(bm & wide(v1));
 }
 
-#define ITEM(h, b, o, bm, bit)                                         \
+#define ITEM(h, b, o, bm, bit, v1)                                     \
 	if ((bm) & (0x8000 >> (bit)))                                 \
-		set_item(h, b, (o) + item_at(bm, bit), bit)
+		set_item(h, b, (o) + item_at(bm, bit, v1), bit, v1)
 
 // hop_items decodes one hop block at pb->b[o] of instruction bitmap bm (bits 0-8 read,
 // the rest skipped by size) into hop k. A global function, verified once: inline, the
 // verifier would walk each hop's branches again.
-__attribute__((noinline)) int hop_items(struct pbuf *pb, __u32 k, __u32 o, __u32 bm)
+__attribute__((noinline)) int hop_items(struct pbuf *pb, __u32 k, __u32 o, __u32 bm, int v1)
 {
 	if (!pb)
 		return 0;
 	__u8 *b = pb->b;
 	struct khop *h = &pb->r.hop[HOP(k)];
-	ITEM(h, b, o, bm, 0);
-	ITEM(h, b, o, bm, 1);
-	ITEM(h, b, o, bm, 2);
-	ITEM(h, b, o, bm, 3);
-	ITEM(h, b, o, bm, 4);
-	ITEM(h, b, o, bm, 5);
-	ITEM(h, b, o, bm, 6);
-	ITEM(h, b, o, bm, 7);
-	ITEM(h, b, o, bm, 8);
+	ITEM(h, b, o, bm, 0, v1);
+	ITEM(h, b, o, bm, 1, v1);
+	ITEM(h, b, o, bm, 2, v1);
+	ITEM(h, b, o, bm, 3, v1);
+	ITEM(h, b, o, bm, 4, v1);
+	ITEM(h, b, o, bm, 5, v1);
+	ITEM(h, b, o, bm, 6, v1);
+	ITEM(h, b, o, bm, 7, v1);
+	ITEM(h, b, o, bm, 8, v1);
 	return 0;
 }
 
-// parse_int parses INT-MD v2.x at b[o] (the L4 payload, which ends at end) into r's hops
-// after the ones it has. committed: a DSCP match (an error is the decoder's, not "no INT").
-// It returns 0 when the report holds the INT, 1 when there is none (a probe that found no
-// shim: the report has no INT), or -(lift reason + 1).
+// parse_int parses INT-MD at b[o] (the L4 payload, which ends at end) into r's hops after
+// the ones it has: a v2.x shim (type 1, NPT 0) with a v2 header, or the one-byte-type shim
+// of v0.5/v1.0 with a v1.0 header. committed: a DSCP match (an error is the decoder's, not
+// "no INT"). It returns 0 when the report holds the INT, 1 when there is none (a probe
+// that found no shim: a first byte no shim of any version starts with), or -(lift reason
+// + 1): anything else user space judges (v0.5 headers, MX, NPT 1/2, lengths that do not
+// fit, the v1.0 erratum, quirks).
 static __always_inline int parse_int(struct pbuf *pb, __u32 o, __u32 end, int committed)
 {
 	struct krep *r = &pb->r;
 	__u8 *b = pb->b;
-	if (o + 16 > end)
-		return committed || !dec_probe ? -(lift_int + 1) : (end - o < 4 ? 1 : -(lift_int + 1));
+	if (o + 4 > end)
+		return committed ? -(lift_int + 1) : 1;
 	__u8 t = b[OFF(o)];
-	// Only a v2.x MD shim (type 1, NPT 0, reserved bits zero) with a v2 header is read here.
-	// Anything else that could be INT (the v0.5/v1.0 one-byte-type shims, MX, NPT 1/2)
-	// is user space's; the probe's own rejects need its exact rules, so they go up too,
-	// except a first byte no shim of any version starts with.
-	if (t != 0x10) {
-		if (committed)
+	__u32 md, n, hs, bm, stack;
+	int v1;
+	if (t == 0x10) {
+		n = 4 + (__u32)b[OFF(o + 1)] * 4; // v2.x: Length excludes the shim
+		md = o + 4;
+		if (n < 16 || o + n > end || b[OFF(md)] >> 4 != 2)
 			return -(lift_int + 1);
+		hs = (b[OFF(md + 2)] & 0x1f) * 4;
+		bm = rd16(b, md + 4);
+		if (hs == 0 || hs < bitmap_size(bm, 0))
+			return -(lift_int + 1);
+		stack = md + 12;
+		v1 = 0;
+	} else if (t == 0x01 && !dec_quirks) {
+		n = (__u32)b[OFF(o + 2)] * 4; // v1.0: Length includes the shim
+		md = o + 4;
+		if (n < 12 || o + n > end || b[OFF(md)] >> 4 != 1)
+			return -(lift_int + 1);
+		hs = (b[OFF(md + 2)] & 0x1f) * 4;
+		bm = rd16(b, md + 4);
+		stack = md + 8;
+		if (hs == 0 || hs != bitmap_size(bm, 1) || (o + n - stack) % hs != 0)
+			return -(lift_int + 1);
+		v1 = 1;
+	} else {
 		__u8 typ = t >> 4;
-		if (t != 0x01 && t != 0x02 && t != 0x03 && typ != 1 && typ != 3)
-			return dec_probe ? 1 : 1;
+		if (!committed && t != 0x01 && t != 0x03 && (t == 0x02 || (typ != 1 && typ != 3) || (t & 3)))
+			return 1;
 		return -(lift_int + 1);
 	}
-	__u32 n = 4 + (__u32)b[OFF(o + 1)] * 4;
-	if (n < 16 || o + n > end)
-		return -(lift_int + 1);
-	__u32 md = o + 4;
-	if (b[OFF(md)] >> 4 != 2)
-		return -(lift_int + 1);
-	__u32 hs = (b[OFF(md + 2)] & 0x1f) * 4;
-	__u32 bm = rd16(b, md + 4);
-	if (hs == 0 || hs < bitmap_size(bm))
-		return -(lift_int + 1);
-	__u32 stack = md + 12, slen = o + n - stack;
-	__u32 nh = slen / hs;
+	__u32 nh = (o + n - stack) / hs;
 	if (nh + r->nhops > KMAX_HOPS)
 		return -(lift_hops + 1);
 	for (__u32 i = 0; i < KMAX_HOPS; i++) {
@@ -289,7 +310,7 @@ static __always_inline int parse_int(struct pbuf *pb, __u32 o, __u32 end, int co
 		if (k >= KMAX_HOPS)
 			break;
 		__builtin_memset(&r->hop[HOP(k)], 0, sizeof(struct khop));
-		hop_items(pb, k, stack + i * hs, bm);
+		hop_items(pb, k, stack + i * hs, bm, v1);
 		r->nhops = k + 1;
 	}
 	return 0;
@@ -387,32 +408,36 @@ static __always_inline int parse_inner(struct pbuf *pb, __u32 o, __u32 end, int 
 	return 0;
 }
 
-// parse reads the report datagram of plen bytes at offset off of the frame into pb->r (its
-// time and queue set by the caller): 0, or a lift reason + 1. A global function: the
-// verifier checks it once, apart from its callers.
-__attribute__((noinline)) int parse(struct xdp_md *ctx, struct pbuf *pb, __u32 off, __u32 plen)
+// reporter_hop starts the reporting node's hop (wire's reporterHop): its node id, and the
+// report header's ingress timestamp.
+static __always_inline struct khop *reporter_hop(struct krep *r, __u32 node)
 {
-	if (!pb)
-		return lift_inner + 1;
+	struct khop *h = &r->hop[0];
+	__builtin_memset(h, 0, sizeof(*h));
+	r->node = node;
+	r->has_node = 1;
+	if (node != 0xffffffff) {
+		h->node = node;
+		h->fields = F_NODE;
+	}
+	if (r->has_its && r->its != 0xffffffff) {
+		h->in_ts = r->its;
+		h->fields |= F_IN_TS;
+	}
+	r->nhops = 1;
+	return h;
+}
+
+// parse_tr20 reads a TR v2.0 packet of one individual report.
+static __always_inline int parse_tr20(struct pbuf *pb, __u32 plen)
+{
 	__u8 *b = pb->b;
 	struct krep *r = &pb->r;
-	if (plen > KBUF)
-		return lift_long + 1;
-	if (plen < 12)
-		return lift_version + 1;
-	if (bpf_xdp_load_bytes(ctx, off, b, plen & (KBUF - 1) ? plen & (KBUF - 1) : KBUF) < 0)
-		return lift_inner + 1;
 	__u32 w = rd32(b, 0);
-	if (w >> 28 != 2)
-		return lift_version + 1;
 	r->hw_id = (w >> 22) & 0x3f;
 	r->seq = w & 0x3fffff;
 	r->node = rd32(b, 4);
-	r->nhops = 0;
-	r->has_flow = 0;
-	r->drop = 0;
-	r->has_reason = 0;
-	r->reason = 0;
+	r->has_node = 1;
 	__u32 h = rd32(b, 8);
 	__u32 rep_type = h >> 28, in_type = (h >> 24) & 0x0f;
 	__u32 rep_len = (h >> 16) & 0xff, md_len = (h >> 8) & 0xff;
@@ -426,22 +451,15 @@ __attribute__((noinline)) int parse(struct xdp_md *ctx, struct pbuf *pb, __u32 o
 	if (rep_type == 1) {
 		if (end < pos + 8 + md_len * 4)
 			return lift_rep_type + 1;
-		__u32 md = rd16(b, pos);
-		__u32 baseline = md & 0x7fff;
-		__u32 need = bitmap_size(baseline);
-		if (need > md_len * 4)
+		__u32 baseline = rd16(b, pos) & 0x7fff; // bit 0 is reserved: the node id is in the group header
+		if (bitmap_size(baseline, 0) > md_len * 4)
 			return lift_rep_type + 1;
 		if (baseline) {
-			struct khop *hp = &r->hop[0];
-			__builtin_memset(hp, 0, sizeof(*hp));
-			if (r->node != 0xffffffff) {
-				hp->node = r->node;
-				hp->fields = F_NODE;
-			}
+			struct khop *hp = reporter_hop(r, r->node);
 			__u32 o = pos + 8;
-			hop_items(pb, 0, o, baseline);
+			hop_items(pb, 0, o, baseline, 0);
 			if (baseline & 1) { // bit 15: queue id 8 | drop reason 8 | pad 16
-				__u32 x = rd32(b, o + item_at(baseline, 15));
+				__u32 x = rd32(b, o + item_at(baseline, 15, 0));
 				if (x >> 24 != 0xff) {
 					hp->qid = x >> 24;
 					hp->fields |= F_QUEUE_ID;
@@ -449,7 +467,6 @@ __attribute__((noinline)) int parse(struct xdp_md *ctx, struct pbuf *pb, __u32 o
 				r->reason = x >> 16;
 				r->has_reason = 1;
 			}
-			r->nhops = 1;
 		}
 		pos += 8 + md_len * 4;
 	} else if (rep_type != 0) {
@@ -460,4 +477,148 @@ __attribute__((noinline)) int parse(struct xdp_md *ctx, struct pbuf *pb, __u32 o
 	if (pos >= end)
 		return lift_inner + 1;
 	return parse_inner(pb, pos, end, in_type, find);
+}
+
+// parse_tr10 reads a TR v1.0 report: the 16+4n byte header (RepMdBits: ports, hop latency,
+// queue, egress timestamp, queue id and drop reason, tx utilization), then the packet.
+static __always_inline int parse_tr10(struct pbuf *pb, __u32 plen)
+{
+	__u8 *b = pb->b;
+	struct krep *r = &pb->r;
+	__u8 b1 = b[1], b2 = b[2], b3 = b[3];
+	if ((b2 >> 1) & 0x3f) // reserved bits: a decode error
+		return lift_version + 1;
+	__u32 md = (b1 & 0x1f) << 1 | b2 >> 7;
+	__u32 words = b[0] & 0x0f, nprot = b1 >> 5;
+	if (words != 4 + __builtin_popcount(md) || plen < words * 4 || nprot > 2)
+		return lift_version + 1;
+	r->drop = b2 & 1;
+	__u32 find = (b3 >> 6) & 1;
+	r->hw_id = b3 & 0x3f;
+	r->node = rd32(b, 4);
+	r->has_node = 1;
+	r->seq = rd32(b, 8);
+	r->its = rd32(b, 12);
+	r->has_its = 1;
+	if (md) {
+		struct khop *h = reporter_hop(r, r->node);
+		__u32 o = 16;
+		// Bit 0 of the 6-bit field is its MSB (md's bit 5).
+		if (md & 0x20) {
+			set_item(h, b, o, 1, 1); // ports
+			o += 4;
+		}
+		if (md & 0x10) {
+			set_item(h, b, o, 2, 1); // hop latency
+			o += 4;
+		}
+		if (md & 0x08) {
+			set_item(h, b, o, 3, 1); // queue id | occupancy
+			o += 4;
+		}
+		if (md & 0x04) {
+			set_item(h, b, o, 5, 1); // egress timestamp, 4 bytes
+			o += 4;
+		}
+		if (md & 0x02) { // queue id 8 | drop reason 8 | pad 16
+			__u32 x = rd32(b, o);
+			if (x >> 24 != 0xff) {
+				h->qid = x >> 24;
+				h->fields |= F_QUEUE_ID;
+			}
+			r->reason = x >> 16;
+			r->has_reason = 1;
+			o += 4;
+		}
+		if (md & 0x01)
+			set_item(h, b, o, 7, 1); // tx utilization
+	}
+	if (words * 4 >= plen)
+		return lift_inner + 1;
+	return parse_inner(pb, words * 4, plen, 3 + nprot, find);
+}
+
+// parse_tr05 reads a TR v0.5 report: the 12-byte fixed header, the drop (NProto 1) or
+// local (NProto 2) header, then the Ethernet frame.
+static __always_inline int parse_tr05(struct pbuf *pb, __u32 plen)
+{
+	__u8 *b = pb->b;
+	struct krep *r = &pb->r;
+	__u32 w = rd32(b, 0);
+	if ((w >> 6) & 0x7fff) // reserved bits: a decode error
+		return lift_version + 1;
+	__u32 nproto = (w >> 24) & 0x0f;
+	r->drop = (w >> 23) & 1;
+	__u32 find = (w >> 21) & 1;
+	r->hw_id = w & 0x3f;
+	r->seq = rd32(b, 4);
+	r->its = rd32(b, 8);
+	r->has_its = 1;
+	__u32 off = 12;
+	if (nproto == 1) { // switch id 32 | in port 16 | out port 16 | queue id 8 | reason 8 | pad 16
+		if (plen < 24 || rd16(b, 22) != 0)
+			return lift_version + 1;
+		struct khop *h = reporter_hop(r, rd32(b, 12));
+		set_item(h, b, 16, 1, 1);
+		if (b[20] != 0xff) {
+			h->qid = b[20];
+			h->fields |= F_QUEUE_ID;
+		}
+		r->reason = b[21];
+		r->has_reason = 1;
+		off = 24;
+	} else if (nproto == 2) { // switch id 32 | in 16 | out 16 | queue id 8 | occupancy 24 | egress ts 32
+		if (plen < 28)
+			return lift_version + 1;
+		struct khop *h = reporter_hop(r, rd32(b, 12));
+		set_item(h, b, 16, 1, 1);
+		set_item(h, b, 20, 3, 1);
+		set_item(h, b, 24, 5, 1);
+		// No hop latency in the header: egress - ingress timestamp mod 2^32, as the spec says.
+		if ((h->fields & (F_IN_TS | F_EG_TS)) == (F_IN_TS | F_EG_TS)) {
+			h->lat = (__u32)h->eg_ts - (__u32)h->in_ts;
+			h->fields |= F_HOP_LAT;
+		}
+		off = 28;
+	} else if (nproto != 0) {
+		return lift_version + 1;
+	}
+	if (off >= plen)
+		return lift_inner + 1;
+	return parse_inner(pb, off, plen, 3, find);
+}
+
+// parse reads the report datagram of plen bytes at offset off of the frame into pb->r (its
+// time and queue set by the caller): 0, or a lift reason + 1. A global function: the
+// verifier checks it once, apart from its callers.
+__attribute__((noinline)) int parse(struct xdp_md *ctx, struct pbuf *pb, __u32 off, __u32 plen)
+{
+	if (!pb)
+		return lift_inner + 1;
+	__u8 *b = pb->b;
+	struct krep *r = &pb->r;
+	if (plen > KBUF)
+		return lift_long + 1;
+	if (plen < 16)
+		return lift_version + 1;
+	if (bpf_xdp_load_bytes(ctx, off, b, plen & (KBUF - 1) ? plen & (KBUF - 1) : KBUF) < 0)
+		return lift_inner + 1;
+	r->nhops = 0;
+	r->has_flow = 0;
+	r->has_node = 0;
+	r->has_its = 0;
+	r->its = 0;
+	r->node = 0;
+	r->drop = 0;
+	r->has_reason = 0;
+	r->reason = 0;
+	switch (b[0] >> 4) {
+	case 2:
+		return parse_tr20(pb, plen);
+	case 1: // under tr05_ver1 and intcollector_gen a Ver 1 may be the v0.5 layout: user space's
+		return dec_quirks ? lift_version + 1 : parse_tr10(pb, plen);
+	case 0:
+		return parse_tr05(pb, plen);
+	}
+	return lift_version + 1;
 }
