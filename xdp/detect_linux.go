@@ -26,8 +26,6 @@ type DetectState struct {
 	ncpu                              int
 }
 
-// detectMaps are the program's maps a DetectState holds.
-var detectMaps = []string{"d_flows", "d_keys", "d_rules", "d_events", "d_counts", "lifts"}
 
 // NewDetectState creates the maps for d, with every rule off.
 func NewDetectState(d Detect) (_ *DetectState, err error) {
