@@ -119,7 +119,8 @@ struct {
 struct dscratch {
 	struct rules thr;
 	__u32 n;
-	struct kev t; // the template of the update in hand
+	struct kev t;   // the template of a flow's events
+	struct kev swt; // of a switch key's: its flow and path stay zero, it is never cleared
 	struct kev ev[MAX_KEV];
 	__u32 path[KMAX_HOPS], old_path[KMAX_HOPS];
 	struct val old_hop[KMAX_HOPS];
@@ -247,7 +248,6 @@ static __always_inline void sw_value(struct dscratch *s, struct kev *t, struct s
 
 static __always_inline void sw_template(struct kev *t, struct krep *r, struct swkey *k, __u64 dev)
 {
-	__builtin_memset(t, 0, sizeof(*t));
 	t->time = r->now;
 	t->dev = dev;
 	t->sw = k->sw;
@@ -255,7 +255,6 @@ static __always_inline void sw_template(struct kev *t, struct krep *r, struct sw
 	t->scope = scope_switch;
 	t->key_kind = k->kind;
 }
-
 static __always_inline __u64 hop_dev(struct khop *h)
 {
 	if (h->fields & F_EG_TS)
@@ -278,7 +277,7 @@ __attribute__((noinline)) int det_sw(struct krep *r, struct dscratch *s)
 	struct swent *en = sw_entry(s, k);
 	if (!en)
 		return 0;
-	struct kev *t = &s->t;
+	struct kev *t = &s->swt;
 	sw_template(t, r, k, dev);
 	bpf_spin_lock(&en->lock);
 	en->last = r->now;
@@ -302,7 +301,8 @@ __attribute__((noinline)) int det_sw(struct krep *r, struct dscratch *s)
 		sw_value(s, t, en, 0, m0, x0);
 	}
 	bpf_spin_unlock(&en->lock);
-	flush(s);
+	if (s->n)
+		flush(s);
 	return 0;
 }
 
@@ -452,7 +452,8 @@ __attribute__((noinline)) int det_flow(struct krep *r, struct dscratch *s)
 	en->hop_ok = s->ok;
 	bpf_spin_unlock(&en->lock);
 	dcount(dc_values, s->vals);
-	flush(s);
+	if (s->n)
+		flush(s);
 	return 0;
 }
 

@@ -88,6 +88,8 @@ volatile const __u8 dec_quirks = 0;
 struct pbuf {
 	__u8 b[KBUF + 64];
 	struct krep r;
+	// The hop block's plan (plan()): the offset of the item of bits 0-8, 0xff when absent.
+	__u8 at[16];
 };
 
 struct {
@@ -231,28 +233,35 @@ static __always_inline __u32 bitmap_size(__u32 bm, int v1)
 	return 4 * __builtin_popcount(bm & 0xffff) + 4 * __builtin_popcount(bm & wide(v1));
 }
 
-#define ITEM(h, b, o, bm, bit, v1)                                     \
-	if ((bm) & (0x8000 >> (bit)))                                 \
-		set_item(h, b, (o) + item_at(bm, bit, v1), bit, v1)
+// plan sets pb->at for bitmap bm: once per stack, not once per hop.
+static __always_inline void plan(struct pbuf *pb, __u32 bm, int v1)
+{
+	for (__u32 bit = 0; bit < 9; bit++)
+		pb->at[bit] = bm & (0x8000 >> bit) ? item_at(bm, bit, v1) : 0xff;
+}
 
-// hop_items decodes one hop block at pb->b[o] of instruction bitmap bm (bits 0-8 read,
-// the rest skipped by size) into hop k. A global function, verified once: inline, the
+#define ITEM(h, b, o, at, bit, v1)                                     \
+	if (at[bit] != 0xff)                                          \
+		set_item(h, b, (o) + at[bit], bit, v1)
+
+// hop_items decodes one hop block at pb->b[o] into hop k by the plan in pb->at (bits 0-8
+// read, the rest skipped by size). A global function, verified once: inline, the
 // verifier would walk each hop's branches again.
-__attribute__((noinline)) int hop_items(struct pbuf *pb, __u32 k, __u32 o, __u32 bm, int v1)
+__attribute__((noinline)) int hop_items(struct pbuf *pb, __u32 k, __u32 o, int v1)
 {
 	if (!pb)
 		return 0;
 	__u8 *b = pb->b;
 	struct khop *h = &pb->r.hop[HOP(k)];
-	ITEM(h, b, o, bm, 0, v1);
-	ITEM(h, b, o, bm, 1, v1);
-	ITEM(h, b, o, bm, 2, v1);
-	ITEM(h, b, o, bm, 3, v1);
-	ITEM(h, b, o, bm, 4, v1);
-	ITEM(h, b, o, bm, 5, v1);
-	ITEM(h, b, o, bm, 6, v1);
-	ITEM(h, b, o, bm, 7, v1);
-	ITEM(h, b, o, bm, 8, v1);
+	ITEM(h, b, o, pb->at, 0, v1);
+	ITEM(h, b, o, pb->at, 1, v1);
+	ITEM(h, b, o, pb->at, 2, v1);
+	ITEM(h, b, o, pb->at, 3, v1);
+	ITEM(h, b, o, pb->at, 4, v1);
+	ITEM(h, b, o, pb->at, 5, v1);
+	ITEM(h, b, o, pb->at, 6, v1);
+	ITEM(h, b, o, pb->at, 7, v1);
+	ITEM(h, b, o, pb->at, 8, v1);
 	return 0;
 }
 
@@ -303,6 +312,7 @@ static __always_inline int parse_int(struct pbuf *pb, __u32 o, __u32 end, int co
 	__u32 nh = (o + n - stack) / hs;
 	if (nh + r->nhops > KMAX_HOPS)
 		return -(lift_hops + 1);
+	plan(pb, bm, v1);
 	for (__u32 i = 0; i < KMAX_HOPS; i++) {
 		if (i >= nh)
 			break;
@@ -310,7 +320,7 @@ static __always_inline int parse_int(struct pbuf *pb, __u32 o, __u32 end, int co
 		if (k >= KMAX_HOPS)
 			break;
 		__builtin_memset(&r->hop[HOP(k)], 0, sizeof(struct khop));
-		hop_items(pb, k, stack + i * hs, bm, v1);
+		hop_items(pb, k, stack + i * hs, v1);
 		r->nhops = k + 1;
 	}
 	return 0;
@@ -457,7 +467,8 @@ static __always_inline int parse_tr20(struct pbuf *pb, __u32 plen)
 		if (baseline) {
 			struct khop *hp = reporter_hop(r, r->node);
 			__u32 o = pos + 8;
-			hop_items(pb, 0, o, baseline, 0);
+			plan(pb, baseline, 0);
+			hop_items(pb, 0, o, 0);
 			if (baseline & 1) { // bit 15: queue id 8 | drop reason 8 | pad 16
 				__u32 x = rd32(b, o + item_at(baseline, 15, 0));
 				if (x >> 24 != 0xff) {
