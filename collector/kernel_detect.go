@@ -11,6 +11,7 @@ import (
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/telemetry"
+	"github.com/intake-int/intake/wire"
 	"github.com/intake-int/intake/xdp"
 )
 
@@ -48,7 +49,7 @@ func (c *Collector) kernelDetect() (*kernelDetectComp, error) {
 			return nil, fmt.Errorf("detect.kernel: listeners[%d]: decoder.dscp has %d entries: the XDP parser takes at most %d", i, len(dec.DSCP), xdp.MaxDSCP)
 		}
 		spec := xdp.Detect{MaxFlows: detect.Capacity(cfg.MaxFlows, cfg.Shards), MaxKeys: detect.Capacity(cfg.MaxKeys, cfg.Shards),
-			Lift: c.needsEveryReport(), Probe: dec.ProbeShim, GPEPort: dec.GPEPort, GenevePort: dec.GenevePort, INTPort: dec.INTPort}
+			Lift: c.needsEveryReport(), Probe: dec.ProbeShim, Quirks: dec.Quirks != (wire.Quirks{}), GPEPort: dec.GPEPort, GenevePort: dec.GenevePort, INTPort: dec.INTPort}
 		for _, m := range dec.DSCP {
 			spec.DSCP = append(spec.DSCP, xdp.DSCPMatch{Value: m.Value, Mask: m.Mask})
 		}

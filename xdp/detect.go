@@ -21,6 +21,9 @@ type Detect struct {
 	DSCP                         []DSCPMatch
 	Probe                        bool
 	GPEPort, GenevePort, INTPort uint16
+	// Quirks: a quirk is on; the reports and INT it may change (TR v1.0 headers, INT
+	// v1.0 and v0.5) go up.
+	Quirks bool
 	// EventRing is the event ring buffer's size in bytes (a power of two; default 4 MiB).
 	EventRing int
 }
@@ -127,11 +130,13 @@ func (k *Event) ToEvent(e *event.Event, off int64) {
 	}
 }
 
-// KernelFlow is a flow entry of the kernel detector's table (struct fent of bpf/detect.h;
-// its first word is the entry's spin lock). Times are CLOCK_MONOTONIC ns.
+// KernelFlow is a slot of the kernel detector's flow table (struct fent of bpf/detect.h).
+// Times are CLOCK_MONOTONIC ns.
 type KernelFlow struct {
-	_                                   uint32
+	State, Lock                         uint32
+	Key                                 flowKey
 	NPath, HasLat, HopOK, _             uint8
+	_                                   uint32
 	First, Last, Dev, Reports, PathHash uint64
 	Path                                [KernelMaxHops]uint32
 	Above                               uint16
@@ -147,10 +152,12 @@ type KernelKey struct {
 	_          [3]uint8
 }
 
-// KernelKeyEntry is a switch key's entry (struct swent; its first word is the spin lock).
+// KernelKeyEntry is a slot of the switch-key table (struct swent).
 type KernelKeyEntry struct {
-	_                    uint32
+	State, Lock          uint32
+	Key                  KernelKey
 	Has, Above, SeqOK, _ uint8
+	Ver, _               uint32
 	Last, Dev            uint64
 	V                    [2][2]uint64 // ref, cur
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -24,8 +26,20 @@ type DetectState struct {
 	lifts                             *ebpf.Map
 	rd                                *ringbuf.Reader
 	ncpu                              int
+	// The tables' memory (the arrays, mapped) and their slots (powers of two).
+	flowMem, keyMem     []byte
+	flowSlots, keySlots int
 }
 
+// tableSlots is the slots of a table that holds n entries at most three quarters full: a
+// power of two.
+func tableSlots(n int) int {
+	s := 64
+	for s*3/4 < n {
+		s *= 2
+	}
+	return s
+}
 
 // NewDetectState creates the maps for d, with every rule off.
 func NewDetectState(d Detect) (_ *DetectState, err error) {
@@ -62,10 +76,24 @@ func NewDetectState(d Detect) (_ *DetectState, err error) {
 		}
 		return m, nil
 	}
-	if s.flows, err = mk("d_flows", d.MaxFlows); err != nil {
+	s.flowSlots, s.keySlots = tableSlots(d.MaxFlows), tableSlots(d.MaxKeys)
+	if s.flows, err = mk("d_flows", s.flowSlots); err != nil {
 		return nil, err
 	}
-	if s.keys, err = mk("d_keys", d.MaxKeys); err != nil {
+	if s.keys, err = mk("d_keys", s.keySlots); err != nil {
+		return nil, err
+	}
+	mmap := func(m *ebpf.Map, n int) ([]byte, error) {
+		mem, err := unix.Mmap(m.FD(), 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			return nil, fmt.Errorf("detection in the kernel: mapping a table: %w", err)
+		}
+		return mem, nil
+	}
+	if s.flowMem, err = mmap(s.flows, s.flowSlots*int(unsafe.Sizeof(KernelFlow{}))); err != nil {
+		return nil, err
+	}
+	if s.keyMem, err = mmap(s.keys, s.keySlots*int(unsafe.Sizeof(KernelKeyEntry{}))); err != nil {
 		return nil, err
 	}
 	if s.rules, err = mk("d_rules", 0); err != nil {
@@ -175,75 +203,203 @@ func (s *DetectState) Counts() (DetectCounts, [NumLifts]uint64, error) {
 	return c, l, nil
 }
 
+// The states of a table slot (bpf/detect.h's ST_*).
+const (
+	stEmpty uint32 = iota
+	stBusy
+	stReady
+	stDeleted
+)
+
+// probes is the longest probe sequence (PROBES).
+const probes = 32
+
+// mix64 is the tables' hash step (bpf/detect.h's mix64).
+func mix64(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
+
+func flowHome(k *flowKey) uint64 {
+	w := (*[5]uint64)(unsafe.Pointer(k))
+	h := uint64(0x9E3779B97F4A7C15)
+	for _, x := range w {
+		h = mix64(h ^ x)
+	}
+	return h
+}
+
+func keyHome(k *KernelKey) uint64 {
+	return mix64((uint64(k.Switch)<<32 | uint64(k.ID)) ^ uint64(k.Kind)<<56 ^ 0x9E3779B97F4A7C15)
+}
+
+// flowAt and keyAt are slot i of the tables, in the mapped memory.
+func (s *DetectState) flowAt(i int) *KernelFlow {
+	return (*KernelFlow)(unsafe.Pointer(&s.flowMem[i*int(unsafe.Sizeof(KernelFlow{}))]))
+}
+
+func (s *DetectState) keyAt(i int) *KernelKeyEntry {
+	return (*KernelKeyEntry)(unsafe.Pointer(&s.keyMem[i*int(unsafe.Sizeof(KernelKeyEntry{}))]))
+}
+
+// lockEntry takes an entry's lock word (the program's take); false when it stayed taken.
+func lockEntry(l *uint32) bool {
+	for i := 0; i < 1<<16; i++ {
+		if atomic.CompareAndSwapUint32(l, 0, 1) {
+			return true
+		}
+		if i > 64 {
+			runtime.Gosched()
+		}
+	}
+	return false
+}
+
+// readFlow copies slot i's entry under its lock; false when the slot holds no flow.
+func (s *DetectState) readFlow(i int, e *KernelFlow) bool {
+	f := s.flowAt(i)
+	if atomic.LoadUint32(&f.State) != stReady || !lockEntry(&f.Lock) {
+		return false
+	}
+	*e = *f
+	atomic.StoreUint32(&f.Lock, 0)
+	return e.State == stReady
+}
+
+func (s *DetectState) readKey(i int, e *KernelKeyEntry) bool {
+	k := s.keyAt(i)
+	if atomic.LoadUint32(&k.State) != stReady || !lockEntry(&k.Lock) {
+		return false
+	}
+	*e = *k
+	atomic.StoreUint32(&k.Lock, 0)
+	return e.State == stReady
+}
+
 // Flows calls fn with every flow entry of the kernel's table (read under its lock) until fn
 // returns false.
 func (s *DetectState) Flows(fn func(k *telemetry.FlowKey, e *KernelFlow) bool) error {
-	var k, next flowKey
 	var e KernelFlow
-	var kp unsafe.Pointer // nil: the first key
-	for {
-		if err := s.flows.NextKey(kp, unsafe.Pointer(&next)); err != nil {
-			if errors.Is(err, ebpf.ErrKeyNotExist) {
-				return nil
-			}
-			return err
-		}
-		k = next
-		kp = unsafe.Pointer(&k)
-		if err := s.flows.LookupWithFlags(unsafe.Pointer(&k), unsafe.Pointer(&e), ebpf.LookupLock); err != nil {
-			if errors.Is(err, ebpf.ErrKeyNotExist) { // deleted since: the walk goes on from it
-				continue
-			}
-			return err
-		}
-		if !fn(&k.K, &e) {
+	for i := range s.flowSlots {
+		if s.readFlow(i, &e) && !fn(&e.Key.K, &e) {
 			return nil
 		}
 	}
+	return nil
+}
+
+// findFlow returns flow k's slot, -1 when the table does not hold it.
+func (s *DetectState) findFlow(k *flowKey) int {
+	h := flowHome(k)
+	for p := range probes {
+		i := int((h + uint64(p)) & uint64(s.flowSlots-1))
+		f := s.flowAt(i)
+		switch atomic.LoadUint32(&f.State) {
+		case stEmpty:
+			return -1
+		case stReady:
+			if f.Key == *k {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // Flow returns flow k's entry.
 func (s *DetectState) Flow(k telemetry.FlowKey) (KernelFlow, bool) {
 	var e KernelFlow
 	fk := flowKey{K: k}
-	err := s.flows.LookupWithFlags(unsafe.Pointer(&fk), unsafe.Pointer(&e), ebpf.LookupLock)
-	return e, err == nil
+	i := s.findFlow(&fk)
+	if i < 0 || !s.readFlow(i, &e) || e.Key != fk {
+		return KernelFlow{}, false
+	}
+	return e, true
 }
 
 // DeleteFlow forgets flow k.
 func (s *DetectState) DeleteFlow(k telemetry.FlowKey) error {
 	fk := flowKey{K: k}
-	return s.flows.Delete(unsafe.Pointer(&fk))
+	i := s.findFlow(&fk)
+	if i < 0 {
+		return ErrNotHeld
+	}
+	f := s.flowAt(i)
+	if !lockEntry(&f.Lock) {
+		return ErrNotHeld
+	}
+	ok := f.State == stReady && f.Key == fk
+	if ok {
+		atomic.StoreUint32(&f.State, stDeleted)
+	}
+	atomic.StoreUint32(&f.Lock, 0)
+	if !ok {
+		return ErrNotHeld
+	}
+	s.sweep(i, s.flowSlots, func(j int) *uint32 { return &s.flowAt(j).State })
+	return nil
+}
+
+// ErrNotHeld is what a delete returns for a key the table does not hold.
+var ErrNotHeld = errors.New("xdp: the kernel's table does not hold the key")
+
+// sweep turns the tombstones that end at slot i back into empty slots where no probe
+// sequence runs through them: a tombstone followed by an empty slot, and so on backwards.
+// A program making an entry claims a tombstone with a compare-and-swap from the state it
+// saw, so one turned empty meanwhile makes it look again.
+func (s *DetectState) sweep(i, slots int, state func(int) *uint32) {
+	next := (i + 1) & (slots - 1)
+	if atomic.LoadUint32(state(next)) != stEmpty {
+		return
+	}
+	for n := 0; n < slots && atomic.CompareAndSwapUint32(state(i), stDeleted, stEmpty); n++ {
+		i = (i - 1) & (slots - 1)
+	}
 }
 
 // Keys calls fn with every switch key and its entry until fn returns false.
 func (s *DetectState) Keys(fn func(k *KernelKey, e *KernelKeyEntry) bool) error {
-	var k, next KernelKey
 	var e KernelKeyEntry
-	var kp unsafe.Pointer
-	for {
-		if err := s.keys.NextKey(kp, unsafe.Pointer(&next)); err != nil {
-			if errors.Is(err, ebpf.ErrKeyNotExist) {
-				return nil
-			}
-			return err
-		}
-		k = next
-		kp = unsafe.Pointer(&k)
-		if err := s.keys.LookupWithFlags(unsafe.Pointer(&k), unsafe.Pointer(&e), ebpf.LookupLock); err != nil {
-			if errors.Is(err, ebpf.ErrKeyNotExist) {
-				continue
-			}
-			return err
-		}
-		if !fn(&k, &e) {
+	for i := range s.keySlots {
+		if s.readKey(i, &e) && !fn(&e.Key, &e) {
 			return nil
 		}
 	}
+	return nil
 }
 
 // DeleteKey forgets switch key k.
-func (s *DetectState) DeleteKey(k KernelKey) error { return s.keys.Delete(unsafe.Pointer(&k)) }
+func (s *DetectState) DeleteKey(k KernelKey) error {
+	h := keyHome(&k)
+	for p := range probes {
+		i := int((h + uint64(p)) & uint64(s.keySlots-1))
+		e := s.keyAt(i)
+		st := atomic.LoadUint32(&e.State)
+		if st == stEmpty {
+			break
+		}
+		if st != stReady || e.Key != k {
+			continue
+		}
+		if !lockEntry(&e.Lock) {
+			return ErrNotHeld
+		}
+		ok := e.State == stReady && e.Key == k
+		if ok {
+			atomic.StoreUint32(&e.State, stDeleted)
+		}
+		atomic.StoreUint32(&e.Lock, 0)
+		if ok {
+			s.sweep(i, s.keySlots, func(j int) *uint32 { return &s.keyAt(j).State })
+			return nil
+		}
+	}
+	return ErrNotHeld
+}
 
 // MonoOffset returns CLOCK_REALTIME less CLOCK_MONOTONIC in ns: what turns the program's
 // times (bpf_ktime_get_ns, monotonic: a frame's, an event's) into Unix time. The
@@ -261,6 +417,12 @@ func (s *DetectState) Close() error {
 	var errs []error
 	if s.rd != nil {
 		errs = append(errs, s.rd.Close())
+	}
+	for _, m := range []*[]byte{&s.flowMem, &s.keyMem} {
+		if *m != nil {
+			errs = append(errs, unix.Munmap(*m))
+			*m = nil
+		}
 	}
 	for _, m := range []*ebpf.Map{s.flows, s.keys, s.rules, s.events, s.count, s.lifts} {
 		if m != nil {

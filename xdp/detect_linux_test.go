@@ -109,7 +109,7 @@ func detectStream(tb testing.TB, sh streamShape, n, nflows int, seed uint64) [][
 		r := tmpl
 		r.Flow = f.key
 		r.Flow.Proto = tmpl.Flow.Proto // the template's inner packet is of this protocol
-		if f.key.SrcPort%2 == 0 { // INT over UDP
+		if f.key.SrcPort%2 == 0 {      // INT over UDP
 			r.Flow.Proto, r.Inner.Encap, r.Inner.TCPOpts = 17, telemetry.EncapUDP, 0
 		}
 		r.Flags = telemetry.FlagFlow
@@ -309,8 +309,9 @@ func TestKernelLayouts(t *testing.T) {
 		m        string
 		key, val uintptr
 	}{
-		{"d_flows", unsafe.Sizeof(flowKey{}), unsafe.Sizeof(KernelFlow{})},
-		{"d_keys", unsafe.Sizeof(KernelKey{}), unsafe.Sizeof(KernelKeyEntry{})},
+		{"d_flows", 4, unsafe.Sizeof(KernelFlow{})},
+		{"d_keys", 4, unsafe.Sizeof(KernelKeyEntry{})},
+		{"pbufs", 4, pbufData + unsafe.Sizeof(kRep{}) + 16},
 	} {
 		ms := spec.Maps[c.m]
 		if uintptr(ms.KeySize) != c.key || uintptr(ms.ValueSize) != c.val {

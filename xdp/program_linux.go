@@ -234,7 +234,7 @@ func load(port uint16, opt Options) (*ebpf.Collection, error) {
 		opts.MapReplacements = map[string]*ebpf.Map{"kw_store": st.kw, "ki_store": st.ki, "ap_store": st.ap}
 	}
 	if ds := opt.Detect; ds != nil {
-		if err := setDetect(spec, &ds.D); err != nil {
+		if err := setDetect(spec, ds); err != nil {
 			return nil, err
 		}
 		if opts.MapReplacements == nil {
@@ -253,7 +253,8 @@ func load(port uint16, opt Options) (*ebpf.Collection, error) {
 }
 
 // setDetect sets the program's constants of detection in the kernel.
-func setDetect(spec *ebpf.CollectionSpec, d *Detect) error {
+func setDetect(spec *ebpf.CollectionSpec, ds *DetectState) error {
+	d := &ds.D
 	var val, mask [MaxDSCP]uint8
 	for i, m := range d.DSCP {
 		val[i], mask[i] = m.Value, m.Mask
@@ -266,10 +267,15 @@ func setDetect(spec *ebpf.CollectionSpec, d *Detect) error {
 	if d.Probe {
 		probe = 1
 	}
+	quirks := uint8(0)
+	if d.Quirks {
+		quirks = 1
+	}
 	for name, v := range map[string]any{
 		"det_kernel": uint8(1), "kernel_lift": lift, "dec_dscp_n": uint8(len(d.DSCP)),
 		"dec_dscp_val": val, "dec_dscp_mask": mask, "dec_probe": probe,
 		"dec_gpe_port": d.GPEPort, "dec_geneve_port": d.GenevePort, "dec_int_port": d.INTPort,
+		"dec_quirks": quirks, "flow_mask": uint32(ds.flowSlots - 1), "key_mask": uint32(ds.keySlots - 1),
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return fmt.Errorf("setting %s: %w", name, err)

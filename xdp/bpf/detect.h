@@ -3,11 +3,12 @@
 // Event detection in the kernel (detect.kernel, docs/xdp.md "Detection in the kernel"):
 // package detect's rules applied to a parsed report (report.h) with the detector's state in
 // BPF maps. A flow keeps its path, flow latency and per-hop latencies; a switch key (switch
-// and queue, egress port, buffer, drop reason; node and hw_id) its values. Each key is updated
-// under its entry's spin lock, so that workers on several CPUs never lose an update; the
-// events a key's update raises are gathered under the lock and written to the event ring
-// after it (no helper may run under a BPF spin lock). The rules, the values and the event
-// fields are detect.go's, line for line: TestKernelDetectSame runs one stream through both.
+// and queue, egress port, buffer, drop reason; node and hw_id) its values. A switch value
+// that raises nothing (the common case) is written without a lock; anything else is updated
+// under its entry's lock, so that workers on several CPUs never lose an update, and the
+// events it raises are gathered under the lock and written to the event ring after it. The
+// rules, the values and the event fields are detect.go's, line for line:
+// TestKernelDetectSame runs one stream through both.
 
 // Measurements and kinds: package event's numbering.
 enum { m_flow_latency = 1, m_flow_hop_latency, m_flow_path, m_queue_occupancy, m_queue_congestion,
@@ -35,10 +36,32 @@ struct val {
 	__u64 ref, cur;
 };
 
+// The tables: open addressing over BPF_F_MMAPABLE arrays of entries, which user space maps
+// (the periodic push, expiry and queries read them without a system call per entry). A key's
+// home slot is its hash's low bits; a lookup probes onwards until it finds the key or an
+// empty slot. An entry's state word says what the slot holds; a CPU makes an entry by
+// claiming a free slot (empty, or deleted by expiry) with a compare-and-swap, so that two
+// CPUs never make the same key twice; user space deletes (ST_DELETED, a tombstone probes
+// go past) and turns tombstones back into empty slots where no probe sequence runs through
+// them (xdp's DetectState). The lock word is a lock both sides take with compare-and-swap
+// for an entry's updates; readers on the quiet path take none, and check a sequence count
+// (ver: odd while an update is in progress) instead.
+#define ST_EMPTY 0
+#define ST_BUSY 1 // being made
+#define ST_READY 2
+#define ST_DELETED 3
+#define PROBES 32 // the longest probe sequence: beyond it a table counts as full
+
+// The tables' slots less one (powers of two), set by the loader.
+volatile const __u32 flow_mask = 0;
+volatile const __u32 key_mask = 0;
+
 // A flow's entry: detect's flowEntry.
 struct fent {
-	struct bpf_spin_lock lock;
+	__u32 state, lock;
+	struct fkey key;
 	__u8 npath, has_lat, hop_ok, pad;
+	__u32 pad1;
 	__u64 first, last, dev, reports, path_hash;
 	__u32 path[KMAX_HOPS];
 	__u16 above, pad2[3];
@@ -54,25 +77,29 @@ struct swkey {
 // A switch key's entry: detect's swEntry. A seq key keeps its last sequence number in
 // v[1].ref and the receive queue that gave it in v[1].cur.
 struct swent {
-	struct bpf_spin_lock lock;
+	__u32 state, lock;
+	struct swkey key;
 	__u8 has, above, seq_ok, pad;
+	__u32 ver, pad1;
 	__u64 last, dev;
 	struct val v[2];
 };
 
-// The detector's sizes (detect.max_flows and max_keys with detect's headroom) are set by
-// the loader (MapSpec.MaxEntries).
+// The tables' sizes are set by the loader (MapSpec.MaxEntries: detect.max_flows and
+// max_keys with detect's headroom, at most three quarters full).
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1);
-	__type(key, struct fkey);
+	__type(key, __u32);
 	__type(value, struct fent);
 } d_flows SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1);
-	__type(key, struct swkey);
+	__type(key, __u32);
 	__type(value, struct swent);
 } d_keys SEC(".maps");
 
@@ -97,7 +124,7 @@ enum {
 	dc_values,      // metric values seen (M_all)
 	dc_events,      // events written to the ring
 	dc_ring_full,   // events lost: the ring was full (counted, never silent)
-	dc_table_full,  // key updates lost: the flow or switch table was full
+	dc_table_full,  // key updates lost: the flow or switch table was full (or an entry's lock stayed taken)
 	dc_new_flows,   // flow entries made (user space counts those it deletes: the table's size)
 	dc_new_keys,    // switch-key entries made
 	dc_kind0,       // events by kind: dc_kind0 + kind
@@ -129,10 +156,11 @@ struct dscratch {
 	// branches would double the states it explores.
 	struct swkey k;
 	__u64 dev, x0;
-	__u32 m0, ok, vals, same, nlat;
+	__u32 m0, ok, vals, same, nlat, fresh;
+	__s32 free;     // a probe's first free slot (-1: none yet)
+	__u32 free_st;  // and its state
+	__u32 probing;  // the probe goes on
 	__u64 lat, ph;
-	// Zeros, the value of a new entry (a struct fent on the stack would not fit it).
-	__u8 zero[sizeof(struct fent)];
 };
 
 struct {
@@ -219,20 +247,149 @@ __attribute__((noinline)) int flush(struct dscratch *s)
 	return 0;
 }
 
-// sw_entry returns key k's entry, made (zero) if need be; 0 when the table is full.
-static __always_inline struct swent *sw_entry(struct dscratch *s, struct swkey *k)
+// hash64 is the tables' hash (fmix64 of murmur3 over words; report.h has no other use for
+// one): a key's home slot is its low bits.
+static __always_inline __u64 mix64(__u64 x)
 {
-	struct swent *en = bpf_map_lookup_elem(&d_keys, k);
-	if (en)
-		return en;
-	if (bpf_map_update_elem(&d_keys, k, s->zero, BPF_NOEXIST) < 0) {
-		en = bpf_map_lookup_elem(&d_keys, k); // another CPU made it
-		if (!en)
-			dcount(dc_table_full, 1);
-		return en;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+// take takes an entry's lock word; 0 when it stayed taken (counted by the caller).
+static __always_inline int take(__u32 *l)
+{
+	for (int i = 0; i < 256; i++)
+		if (__sync_val_compare_and_swap(l, 0, 1) == 0)
+			return 1;
+	return 0;
+}
+
+static __always_inline void release(__u32 *l) { __sync_lock_test_and_set(l, 0); }
+
+static __always_inline __u32 state_of(__u32 *st) { return *(volatile __u32 *)st; }
+
+// key_slot returns the slot of switch key s->k in d_keys, made if need be (s->fresh then
+// says so), or -1 when the table has no room within PROBES slots of the key's home, or
+// another CPU is making an entry on the way (counted by the caller as a lost update). The
+// probe's state lives in the scratch, not in registers: the verifier walks each iteration
+// once.
+__attribute__((noinline)) int key_slot(struct dscratch *s)
+{
+	if (!s)
+		return -1;
+	__u64 h = mix64(((__u64)s->k.sw << 32 | s->k.id) ^ ((__u64)s->k.kind << 56) ^ 0x9E3779B97F4A7C15ULL);
+	s->fresh = 0;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		s->free = -1;
+		s->probing = 1;
+		for (__u32 p = 0; p < PROBES; p++) {
+			if (!s->probing)
+				break;
+			__u32 i = (h + p) & key_mask;
+			struct swent *e = bpf_map_lookup_elem(&d_keys, &i);
+			if (!e)
+				return -1;
+			__u32 st = state_of(&e->state);
+			if (st == ST_READY) {
+				if (e->key.sw == s->k.sw && e->key.id == s->k.id && e->key.kind == s->k.kind)
+					return i;
+				continue;
+			}
+			if (st == ST_BUSY)
+				return -1;
+			if (s->free < 0) {
+				s->free = i;
+				s->free_st = st;
+			}
+			if (st == ST_EMPTY) // the key is not in the table
+				s->probing = 0;
+		}
+		if (s->free < 0)
+			return -1;
+		__u32 f = s->free;
+		struct swent *e = bpf_map_lookup_elem(&d_keys, &f);
+		if (!e)
+			return -1;
+		if (__sync_val_compare_and_swap(&e->state, s->free_st, ST_BUSY) == s->free_st) {
+			e->key = s->k;
+			e->has = 0;
+			e->above = 0;
+			e->seq_ok = 0;
+			e->last = 0;
+			e->dev = 0;
+			e->v[0].ref = e->v[0].cur = e->v[1].ref = e->v[1].cur = 0;
+			e->lock = 0;
+			__sync_lock_test_and_set(&e->state, ST_READY);
+			s->fresh = 1;
+			return f;
+		}
+		// Another CPU claimed the slot first: look again (it may have made this key).
 	}
-	dcount(dc_new_keys, 1);
-	return bpf_map_lookup_elem(&d_keys, k);
+	return -1;
+}
+
+// flow_slot is key_slot for flow r->flow in d_flows.
+__attribute__((noinline)) int flow_slot(struct krep *r, struct dscratch *s)
+{
+	if (!r || !s)
+		return -1;
+	__u64 *w = (__u64 *)&r->flow;
+	__u64 h = 0x9E3779B97F4A7C15ULL;
+	for (int i = 0; i < 5; i++)
+		h = mix64(h ^ w[i]);
+	s->fresh = 0;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		s->free = -1;
+		s->probing = 1;
+		for (__u32 p = 0; p < PROBES; p++) {
+			if (!s->probing)
+				break;
+			__u32 i = (h + p) & flow_mask;
+			struct fent *e = bpf_map_lookup_elem(&d_flows, &i);
+			if (!e)
+				return -1;
+			__u32 st = state_of(&e->state);
+			if (st == ST_READY) {
+				__u64 *k = (__u64 *)&e->key;
+				if (k[0] == w[0] && k[1] == w[1] && k[2] == w[2] && k[3] == w[3] && k[4] == w[4])
+					return i;
+				continue;
+			}
+			if (st == ST_BUSY)
+				return -1;
+			if (s->free < 0) {
+				s->free = i;
+				s->free_st = st;
+			}
+			if (st == ST_EMPTY)
+				s->probing = 0;
+		}
+		if (s->free < 0)
+			return -1;
+		__u32 f = s->free;
+		struct fent *e = bpf_map_lookup_elem(&d_flows, &f);
+		if (!e)
+			return -1;
+		if (__sync_val_compare_and_swap(&e->state, s->free_st, ST_BUSY) == s->free_st) {
+			__builtin_memcpy(&e->key, &r->flow, sizeof(e->key));
+			e->npath = 0;
+			e->has_lat = 0;
+			e->hop_ok = 0;
+			e->reports = 0;
+			e->above = 0;
+			e->path_hash = 0;
+			__builtin_memset(e->path, 0, sizeof(e->path));
+			e->lock = 0;
+			__sync_lock_test_and_set(&e->state, ST_READY);
+			s->fresh = 1;
+			return f;
+		}
+	}
+	return -1;
 }
 
 // sw_value is detect's swValue/swCheck for value i of en (its lock held).
@@ -246,15 +403,6 @@ static __always_inline void sw_value(struct dscratch *s, struct kev *t, struct s
 	en->has |= bit;
 }
 
-static __always_inline void sw_template(struct kev *t, struct krep *r, struct swkey *k, __u64 dev)
-{
-	t->time = r->now;
-	t->dev = dev;
-	t->sw = k->sw;
-	t->id = k->id;
-	t->scope = scope_switch;
-	t->key_kind = k->kind;
-}
 static __always_inline __u64 hop_dev(struct khop *h)
 {
 	if (h->fields & F_EG_TS)
@@ -266,23 +414,56 @@ static __always_inline __u64 hop_dev(struct khop *h)
 
 // det_sw updates switch key s->k with value s->x0 of measurement s->m0 (device time
 // s->dev). For a seq key, x0 is the sequence number and the gaps are counted here; for a
-// drop key the count is incremented.
+// drop key the count is incremented. A value that raises nothing is written without the
+// entry's lock: its rule state (has, above, ref) is read under the entry's sequence count,
+// and only the latest value and times are written.
 __attribute__((noinline)) int det_sw(struct krep *r, struct dscratch *s)
 {
 	if (!r || !s)
 		return 0;
-	struct swkey *k = &s->k;
 	__u64 dev = s->dev, x0 = s->x0;
-	__u32 m0 = s->m0;
-	struct swent *en = sw_entry(s, k);
+	__u32 m0 = s->m0 & 15, kind = s->k.kind;
+	int slot = key_slot(s);
+	if (slot < 0) {
+		dcount(dc_table_full, 1);
+		return 0;
+	}
+	__u32 sl = slot;
+	struct swent *en = bpf_map_lookup_elem(&d_keys, &sl);
 	if (!en)
 		return 0;
+	if (s->fresh)
+		dcount(dc_new_keys, 1);
+	if (kind <= kq_buffer && m0 < num_meas) {
+		__u32 v1 = *(volatile __u32 *)&en->ver;
+		asm volatile("" ::: "memory");
+		__u8 has = en->has, above = en->above;
+		__u64 ref = en->v[0].ref;
+		asm volatile("" ::: "memory");
+		__u32 v2 = *(volatile __u32 *)&en->ver;
+		if (!(v1 & 1) && v1 == v2 && (has & 1) && absdiff(x0, ref) <= s->thr.change[m0] &&
+		    (x0 > s->thr.above[m0]) == (above & 1)) {
+			en->v[0].cur = x0;
+			en->last = r->now;
+			en->dev = dev;
+			return 0;
+		}
+	}
+	if (!take(&en->lock)) {
+		dcount(dc_table_full, 1);
+		return 0;
+	}
+	en->ver++;
 	struct kev *t = &s->swt;
-	sw_template(t, r, k, dev);
-	bpf_spin_lock(&en->lock);
+	t->time = r->now;
+	t->dev = dev;
+	t->sw = s->k.sw;
+	t->id = s->k.id;
+	t->scope = scope_switch;
+	t->key_kind = kind;
 	en->last = r->now;
 	en->dev = dev;
-	if (k->kind == kq_seq) {
+	if (kind == kq_seq) {
 		// detect's seq with one worker per receive queue: the queue's frames come in order.
 		__u64 gaps = en->v[0].cur;
 		__u32 seq = x0;
@@ -295,12 +476,13 @@ __attribute__((noinline)) int det_sw(struct krep *r, struct dscratch *s)
 		en->v[1].cur = r->queue_rx;
 		en->seq_ok = 1;
 		sw_value(s, t, en, 0, m_seq_gaps, gaps);
-	} else if (k->kind == kq_drop) {
+	} else if (kind == kq_drop) {
 		sw_value(s, t, en, 0, m_drops, en->v[0].cur + 1);
 	} else {
 		sw_value(s, t, en, 0, m0, x0);
 	}
-	bpf_spin_unlock(&en->lock);
+	en->ver++;
+	release(&en->lock);
 	if (s->n)
 		flush(s);
 	return 0;
@@ -323,7 +505,7 @@ static __always_inline void hop_op(struct dscratch *s, struct krep *r, struct kh
 {
 	__u16 f = h->fields;
 	__u64 dev = hop_dev(h);
-	if (f & F_QUEUE_OCC) // v2.x has no congestion
+	if (f & F_QUEUE_OCC) // the parser reads no congestion (v0.5 only)
 		sw_op(s, r, h->node, h->qid, kq_queue, dev, m_queue_occupancy, h->qocc);
 	if (f & F_TX_UTIL)
 		sw_op(s, r, h->node, f & F_EG_PORT ? h->eg_port : 0, kq_port, dev, m_tx_utilization, h->tx);
@@ -334,7 +516,9 @@ static __always_inline void hop_op(struct dscratch *s, struct krep *r, struct kh
 #define PATH_BASIS 14695981039346656037ULL
 #define PATH_PRIME 1099511628211ULL
 
-// det_flow is detect's flow: path, flow latency and per-hop latencies of r's flow.
+// det_flow is detect's flow: path, flow latency and per-hop latencies of r's flow, under
+// the flow entry's lock (a flow's reports come from its sink, to one receive queue: the
+// lock is all but never contended).
 __attribute__((noinline)) int det_flow(struct krep *r, struct dscratch *s)
 {
 	if (!r || !s)
@@ -342,17 +526,18 @@ __attribute__((noinline)) int det_flow(struct krep *r, struct dscratch *s)
 	__u32 n = r->nhops;
 	if (n > KMAX_HOPS || n == 0)
 		return 0;
-	struct fent *en = bpf_map_lookup_elem(&d_flows, &r->flow);
-	if (!en) {
-		if (bpf_map_update_elem(&d_flows, &r->flow, s->zero, BPF_NOEXIST) == 0)
-			dcount(dc_new_flows, 1);
-		en = bpf_map_lookup_elem(&d_flows, &r->flow);
-		if (!en) {
-			dcount(dc_table_full, 1);
-			return 0;
-		}
+	int slot = flow_slot(r, s);
+	if (slot < 0) {
+		dcount(dc_table_full, 1);
+		return 0;
 	}
-	// The path source to sink, its hash, the flow latency: outside the lock.
+	__u32 sl = slot;
+	struct fent *en = bpf_map_lookup_elem(&d_flows, &sl);
+	if (!en)
+		return 0;
+	if (s->fresh)
+		dcount(dc_new_flows, 1);
+	// The path source to sink, its hash, the flow latency.
 	s->ph = PATH_BASIS;
 	s->lat = 0;
 	s->nlat = 0;
@@ -381,8 +566,11 @@ __attribute__((noinline)) int det_flow(struct krep *r, struct dscratch *s)
 	__builtin_memcpy(t->path, s->path, sizeof(s->path));
 	s->vals = 1;
 
-	bpf_spin_lock(&en->lock);
-	// New: made by this update, or by another CPU's that lost the race to the lock.
+	if (!take(&en->lock)) {
+		dcount(dc_table_full, 1);
+		return 0;
+	}
+	// New: made by this update, or by another CPU's that has not updated it yet.
 	int fresh = en->reports == 0;
 	if (fresh)
 		en->first = r->now;
@@ -450,7 +638,7 @@ __attribute__((noinline)) int det_flow(struct krep *r, struct dscratch *s)
 		s->vals++;
 	}
 	en->hop_ok = s->ok;
-	bpf_spin_unlock(&en->lock);
+	release(&en->lock);
 	dcount(dc_values, s->vals);
 	if (s->n)
 		flush(s);
@@ -485,8 +673,7 @@ __attribute__((noinline)) int detect(struct krep *r)
 		__u16 f = h->fields;
 		if (!(f & F_NODE) || !(f & (F_QUEUE_OCC | F_TX_UTIL | F_BUF_OCC)))
 			continue;
-		s->vals = ((f & F_QUEUE_OCC) != 0) + ((f & F_TX_UTIL) != 0) + ((f & F_BUF_OCC) != 0);
-		dcount(dc_values, s->vals);
+		vals += ((f & F_QUEUE_OCC) != 0) + ((f & F_TX_UTIL) != 0) + ((f & F_BUF_OCC) != 0);
 		hop_op(s, r, h);
 	}
 	dcount(dc_values, vals);
