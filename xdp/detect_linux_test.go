@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -321,4 +325,84 @@ func TestKernelLayouts(t *testing.T) {
 	if n := unsafe.Sizeof(Event{}); n != 128 {
 		t.Errorf("Event is %d bytes, struct kev 128", n)
 	}
+}
+
+// TestKernelDetectConcurrent runs the same reports through the program on both CPUs at once
+// (BPF_PROG_TEST_RUN from two threads pinned apart): every flow and switch key is made once
+// whichever CPU comes first (one new_key event per key and value, and the tables hold each
+// key once), and nothing is lost to a taken lock.
+func TestKernelDetectConcurrent(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("skipped: needs two CPUs")
+	}
+	coll, st := loadDetect(t, Detect{})
+	prog := coll.Programs[ProgramName]
+	cfg := detect.DefaultConfig()
+	d := detect.New(cfg, detect.Deps{Workers: 1})
+	setKernelRules(t, d, st)
+	stream := detectStream(t, streamShape{"tr2.0", "2.x"}, 3000, 500, 9)
+	var wg sync.WaitGroup
+	for cpu := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var set unix.CPUSet
+			set.Set(cpu)
+			unix.SchedSetaffinity(0, &set)
+			for _, b := range stream {
+				if _, err := prog.Run(&ebpf.RunOptions{Data: reportFrame(b)}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	kern := keyed{}
+	evs := make([]Event, 1024)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		drainKernel(t, st, evs, kern)
+	}
+	drainKernel(t, st, evs, kern)
+	newKeys := 0
+	for k, v := range kern {
+		if strings.HasPrefix(k, "flow_hop_latency ") || strings.HasPrefix(k, "flow_latency ") {
+			continue // a path change makes (flow, switch) keys anew, in the order of the reports
+		}
+		n := 0
+		for _, e := range v {
+			if strings.HasPrefix(e, "new_key ") {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: %d new_key events", k, n)
+		}
+		newKeys += n
+	}
+	flows, keys := 0, 0
+	st.Flows(func(*telemetry.FlowKey, *KernelFlow) bool { flows++; return true })
+	st.Keys(func(*KernelKey, *KernelKeyEntry) bool { keys++; return true })
+	c, _, err := st.Counts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	distinct := map[telemetry.FlowKey]bool{}
+	dec, _ := wire.NewDecoder(wire.DefaultConfig())
+	for _, b := range stream {
+		rs, _ := dec.DecodeAll(wire.InputReport, b)
+		distinct[rs[0].Flow] = true
+	}
+	if c.Reports != 2*uint64(len(stream)) || c.TableFull != 0 || c.RingFull != 0 || flows != len(distinct) || uint64(flows) != c.NewFlows || uint64(keys) != c.NewKeys {
+		t.Errorf("counts %+v; the tables hold %d flows and %d switch keys", c, flows, keys)
+	}
+	t.Logf("%d keys made once each; %d flows, %d switch keys", newKeys, flows, keys)
 }
