@@ -336,6 +336,7 @@ func uitoa(v uint32) string {
 // bound).
 func (h *Histograms) promHist(si, k int, per float64, c []uint64, buckets map[float64]uint64) (count uint64, sum float64) {
 	clear(buckets)
+	clear(c) // counts adds: c held the previous switch's
 	h.counts(si, k, c)
 	for i, n := range c {
 		lo, hi, closed := h.bounds(k, i)

@@ -42,3 +42,32 @@ func TestHistogramMetrics(t *testing.T) {
 		}
 	}
 }
+
+// Each switch's Prometheus histogram holds its own samples only: two switches, one sample
+// each (the scrape once added every switch's counts to the next one's).
+func TestHistogramMetricsPerSwitch(t *testing.T) {
+	c := small(16, 4)
+	c.Histograms = HistConfig{Scale: "linear", Bins: 3, MaxSwitches: 8,
+		Width: Widths{HopLatency: 1000, QueueOccupancy: 10, TxUtil: 10, Latency: 1000}}
+	reg := metrics.NewRegistry()
+	f := New(c, Deps{Metrics: reg})
+	f.Process(0, report(flow(1), 1, hop{7, 500, 5, 15}))
+	f.Process(0, report(flow(2), 2, hop{8, 1500, 5, 15}))
+	f.Flush(0)
+	var b bytes.Buffer
+	if err := reg.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`intake_flowcache_hop_latency_seconds_bucket{switch="7",le="1e-06"} 1` + "\n",
+		`intake_flowcache_hop_latency_seconds_count{switch="7"} 1` + "\n",
+		`intake_flowcache_hop_latency_seconds_bucket{switch="8",le="1e-06"} 0` + "\n",
+		`intake_flowcache_hop_latency_seconds_bucket{switch="8",le="2e-06"} 1` + "\n",
+		`intake_flowcache_hop_latency_seconds_count{switch="8"} 1` + "\n",
+		`intake_flowcache_queue_occupancy_count{switch="8"} 1` + "\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("missing %q in\n%s", want, b.String())
+		}
+	}
+}
