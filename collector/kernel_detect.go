@@ -84,6 +84,11 @@ func (k *kernelDetectComp) Start(context.Context) error {
 	return nil
 }
 
+// kernelPoll is how often the reader looks at an empty event ring: the program does not wake
+// it (xdp.DetectState.Read), so an event reaches the bus at most this much later (the bus's
+// consumers linger about as long).
+const kernelPoll = 2 * time.Millisecond
+
 // read publishes the program's events on the bus until Stop.
 func (k *kernelDetectComp) read() {
 	defer k.wg.Done()
@@ -97,7 +102,7 @@ func (k *kernelDetectComp) read() {
 			return
 		default:
 		}
-		n, err := k.st.Read(kev, 100*time.Millisecond)
+		n, err := k.st.Read(kev, kernelPoll)
 		if err != nil {
 			if !errors.Is(err, xdp.ErrClosed) {
 				k.c.log.Error("detect.kernel: reading the event ring", "err", err)

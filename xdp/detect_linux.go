@@ -139,16 +139,18 @@ func (s *DetectState) SetRules(change, above *[event.NumMeasurements]uint64) err
 // ErrClosed is what Read returns once the state is closed.
 var ErrClosed = errors.New("xdp: detection state closed")
 
-// Read waits up to timeout for events and copies those in the ring (at most len(buf)) into
-// buf; 0 and no error when none came in time.
+// Read copies the events in the ring (at most len(buf)) into buf, after waiting timeout
+// when there were none: the program does not wake the reader (a wakeup per event would
+// cost it an irq_work and the reader a context switch), so a reader polls.
 func (s *DetectState) Read(buf []Event, timeout time.Duration) (int, error) {
 	var rec ringbuf.Record
 	n := 0
-	s.rd.SetDeadline(time.Now().Add(timeout))
+	if s.rd.AvailableBytes() == 0 {
+		s.rd.SetDeadline(time.Now().Add(timeout))
+	} else {
+		s.rd.SetDeadline(time.Now())
+	}
 	for n < len(buf) {
-		if n > 0 && s.rd.AvailableBytes() == 0 {
-			break
-		}
 		if err := s.rd.ReadInto(&rec); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				break

@@ -160,6 +160,7 @@ struct dscratch {
 	__s32 free;     // a probe's first free slot (-1: none yet)
 	__u32 free_st;  // and its state
 	__u32 probing;  // the probe goes on
+	__u32 busy;     // it met an entry another CPU is making: look again
 	__u64 lat, ph;
 };
 
@@ -236,7 +237,9 @@ __attribute__((noinline)) int flush(struct dscratch *s)
 		if (i >= n)
 			break;
 		struct kev *e = &s->ev[i];
-		if (bpf_ringbuf_output(&d_events, e, sizeof(*e), 0) == 0) {
+		// No wakeup: user space polls the ring (xdp.DetectState.Read); a wakeup per event
+		// would cost the program an irq_work and the reader a context switch.
+		if (bpf_ringbuf_output(&d_events, e, sizeof(*e), BPF_RB_NO_WAKEUP) == 0) {
 			dcount(dc_events, 1);
 			dcount(dc_kind0 + (e->kind & 7), 1);
 		} else {
@@ -262,7 +265,7 @@ static __always_inline __u64 mix64(__u64 x)
 // take takes an entry's lock word; 0 when it stayed taken (counted by the caller).
 static __always_inline int take(__u32 *l)
 {
-	for (int i = 0; i < 256; i++)
+	for (int i = 0; i < 4096; i++)
 		if (__sync_val_compare_and_swap(l, 0, 1) == 0)
 			return 1;
 	return 0;
@@ -283,9 +286,10 @@ __attribute__((noinline)) int key_slot(struct dscratch *s)
 		return -1;
 	__u64 h = mix64(((__u64)s->k.sw << 32 | s->k.id) ^ ((__u64)s->k.kind << 56) ^ 0x9E3779B97F4A7C15ULL);
 	s->fresh = 0;
-	for (int attempt = 0; attempt < 2; attempt++) {
+	for (int attempt = 0; attempt < 8; attempt++) {
 		s->free = -1;
 		s->probing = 1;
+		s->busy = 0;
 		for (__u32 p = 0; p < PROBES; p++) {
 			if (!s->probing)
 				break;
@@ -299,8 +303,11 @@ __attribute__((noinline)) int key_slot(struct dscratch *s)
 					return i;
 				continue;
 			}
-			if (st == ST_BUSY)
-				return -1;
+			if (st == ST_BUSY) { // another CPU is making it, perhaps this key: look again
+				s->busy = 1;
+				s->probing = 0;
+				continue;
+			}
 			if (s->free < 0) {
 				s->free = i;
 				s->free_st = st;
@@ -308,6 +315,8 @@ __attribute__((noinline)) int key_slot(struct dscratch *s)
 			if (st == ST_EMPTY) // the key is not in the table
 				s->probing = 0;
 		}
+		if (s->busy)
+			continue;
 		if (s->free < 0)
 			return -1;
 		__u32 f = s->free;
@@ -342,9 +351,10 @@ __attribute__((noinline)) int flow_slot(struct krep *r, struct dscratch *s)
 	for (int i = 0; i < 5; i++)
 		h = mix64(h ^ w[i]);
 	s->fresh = 0;
-	for (int attempt = 0; attempt < 2; attempt++) {
+	for (int attempt = 0; attempt < 8; attempt++) {
 		s->free = -1;
 		s->probing = 1;
+		s->busy = 0;
 		for (__u32 p = 0; p < PROBES; p++) {
 			if (!s->probing)
 				break;
@@ -359,8 +369,11 @@ __attribute__((noinline)) int flow_slot(struct krep *r, struct dscratch *s)
 					return i;
 				continue;
 			}
-			if (st == ST_BUSY)
-				return -1;
+			if (st == ST_BUSY) { // another CPU is making it, perhaps this key: look again
+				s->busy = 1;
+				s->probing = 0;
+				continue;
+			}
 			if (s->free < 0) {
 				s->free = i;
 				s->free_st = st;
@@ -368,6 +381,8 @@ __attribute__((noinline)) int flow_slot(struct krep *r, struct dscratch *s)
 			if (st == ST_EMPTY)
 				s->probing = 0;
 		}
+		if (s->busy)
+			continue;
 		if (s->free < 0)
 			return -1;
 		__u32 f = s->free;
