@@ -2,6 +2,7 @@ package flowcache
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/intake-int/intake/budget"
 )
@@ -21,7 +22,7 @@ func (c *Config) Budget(workers int) budget.Budget {
 	}
 	shards := int64(min(max(workers, 1), maxHistShards))
 	perShard := budget.Mul(int64(c.Histograms.MaxSwitches)*int64(NumMetrics)+1, int64(c.Histograms.Bins), 8)
-	return budget.Budget{
+	b := budget.Budget{
 		{Component: "flowcache", Part: "table", Memory: budget.Mul(int64(c.Rows), rowBytes),
 			Note: fmt.Sprintf("%d rows × %d B (%d buckets, %d hops)", c.Rows, rowBytes, c.Buckets, c.MaxHops)},
 		{Component: "flowcache", Part: "rings", Memory: budget.Mul(int64(c.Rings), int64(c.RingEntries), slotBytes),
@@ -29,4 +30,28 @@ func (c *Config) Budget(workers int) budget.Budget {
 		{Component: "flowcache", Part: "histograms", Memory: budget.Add(budget.Mul(shards, perShard), int64(n)*8),
 			Note: fmt.Sprintf("%d shards × %d switches × %d bins", shards, c.Histograms.MaxSwitches, c.Histograms.Bins)},
 	}
+	if !c.Kernel {
+		return b
+	}
+	// flowcache.kernel: the program's table, ring and histograms (per CPU) are BPF memory,
+	// beside the cache's own (which keeps the reports the program does not parse).
+	cpus := int64(runtime.NumCPU())
+	return append(b,
+		budget.Item{Component: "flowcache", Part: "kernel table", Memory: budget.Mul(int64(c.Rows), rowBytes),
+			Note: fmt.Sprintf("BPF array of %d rows × %d B", c.Rows, rowBytes)},
+		budget.Item{Component: "flowcache", Part: "kernel ring", Memory: int64(c.KernelRing()),
+			Note: fmt.Sprintf("BPF ring buffer for %d records", c.Rings*c.RingEntries)},
+		budget.Item{Component: "flowcache", Part: "kernel histograms", Memory: budget.Mul(cpus, int64(c.Histograms.MaxSwitches+1)*int64(NumMetrics), int64(c.Histograms.Bins)*8),
+			Note: fmt.Sprintf("%d CPUs × %d switches × %d bins", cpus, c.Histograms.MaxSwitches, c.Histograms.Bins)})
+}
+
+// KernelRing is the size in bytes of the kernel's eviction ring (flowcache.kernel): a BPF
+// ring buffer (a power of two) with room for as many records as the rings hold.
+func (c *Config) KernelRing() int {
+	need := int64(c.Rings) * int64(c.RingEntries) * int64(16+bucketWords(c.MaxHops)*8) // 8-byte header and the reason
+	n := int64(4096)
+	for n < need {
+		n <<= 1
+	}
+	return int(n)
 }

@@ -1,6 +1,7 @@
 package flowcache
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/intake-int/intake/budget"
@@ -40,6 +41,13 @@ func TestBudget(t *testing.T) {
 	big.Rows, big.Buckets = MaxRows, MaxBuckets
 	if got := big.Budget(2)[0].Memory; got != int64(MaxRows)*int64(rowWords(MaxBuckets, 5))*8 || got < 300<<30 {
 		t.Errorf("2^24 rows of 64 buckets: %s", budget.Bytes(got))
+	}
+	k := DefaultConfig()
+	k.Kernel = true
+	kb := k.Budget(2)
+	if len(kb) != 6 || kb[3].Part != "kernel table" || kb[3].Memory != kb[0].Memory || kb[4].Memory != 8<<20 ||
+		kb[5].Memory != int64(runtime.NumCPU())*1025*3*64*8 {
+		t.Errorf("flowcache.kernel: %+v", kb)
 	}
 	off := DefaultConfig()
 	off.Enabled = false

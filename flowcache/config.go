@@ -30,6 +30,11 @@ type Config struct {
 	RingEntries int `yaml:"ring_entries"`
 	// Histograms are the per-switch metric distributions (§III-C).
 	Histograms HistConfig `yaml:"histograms"`
+	// Kernel keeps the table, the histograms and the eviction of the reports the XDP
+	// program of a report listener in mode xdp parses in BPF maps, updated by the program
+	// (docs/flowcache.md "In the kernel"); the cache reads them in place. Needs such a
+	// listener, root and Linux 5.18+.
+	Kernel bool `yaml:"kernel"`
 }
 
 // HistConfig configures the per-switch histograms.

@@ -54,6 +54,9 @@ type FlowCache struct {
 	latest      func(*Record)
 	latestEvery time.Duration
 
+	kern     *kernelRef // flowcache.kernel: the program's cache (SetKernel)
+	kernErrs atomic.Uint64
+
 	now    func() int64
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -123,7 +126,8 @@ type Deps struct {
 func New(cfg Config, deps Deps) *FlowCache {
 	workers := max(deps.Workers, 1)
 	f := &FlowCache{cfg: cfg, t: newTable(cfg.Rows, cfg.Buckets, cfg.MaxHops),
-		hist: newHistograms(cfg.Histograms, workers), bus: deps.Bus}
+		hist: newHistograms(cfg.Histograms, workers), bus: deps.Bus, kern: &kernelRef{}}
+	f.hist.kern = f.kern
 	f.now, f.stageAbove = f.dataClock, stageAbove
 	f.rings = newRingSet(cfg.Rings, cfg.RingEntries, f.t.bktW)
 	f.workers = make([]workerCounts, workers)
@@ -210,8 +214,12 @@ func (f *FlowCache) Stop(context.Context) error {
 	return nil
 }
 
-// Process implements ingest.Processor: histograms, then the flow's bucket.
+// Process implements ingest.Processor: histograms, then the flow's bucket. A report the XDP
+// program has put in its cache (flowcache.kernel) is skipped.
 func (f *FlowCache) Process(worker int, r *telemetry.Report) {
+	if r.Kernel&telemetry.KernelCached != 0 {
+		return
+	}
 	w := &f.workers[worker]
 	c := &w.local
 	c[cReports]++
@@ -290,6 +298,9 @@ func (f *FlowCache) ProcessBatch(worker int, rs []telemetry.Report) {
 		n := 0
 		for i := range g {
 			r := &g[i]
+			if r.Kernel&telemetry.KernelCached != 0 { // in the kernel's cache (flowcache.kernel)
+				continue
+			}
 			c[cReports]++
 			if r.RecvTime > w.recv {
 				w.recv = r.RecvTime
@@ -429,9 +440,14 @@ func (f *FlowCache) sum(i int) uint64 {
 	return n
 }
 
-// Lookup returns flow k's aggregates.
+// Lookup returns flow k's aggregates (with flowcache.kernel, the kernel's table's first).
 func (f *FlowCache) Lookup(k *telemetry.FlowKey) (Record, bool) {
 	var rec Record
+	found := false
+	f.kern.use(func(l *kernelLink) { found = l.lookup(k, &rec) })
+	if found {
+		return rec, true
+	}
 	ok := f.t.lookup(k, &rec)
 	return rec, ok
 }
@@ -463,10 +479,10 @@ func (f *FlowCache) Top(by string, n int) []Record {
 		}
 		return a.last > b.last
 	}
-	f.t.walk(-1<<63, func(w []uint64, h *bucketHdr) bool {
+	f.walkAll(-1<<63, func(w []uint64, h *bucketHdr) {
 		c := cand{s: score(h), last: h.Last}
 		if len(top) == n && !better(&c, &top[n-1]) {
-			return false
+			return
 		}
 		f.t.decode(w, &c.rec)
 		i := sort.Search(len(top), func(i int) bool { return better(&c, &top[i]) })
@@ -475,7 +491,6 @@ func (f *FlowCache) Top(by string, n int) []Record {
 		}
 		copy(top[i+1:], top[i:len(top)-1])
 		top[i] = c
-		return false
 	})
 	out := make([]Record, len(top))
 	for i := range top {
@@ -485,7 +500,8 @@ func (f *FlowCache) Top(by string, n int) []Record {
 }
 
 // Age evicts every flow whose last update is older than now − idle_timeout into the rings
-// and returns how many it evicted (the ager's sweep; the paper's CMEs, §III-B).
+// and returns how many it evicted (the ager's sweep; the paper's CMEs, §III-B). With
+// flowcache.kernel it sweeps the kernel's table too.
 func (f *FlowCache) Age(now int64) int {
 	if f.cfg.IdleTimeout <= 0 {
 		return 0
@@ -512,10 +528,11 @@ func (f *FlowCache) Age(now int64) int {
 		unlockRow(lk)
 	}
 	f.idle.Add(uint64(n))
-	return n
+	return n + f.ageKernel(cut)
 }
 
-// DrainNow moves every record waiting in the rings to the sinks and returns how many.
+// DrainNow moves every record waiting in the rings (and, with flowcache.kernel, the kernel's
+// eviction ring) to the sinks and returns how many.
 func (f *FlowCache) DrainNow() int {
 	f.drainM.Lock()
 	defer f.drainM.Unlock()
@@ -534,7 +551,7 @@ func (f *FlowCache) DrainNow() int {
 			rec.Hops = nil // a sink may keep what it was given
 		}
 	}
-	return n
+	return n + f.drainKernel(&rec)
 }
 
 func (f *FlowCache) drainLoop() {
@@ -568,12 +585,11 @@ func (f *FlowCache) agerLoop() {
 // WalkUpdated calls fn with every flow updated at or after since (Reason none).
 func (f *FlowCache) WalkUpdated(since int64, fn func(*Record)) int {
 	n := 0
-	f.t.walk(since, func(w []uint64, h *bucketHdr) bool {
+	f.walkAll(since, func(w []uint64, h *bucketHdr) {
 		var rec Record
 		f.t.decode(w, &rec)
 		fn(&rec)
 		n++
-		return false
 	})
 	return n
 }
@@ -620,6 +636,10 @@ type Stats struct {
 	Rings          RingStats `json:"rings"`
 	Switches       int       `json:"histogram_switches"`
 	SwitchOverflow uint64    `json:"histogram_switch_overflow"`
+
+	// Kernel is the kernel's part (flowcache.kernel), included in the counts above (Bytes
+	// and BytesPerFlow are the cache's own table's; the kernel's table is as large).
+	Kernel *KernelStats `json:"kernel,omitempty"`
 }
 
 // Evictions count flows leaving the cache, by reason.
@@ -639,6 +659,9 @@ func (f *FlowCache) Stats() Stats {
 		Evictions: Evictions{Collision: f.collisions.Load(), Idle: f.idle.Load()},
 		Rings:     f.rings.stats(),
 		Switches:  int(f.hist.n.Load()), SwitchOverflow: f.hist.Overflow(),
+	}
+	if st.Kernel = f.kernelStats(&st); st.Kernel != nil {
+		st.Switches = len(f.hist.Switches())
 	}
 	st.Occupancy = float64(st.Flows) / float64(cap)
 	st.BytesPerFlow = float64(st.Bytes) / float64(cap)

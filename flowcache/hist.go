@@ -37,6 +37,8 @@ type Histograms struct {
 	overflow atomic.Uint64 // samples of switches past max_switches
 
 	deltas []histDelta // per worker: the batch path's counts not yet in the worker's shard
+
+	kern *kernelRef // flowcache.kernel: the program's histograms, added in (the cache's link)
 }
 
 // histDelta is what one worker's batch path has counted and not yet added to its shard:
@@ -273,19 +275,32 @@ type BinJSON struct {
 
 // Histogram returns switch sw's histogram of metric m; ok false when sw has none.
 func (h *Histograms) Histogram(sw uint32, m Metric) (HistJSON, bool) {
-	si := h.lookup(sw)
-	if si < 0 {
+	c := make([]uint64, h.bins)
+	if !h.countsOf(sw, int(m), c) {
 		return HistJSON{}, false
 	}
-	return h.render(si, int(m), uitoa(sw), m.String()), true
+	return h.render(c, int(m), uitoa(sw), m.String()), true
 }
 
 // E2E returns the end-to-end latency histogram.
-func (h *Histograms) E2E() HistJSON { return h.render(0, e2eHist, "e2e", "latency") }
-
-func (h *Histograms) render(si, k int, sw, metric string) HistJSON {
+func (h *Histograms) E2E() HistJSON {
 	c := make([]uint64, h.bins)
-	h.counts(si, k, c)
+	h.countsOf(0, e2eHist, c)
+	return h.render(c, e2eHist, "e2e", "latency")
+}
+
+// countsOf adds histogram k (a Metric, or e2eHist) of switch sw into dst: the shards', and
+// the kernel's with flowcache.kernel. False when neither has the switch.
+func (h *Histograms) countsOf(sw uint32, k int, dst []uint64) bool {
+	ok := k == e2eHist
+	if si := h.lookup(sw); si >= 0 || ok {
+		h.counts(si, k, dst)
+		ok = true
+	}
+	return h.kernelCounts(sw, k, dst) || ok
+}
+
+func (h *Histograms) render(c []uint64, k int, sw, metric string) HistJSON {
 	j := HistJSON{Switch: sw, Metric: metric, Scale: h.cfg.Scale, Bins: h.bins, Counts: []BinJSON{}}
 	for i, n := range c {
 		if n == 0 {
@@ -302,7 +317,8 @@ func (h *Histograms) render(si, k int, sw, metric string) HistJSON {
 	return j
 }
 
-// Switches returns the switch ids with histograms, ascending.
+// Switches returns the switch ids with histograms, ascending (with flowcache.kernel, the
+// kernel's too).
 func (h *Histograms) Switches() []uint32 {
 	var ids []uint32
 	for i := range h.slots {
@@ -311,7 +327,7 @@ func (h *Histograms) Switches() []uint32 {
 		}
 	}
 	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
-	return ids
+	return h.kernelSwitches(ids)
 }
 
 // Overflow returns the samples not binned because max_switches switches had histograms.
@@ -330,14 +346,14 @@ func uitoa(v uint32) string {
 	}
 }
 
-// promHist renders histogram k of switch index si for Prometheus: cumulative counts by upper
+// promHist renders histogram k of switch sw for Prometheus: cumulative counts by upper
 // bound, divided by per (1e9 turns nanoseconds into seconds), and the sum estimated from
 // the bins' midpoints (the cache counts per bin only; the open last bin counts at its lower
 // bound).
-func (h *Histograms) promHist(si, k int, per float64, c []uint64, buckets map[float64]uint64) (count uint64, sum float64) {
+func (h *Histograms) promHist(sw uint32, k int, per float64, c []uint64, buckets map[float64]uint64) (count uint64, sum float64) {
 	clear(buckets)
-	clear(c) // counts adds: c held the previous switch's
-	h.counts(si, k, c)
+	clear(c)
+	h.countsOf(sw, k, c)
 	for i, n := range c {
 		lo, hi, closed := h.bounds(k, i)
 		count += n
@@ -367,10 +383,8 @@ func (h *Histograms) registerMetrics(reg *metrics.Registry) {
 		reg.Histogram(f.name, f.help, "switch").Collect(func(emit func(uint64, float64, map[float64]uint64, ...string)) {
 			c, b := make([]uint64, h.bins), map[float64]uint64{}
 			for _, sw := range h.Switches() {
-				if si := h.lookup(sw); si >= 0 {
-					n, s := h.promHist(si, m, f.per, c, b)
-					emit(n, s, b, uitoa(sw))
-				}
+				n, s := h.promHist(sw, m, f.per, c, b)
+				emit(n, s, b, uitoa(sw))
 			}
 		})
 	}

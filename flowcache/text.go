@@ -86,6 +86,10 @@ func (s *StatsJSON) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "rings       %d × %d: %d records, %d exported, %d pending, %d dropped\n",
 		s.Rings.Count, s.Rings.Entries, s.Rings.Pushed, s.Rings.Exported, s.Rings.Pending, s.Rings.Drops)
 	fmt.Fprintf(w, "histograms  %d switches, %d samples over max_switches\n", s.Switches, s.SwitchOverflow)
+	if k := s.Kernel; k != nil {
+		fmt.Fprintf(w, "kernel      %d reports (included above), %d flows, %d bytes; ring %d pushed, %d pending, %d dropped; %d updates lost to a held row, %d read errors\n",
+			k.Reports, k.Flows, k.Bytes, k.Pushed, k.Pending, k.RingFull, k.LockBusy, k.Errors)
+	}
 	for _, r := range s.EventRings {
 		fmt.Fprintf(w, "event ring  %s: %d of %d pending, %d dropped\n", r.Consumer, r.Pending, r.Size, r.Drops)
 	}

@@ -98,7 +98,7 @@ func (f *FlowCache) Topology() TopologyJSON {
 	links := map[link]*topoAcc{}
 	flows := 0
 	var rec Record
-	f.t.walk(-1<<63, func(w []uint64, _ *bucketHdr) bool {
+	f.walkAll(-1<<63, func(w []uint64, _ *bucketHdr) {
 		f.t.decode(w, &rec)
 		flows++
 		n := len(rec.Hops)
@@ -127,7 +127,6 @@ func (f *FlowCache) Topology() TopologyJSON {
 				l.add(h)
 			}
 		}
-		return false
 	})
 	out := TopologyJSON{Flows: flows, Switches: make([]SwitchJSON, 0, len(sws)), Links: make([]LinkJSON, 0, len(links))}
 	for id, s := range sws {
