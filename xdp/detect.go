@@ -5,11 +5,12 @@ import (
 	"github.com/intake-int/intake/telemetry"
 )
 
-// Detect is detection in the kernel (detect.kernel, docs/xdp.md "Detection in the kernel"):
-// the XDP program of a report listener parses the reports it can (bpf/report.h) and runs
-// package detect's rules on them with the detector's state in BPF maps (bpf/detect.h). Only
-// the events go up, through a BPF ring buffer; the reports it cannot parse go up through
-// AF_XDP as in mode xdp, counted by reason (Lift).
+// Detect is detection in the kernel (detect.kernel, docs/xdp.md "Detection in the kernel";
+// INTCollector §III, the SmartNIC sink §III-C): the XDP program of a report listener parses
+// the reports it can (bpf/report.h) and runs package detect's rules on them with the
+// detector's state in BPF maps (bpf/detect.h). Only the events go up, through a BPF ring
+// buffer; the reports it cannot parse go up through AF_XDP as in mode xdp, counted by
+// reason (Lift).
 type Detect struct {
 	// MaxFlows and MaxKeys size the flow and switch-key tables (entries).
 	MaxFlows, MaxKeys int
@@ -39,12 +40,12 @@ const MaxDSCP = 4
 type Lift int
 
 const (
-	LiftVersion Lift = iota // not TR v2.0
+	LiftVersion Lift = iota // not a TR v0.5, v1.0 or v2.0 report the parser reads (reserved bits set, a quirk's layout)
 	LiftBatch               // several individual reports in one packet, or no packet inside
 	LiftRepType             // a RepType or RepMdBits the parser does not read
 	LiftInner               // the inner packet: two VLAN tags, fragments, IPv6 extension headers, not TCP/UDP, cut short
 	LiftTunnel              // VXLAN-GPE, Geneve or the INT port: user space decodes tunnels
-	LiftINT                 // INT that is not v2.x MD with NPT 0, or that user space must judge
+	LiftINT                 // INT that is neither v2.x MD with NPT 0 nor v1.0, or that user space must judge
 	LiftHops                // more than KernelMaxHops hops
 	LiftLong                // a datagram longer than the parser reads
 	NumLifts
@@ -143,6 +144,7 @@ type KernelFlow struct {
 	_                                   [3]uint16
 	Lat                                 [2]uint64 // ref, cur
 	Hop                                 [KernelMaxHops][2]uint64
+	Memo                                [KernelMaxHops][2]uint32 // the hops' queue and port key slots, plus one
 }
 
 // KernelKey is a switch key of the kernel detector's table (struct swkey).

@@ -67,6 +67,10 @@ struct fent {
 	__u16 above, pad2[3];
 	struct val lat;
 	struct val hop[KMAX_HOPS];
+	// The slots of the switch keys the flow's last report updated, by the report's hop
+	// index (newest first), plus one (0: none): a cache, never the truth (det_sw checks the
+	// slot holds the key), which saves most switch updates their hash and probe.
+	__u32 memo[KMAX_HOPS][2];
 };
 
 struct swkey {
@@ -161,6 +165,8 @@ struct dscratch {
 	__u32 free_st;  // and its state
 	__u32 probing;  // the probe goes on
 	__u32 busy;     // it met an entry another CPU is making: look again
+	__s32 fslot;    // the report's flow's slot (-1: none)
+	__u32 hint;     // a switch update's memo slot plus one (0: none); det_sw leaves the slot used in it
 	__u64 lat, ph;
 };
 
@@ -438,17 +444,29 @@ __attribute__((noinline)) int det_sw(struct krep *r, struct dscratch *s)
 		return 0;
 	__u64 dev = s->dev, x0 = s->x0;
 	__u32 m0 = s->m0 & 15, kind = s->k.kind;
-	int slot = key_slot(s);
-	if (slot < 0) {
-		dcount(dc_table_full, 1);
-		return 0;
+	struct swent *en = 0;
+	s->fresh = 0;
+	if (s->hint) {
+		__u32 h = s->hint - 1;
+		en = bpf_map_lookup_elem(&d_keys, &h);
+		if (en && !(state_of(&en->state) == ST_READY && en->key.sw == s->k.sw && en->key.id == s->k.id && en->key.kind == kind))
+			en = 0;
 	}
-	__u32 sl = slot;
-	struct swent *en = bpf_map_lookup_elem(&d_keys, &sl);
-	if (!en)
-		return 0;
-	if (s->fresh)
-		dcount(dc_new_keys, 1);
+	if (!en) {
+		int slot = key_slot(s);
+		if (slot < 0) {
+			s->hint = 0;
+			dcount(dc_table_full, 1);
+			return 0;
+		}
+		__u32 sl = slot;
+		en = bpf_map_lookup_elem(&d_keys, &sl);
+		if (!en)
+			return 0;
+		s->hint = sl + 1;
+		if (s->fresh)
+			dcount(dc_new_keys, 1);
+	}
 	if (kind <= kq_buffer && m0 < num_meas) {
 		__u32 v1 = *(volatile __u32 *)&en->ver;
 		asm volatile("" ::: "memory");
@@ -503,8 +521,9 @@ __attribute__((noinline)) int det_sw(struct krep *r, struct dscratch *s)
 	return 0;
 }
 
-// sw_op runs det_sw for key (sw, id, kind).
-static __always_inline void sw_op(struct dscratch *s, struct krep *r, __u32 sw, __u32 id, __u8 kind, __u64 dev, __u32 m0, __u64 x0)
+// sw_op_memo runs det_sw for key (sw, id, kind), trying memo slot m first (0: none) and
+// leaving the slot it used in m.
+static __always_inline void sw_op_memo(struct dscratch *s, struct krep *r, __u32 sw, __u32 id, __u8 kind, __u64 dev, __u32 m0, __u64 x0, __u32 *m)
 {
 	s->k.sw = sw;
 	s->k.id = id;
@@ -512,18 +531,28 @@ static __always_inline void sw_op(struct dscratch *s, struct krep *r, __u32 sw, 
 	s->dev = dev;
 	s->m0 = m0;
 	s->x0 = x0;
+	s->hint = m ? *m : 0;
 	det_sw(r, s);
+	if (m)
+		*m = s->hint;
 }
 
-// hop_op is detect's hop: the switch metrics of hop h.
-static __always_inline void hop_op(struct dscratch *s, struct krep *r, struct khop *h)
+// sw_op runs det_sw for key (sw, id, kind).
+static __always_inline void sw_op(struct dscratch *s, struct krep *r, __u32 sw, __u32 id, __u8 kind, __u64 dev, __u32 m0, __u64 x0)
+{
+	sw_op_memo(s, r, sw, id, kind, dev, m0, x0, 0);
+}
+
+// hop_op is detect's hop: the switch metrics of hop h; memo is the flow's memo of the
+// hop's queue and port slots (0: no flow).
+static __always_inline void hop_op(struct dscratch *s, struct krep *r, struct khop *h, __u32 *memo)
 {
 	__u16 f = h->fields;
 	__u64 dev = hop_dev(h);
 	if (f & F_QUEUE_OCC) // the parser reads no congestion (v0.5 only)
-		sw_op(s, r, h->node, h->qid, kq_queue, dev, m_queue_occupancy, h->qocc);
+		sw_op_memo(s, r, h->node, h->qid, kq_queue, dev, m_queue_occupancy, h->qocc, memo);
 	if (f & F_TX_UTIL)
-		sw_op(s, r, h->node, f & F_EG_PORT ? h->eg_port : 0, kq_port, dev, m_tx_utilization, h->tx);
+		sw_op_memo(s, r, h->node, f & F_EG_PORT ? h->eg_port : 0, kq_port, dev, m_tx_utilization, h->tx, memo ? memo + 1 : 0);
 	if (f & F_BUF_OCC)
 		sw_op(s, r, h->node, h->bid, kq_buffer, dev, m_buffer_occupancy, h->bocc);
 }
@@ -541,17 +570,12 @@ __attribute__((noinline)) int det_flow(struct krep *r, struct dscratch *s)
 	__u32 n = r->nhops;
 	if (n > KMAX_HOPS || n == 0)
 		return 0;
-	int slot = flow_slot(r, s);
-	if (slot < 0) {
-		dcount(dc_table_full, 1);
+	if (s->fslot < 0)
 		return 0;
-	}
-	__u32 sl = slot;
+	__u32 sl = s->fslot;
 	struct fent *en = bpf_map_lookup_elem(&d_flows, &sl);
 	if (!en)
 		return 0;
-	if (s->fresh)
-		dcount(dc_new_flows, 1);
 	// The path source to sink, its hash, the flow latency.
 	s->ph = PATH_BASIS;
 	s->lat = 0;
@@ -670,6 +694,22 @@ __attribute__((noinline)) int detect(struct krep *r)
 		return 0;
 	__builtin_memcpy(&s->thr, thr, sizeof(*thr));
 	s->n = 0;
+	// The flow's slot first (its entry is updated last, in detect's order): its memo names
+	// the slots of the hops' switch keys.
+	s->fslot = -1;
+	struct fent *fe = 0;
+	if (r->has_flow && r->nhops > 0 && r->nhops <= KMAX_HOPS) {
+		int fs = flow_slot(r, s);
+		if (fs < 0) {
+			dcount(dc_table_full, 1);
+		} else {
+			if (s->fresh)
+				dcount(dc_new_flows, 1);
+			s->fslot = fs;
+			__u32 f = fs;
+			fe = bpf_map_lookup_elem(&d_flows, &f);
+		}
+	}
 	// Seq and drops: per reporting node (a TR v0.5 report without a drop or local header
 	// names none); every Telemetry Report has a sequence number.
 	__u32 vals = 0;
@@ -689,7 +729,7 @@ __attribute__((noinline)) int detect(struct krep *r)
 		if (!(f & F_NODE) || !(f & (F_QUEUE_OCC | F_TX_UTIL | F_BUF_OCC)))
 			continue;
 		vals += ((f & F_QUEUE_OCC) != 0) + ((f & F_TX_UTIL) != 0) + ((f & F_BUF_OCC) != 0);
-		hop_op(s, r, h);
+		hop_op(s, r, h, fe ? fe->memo[HOP(i)] : 0);
 	}
 	dcount(dc_values, vals);
 	if (r->has_flow)
