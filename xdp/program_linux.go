@@ -58,6 +58,9 @@ type Options struct {
 	// Detect, when set, makes the program detect the reports it can parse with this
 	// state (detect.kernel; NewDetectState).
 	Detect *DetectState
+	// FlowCache, when set, makes the program keep the flow cache of the reports it can
+	// parse in this state (flowcache.kernel; NewFlowCacheState).
+	FlowCache *FlowCacheState
 }
 
 // DTAStores are the kernel-written DTA stores: BPF_F_MMAPABLE arrays of 8-byte slots, mapped
@@ -194,14 +197,16 @@ func attachLink(prog *ebpf.Program, ifc *net.Interface, mode string) (link.Link,
 	return nil, "", fmt.Errorf("attaching XDP to %s: %w", ifc.Name, errors.Join(errs...))
 }
 
-// load loads the program and its maps for UDP port, writing DTA reports into opt.Stores and
-// detecting with opt.Detect when set, not attached.
+// load loads the program and its maps for UDP port, writing DTA reports into opt.Stores,
+// detecting with opt.Detect and keeping the flow cache in opt.FlowCache when set, not
+// attached.
 func load(port uint16, opt Options) (*ebpf.Collection, error) {
 	st := opt.Stores
 	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
 	if err != nil {
 		return nil, fmt.Errorf("reading the XDP object: %w", err)
 	}
+	delete(spec.Programs, "intake_fc_age") // the flow cache's ager: FlowCacheState loads it
 	var be [2]byte
 	binary.BigEndian.PutUint16(be[:], port)
 	if err := spec.Variables["listen_port"].Set(binary.NativeEndian.Uint16(be[:])); err != nil {
@@ -243,6 +248,11 @@ func load(port uint16, opt Options) (*ebpf.Collection, error) {
 		for name, m := range ds.replacements() {
 			spec.Maps[name].MaxEntries = m.MaxEntries()
 			opts.MapReplacements[name] = m
+		}
+	}
+	if fs := opt.FlowCache; fs != nil {
+		if err := fs.prepare(spec, &opts, opt.Detect != nil); err != nil {
+			return nil, err
 		}
 	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, opts)

@@ -17,9 +17,10 @@ type Program struct{}
 
 // Options choose how Attach attaches.
 type Options struct {
-	Mode   string
-	Stores *DTAStores
-	Detect *DetectState
+	Mode      string
+	Stores    *DTAStores
+	Detect    *DetectState
+	FlowCache *FlowCacheState
 }
 
 // Mode values: how the program is attached.

@@ -85,6 +85,7 @@ STORE(ap_store);
 
 #include "report.h"
 #include "detect.h"
+#include "flowcache.h"
 
 // Detection and the flow cache in the kernel (detect.kernel, flowcache.kernel): parse the
 // listener's reports and run the detector and the flow cache on them. With kernel_lift set
@@ -394,7 +395,10 @@ int intake_xdp(struct xdp_md *ctx)
 					detect(&pb->r);
 					mark |= META_DETECTED;
 				}
-				// flowcache.kernel: fc_update(&pb->r); mark |= META_CACHED;
+				if (fc_kernel) {
+					fc_update(&pb->r);
+					mark |= META_CACHED;
+				}
 				if (!kernel_lift)
 					return count(outcome_kernel, XDP_DROP);
 			} else {
