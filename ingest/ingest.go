@@ -91,6 +91,9 @@ type Receiver struct {
 	// detectState: detect.kernel, the state the report listeners' XDP programs detect with
 	// (SetDetectState).
 	detectState *xdp.DetectState
+	// flowCacheState: flowcache.kernel, the flow cache the report listeners' XDP programs
+	// keep (SetFlowCacheState).
+	flowCacheState *xdp.FlowCacheState
 }
 
 // SetDTAStores makes the XDP programs of the listeners with format dta and mode xdp write
@@ -102,6 +105,11 @@ func (c *Receiver) SetDTAStores(st *xdp.DTAStores) { c.dtaStores = st }
 // detect the reports they parse with st (detect.kernel; nil: they do not). It takes effect
 // at the next Start.
 func (c *Receiver) SetDetectState(st *xdp.DetectState) { c.detectState = st }
+
+// SetFlowCacheState makes the XDP programs of the listeners with format report and mode xdp
+// keep the flow cache of the reports they parse in st (flowcache.kernel; nil: they do not).
+// It takes effect at the next Start.
+func (c *Receiver) SetFlowCacheState(st *xdp.FlowCacheState) { c.flowCacheState = st }
 
 // New builds a Receiver from a configuration (defaults are filled in, then it is
 // validated). It registers its metrics and opens nothing: see Start.

@@ -39,6 +39,7 @@ func (c *Receiver) openXDP(l *listener) error {
 	}
 	if l.in == wire.InputReport {
 		opt.Detect = c.detectState
+		opt.FlowCache = c.flowCacheState
 	}
 	p, err := xdp.Attach(l.cfg.Interface, uint16(l.cfg.Port), opt)
 	if err != nil {
