@@ -6,6 +6,12 @@
 // on commodity Linux. Everything the program does not match passes to the kernel untouched;
 // every frame's outcome is counted in a per-CPU map (Outcome).
 //
+// The program also does work of the processors itself, so that only what changed goes up:
+// with DTAStores it writes DTA reports into the stores (dta.kernel, DTA §4), and with a
+// DetectState it parses reports (TR v0.5, v1.0, v2.0 carrying INT-MD v1.0 or v2.x) and runs
+// package detect's event detection on them (detect.kernel, INTCollector §III-D), lifting
+// only the events through a BPF ring buffer.
+//
 // The program is attached through a bpf_link owned by the process: when the process ends,
 // crashed or not, the kernel detaches it, so no program outlives its collector.
 package xdp
