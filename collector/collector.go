@@ -121,6 +121,10 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 	if err != nil {
 		return nil, err
 	}
+	kfc, err := c.kernelFlowCache()
+	if err != nil {
+		return nil, err
+	}
 	recv, err := ingest.New(in, ingest.Deps{Metrics: c.Metrics, Processors: procs, Logger: log})
 	if err != nil {
 		return nil, err
@@ -135,6 +139,12 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 		// After the detector and its export pipeline (which consume its events), before the
 		// receiver (whose programs detect with its state).
 		c.comps = append(c.comps, kdet)
+	}
+	if kfc != nil {
+		// After the flow cache and its sinks, before the receiver (whose programs update its
+		// state): it stops after the receiver, and hands the kernel's last evicted records
+		// to the sinks, which stop after it.
+		c.comps = append(c.comps, kfc)
 	}
 	if c.API != nil {
 		c.API.HandleFunc("GET /api/v1/status", c.statusHandler())

@@ -58,11 +58,13 @@ func (c *Collector) kernelDetect() (*kernelDetectComp, error) {
 	return nil, errors.New("detect.kernel: true: needs a listener with format report and mode xdp (its XDP program detects)")
 }
 
-// needsEveryReport reports whether a processor besides the detector reads every report
-// (the flow cache, DTA's translation of INT, Kafka's reports): then the program lifts the
-// reports it has detected too, marked so that the detector skips them.
+// needsEveryReport reports whether a processor in user space reads every report (the flow
+// cache unless flowcache.kernel, the detector unless detect.kernel, DTA's translation of
+// INT, Kafka's reports): then the program lifts the reports it has handled too, marked so
+// that the processors whose work it did skip them.
 func (c *Collector) needsEveryReport() bool {
-	return c.Config.FlowCache.Enabled || c.Config.DTA.Enabled || c.Kafka != nil && c.Kafka.Reports() != nil
+	fc, det := &c.Config.FlowCache, &c.Config.Detect
+	return fc.Enabled && !fc.Kernel || det.Enabled && !det.Kernel || c.Config.DTA.Enabled || c.Kafka != nil && c.Kafka.Reports() != nil
 }
 
 func (k *kernelDetectComp) Name() string { return "detect-kernel" }
