@@ -132,7 +132,13 @@ func (k *kernelDetectComp) Stop(context.Context) error {
 	close(k.done)
 	k.wg.Wait()
 	k.c.Receiver.SetDetectState(nil)
-	k.c.Detector.SetKernel(nil)
+	// The detector keeps the program's last counters, for the stop summary and the status.
+	kc, cerr := kernelDetector{k.st}.Counts()
+	if cerr == nil {
+		k.c.Detector.SetKernel(stoppedKernel{kc})
+	} else {
+		k.c.Detector.SetKernel(nil)
+	}
 	err := k.st.Close()
 	k.st = nil
 	return err
@@ -201,3 +207,16 @@ func (r kernelDetector) Keys(fn func(*detect.KernelKey) bool) error {
 func (r kernelDetector) DeleteKey(k *detect.KernelKey) error {
 	return r.st.DeleteKey(xdp.KernelKey{Switch: k.Switch, ID: k.ID, Kind: k.Kind})
 }
+
+// stoppedKernel is the kernel detector once stopped: its last counters, no tables.
+type stoppedKernel struct{ c detect.KernelCounts }
+
+func (k stoppedKernel) SetRules(_, _ *[event.NumMeasurements]uint64) error { return nil }
+func (k stoppedKernel) Counts() (detect.KernelCounts, error)               { return k.c, nil }
+func (k stoppedKernel) Flows(func(*detect.KernelFlow) bool) error          { return nil }
+func (k stoppedKernel) Keys(func(*detect.KernelKey) bool) error            { return nil }
+func (k stoppedKernel) Flow(telemetry.FlowKey) (detect.KernelFlow, bool) {
+	return detect.KernelFlow{}, false
+}
+func (k stoppedKernel) DeleteFlow(telemetry.FlowKey) error { return nil }
+func (k stoppedKernel) DeleteKey(*detect.KernelKey) error  { return nil }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,6 +155,13 @@ func testKernelDetect(t *testing.T, flowCache bool) {
 	}
 	if st := c.Detector.Stats(); st.Flows != 0 || st.Keys != 0 || st.Expired != uint64(rst.Flows+rst.Keys) {
 		t.Errorf("after expiry the kernel holds %d flows and %d keys (expired %d)", st.Flows, st.Keys, st.Expired)
+	}
+	// The stop summary says what the program did: those reports are in no other counter.
+	c.Stop(ctx)
+	var sum strings.Builder
+	c.WriteSummary(&sum)
+	if want := fmt.Sprintf("  detected in XDP   %d reports; went up unparsed 0; lost 0 events (ring full), 0 updates (table full)\n", n); !strings.Contains(sum.String(), want) {
+		t.Errorf("the stop summary lacks %q:\n%s", want, sum.String())
 	}
 	if flowCache {
 		if fs := c.FlowCache.Stats(); fs.Reports != n {

@@ -32,6 +32,13 @@ func (c *Collector) WriteSummary(w io.Writer) {
 		n := sum(st.ProcessorQueueDrops)
 		fmt.Fprintf(w, "  queue drops       %d%s\n", n, nonZero(st.ProcessorQueueDrops))
 	}
+	if c.Detector != nil {
+		if k := c.Detector.Stats().Kernel; k != nil {
+			// Reports detected in the XDP program never reach the counters above.
+			fmt.Fprintf(w, "  detected in XDP   %d reports; went up unparsed %d%s; lost %d events (ring full), %d updates (table full)\n",
+				k.Reports, sum(k.Lifted), nonZero(k.Lifted), k.RingFull, k.TableFull)
+		}
+	}
 	if c.Kafka != nil {
 		writeKafkaSummary(w, c.Kafka.Counts())
 	}
