@@ -98,15 +98,19 @@ type KernelCounts struct {
 
 // kernelLink is the detector's Kernel and the lock that orders rule pushes.
 type kernelLink struct {
-	mu sync.Mutex
+	// mu guards k, and is held (read) while k is used: SetKernel waits for every use to end,
+	// so that the state a Kernel reads can be freed once SetKernel has replaced it.
+	mu sync.RWMutex
 	k  Kernel
+	// push orders the writes of the rules (pushRules).
+	push sync.Mutex
 	// expiredFlows and expiredKeys count the entries Snapshot deleted from the kernel's
 	// tables (which count the entries they make: the difference is what they hold).
 	expiredFlows, expiredKeys atomic.Uint64
 }
 
 // SetKernel makes the detector keep k's rules equal to its own, from now on, and add k's
-// counters to its own. nil unlinks.
+// counters to its own. nil unlinks. It returns once no one uses the Kernel it replaces.
 func (d *Detector) SetKernel(k Kernel) error {
 	d.kern.mu.Lock()
 	d.kern.k = k
@@ -114,25 +118,30 @@ func (d *Detector) SetKernel(k Kernel) error {
 	return d.pushRules()
 }
 
-// pushRules writes the rules in force to the kernel's detector, if there is one.
-func (d *Detector) pushRules() error {
-	d.kern.mu.Lock()
-	defer d.kern.mu.Unlock()
+// withKernel calls fn with the kernel's detector, holding it in place; false without one.
+func (d *Detector) withKernel(fn func(Kernel)) bool {
+	d.kern.mu.RLock()
+	defer d.kern.mu.RUnlock()
 	if d.kern.k == nil {
-		return nil
+		return false
 	}
-	var ch, ab [event.NumMeasurements]uint64
-	for m := range ch {
-		ch[m], ab[m] = d.change[m].Load(), d.above[m].Load()
-	}
-	return d.kern.k.SetRules(&ch, &ab)
+	fn(d.kern.k)
+	return true
 }
 
-// kernel returns the kernel's detector, nil without one.
-func (d *Detector) kernel() Kernel {
-	d.kern.mu.Lock()
-	defer d.kern.mu.Unlock()
-	return d.kern.k
+// pushRules writes the rules in force to the kernel's detector, if there is one.
+func (d *Detector) pushRules() error {
+	d.kern.push.Lock()
+	defer d.kern.push.Unlock()
+	var err error
+	d.withKernel(func(k Kernel) {
+		var ch, ab [event.NumMeasurements]uint64
+		for m := range ch {
+			ch[m], ab[m] = d.change[m].Load(), d.above[m].Load()
+		}
+		err = k.SetRules(&ch, &ab)
+	})
+	return err
 }
 
 // kernelSnapshot is Snapshot's part for the kernel's tables: their values as periodic, and
@@ -167,15 +176,13 @@ func (d *Detector) kernelSnapshot(k Kernel, now, cut int64, fn func(*event.Event
 }
 
 // kernelCounts returns the kernel's counters (zero without one).
-func (d *Detector) kernelCounts() (KernelCounts, bool) {
-	d.kern.mu.Lock()
-	k := d.kern.k
-	d.kern.mu.Unlock()
-	if k == nil {
-		return KernelCounts{}, false
-	}
-	c, err := k.Counts()
-	return c, err == nil
+func (d *Detector) kernelCounts() (c KernelCounts, ok bool) {
+	d.withKernel(func(k Kernel) {
+		var err error
+		c, err = k.Counts()
+		ok = err == nil
+	})
+	return c, ok
 }
 
 // Capacity is the most keys a table of max keys in shards shards holds (each shard has its

@@ -29,9 +29,7 @@ func (d *Detector) Snapshot(now int64, fn func(*event.Event)) int {
 			func(i int32) int64 { return s.se[i].last }, s.removeSw)
 		s.mu.Unlock()
 	}
-	if k := d.kernel(); k != nil {
-		n += d.kernelSnapshot(k, now, cut, fn)
-	}
+	d.withKernel(func(k Kernel) { n += d.kernelSnapshot(k, now, cut, fn) })
 	return n
 }
 
@@ -167,16 +165,17 @@ func (d *Detector) Flow(k telemetry.FlowKey) (FlowState, bool) {
 		en = s.fe[i]
 	}
 	s.mu.Unlock()
-	kern := d.kernel()
 	if i < 0 {
-		kf, ok := KernelFlow{}, false
-		if kern != nil {
-			kf, ok = kern.Flow(k)
-		}
+		ok := false
+		d.withKernel(func(kern Kernel) {
+			var kf KernelFlow
+			if kf, ok = kern.Flow(k); ok {
+				en = *kf.entry()
+			}
+		})
 		if !ok {
 			return FlowState{}, false
 		}
-		en = *kf.entry()
 	}
 	fs := FlowState{
 		Src: k.SrcAddr().String(), Dst: k.DstAddr().String(), Sport: k.SrcPort, Dport: k.DstPort, Proto: k.Proto,
@@ -203,15 +202,15 @@ func (d *Detector) Flow(k telemetry.FlowKey) (FlowState, bool) {
 		seen[id] = true
 		d.switchValues(id, &fs)
 	}
-	if kern != nil {
-		// The kernel's keys of the path's switches, in the same order: by kind, then id.
-		var ens []*swEntry
+	var ens []*swEntry // the kernel's keys of the path's switches, in the same order: by kind, then id
+	if d.withKernel(func(kern Kernel) {
 		kern.Keys(func(kk *KernelKey) bool {
 			if seen[kk.Switch] {
 				ens = append(ens, kk.entry())
 			}
 			return true
 		})
+	}) {
 		slices.SortFunc(ens, func(a, b *swEntry) int {
 			return cmp.Or(cmp.Compare(slices.Index(fs.Path, a.key.sw), slices.Index(fs.Path, b.key.sw)), cmp.Compare(a.key.id, b.key.id))
 		})
