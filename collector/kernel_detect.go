@@ -39,23 +39,32 @@ func (c *Collector) kernelDetect() (*kernelDetectComp, error) {
 		if l.Format != "report" || l.Mode != ingest.ModeXDP {
 			continue
 		}
-		dec := in.DecoderFor(i)
-		switch {
-		case dec.Quirks.HostINT:
-			return nil, fmt.Errorf("detect.kernel: listeners[%d]: decoder.quirks.host_int: the XDP parser reads INT after the TCP options only; use detection in user space (detect.kernel: false)", i)
-		case dec.TCPShimBeforeOptions:
-			return nil, fmt.Errorf("detect.kernel: listeners[%d]: decoder.tcp_shim_before_options: the XDP parser reads INT after the TCP options only; use detection in user space (detect.kernel: false)", i)
-		case len(dec.DSCP) > xdp.MaxDSCP:
-			return nil, fmt.Errorf("detect.kernel: listeners[%d]: decoder.dscp has %d entries: the XDP parser takes at most %d", i, len(dec.DSCP), xdp.MaxDSCP)
+		p, err := kernelParser("detect.kernel", "detection", i, in.DecoderFor(i))
+		if err != nil {
+			return nil, err
 		}
 		spec := xdp.Detect{MaxFlows: detect.Capacity(cfg.MaxFlows, cfg.Shards), MaxKeys: detect.Capacity(cfg.MaxKeys, cfg.Shards),
-			Lift: c.needsEveryReport(), Probe: dec.ProbeShim, Quirks: dec.Quirks != (wire.Quirks{}), GPEPort: dec.GPEPort, GenevePort: dec.GenevePort, INTPort: dec.INTPort}
-		for _, m := range dec.DSCP {
-			spec.DSCP = append(spec.DSCP, xdp.DSCPMatch{Value: m.Value, Mask: m.Mask})
-		}
+			Lift: c.needsEveryReport(), Parser: p}
 		return &kernelDetectComp{spec: spec, c: c}, nil
 	}
 	return nil, errors.New("detect.kernel: true: needs a listener with format report and mode xdp (its XDP program detects)")
+}
+
+// kernelParser is what the XDP program's report parser follows of listener i's decoder dec
+// (key: the configuration key that asks for it, and what: the processor, for the errors):
+// where it looks for INT. It refuses a decoder the parser cannot follow.
+func kernelParser(key, what string, i int, dec wire.Config) (xdp.Parser, error) {
+	switch {
+	case dec.Quirks.HostINT || dec.TCPShimBeforeOptions:
+		return xdp.Parser{}, fmt.Errorf("%s: listeners[%d]: the decoder reads INT before the TCP options (quirks.host_int or tcp_shim_before_options); the XDP parser reads it after them only: use %s in user space (%s: false)", key, i, what, key)
+	case len(dec.DSCP) > xdp.MaxDSCP:
+		return xdp.Parser{}, fmt.Errorf("%s: listeners[%d]: decoder.dscp has %d entries: the XDP parser takes at most %d", key, i, len(dec.DSCP), xdp.MaxDSCP)
+	}
+	p := xdp.Parser{Probe: dec.ProbeShim, Quirks: dec.Quirks != (wire.Quirks{}), GPEPort: dec.GPEPort, GenevePort: dec.GenevePort, INTPort: dec.INTPort}
+	for _, m := range dec.DSCP {
+		p.DSCP = append(p.DSCP, xdp.DSCPMatch{Value: m.Value, Mask: m.Mask})
+	}
+	return p, nil
 }
 
 // needsEveryReport reports whether a processor in user space reads every report (the flow

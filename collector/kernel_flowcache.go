@@ -7,7 +7,6 @@ import (
 
 	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/ingest"
-	"github.com/intake-int/intake/wire"
 	"github.com/intake-int/intake/xdp"
 )
 
@@ -39,21 +38,14 @@ func (c *Collector) kernelFlowCache() (*kernelFlowCacheComp, error) {
 		if l.Format != "report" || l.Mode != ingest.ModeXDP {
 			continue
 		}
-		dec := in.DecoderFor(i)
-		switch {
-		case dec.Quirks.HostINT || dec.TCPShimBeforeOptions:
-			return nil, fmt.Errorf("flowcache.kernel: listeners[%d]: the decoder reads INT before the TCP options (quirks.host_int or tcp_shim_before_options); the XDP parser reads it after them only: use the flow cache in user space (flowcache.kernel: false)", i)
-		case len(dec.DSCP) > xdp.MaxDSCP:
-			return nil, fmt.Errorf("flowcache.kernel: listeners[%d]: decoder.dscp has %d entries: the XDP parser takes at most %d", i, len(dec.DSCP), xdp.MaxDSCP)
+		parser, err := kernelParser("flowcache.kernel", "the flow cache", i, in.DecoderFor(i))
+		if err != nil {
+			return nil, err
 		}
 		spec := xdp.FlowCache{Rows: cfg.Rows, Buckets: cfg.Buckets, MaxHops: cfg.MaxHops,
 			LogBins: h.Scale == "log", Bins: h.Bins, MaxSwitches: h.MaxSwitches,
 			Widths:    [4]uint64{h.Width.HopLatency, h.Width.QueueOccupancy, h.Width.TxUtil, h.Width.Latency},
-			EvictRing: cfg.KernelRing(), Lift: c.needsEveryReport(),
-			Parser: xdp.Parser{Probe: dec.ProbeShim, Quirks: dec.Quirks != (wire.Quirks{}), GPEPort: dec.GPEPort, GenevePort: dec.GenevePort, INTPort: dec.INTPort}}
-		for _, m := range dec.DSCP {
-			spec.Parser.DSCP = append(spec.Parser.DSCP, xdp.DSCPMatch{Value: m.Value, Mask: m.Mask})
-		}
+			EvictRing: cfg.KernelRing(), Lift: c.needsEveryReport(), Parser: parser}
 		return &kernelFlowCacheComp{spec: spec, c: c}, nil
 	}
 	return nil, errors.New("flowcache.kernel: true: needs a listener with format report and mode xdp (its XDP program keeps the flow cache)")

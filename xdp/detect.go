@@ -18,13 +18,8 @@ type Detect struct {
 	// for user-space processors that need every report (the flow cache, DTA's INT
 	// translation, Kafka's reports).
 	Lift bool
-	// The listener's decoder: where the parser looks for INT (wire's findINT rules).
-	DSCP                         []DSCPMatch
-	Probe                        bool
-	GPEPort, GenevePort, INTPort uint16
-	// Quirks: a quirk is on; the reports and INT it may change (TR v1.0 headers, INT
-	// v1.0 and v0.5) go up.
-	Quirks bool
+	// Parser is what the parser follows of the listener's decoder.
+	Parser
 	// EventRing is the event ring buffer's size in bytes (a power of two; default 4 MiB).
 	EventRing int
 }

@@ -51,7 +51,7 @@ func loadFlowCache(tb testing.TB, c *flowcache.Config, det bool) (*ebpf.Collecti
 	tb.Cleanup(func() { st.Close() })
 	opt := Options{FlowCache: st}
 	if det {
-		ds, err := NewDetectState(Detect{MaxFlows: 1 << 14, MaxKeys: 1 << 14, DSCP: f.Parser.DSCP, Probe: true, GPEPort: 4790, GenevePort: 6081})
+		ds, err := NewDetectState(Detect{MaxFlows: 1 << 14, MaxKeys: 1 << 14, Parser: Parser{DSCP: f.Parser.DSCP, Probe: true, GPEPort: 4790, GenevePort: 6081}})
 		if err != nil {
 			tb.Fatal(err)
 		}

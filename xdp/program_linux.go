@@ -264,28 +264,12 @@ func load(port uint16, opt Options) (*ebpf.Collection, error) {
 
 // setDetect sets the program's constants of detection in the kernel.
 func setDetect(spec *ebpf.CollectionSpec, ds *DetectState) error {
-	d := &ds.D
-	var val, mask [MaxDSCP]uint8
-	for i, m := range d.DSCP {
-		val[i], mask[i] = m.Value, m.Mask
-	}
-	lift := uint8(0)
-	if d.Lift {
-		lift = 1
-	}
-	probe := uint8(0)
-	if d.Probe {
-		probe = 1
-	}
-	quirks := uint8(0)
-	if d.Quirks {
-		quirks = 1
+	if err := setParser(spec, &ds.D.Parser); err != nil {
+		return err
 	}
 	for name, v := range map[string]any{
-		"det_kernel": uint8(1), "kernel_lift": lift, "dec_dscp_n": uint8(len(d.DSCP)),
-		"dec_dscp_val": val, "dec_dscp_mask": mask, "dec_probe": probe,
-		"dec_gpe_port": d.GPEPort, "dec_geneve_port": d.GenevePort, "dec_int_port": d.INTPort,
-		"dec_quirks": quirks, "flow_mask": uint32(ds.flowSlots - 1), "key_mask": uint32(ds.keySlots - 1),
+		"det_kernel": uint8(1), "kernel_lift": b2u8(ds.D.Lift),
+		"flow_mask": uint32(ds.flowSlots - 1), "key_mask": uint32(ds.keySlots - 1),
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return fmt.Errorf("setting %s: %w", name, err)
