@@ -413,9 +413,21 @@ out:
 	return 0;
 }
 
+// fc_len8 is the bit length of a byte.
+static const __u8 fc_len8[256] = {
+	0, 1, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,
+	6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6,
+	7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+	7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+	8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8,
+	8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8,
+	8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8,
+	8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8,
+};
+
 // fc_binof is flowcache's Histograms.bin: value v's bin in histogram k (a metric, or 3 for
 // the end-to-end latency). Log bins: bin 0 holds 0, bin i [2^(i-1), 2^i): the bit length,
-// found without a branch.
+// found without a branch (the halves that hold a set bit, then a byte's from a table).
 static __always_inline __u32 fc_binof(__u32 k, __u64 v)
 {
 	__u64 b;
@@ -426,22 +438,12 @@ static __always_inline __u32 fc_binof(__u32 k, __u64 v)
 			v >>= t;
 			n += t;
 		}
-		t = ((v >> 16) + 0xffffffffULL) >> 32 << 4;
+		t = ((v >> 16) + 0xffff) >> 16 << 4; // v < 2^32 here
 		v >>= t;
 		n += t;
-		t = ((v >> 8) + 0xffffffffULL) >> 32 << 3;
+		t = ((v >> 8) + 0xff) >> 8 << 3; // v < 2^16
 		v >>= t;
-		n += t;
-		t = ((v >> 4) + 0xffffffffULL) >> 32 << 2;
-		v >>= t;
-		n += t;
-		t = ((v >> 2) + 0xffffffffULL) >> 32 << 1;
-		v >>= t;
-		n += t;
-		t = ((v >> 1) + 0xffffffffULL) >> 32;
-		v >>= t;
-		n += t;
-		b = n + v;
+		b = n + t + fc_len8[v & 0xff];
 	} else {
 		b = v / fc_width[k & 3];
 	}
