@@ -160,6 +160,19 @@ func (t *table) readRow(row int, dst []uint64) {
 	}
 }
 
+// occupied reports whether row r of a table another writer updates holds a flow, from its
+// tags alone (a row that takes its first flow as a walk passes is as if the walk had passed
+// it just before, as in a walk of the cache's own table).
+func (t *table) occupied(r int) bool {
+	tags := t.tags(t.rowOff(uint64(r)))
+	for i := range tags {
+		if atomic.LoadUint32(&tags[i]) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // rows calls fn with every occupied bucket of the kernel's table whose last update
 // (Unix ns) is ≥ since, its times made Unix ns: a row at a time, copied (readRow).
 func (l *kernelLink) rows(since int64, fn func(b []uint64, h *bucketHdr)) {
@@ -168,6 +181,9 @@ func (l *kernelLink) rows(since int64, fn func(b []uint64, h *bucketHdr)) {
 	row := make([]uint64, t.rowW)
 	view := t.view(row)
 	for r := 0; r < t.rows; r++ {
+		if !t.occupied(r) {
+			continue
+		}
 		t.readRow(r, row)
 		for i, g := range view.tags(0) {
 			if g == 0 {
