@@ -95,10 +95,16 @@ func (k *kernelDetectComp) Start(context.Context) error {
 	return nil
 }
 
-// kernelPoll is how often the reader looks at an empty event ring: the program does not wake
-// it (xdp.DetectState.Read), so an event reaches the bus at most this much later (the bus's
-// consumers linger about as long).
-const kernelPoll = 2 * time.Millisecond
+// kernelPoll and kernelPollIdle bound how long the reader waits before it looks at an empty
+// event ring again: the program does not wake it (xdp.DetectState.Read). While events come
+// it looks every kernelPoll (the bus's consumers linger about as long); each look that finds
+// none doubles the wait, up to kernelPollIdle, so that a quiet network (steady values raise
+// no events) costs a few dozen wake-ups a second, and the first event after a quiet spell
+// reaches the bus at most kernelPollIdle late.
+const (
+	kernelPoll     = 2 * time.Millisecond
+	kernelPollIdle = 32 * time.Millisecond
+)
 
 // read publishes the program's events on the bus until Stop.
 func (k *kernelDetectComp) read() {
@@ -107,13 +113,14 @@ func (k *kernelDetectComp) read() {
 	kev := make([]xdp.Event, 256)
 	evs := make([]event.Event, 256)
 	off, offAt := xdp.MonoOffset(), time.Now()
+	wait := kernelPoll
 	for {
 		select {
 		case <-k.done:
 			return
 		default:
 		}
-		n, err := k.st.Read(kev, kernelPoll)
+		n, err := k.st.Read(kev, wait)
 		if err != nil {
 			if !errors.Is(err, xdp.ErrClosed) {
 				k.c.log.Error("detect.kernel: reading the event ring", "err", err)
@@ -121,8 +128,10 @@ func (k *kernelDetectComp) read() {
 			return
 		}
 		if n == 0 {
+			wait = min(2*wait, kernelPollIdle)
 			continue
 		}
+		wait = kernelPoll
 		if time.Since(offAt) > time.Second { // the clocks' offset moves only when the real-time clock is set
 			off, offAt = xdp.MonoOffset(), time.Now()
 		}
