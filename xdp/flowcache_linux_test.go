@@ -352,6 +352,14 @@ func testKernelFlowCacheSame(t *testing.T, cfg *flowcache.Config, det bool) {
 // program's run time per report (bpf-ns/report): each frame is run 64 times in a row by
 // BPF_PROG_TEST_RUN, which times the runs in the kernel, and the frames go round the flows.
 func BenchmarkKernelFlowCache(b *testing.B) {
+	if f := os.Getenv("INTAKE_BPF_OBJECT"); f != "" { // another build of the program, to compare
+		o, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func(old []byte) { object = old }(object)
+		object = o
+	}
 	gc := gen.DefaultConfig()
 	gc.Flows, gc.Model, gc.Vary = 4096, gen.ModelDraw, 0
 	g, err := gen.New(gc)
