@@ -15,7 +15,6 @@ import (
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
-	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/xdp/xdptest"
 )
 
@@ -62,20 +61,8 @@ func testKernelDetect(t *testing.T, flowCache bool) {
 
 	gc := gen.DefaultConfig()
 	gc.Vary, gc.Flows, gc.Model = 0.05, 200, gen.ModelDraw
-	g, err := gen.New(gc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 3000
-	var bs [][]byte
-	var rs []telemetry.Report
-	if err := g.Walk(n, func(_ uint64, b []byte, r []telemetry.Report) error {
-		bs = append(bs, append([]byte(nil), b...))
-		rs = append(rs, r...)
-		return nil
-	}, nil); err != nil {
-		t.Fatal(err)
-	}
+	bs, rs := genStream(t, gc, n)
 	// Lifted reports go through the AF_XDP socket's ring, which a slow worker (the race
 	// detector's) lets overflow: with the flow cache on, the stream is sent in steps that
 	// the worker takes whole.

@@ -54,20 +54,8 @@ func TestKernelFlowCache(t *testing.T) {
 
 	gc := gen.DefaultConfig()
 	gc.Vary, gc.Flows, gc.Model = 0.05, 600, gen.ModelDraw
-	g, err := gen.New(gc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 3000
-	var bs [][]byte
-	var rs []telemetry.Report
-	if err := g.Walk(n, func(_ uint64, b []byte, r []telemetry.Report) error {
-		bs = append(bs, append([]byte(nil), b...))
-		rs = append(rs, r...)
-		return nil
-	}, nil); err != nil {
-		t.Fatal(err)
-	}
+	bs, rs := genStream(t, gc, n)
 	v.Send(t, "udp4", net.JoinHostPort(v.Host, "32766"), bs...)
 	waitFrames(t, c, "kernel", n)
 	c.FlowCache.DrainNow()
@@ -173,6 +161,25 @@ func TestKernelFlowCache(t *testing.T) {
 		t.Errorf("detector stats %+v (kernel %+v): want all %d reports detected in the kernel", ds, ds.Kernel, n)
 	}
 	t.Logf("%d reports, %d flows: %d live, %d evicted", n, len(keys), live, len(got))
+}
+
+// genStream returns the first n datagrams of a generator of cfg and their reports.
+func genStream(t *testing.T, cfg gen.Config, n int) ([][]byte, []telemetry.Report) {
+	t.Helper()
+	g, err := gen.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bs [][]byte
+	var rs []telemetry.Report
+	if err := g.Walk(uint64(n), func(_ uint64, b []byte, r []telemetry.Report) error {
+		bs = append(bs, append([]byte(nil), b...))
+		rs = append(rs, r...)
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return bs, rs
 }
 
 func TestKernelFlowCacheConfig(t *testing.T) {

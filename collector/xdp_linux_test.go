@@ -20,20 +20,7 @@ func dtaStream(t *testing.T, op string, batch, n int, seed uint64) ([][]byte, []
 	t.Helper()
 	cfg := gen.DefaultConfig()
 	cfg.Format, cfg.DTA.Op, cfg.DTA.Redundancy, cfg.Batch, cfg.Seed, cfg.Flows = "dta", op, 2, batch, seed, 500
-	g, err := gen.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bs [][]byte
-	var rs []telemetry.Report
-	if err := g.Walk(uint64(n), func(_ uint64, b []byte, r []telemetry.Report) error {
-		bs = append(bs, append([]byte(nil), b...))
-		rs = append(rs, r...)
-		return nil
-	}, nil); err != nil {
-		t.Fatal(err)
-	}
-	return bs, rs
+	return genStream(t, cfg, n)
 }
 
 // TestKernelDTA runs the collector with dta.kernel on an xdp dta listener: single Key-Write,

@@ -15,14 +15,7 @@ func BenchmarkKernelDetect(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("skipped: loading a BPF program needs root (CAP_BPF)")
 	}
-	if f := os.Getenv("INTAKE_BPF_OBJECT"); f != "" { // another build of the program, to compare
-		o, err := os.ReadFile(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer func(old []byte) { object = old }(object)
-		object = o
-	}
+	defer benchObject(b)()
 	coll, _ := loadDetect(b, Detect{MaxFlows: 8192, MaxKeys: 8192})
 	prog := coll.Programs[ProgramName]
 	stream := detectStream(b, streamShape{"tr2.0", "2.x"}, 4096, 4096, 1)

@@ -72,18 +72,7 @@ func detectStream(tb testing.TB, sh streamShape, n, nflows int, seed uint64) [][
 	tb.Helper()
 	cfg := gen.DefaultConfig()
 	cfg.Format, cfg.INTVersion = sh.format, sh.intVersion
-	g, err := gen.New(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var tmpl telemetry.Report
-	if err := g.Walk(1, func(_ uint64, _ []byte, rs []telemetry.Report) error { tmpl = rs[0]; return nil }, nil); err != nil {
-		tb.Fatal(err)
-	}
-	enc, err := wire.NewEncoder(g.WireConfig())
-	if err != nil {
-		tb.Fatal(err)
-	}
+	g, tmpl, enc := genTemplate(tb, cfg)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	type flow struct {
 		key  telemetry.FlowKey

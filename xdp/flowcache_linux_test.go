@@ -74,18 +74,7 @@ func loadFlowCache(tb testing.TB, c *flowcache.Config, det bool) (*ebpf.Collecti
 // tx utilization, and now and then a hop without a node id.
 func flowCacheStream(tb testing.TB, n, nflows int, seed uint64) [][]byte {
 	tb.Helper()
-	g, err := gen.New(gen.DefaultConfig())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var tmpl telemetry.Report
-	if err := g.Walk(1, func(_ uint64, _ []byte, rs []telemetry.Report) error { tmpl = rs[0]; return nil }, nil); err != nil {
-		tb.Fatal(err)
-	}
-	enc, err := wire.NewEncoder(g.WireConfig())
-	if err != nil {
-		tb.Fatal(err)
-	}
+	_, tmpl, enc := genTemplate(tb, gen.DefaultConfig())
 	rng := rand.New(rand.NewPCG(seed, 11))
 	type flow struct {
 		key  telemetry.FlowKey
@@ -151,6 +140,25 @@ func flowCacheStream(tb testing.TB, n, nflows int, seed uint64) [][]byte {
 		out = append(out, b)
 	}
 	return out
+}
+
+// genTemplate returns a generator of cfg, its first report (a template to vary) and an
+// encoder of its wire format.
+func genTemplate(tb testing.TB, cfg gen.Config) (*gen.Generator, telemetry.Report, *wire.Encoder) {
+	tb.Helper()
+	g, err := gen.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var tmpl telemetry.Report
+	if err := g.Walk(1, func(_ uint64, _ []byte, rs []telemetry.Report) error { tmpl = rs[0]; return nil }, nil); err != nil {
+		tb.Fatal(err)
+	}
+	enc, err := wire.NewEncoder(g.WireConfig())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return g, tmpl, enc
 }
 
 // monoNow is CLOCK_MONOTONIC in ns: the program's clock.
@@ -346,20 +354,29 @@ func testKernelFlowCacheSame(t *testing.T, cfg *flowcache.Config, det bool) {
 	}
 }
 
+// benchObject makes the benchmarks load another build of the program, the object file
+// INTAKE_BPF_OBJECT names, to compare; the returned func puts the embedded one back.
+func benchObject(b *testing.B) func() {
+	f := os.Getenv("INTAKE_BPF_OBJECT")
+	if f == "" {
+		return func() {}
+	}
+	o, err := os.ReadFile(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	old := object
+	object = o
+	return func() { object = old }
+}
+
 // BenchmarkKernelFlowCache runs 5-hop TR v2.0 reports of 4096 flows whose values do not
 // change (INTCollector's replay, the steady state) through the program with the flow
 // cache in the kernel, detection, or both, at the default geometry, and reports the
 // program's run time per report (bpf-ns/report): each frame is run 64 times in a row by
 // BPF_PROG_TEST_RUN, which times the runs in the kernel, and the frames go round the flows.
 func BenchmarkKernelFlowCache(b *testing.B) {
-	if f := os.Getenv("INTAKE_BPF_OBJECT"); f != "" { // another build of the program, to compare
-		o, err := os.ReadFile(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer func(old []byte) { object = old }(object)
-		object = o
-	}
+	defer benchObject(b)()
 	gc := gen.DefaultConfig()
 	gc.Flows, gc.Model, gc.Vary = 4096, gen.ModelDraw, 0
 	g, err := gen.New(gc)
