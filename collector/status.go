@@ -40,7 +40,8 @@ type Drops struct {
 	// Redis: writes the Redis sink dropped, "<kind>.<reason>".
 	Redis map[string]uint64 `json:"redis,omitempty"`
 	// FlowCache: evicted flow records a full ring dropped (rings), samples of switches past
-	// histograms.max_switches (histogram_switch_overflow).
+	// histograms.max_switches (histogram_switch_overflow), and with flowcache.kernel updates
+	// the program could not apply (kernel_lock_busy).
 	FlowCache map[string]uint64 `json:"flowcache,omitempty"`
 	// DTA: reports the translator did not write, by reason.
 	DTA map[string]uint64 `json:"dta,omitempty"`
@@ -118,6 +119,9 @@ func (c *Collector) drops(st *ingest.Status) Drops {
 	if c.FlowCache != nil {
 		fs := c.FlowCache.Stats()
 		d.FlowCache = map[string]uint64{"rings": fs.Rings.Drops, "histogram_switch_overflow": fs.SwitchOverflow}
+		if k := fs.Kernel; k != nil { // flowcache.kernel: updates the program could not apply
+			d.FlowCache["kernel_lock_busy"] = k.LockBusy
+		}
 	}
 	if c.Translator != nil {
 		d.DTA = map[string]uint64{}

@@ -661,7 +661,11 @@ func (f *FlowCache) Stats() Stats {
 		Switches:  int(f.hist.n.Load()), SwitchOverflow: f.hist.Overflow(),
 	}
 	if st.Kernel = f.kernelStats(&st); st.Kernel != nil {
-		st.Switches = len(f.hist.Switches())
+		if st.Switches == 0 { // the common case: every report the program's
+			st.Switches = st.Kernel.Switches
+		} else {
+			st.Switches = len(f.hist.Switches()) // both have switches: the union
+		}
 	}
 	st.Occupancy = float64(st.Flows) / float64(cap)
 	st.BytesPerFlow = float64(st.Bytes) / float64(cap)
