@@ -1,7 +1,6 @@
 package xdp
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -52,9 +51,9 @@ func NewDetectState(d Detect) (_ *DetectState, err error) {
 	if d.EventRing == 0 {
 		d.EventRing = 4 << 20
 	}
-	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
+	spec, err := objectSpec()
 	if err != nil {
-		return nil, fmt.Errorf("reading the XDP object: %w", err)
+		return nil, err
 	}
 	s := &DetectState{D: d}
 	defer func() {

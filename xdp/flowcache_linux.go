@@ -1,7 +1,6 @@
 package xdp
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -48,9 +47,9 @@ func NewFlowCacheState(f FlowCache) (_ *FlowCacheState, err error) {
 			f.EvictRing <<= 1
 		}
 	}
-	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
+	spec, err := objectSpec()
 	if err != nil {
-		return nil, fmt.Errorf("reading the XDP object: %w", err)
+		return nil, err
 	}
 	s := &FlowCacheState{F: f}
 	defer func() {

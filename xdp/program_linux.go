@@ -197,14 +197,23 @@ func attachLink(prog *ebpf.Program, ifc *net.Interface, mode string) (link.Link,
 	return nil, "", fmt.Errorf("attaching XDP to %s: %w", ifc.Name, errors.Join(errs...))
 }
 
+// objectSpec reads the program's object: its programs, maps and constants, not loaded.
+func objectSpec() (*ebpf.CollectionSpec, error) {
+	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
+	if err != nil {
+		return nil, fmt.Errorf("reading the XDP object: %w", err)
+	}
+	return spec, nil
+}
+
 // load loads the program and its maps for UDP port, writing DTA reports into opt.Stores,
 // detecting with opt.Detect and keeping the flow cache in opt.FlowCache when set, not
 // attached.
 func load(port uint16, opt Options) (*ebpf.Collection, error) {
 	st := opt.Stores
-	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
+	spec, err := objectSpec()
 	if err != nil {
-		return nil, fmt.Errorf("reading the XDP object: %w", err)
+		return nil, err
 	}
 	delete(spec.Programs, "intake_fc_age") // the flow cache's ager: FlowCacheState loads it
 	var be [2]byte
