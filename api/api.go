@@ -151,7 +151,7 @@ func (s *Server) Name() string { return "http" }
 func (s *Server) Start(context.Context) error {
 	var tcfg *tls.Config
 	if s.cfg.TLS.Cert != "" {
-		cert, err := tls.LoadX509KeyPair(s.cfg.TLS.Cert, s.cfg.TLS.Key)
+		cert, err := s.cfg.TLS.keyPair()
 		if err != nil {
 			return fmt.Errorf("http.tls: %w", err)
 		}

@@ -14,6 +14,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/intake-int/intake/internal/smallfile"
 )
 
 // The environment of the commands that query a running collector (intake status, intake
@@ -53,7 +55,7 @@ func NewClient(addr string, timeout time.Duration) (*Client, error) {
 		c.token = tok
 	}
 	if f := os.Getenv(EnvCA); f != "" {
-		pem, err := os.ReadFile(f)
+		pem, err := smallfile.Read(f, smallfile.MaxPEM)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", EnvCA, err)
 		}

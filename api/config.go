@@ -4,12 +4,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
+
+	"github.com/intake-int/intake/internal/smallfile"
 )
 
 // DefaultAddress is http.address's default: loopback only.
@@ -45,6 +45,9 @@ type TLSConfig struct {
 	Cert string `yaml:"cert"`
 	Key  string `yaml:"key"`
 }
+
+// keyPair reads the certificate and key (capped, refusing what is not a regular file).
+func (t TLSConfig) keyPair() (tls.Certificate, error) { return smallfile.KeyPair(t.Cert, t.Key) }
 
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
@@ -90,7 +93,7 @@ func (c *Config) Validate() error {
 		return errors.New("tls: cert and key must be given together")
 	}
 	if c.TLS.Cert != "" {
-		if _, err := tls.LoadX509KeyPair(c.TLS.Cert, c.TLS.Key); err != nil {
+		if _, err := c.TLS.keyPair(); err != nil {
 			return fmt.Errorf("tls.cert: %s: %w", c.TLS.Cert, err)
 		}
 	}
@@ -105,19 +108,13 @@ func (c *Config) BearerToken() (string, error) {
 	return c.Token, nil
 }
 
-// ReadTokenFile reads a token: the file's first line, which must not be empty.
+// ReadTokenFile reads a token: the file's first line, which must not be empty. The file
+// must be a regular file of at most MaxTokenFile bytes that others cannot read and only
+// its owner can write (smallfile.ReadPrivate: the group may read).
 func ReadTokenFile(path string) (string, error) {
-	f, err := os.Open(path)
+	b, err := smallfile.ReadPrivate(path, MaxTokenFile)
 	if err != nil {
 		return "", err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxTokenFile+1))
-	if err != nil {
-		return "", err
-	}
-	if len(b) > MaxTokenFile {
-		return "", fmt.Errorf("larger than %d bytes", MaxTokenFile)
 	}
 	tok, _, _ := strings.Cut(string(b), "\n")
 	tok = strings.TrimSuffix(tok, "\r")
