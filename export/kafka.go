@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +26,7 @@ import (
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/export/kafkapb"
 	"github.com/intake-int/intake/flowcache"
+	"github.com/intake-int/intake/internal/smallfile"
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -299,7 +299,7 @@ func (t *KafkaTLS) config() (*tls.Config, error) {
 	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
 	if t.CA != "" {
-		pem, err := os.ReadFile(t.CA)
+		pem, err := smallfile.Read(t.CA, smallfile.MaxPEM)
 		if err != nil {
 			return nil, fmt.Errorf("kafka.tls.ca: %q: must be a readable PEM file of CA certificates: %v", t.CA, err)
 		}
@@ -310,7 +310,7 @@ func (t *KafkaTLS) config() (*tls.Config, error) {
 		tc.RootCAs = pool
 	}
 	if t.Cert != "" {
-		cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+		cert, err := smallfile.KeyPair(t.Cert, t.Key)
 		if err != nil {
 			return nil, fmt.Errorf("kafka.tls.cert: %q: must be a PEM certificate with its key in kafka.tls.key (%q): %v", t.Cert, t.Key, err)
 		}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/flowcache"
+	"github.com/intake-int/intake/internal/smallfile"
 	"github.com/intake-int/intake/metrics"
 )
 
@@ -676,7 +676,7 @@ func (r *Redis) tlsConfig(on bool, base *tls.Config) (*tls.Config, error) {
 		tc = base.Clone()
 	}
 	if r.TLSCA != "" {
-		pem, err := os.ReadFile(r.TLSCA)
+		pem, err := smallfile.Read(r.TLSCA, smallfile.MaxPEM)
 		if err != nil {
 			return nil, fmt.Errorf("redis.tls_ca: %q: must be a readable PEM file of CA certificates: %v", r.TLSCA, err)
 		}
@@ -687,7 +687,7 @@ func (r *Redis) tlsConfig(on bool, base *tls.Config) (*tls.Config, error) {
 		tc.RootCAs = pool
 	}
 	if r.TLSCert != "" || r.TLSKey != "" {
-		cert, err := tls.LoadX509KeyPair(r.TLSCert, r.TLSKey)
+		cert, err := smallfile.KeyPair(r.TLSCert, r.TLSKey)
 		if err != nil {
 			return nil, fmt.Errorf("redis.tls_cert: %q: must be a PEM certificate with its key in redis.tls_key (%q): %v", r.TLSCert, r.TLSKey, err)
 		}
