@@ -14,7 +14,8 @@ const dtaCacheEntry = 128
 // Budget is the DTA stores' files in data_dir (each a 4 KiB header and its data, sizes
 // from the region headers, docs/dta-layout.md) and epochs' copies of them, and the
 // translator's postcard cache. On tmpfs the files are memory too; a store already there at
-// its size needs no new space.
+// its size needs no new space. Queries' postcard lookup table is counted at the value table's
+// capacity.
 func (c *Config) Budget() budget.Budget {
 	if !c.Enabled {
 		return nil
@@ -60,6 +61,8 @@ func (c *Config) Budget() budget.Budget {
 		}
 		b = append(b, it)
 	}
+	b = append(b, budget.Item{Component: "dta", Part: "postcard lookup", Memory: lookupBytes(int64(c.Postcard.Values)),
+		Note: fmt.Sprintf("%d values × 32 B (queries' table of known values, while it is rebuilt)", c.Postcard.Values)})
 	b = append(b, budget.Item{Component: "dta", Part: "postcard cache", Memory: budget.Mul(int64(c.Postcard.Cache), dtaCacheEntry),
 		Note: fmt.Sprintf("%d entries × %d B", c.Postcard.Cache, dtaCacheEntry)})
 	return b
