@@ -14,8 +14,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"reflect"
 	"strings"
 	"time"
@@ -29,6 +27,7 @@ import (
 	"github.com/intake-int/intake/export"
 	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/internal/smallfile"
 	"github.com/intake-int/intake/label"
 	"github.com/intake-int/intake/wire"
 )
@@ -115,23 +114,19 @@ func (c *Config) Ingest() ingest.Config {
 // Error is a configuration error at one key.
 type Error = ingest.ConfigError
 
-// MaxFileSize bounds a configuration file: a larger one (or an endless one, /dev/zero) is
-// refused once this much has been read.
+// MaxFileSize bounds a configuration file: a larger one is refused (a large configuration
+// is a few KiB).
 const MaxFileSize = 1 << 20
 
-// Load reads the file at path over the defaults, then validates it.
+// Load reads the file at path over the defaults, then validates it. The file must be a
+// regular one (smallfile.Read): a FIFO or /dev/zero is refused at once.
 func Load(path string) (Config, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Config{}, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return Config{}, err
-	}
-	if len(b) > MaxFileSize {
+	b, err := smallfile.Read(path, MaxFileSize)
+	if tl := (*smallfile.TooLargeError)(nil); errors.As(err, &tl) {
 		return Config{}, fmt.Errorf("%s: larger than %d bytes: not a configuration file", path, MaxFileSize)
+	}
+	if err != nil {
+		return Config{}, err
 	}
 	c, err := Parse(b)
 	if err != nil {
