@@ -245,7 +245,7 @@ func (c *Collector) buildDTA(workers int, procs *[]ingest.Processor) {
 	if !c.Config.DTA.Enabled {
 		return
 	}
-	t := dta.NewTranslator(c.Config.DTA, dta.Deps{Workers: workers, Bus: c.Bus, Metrics: c.Metrics})
+	t := dta.NewTranslator(c.Config.DTA, dta.Deps{Workers: workers, Bus: c.Bus, Metrics: c.Metrics, Logger: c.log})
 	t.SetKeyLen(c.Config.Decoder.DTA.KeyLen)
 	c.Translator = t
 	if c.Config.DTA.INT.EventList >= 0 {

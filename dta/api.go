@@ -35,11 +35,35 @@ func (t *Translator) SetKeyLen(n int) { t.keyLen = n }
 
 // RegisterAPI adds /api/v1/dta/kw/{key}, /ki/{key}, /postcard/{key}, /list/{id} and /stats.
 func (a *API) RegisterAPI(s *api.Server) {
-	s.HandleFunc("GET /api/v1/dta/kw/{key}", a.handleKW)
-	s.HandleFunc("GET /api/v1/dta/ki/{key}", a.handleKI)
-	s.HandleFunc("GET /api/v1/dta/postcard/{key}", a.handlePostcard)
-	s.HandleFunc("GET /api/v1/dta/list/{id}", a.handleList)
-	s.HandleFunc("GET /api/v1/dta/stats", a.handleStats)
+	s.HandleFunc("GET /api/v1/dta/kw/{key}", a.guarded(a.handleKW, false))
+	s.HandleFunc("GET /api/v1/dta/ki/{key}", a.guarded(a.handleKI, false))
+	s.HandleFunc("GET /api/v1/dta/postcard/{key}", a.guarded(a.handlePostcard, false))
+	s.HandleFunc("GET /api/v1/dta/list/{id}", a.guarded(a.handleList, false))
+	s.HandleFunc("GET /api/v1/dta/stats", a.guarded(a.handleStats, true))
+}
+
+// guarded is h with the stores' fault guard (fault.go): a memory fault while h reads a
+// mapping answers 503 with the fault, as does any query once the stores are offline
+// (stats, offline too, still answers: what the stores were and why they are offline).
+func (a *API) guarded(h http.HandlerFunc, offline bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		st := a.stores()
+		if st == nil {
+			h(w, r) // open answers
+			return
+		}
+		err := st.Offline()
+		if err == nil || offline {
+			err = func() (err error) {
+				defer st.guard(st.catchFaults(), "query", &err)
+				h(w, r)
+				return nil
+			}()
+		}
+		if err != nil {
+			api.Error(w, http.StatusServiceUnavailable, err.Error())
+		}
+	}
 }
 
 // open returns the stores, answering 503 when they are not open.
@@ -196,4 +220,11 @@ func (t *Translator) registerMetrics(m *metrics.Registry) {
 	e.Func(cache(func(c *PostcardCache) uint64 { return c.Complete.Load() }), "complete")
 	e.Func(cache(func(c *PostcardCache) uint64 { return c.Early.Load() }), "early")
 	e.Func(cache(func(c *PostcardCache) uint64 { return c.Flushed.Load() }), "flushed")
+	m.Counter("intake_dta_faults_total", "memory faults on the DTA stores' mappings (a truncated file, a full filesystem): the first takes the stores offline").
+		Func(func() float64 {
+			if st := t.St; st != nil {
+				return float64(st.Faults())
+			}
+			return 0
+		})
 }

@@ -163,7 +163,7 @@ func TestProcessBatchSame(t *testing.T) {
 			t.Errorf("region %d: sha256 %s, the translator before the batch path wrote %v", i, sum, golden[i:min(i+1, len(golden))])
 		}
 	}
-	if fmt.Sprint(want.bad, want.written, want.complete, want.early, want.flushed) != "[0 46 17 0 0 43] [134 88 115 102 3281 9447 676 3281 0] 2584 729 4" {
+	if fmt.Sprint(want.bad, want.written, want.complete, want.early, want.flushed) != "[0 46 17 0 0 43 0] [134 88 115 102 3281 9447 676 3281 0] 2584 729 4" {
 		t.Errorf("counts %v %v %d %d %d differ from the translator's before the batch path", want.bad, want.written, want.complete, want.early, want.flushed)
 	}
 	if want.complete == 0 || want.early == 0 || want.flushed == 0 || want.written[WINTPostcard] == 0 || want.written[WINTAppend] == 0 ||

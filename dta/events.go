@@ -112,10 +112,16 @@ func (t *Translator) startEvents() {
 		buf := make([]event.Event, 256)
 		drain := func() {
 			for n := c.Poll(buf); n > 0; n = c.Poll(buf) {
-				for i := range buf[:n] {
-					w.Add(&buf[i])
+				if t.St.Offline() != nil {
+					t.offlineEvents.Add(uint64(n))
+					continue
 				}
-				w.Flush()
+				t.guarded("event list", func() {
+					for i := range buf[:n] {
+						w.Add(&buf[i])
+					}
+					w.Flush()
+				})
 			}
 		}
 		for c.Wait(ctx) {

@@ -359,6 +359,7 @@ type PostcardCache struct {
 	mask                          uint64
 	ents                          []cacheEntry
 	Complete, Early, Flushed, Ovf atomic.Uint64
+	down                          *atomic.Pointer[FaultError] // the stores' fault (fault.go); nil: none to watch
 }
 
 // NewCache makes a cache of size entries (a power of two).
@@ -435,8 +436,17 @@ func (c *PostcardCache) addHops(e *cacheEntry, key []byte, h uint64, vals *[MaxH
 func (c *PostcardCache) lock(h uint64) *cacheEntry {
 	e := &c.ents[(h>>24)&c.mask]
 	for !e.lock.CompareAndSwap(0, 1) {
+		c.checkDown()
 	}
 	return e
+}
+
+// checkDown panics errOffline, for the caller's guard (fault.go), when the stores went
+// offline: a writer that faulted holding an entry's lock never releases it.
+func (c *PostcardCache) checkDown() {
+	if c.down != nil && c.down.Load() != nil {
+		panic(errOffline)
+	}
 }
 
 // add is Add's work on entry e, which the caller has locked; it returns the chunks it
@@ -469,6 +479,7 @@ func (c *PostcardCache) Flush() {
 	for i := range c.ents {
 		e := &c.ents[i]
 		for !e.lock.CompareAndSwap(0, 1) {
+			c.checkDown()
 		}
 		if e.used {
 			c.P.writeHashed(e.h, &e.vals, e.seen)

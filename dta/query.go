@@ -229,13 +229,21 @@ type Stats struct {
 	ListHeads         []uint64          `json:"list_heads,omitempty"`
 	Snapshots         uint64            `json:"snapshots"`
 	Resets            uint64            `json:"resets"`
+	// Faults counts memory faults on the mappings (fault.go); Offline is the first, which
+	// took the stores offline: nothing is read from them or written to them since.
+	Faults  uint64 `json:"faults"`
+	Offline string `json:"offline,omitempty"`
 }
 
 var primNames = map[uint32]string{PrimKeyWrite: "key-write", PrimAppend: "append", PrimKeyIncrement: "key-increment", PrimPostcard: "postcard"}
 
 // Stats describes the stores.
 func (s *Stores) Stats() Stats {
-	st := Stats{DataDir: s.Dir}
+	st := Stats{DataDir: s.Dir, Faults: s.Faults()}
+	down := s.Offline()
+	if down != nil {
+		st.Offline = down.Error()
+	}
 	for _, r := range s.regions {
 		h := r.Hdr
 		lay := "default"
@@ -245,9 +253,15 @@ func (s *Stores) Stats() Stats {
 		st.Regions = append(st.Regions, RegionStats{File: r.Path, Primitive: primNames[h.Primitive], Layout: lay, Bytes: r.Size(),
 			Slots: h.Slots, SlotBytes: h.SlotBytes, MaxN: h.MaxN, CheckBits: h.CheckBits, ValueBytes: h.ValueBytes,
 			Hops: h.Hops, Capacity: h.Capacity, HugePages: r.Huge})
+		if down != nil {
+			continue
+		}
 		if f, ok := r.Fill(); ok {
 			st.Regions[len(st.Regions)-1].Fill = &f
 		}
+	}
+	if down != nil {
+		return st
 	}
 	if s.PC != nil {
 		st.KnownValues = s.PC.Known()

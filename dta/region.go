@@ -188,7 +188,8 @@ func (r *Region) counter(off int) *atomic.Uint64 {
 // existing file must have the same geometry: a store is never silently reinterpreted, and an
 // empty or short file is an error, not a new store (ResetStores removes the files on
 // purpose). The file must be a regular file of this user's that no one else can write, and
-// not a symbolic link (openStoreFile checks the file it opened).
+// not a symbolic link (openStoreFile checks the file it opened). Every block of the file is
+// allocated (allocate: fallocate on Linux), and a filesystem without the space refuses it.
 func CreateRegion(path string, h Header, huge bool) (_ *Region, err error) {
 	h.Created = time.Now().UnixNano()
 	if err := h.check(); err != nil {
@@ -208,15 +209,17 @@ func CreateRegion(path string, h Header, huge bool) (_ *Region, err error) {
 				os.Remove(path)
 			}
 		}()
-		if err := f.Truncate(size); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
 	} else if fsize != size {
 		what := "the geometry changed: restore the configuration, or reset the stores (intake dta reset)"
 		if fsize < headerSize {
 			what = "not a DTA region: reset the stores (intake dta reset)"
 		}
 		return nil, fmt.Errorf("%s: %d bytes, the configuration needs %d: %s", path, fsize, size, what)
+	}
+	// Every page backed now, a new file's or an existing one's (a sparse store of an older
+	// intake, a hole punched since): a write never meets a page the filesystem lacks.
+	if err := allocate(f, path, size); err != nil {
+		return nil, err
 	}
 	mem, err := mapFile(f, int(size), true)
 	if err != nil {

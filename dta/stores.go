@@ -34,6 +34,7 @@ type Stores struct {
 	Threshold, PathsThreshold int
 	regions                   []*Region
 	lock                      *os.File // a writer's lock on Dir (datadir.go)
+	faultState                         // fault.go
 }
 
 // writerDirs are the data directories this process opened for writing.
@@ -186,13 +187,22 @@ func (s *Stores) Regions() []*Region { return s.regions }
 // Close unmaps every region and releases a writer's lock.
 func (s *Stores) Close() error {
 	var errs []error
-	for _, r := range s.regions {
-		errs = append(errs, r.Sync(), r.Close())
-	}
+	errs = append(errs, s.closeRegions())
 	s.regions = nil
 	if s.lock != nil {
 		errs = append(errs, s.lock.Close())
 		s.lock = nil
+	}
+	return errors.Join(errs...)
+}
+
+// closeRegions syncs and unmaps the regions, guarded: a kernel-held region's data is
+// copied back to its file here (fault.go).
+func (s *Stores) closeRegions() (err error) {
+	defer s.guard(s.catchFaults(), "close", &err)
+	var errs []error
+	for _, r := range s.regions {
+		errs = append(errs, r.Sync(), r.Close())
 	}
 	return errors.Join(errs...)
 }

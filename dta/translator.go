@@ -3,6 +3,9 @@ package dta
 import (
 	"context"
 	"encoding/binary"
+	"errors"
+	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,11 +35,12 @@ const (
 	BadKeyLength         // a key the store cannot take (compat: not 4 bytes; postcard: > 40)
 	BadDataLength        // data wider than the store's values
 	BadHop               // postcard hop 0 or above B
+	BadOffline           // not bad input: the stores are offline after a memory fault (fault.go)
 	numBad
 )
 
 // BadReasons are the reason labels, by index.
-var BadReasons = [numBad]string{"opcode", "redundancy", "list_id", "key_length", "data_length", "hop"}
+var BadReasons = [numBad]string{"opcode", "redundancy", "list_id", "key_length", "data_length", "hop", "store_offline"}
 
 // Written counters, by index.
 const (
@@ -63,6 +67,7 @@ type workerStats struct {
 	bad, pubBad         [numBad]uint64
 	written, pubWritten [numWritten]uint64
 	complete, early     uint64 // postcard chunks written by AddPath, not yet in Cache's counters
+	pending             int    // ProcessBatch: reports of the batch not yet written, for a fault's count
 	pbad                [numBad]atomic.Uint64
 	pwritten            [numWritten]atomic.Uint64
 	learned             [learnedSize]uint64 // 1<<32 | value, direct mapped by value
@@ -115,12 +120,14 @@ type Translator struct {
 	consumer *event.Consumer // the event list's, between Start and Stop
 	evCancel context.CancelFunc
 	evDone   chan struct{}
+	log      *slog.Logger
 
 	stop chan struct{}
 	wg   sync.WaitGroup
 	// Snapshots counts epoch snapshots taken; Resets, Key-Increment resets.
 	Snapshots, Resets atomic.Uint64
 	events            atomic.Uint64 // entries the EventWriter queued
+	offlineEvents     atomic.Uint64 // events not appended: the stores were offline
 }
 
 // Deps are what a Translator works with besides its configuration.
@@ -132,12 +139,14 @@ type Deps struct {
 	Bus *event.Bus
 	// Metrics, when set, gets the translator's series.
 	Metrics *metrics.Registry
+	// Logger logs a memory fault on the stores (fault.go); nil: slog.Default().
+	Logger *slog.Logger
 }
 
 // NewTranslator builds the translator of cfg (which must have passed Validate). It opens
 // nothing: Start opens (or creates) the stores.
 func NewTranslator(cfg Config, deps Deps) *Translator {
-	t := &Translator{Cfg: cfg, stats: make([]workerStats, max(deps.Workers, 1)), bus: deps.Bus}
+	t := &Translator{Cfg: cfg, stats: make([]workerStats, max(deps.Workers, 1)), bus: deps.Bus, log: deps.Logger}
 	for i := range t.stats {
 		t.stats[i].stage = &stage{}
 	}
@@ -166,16 +175,17 @@ func (t *Translator) Start(context.Context) error {
 		return err
 	}
 	t.St, t.Cache = st, st.PC.NewCache(t.Cfg.Postcard.Cache)
+	st.log, t.Cache.down = t.log, &st.fault
 	t.batchers = make([]*Batcher, len(t.stats))
 	for i := range t.batchers {
 		t.batchers[i] = t.St.AP.NewBatcher(t.Cfg.Append.Batch)
 	}
 	t.stop = make(chan struct{})
 	if p := t.Cfg.KeyIncrement.ResetPeriod; p > 0 {
-		t.every(p, func(time.Time) { t.St.KI.Reset(); t.Resets.Add(1) })
+		t.every(p, "key-increment reset", func(time.Time) { t.St.KI.Reset(); t.Resets.Add(1) })
 	}
 	if p := t.Cfg.Epochs.Period; p > 0 {
-		t.every(p, func(now time.Time) {
+		t.every(p, "epoch snapshot", func(now time.Time) {
 			if _, err := t.St.Snapshot(now, t.Cfg.Epochs.Retain); err == nil {
 				t.Snapshots.Add(1)
 			}
@@ -185,7 +195,8 @@ func (t *Translator) Start(context.Context) error {
 	return nil
 }
 
-func (t *Translator) every(p time.Duration, f func(time.Time)) {
+// every runs f (op, touching the stores) every p until Stop, while the stores are online.
+func (t *Translator) every(p time.Duration, op string, f func(time.Time)) {
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
@@ -196,17 +207,28 @@ func (t *Translator) every(p time.Duration, f func(time.Time)) {
 			case <-t.stop:
 				return
 			case now := <-tk.C:
-				f(now)
+				t.guarded(op, func() { f(now) })
 			}
 		}
 	}()
 }
 
+// guarded runs f, which touches the stores' mappings, unless they are offline; a memory
+// fault in f takes them offline (fault.go) and is returned.
+func (t *Translator) guarded(op string, f func()) (err error) {
+	if err := t.St.Offline(); err != nil {
+		return err
+	}
+	defer t.St.guard(t.St.catchFaults(), op, &err)
+	f()
+	return nil
+}
+
 // Flush writes the worker's partial Append batches (after each receive batch, so that an
 // entry waits at most one recvmmsg round) and publishes its counters.
 func (t *Translator) Flush(worker int) {
-	if worker < len(t.batchers) {
-		t.batchers[worker].Flush()
+	if worker < len(t.batchers) && t.St.Offline() == nil {
+		t.flushBatcher(worker)
 	}
 	ws := &t.stats[worker]
 	if t.Cache != nil && ws.complete+ws.early > 0 {
@@ -227,11 +249,24 @@ func (t *Translator) Stop(context.Context) error {
 	close(t.stop)
 	t.wg.Wait()
 	t.stop = nil
-	for _, b := range t.batchers {
-		b.Flush()
+	// Offline stores keep what they hold: nothing more is written to them.
+	var werr error
+	if t.St.Offline() == nil {
+		werr = t.guarded("stop", func() {
+			for _, b := range t.batchers {
+				b.Flush()
+			}
+			t.Cache.Flush()
+		})
 	}
-	t.Cache.Flush()
-	return t.St.Close()
+	return errors.Join(werr, t.St.Close())
+}
+
+// flushBatcher writes worker's partial Append batches, guarded: the ingest worker's call
+// boundary (fault.go).
+func (t *Translator) flushBatcher(worker int) {
+	defer t.St.guard(t.St.catchFaults(), "write", nil)
+	t.batchers[worker].Flush()
 }
 
 // stageGroup is how many reports ProcessBatch stages at once: the store slots, cache entry
@@ -250,10 +285,20 @@ type stage struct {
 
 // ProcessBatch implements ingest.BatchProcessor: Process for each report of rs, in order,
 // with the same writes, staged (stageGroup).
+//
+// It is the ingest worker's call boundary for faults on the mappings (fault.go): offline
+// stores count the batch as dropped (BadOffline), and a fault counts the reports from the
+// group it hit on.
 func (t *Translator) ProcessBatch(worker int, rs []telemetry.Report) {
 	ws := &t.stats[worker]
+	if t.St.fault.Load() != nil {
+		ws.bad[BadOffline] += uint64(len(rs))
+		return
+	}
+	defer t.guardBatch(ws, t.St.catchFaults())
 	st := ws.stage
 	for len(rs) > 0 {
+		ws.pending = len(rs)
 		g := rs[:min(len(rs), stageGroup)]
 		rs = rs[len(g):]
 		na := 0
@@ -278,6 +323,19 @@ func (t *Translator) ProcessBatch(worker int, rs []telemetry.Report) {
 			t.processFlow(ws, r, st.kb[i][:st.klen[i]], st.h[i])
 		}
 	}
+}
+
+// guardBatch is ProcessBatch's guard: the reports not yet written when a fault hits are
+// counted as dropped.
+func (t *Translator) guardBatch(ws *workerStats, prev bool) {
+	debug.SetPanicOnFault(prev)
+	if v := recover(); v != nil {
+		if t.St.recovered(v, "write") == nil {
+			panic(v)
+		}
+		ws.bad[BadOffline] += uint64(ws.pending)
+	}
+	ws.pending = 0
 }
 
 // stageAddrs appends to addrs[na:] the lines processFlow will touch for a report whose key
@@ -482,6 +540,9 @@ func (t *Translator) processFlow(ws *workerStats, r *telemetry.Report, key []byt
 // Bad returns the bad-input count for reason i, as of the workers' last Flush.
 func (t *Translator) Bad(i int) uint64 {
 	var n uint64
+	if i == BadOffline {
+		n = t.offlineEvents.Load()
+	}
 	for w := range t.stats {
 		n += t.stats[w].pbad[i].Load()
 	}

@@ -127,7 +127,7 @@ func TestDTAAPIContract(t *testing.T) {
 	if w := fmt.Sprint(st.Written); w != "map[append:6 int-append:0 int-counter:0 int-event:0 int-path:0 int-postcard:0 key-increment:2 key-write:3 postcard:5]" {
 		t.Errorf("written %s", w)
 	}
-	if b := fmt.Sprint(st.Bad); b != "map[data_length:0 hop:0 key_length:0 list_id:0 opcode:0 redundancy:0]" {
+	if b := fmt.Sprint(st.Bad); b != "map[data_length:0 hop:0 key_length:0 list_id:0 opcode:0 redundancy:0 store_offline:0]" {
 		t.Errorf("bad %s", b)
 	}
 	if e := fmt.Sprint(st.PCE); e != "map[complete:1 early:0 flushed:0]" || st.Known != 5 || len(st.Regions) != 5 || len(st.Heads) != 16 || st.Heads[3] != 6 {
