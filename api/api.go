@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -44,6 +45,7 @@ type Server struct {
 	mux   *http.ServeMux
 	route func(local http.Handler) http.Handler // nil: the mux answers every request
 	guard guard
+	conns *connLimit
 	srv   *http.Server
 	ln    net.Listener
 	done  chan error
@@ -69,9 +71,24 @@ func NewFromConfig(cfg Config, reg *metrics.Registry) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("http.token_file: %w", err)
 	}
+	def := DefaultConfig() // a Config built by hand (tests, embedding) gets the defaults
+	for _, f := range []struct{ v, d *time.Duration }{{&cfg.HeaderTimeout, &def.HeaderTimeout},
+		{&cfg.IdleTimeout, &def.IdleTimeout}} {
+		if *f.v <= 0 {
+			*f.v = *f.d
+		}
+	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = def.MaxConnections
+	}
+	if cfg.MaxConnectionsPerSource <= 0 {
+		cfg.MaxConnectionsPerSource = min(def.MaxConnectionsPerSource, cfg.MaxConnections)
+	}
 	s := &Server{cfg: cfg, addr: cfg.Address, reg: reg, log: slog.Default(), mux: http.NewServeMux()}
 	s.guard.init(tok, cfg.TokenReads, cfg.AllowedHosts)
 	s.guard.register(reg)
+	s.conns = newConnLimit(cfg.MaxConnections, cfg.MaxConnectionsPerSource, s.log)
+	s.conns.register(reg)
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /metrics", s.metrics)
 	s.mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) {
@@ -81,7 +98,7 @@ func NewFromConfig(cfg Config, reg *metrics.Registry) (*Server, error) {
 }
 
 // SetLogger sets where the server logs (default slog.Default()).
-func (s *Server) SetLogger(l *slog.Logger) { s.log = l }
+func (s *Server) SetLogger(l *slog.Logger) { s.log, s.conns.log = l, l }
 
 // Handle registers a handler for pattern (http.ServeMux syntax, e.g. "GET /api/v1/flow").
 // Call it before Start. Paths must be under /api/v1/.
@@ -157,19 +174,22 @@ func (s *Server) Start(context.Context) error {
 		}
 		tcfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	ln, err := net.Listen("tcp", s.addr)
+	ln, err := net.Listen(listenNetwork(s.addr), s.addr)
 	if err != nil {
 		return fmt.Errorf("http.address %s: %w", s.addr, err)
 	}
 	s.guard.setBound(ln.Addr())
 	s.ln = ln
+	ln = limitListener{Listener: ln, l: s.conns}
 	if tcfg != nil {
 		ln = tls.NewListener(ln, tcfg)
 	}
 	base, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	s.srv = &http.Server{Handler: s.guard.wrap(s.root()), ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
+	s.srv = &http.Server{Handler: s.guard.wrap(s.root()), ReadHeaderTimeout: s.cfg.HeaderTimeout,
+		ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout,
+		IdleTimeout: s.cfg.IdleTimeout, MaxHeaderBytes: 64 << 10,
+		ConnState:   s.conns.state,
 		BaseContext: func(net.Listener) context.Context { return base },
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	s.done = make(chan error, 1)
@@ -183,6 +203,49 @@ func (s *Server) Addr() string {
 		return ""
 	}
 	return s.ln.Addr().String()
+}
+
+// listenNetwork is the network Start listens on for addr, as for the UDP listeners
+// (docs/config.md): 0.0.0.0 is every IPv4 address and no IPv6 one (what an operator
+// writing it expects; Go's net.Listen would take IPv6 too), :: every IPv6 address and no
+// IPv4 one, and an empty host every address of both.
+func listenNetwork(addr string) string {
+	host, _, _ := net.SplitHostPort(addr)
+	if ip, err := netip.ParseAddr(host); err == nil && ip.IsUnspecified() {
+		if ip.Is4() {
+			return "tcp4"
+		}
+		return "tcp6"
+	}
+	return "tcp"
+}
+
+// Listening names what the server listens on, once started, for the startup line and the
+// status: the address, and for a wildcard which addresses it stands for:
+// "0.0.0.0:8040 (all IPv4 addresses)", "[::]:8040 (all IPv6 addresses)" or, for an empty
+// host, "[::]:8040 (all IPv4 and IPv6 addresses)".
+func (s *Server) Listening() string {
+	if s.ln == nil {
+		return ""
+	}
+	a := s.ln.Addr()
+	ta, ok := a.(*net.TCPAddr)
+	switch {
+	case !ok || !ta.IP.IsUnspecified():
+		return a.String()
+	case ta.IP.To4() != nil:
+		return a.String() + " (all IPv4 addresses)"
+	case listenNetwork(s.addr) == "tcp6":
+		return a.String() + " (all IPv6 addresses)"
+	}
+	return a.String() + " (all IPv4 and IPv6 addresses)"
+}
+
+// ConnStats returns the connection counters.
+func (s *Server) ConnStats() ConnStats {
+	st := s.conns.stats()
+	st.Listening = s.Listening()
+	return st
 }
 
 // stopGrace bounds how long Stop waits for requests in flight: every handler answers from

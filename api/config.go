@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/intake-int/intake/internal/smallfile"
 )
@@ -37,6 +38,19 @@ type Config struct {
 	AllowedHosts []string `yaml:"allowed_hosts"`
 	// TLS serves HTTPS when Cert and Key are set.
 	TLS TLSConfig `yaml:"tls"`
+	// MaxConnections bounds the connections open at once, and MaxConnectionsPerSource those
+	// from one source (an IPv4 address or an IPv6 /64). A connection over a cap displaces
+	// the cap's oldest idle one, or is closed at once when none is idle (conns.go).
+	MaxConnections          int `yaml:"max_connections"`
+	MaxConnectionsPerSource int `yaml:"max_connections_per_source"`
+	// HeaderTimeout bounds reading a request's header; ReadTimeout the whole request (0:
+	// none); WriteTimeout writing its answer (0: none; an event stream sets its own
+	// deadline per write); IdleTimeout a keep-alive connection's wait for the next request.
+	// The caps, HeaderTimeout and IdleTimeout take their default when 0.
+	HeaderTimeout time.Duration `yaml:"header_timeout"`
+	ReadTimeout   time.Duration `yaml:"read_timeout"`
+	WriteTimeout  time.Duration `yaml:"write_timeout"`
+	IdleTimeout   time.Duration `yaml:"idle_timeout"`
 }
 
 // TLSConfig is the server's certificate.
@@ -51,8 +65,20 @@ func (t TLSConfig) keyPair() (tls.Certificate, error) { return smallfile.KeyPair
 
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
-	return Config{Address: DefaultAddress, TokenReads: true}
+	return Config{Address: DefaultAddress, TokenReads: true,
+		MaxConnections: DefaultMaxConnections, MaxConnectionsPerSource: DefaultMaxConnectionsPerSource,
+		HeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 }
+
+// The connection caps' defaults: 1024 connections cost about 20 MiB at most (a goroutine
+// and its buffers each, docs/config.md), and a source (a browser, Prometheus, `intake`
+// commands, a cluster peer) needs a handful.
+const (
+	DefaultMaxConnections          = 1024
+	DefaultMaxConnectionsPerSource = 64
+	// MaxConnections is the most http.max_connections may be.
+	MaxConnections = 1 << 16
+)
 
 // Validate reports the first invalid setting as "key: value: what is allowed", the key
 // relative to the section. It reads the token file and the TLS files.
@@ -69,6 +95,20 @@ func (c *Config) Validate() error {
 			if _, err := netip.ParseAddr(host); err != nil {
 				return fmt.Errorf("address: %s: host must be an IP address, localhost or empty", a)
 			}
+		}
+	}
+	if c.MaxConnections < 0 || c.MaxConnections > MaxConnections {
+		return fmt.Errorf("max_connections: %d: must be 1-%d (0: the default, %d)", c.MaxConnections, MaxConnections, DefaultMaxConnections)
+	}
+	if n := c.MaxConnectionsPerSource; n < 0 || c.MaxConnections > 0 && n > c.MaxConnections {
+		return fmt.Errorf("max_connections_per_source: %d: must be 1-%d, at most max_connections (0: the default, %d)", n, MaxConnections, DefaultMaxConnectionsPerSource)
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"header_timeout", c.HeaderTimeout}, {"read_timeout", c.ReadTimeout}, {"write_timeout", c.WriteTimeout}, {"idle_timeout", c.IdleTimeout}} {
+		if d.v < 0 {
+			return fmt.Errorf("%s: %s: must not be negative", d.key, d.v)
 		}
 	}
 	if c.Token != "" && c.TokenFile != "" {

@@ -3,6 +3,7 @@ package collector
 import (
 	"net/http"
 
+	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/dta"
 	"github.com/intake-int/intake/ingest"
 )
@@ -12,6 +13,8 @@ import (
 type Status struct {
 	ingest.Status
 	Drops Drops `json:"drops"`
+	// HTTP is the API server's connections (absent without it).
+	HTTP *api.ConnStats `json:"http,omitempty"`
 }
 
 // Drops lists every counter of something lost or refused for lack of room, by component
@@ -47,6 +50,10 @@ type Drops struct {
 	DTA map[string]uint64 `json:"dta,omitempty"`
 	// Label: shift updates dropped because the control queue was full.
 	Label map[string]uint64 `json:"label,omitempty"`
+	// HTTP: connections the API server closed at once because every connection under a
+	// cap was busy, by cap (total: http.max_connections; source:
+	// http.max_connections_per_source).
+	HTTP map[string]uint64 `json:"http,omitempty"`
 }
 
 // Drops collects the drop counters of every component now.
@@ -132,7 +139,10 @@ func (c *Collector) drops(st *ingest.Status) Drops {
 	if c.labelControl != nil {
 		d.Label = map[string]uint64{"control_queue": c.labelControl.Drops.Load()}
 	}
-	for _, m := range []map[string]uint64{d.Ingest, d.ProcessorQueues, d.EventRings, d.EventStreams, d.Export, d.Kafka, d.Redis, d.FlowCache, d.DTA, d.Label} {
+	if c.API != nil {
+		d.HTTP = c.API.ConnStats().Refused
+	}
+	for _, m := range []map[string]uint64{d.Ingest, d.ProcessorQueues, d.EventRings, d.EventStreams, d.Export, d.Kafka, d.Redis, d.FlowCache, d.DTA, d.Label, d.HTTP} {
 		for _, n := range m {
 			d.Total += n
 		}
@@ -143,12 +153,21 @@ func (c *Collector) drops(st *ingest.Status) Drops {
 // FullStatus is the receive path's status with every component's drops.
 func (c *Collector) FullStatus() Status {
 	st := c.Receiver.Status()
-	return Status{Status: st, Drops: c.drops(&st)}
+	return Status{Status: st, Drops: c.drops(&st), HTTP: c.httpStats()}
+}
+
+// httpStats is the API server's connections, nil without it.
+func (c *Collector) httpStats() *api.ConnStats {
+	if c.API == nil {
+		return nil
+	}
+	st := c.API.ConnStats()
+	return &st
 }
 
 // statusHandler serves GET /api/v1/status.
 func (c *Collector) statusHandler() http.HandlerFunc {
 	return c.Receiver.StatusHandler(func(st ingest.Status) any {
-		return Status{Status: st, Drops: c.drops(&st)}
+		return Status{Status: st, Drops: c.drops(&st), HTTP: c.httpStats()}
 	})
 }

@@ -207,6 +207,8 @@ func (d *Detector) handleStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer l.streams.Add(-1)
+	// The stream outlives http.write_timeout: each write sets its own deadline (net/http
+	// clears the read deadline once the request is read, so read_timeout does not end it).
 	rc := http.NewResponseController(w)
 	send := func(b []byte) bool {
 		rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))

@@ -223,3 +223,34 @@ func TestStreamMetrics(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// TestStreamOutlivesTimeouts: an event stream lives past http.read_timeout and
+// http.write_timeout (the server's deadlines for one request): each write sets its own
+// deadline, and net/http clears the read deadline once the request is read.
+func TestStreamOutlivesTimeouts(t *testing.T) {
+	hc := api.DefaultConfig()
+	hc.Address, hc.ReadTimeout, hc.WriteTimeout = "127.0.0.1:0", 100*time.Millisecond, 100*time.Millisecond
+	srv, err := api.NewFromConfig(hc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.EventLog, cfg.Ring = 100, 1024
+	d := New(cfg, Deps{})
+	d.RegisterAPI(srv)
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop(context.Background()) })
+	_, rd := openStream(t, "http://"+srv.Addr())
+	for i := range 3 {
+		time.Sleep(300 * time.Millisecond) // past both timeouts
+		publish(d, 1, t0+int64(i))
+		d.Log().Drain(make([]event.Event, 64))
+		if l, err := rd.ReadString('\n'); l != "event: change\n" {
+			t.Fatalf("after %d ms: %q %v", (i+1)*300, l, err)
+		}
+		rd.ReadString('\n')
+		rd.ReadString('\n')
+	}
+}

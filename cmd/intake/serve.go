@@ -109,7 +109,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		if srv.Guarded() {
 			auth = "bearer token required"
 		}
-		fmt.Fprintf(stderr, "intake serve: %s on %s (/metrics, /healthz, /api/v1/status; %s)\n", scheme, srv.Addr(), auth)
+		fmt.Fprintf(stderr, "intake serve: %s on %s (/metrics, /healthz, /api/v1/status; %s)\n", scheme, srv.Listening(), auth)
 	}
 	if cl := coll.Config.Cluster; cl.Enabled() {
 		fmt.Fprintf(stderr, "intake serve: cluster member %s of %d (%s); queries to any member are answered by the keys' owners\n",
