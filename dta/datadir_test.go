@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
+	"time"
 )
 
 // The data directory is trusted only when no other user can change it (issue 15).
@@ -227,5 +229,85 @@ func TestDefaultDataDir(t *testing.T) {
 		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
 			t.Errorf("%s: %v %v, want mode 0700", d, fi.Mode(), err)
 		}
+	}
+}
+
+// A symbolic link above the data directory that another user owns was followed (with
+// fs.protected_symlinks = 0, or outside a sticky directory): its owner chose the directory
+// the collector writes. Now it is refused, found with Lstat whatever the sysctl says; a
+// link of this user's (or root's) is followed as before.
+func TestDataDirSymlinkAbove(t *testing.T) {
+	needRoot(t)
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	cfg := smallConfig(filepath.Join(link, "dta"))
+	if err := openErr(&cfg); err != nil {
+		t.Fatalf("this user's link: %v", err)
+	}
+	if err := os.Lchown(link, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "another user's link above", openErr(&cfg),
+		fmt.Sprintf("dta.data_dir: %s (above the data directory %s): a symbolic link owned by uid %d, neither root nor this user (uid 0): refused (its owner can point it elsewhere; give the path without it)", link, cfg.DataDir, nobody))
+	// Two levels above, the same.
+	cfg = smallConfig(filepath.Join(link, "a", "dta"))
+	wantErr(t, "another user's link two above", openErr(&cfg),
+		fmt.Sprintf("dta.data_dir: %s (above the data directory %s): a symbolic link owned by uid %d, neither root nor this user (uid 0): refused (its owner can point it elsewhere; give the path without it)", link, cfg.DataDir, nobody))
+}
+
+// Epoch snapshots go to epochs/<unix seconds>/, the newest retain kept. An epochs symbolic
+// link in the data directory was followed (the snapshots written, and old ones removed,
+// wherever it pointed); now it is refused and nothing is written through it.
+func TestEpochSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	cfg := smallConfig(dir)
+	st, err := OpenStores(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	st.KI.Add([]byte{0, 0, 0, 7}, 5, 2)
+	for _, sec := range []int64{100, 101, 102} {
+		d, err := st.Snapshot(time.Unix(sec, 0), 2)
+		if want := filepath.Join(dir, EpochDir, strconv.FormatInt(sec, 10)); err != nil || d != want {
+			t.Fatalf("snapshot %d: %q %v, want %q", sec, d, err, want)
+		}
+	}
+	ents, _ := os.ReadDir(filepath.Join(dir, EpochDir))
+	if len(ents) != 2 || ents[0].Name() != "101" || ents[1].Name() != "102" {
+		t.Errorf("epochs: %v, want 101 and 102", ents)
+	}
+	ro, err := OpenStoresReadOnly(filepath.Join(dir, EpochDir, "102"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := ro.KI.Count([]byte{0, 0, 0, 7}, 2); c != 5 || err != nil {
+		t.Errorf("count in the snapshot: %d %v, want 5", c, err)
+	}
+	ro.Close()
+
+	elsewhere := t.TempDir()
+	os.RemoveAll(filepath.Join(dir, EpochDir))
+	if err := os.Symlink(elsewhere, filepath.Join(dir, EpochDir)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.Snapshot(time.Unix(103, 0), 2)
+	wantErr(t, "epochs a link", err, filepath.Join(dir, EpochDir)+": a symbolic link: refused (the data directory and its files must not be links)")
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Errorf("%d files written through the link", len(ents))
+	}
+	// A link as the snapshot's own directory, the same.
+	os.Remove(filepath.Join(dir, EpochDir))
+	os.Mkdir(filepath.Join(dir, EpochDir), 0o700)
+	if err := os.Symlink(elsewhere, filepath.Join(dir, EpochDir, "104")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.Snapshot(time.Unix(104, 0), 2)
+	wantErr(t, "epochs/104 a link", err, filepath.Join(dir, EpochDir, "104")+": a symbolic link: refused (the data directory and its files must not be links)")
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Errorf("%d files written through the link", len(ents))
 	}
 }

@@ -132,30 +132,43 @@ func checkOwned(path string, st fs.FileInfo) error {
 	return nil
 }
 
-// checkAncestors checks every directory above dir (symbolic links resolved): root's or this
-// user's, and writable by no one else unless sticky (/tmp, /dev/shm), so that no other user
-// can move dir away and put another in its place.
+// checkAncestors checks every directory above dir, both along the path as written and along
+// the path with its symbolic links resolved: root's or this user's, and writable by no one
+// else unless sticky (/tmp, /dev/shm), so that no other user can move dir away and put
+// another in its place. A symbolic link among the components above dir must be root's or
+// this user's too: another user's link (in a sticky /tmp its owner may replace it at any
+// time) would choose the directory the collector writes. The links are found with Lstat
+// here, whatever fs.protected_symlinks says.
 func checkAncestors(dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
 	}
+	euid := os.Geteuid()
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		st, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		if st.Mode()&fs.ModeSymlink != 0 {
+			if uid := st.Sys().(*syscall.Stat_t).Uid; uid != 0 && int(uid) != euid {
+				return fmt.Errorf("%s (above the data directory %s): a symbolic link owned by uid %d, neither root nor this user (uid %d): refused (its owner can point it elsewhere; give the path without it)", p, dir, uid, euid)
+			}
+		}
+		if err := checkAncestor(p, dir, euid); err != nil {
+			return err
+		}
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
 	p, err := filepath.EvalSymlinks(filepath.Dir(abs))
 	if err != nil {
 		return err
 	}
-	euid := os.Geteuid()
 	for {
-		st, err := os.Stat(p)
-		if err != nil {
+		if err := checkAncestor(p, dir, euid); err != nil {
 			return err
-		}
-		uid := st.Sys().(*syscall.Stat_t).Uid
-		if uid != 0 && int(uid) != euid {
-			return fmt.Errorf("%s (above the data directory %s): owned by uid %d, neither root nor this user (uid %d): refused", p, dir, uid, euid)
-		}
-		if m := st.Mode(); m.Perm()&0o022 != 0 && m&fs.ModeSticky == 0 {
-			return fmt.Errorf("%s (above the data directory %s): mode %04o: writable by group or others without the sticky bit: refused", p, dir, m.Perm())
 		}
 		up := filepath.Dir(p)
 		if up == p {
@@ -163,4 +176,20 @@ func checkAncestors(dir string) error {
 		}
 		p = up
 	}
+}
+
+// checkAncestor checks directory p (links followed) above the data directory dir.
+func checkAncestor(p, dir string, euid int) error {
+	st, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	uid := st.Sys().(*syscall.Stat_t).Uid
+	if uid != 0 && int(uid) != euid {
+		return fmt.Errorf("%s (above the data directory %s): owned by uid %d, neither root nor this user (uid %d): refused", p, dir, uid, euid)
+	}
+	if m := st.Mode(); m.Perm()&0o022 != 0 && m&fs.ModeSticky == 0 {
+		return fmt.Errorf("%s (above the data directory %s): mode %04o: writable by group or others without the sticky bit: refused", p, dir, m.Perm())
+	}
+	return nil
 }

@@ -325,15 +325,17 @@ func (r *Region) Sync() error {
 	return syncMem(r.mem)
 }
 
-// Snapshot copies the whole region (header and data) to path: an epoch snapshot. Writes
-// racing the copy land in it or not, as for any reader.
-func (r *Region) Snapshot(path string) error {
-	tmp := path + ".tmp"
+// snapshotTo copies the whole region (header and data) to file name of dir: an epoch
+// snapshot. Writes racing the copy land in it or not, as for any reader. The copy is written
+// to a new file (O_EXCL: never through a link) and renamed over name.
+func (r *Region) snapshotTo(dir *os.Root, name string) error {
+	tmp := name + ".tmp"
 	// The header as it is, but naming no kernel array: the snapshot's data is its own.
 	var hdr [headerSize]byte
 	copy(hdr[:], r.mem[:headerSize])
 	clear(hdr[offKernelMap : offKernelMap+8])
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	dir.Remove(tmp) // a copy a crash left
+	f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
@@ -342,10 +344,10 @@ func (r *Region) Snapshot(path string) error {
 		_, err = f.Write(r.Data)
 	}
 	if err = errors.Join(err, f.Close()); err != nil {
-		os.Remove(tmp)
+		dir.Remove(tmp)
 		return err
 	}
-	return os.Rename(tmp, path)
+	return dir.Rename(tmp, name)
 }
 
 // Close unmaps the region.

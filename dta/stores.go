@@ -3,6 +3,7 @@ package dta
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -209,18 +210,33 @@ func (s *Stores) closeRegions() (err error) {
 
 // Snapshot copies every region into dir/epochs/<unix seconds>/ and keeps the newest retain
 // snapshots (DART §5.2.1): `intake query --store` opens a snapshot directory like any other.
+// Everything is opened relative to the data directory, and epochs and the snapshot's
+// directory must be directories of this user's, not symbolic links (openSubdir).
 func (s *Stores) Snapshot(now time.Time, retain int) (string, error) {
-	base := filepath.Join(s.Dir, EpochDir)
-	dir := filepath.Join(base, strconv.FormatInt(now.Unix(), 10))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	root, err := os.OpenRoot(s.Dir)
+	if err != nil {
 		return "", err
 	}
+	defer root.Close()
+	base := filepath.Join(s.Dir, EpochDir)
+	er, err := openSubdir(root, EpochDir, base)
+	if err != nil {
+		return "", err
+	}
+	defer er.Close()
+	name := strconv.FormatInt(now.Unix(), 10)
+	dir := filepath.Join(base, name)
+	sr, err := openSubdir(er, name, dir)
+	if err != nil {
+		return "", err
+	}
+	defer sr.Close()
 	for _, r := range s.regions {
-		if err := r.Snapshot(filepath.Join(dir, filepath.Base(r.Path))); err != nil {
-			return "", err
+		if err := r.snapshotTo(sr, filepath.Base(r.Path)); err != nil {
+			return "", fmt.Errorf("%s: %w", filepath.Join(dir, filepath.Base(r.Path)), err)
 		}
 	}
-	ents, err := os.ReadDir(base)
+	ents, err := fs.ReadDir(er.FS(), ".")
 	if err != nil {
 		return dir, err
 	}
@@ -232,7 +248,39 @@ func (s *Stores) Snapshot(now time.Time, retain int) (string, error) {
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i] > names[j] })
 	for _, n := range names[min(retain, len(names)):] {
-		os.RemoveAll(filepath.Join(base, strconv.FormatInt(n, 10)))
+		er.RemoveAll(strconv.FormatInt(n, 10))
 	}
 	return dir, nil
+}
+
+// openSubdir opens directory name of parent (path, for messages), creating it 0700 when
+// missing: a directory of this user's that no one else can write, never a symbolic link
+// (os.Root would follow one that stays inside the data directory), and the one checked
+// (the same file as the one opened).
+func openSubdir(parent *os.Root, name, path string) (*os.Root, error) {
+	if err := parent.Mkdir(name, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	lst, err := parent.Lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case lst.Mode()&fs.ModeSymlink != 0:
+		return nil, fmt.Errorf("%s: a symbolic link: refused (the data directory and its files must not be links)", path)
+	case !lst.IsDir():
+		return nil, fmt.Errorf("%s: not a directory (%s): refused", path, lst.Mode().Type())
+	}
+	if err := checkOwned(path, lst); err != nil {
+		return nil, err
+	}
+	sub, err := parent.OpenRoot(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := sub.Stat("."); err != nil || !os.SameFile(st, lst) {
+		sub.Close()
+		return nil, fmt.Errorf("%s: replaced while it was opened: refused", path)
+	}
+	return sub, nil
 }
