@@ -143,13 +143,19 @@ func keyed[T any](a *API, w http.ResponseWriter, r *http.Request, query func(st 
 	}
 }
 
-// answer writes a keyed query's answer, or a 400 naming the key when the query refused it.
+// answer writes a keyed query's answer, or a 400: that the store is not in the data
+// directory, or naming the key when the query refused it.
 func (a *API) answer(w http.ResponseWriter, ks string, ans any, err error) {
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrNoStore):
+		api.Error(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, errKeyLen):
+		api.BadParam(w, "key", ks, "a 4-byte key: the store has the compat layout")
+	case err != nil:
 		api.BadParam(w, "key", ks, err.Error())
-		return
+	default:
+		api.JSON(w, http.StatusOK, ans)
 	}
-	api.JSON(w, http.StatusOK, ans)
 }
 
 func (a *API) handleList(w http.ResponseWriter, r *http.Request) {

@@ -114,14 +114,23 @@ type ListAnswer struct {
 
 func hex0x(b []byte) string { return "0x" + hex.EncodeToString(b) }
 
+// ErrNoStore is the error of a query on a store that is not open: a data directory opened
+// read-only (intake query --store) without the store's file.
+var ErrNoStore = errors.New("is not in the data directory")
+
+// noStore is the query error for a store whose file is not in the data directory.
+func noStore(name, file string) error {
+	return fmt.Errorf("no %s store: %s %w", name, file, ErrNoStore)
+}
+
 // QueryKW answers a Key-Write query on store "kw" or "paths" (t 0: the store's default).
 func (s *Stores) QueryKW(store string, key []byte, keyText string, t int) (KWAnswer, error) {
-	kw, def := s.KW, s.Threshold
+	kw, def, file := s.KW, s.Threshold, FileKW
 	if store == "paths" {
-		kw, def = s.Paths, s.PathsThreshold
+		kw, def, file = s.Paths, s.PathsThreshold, FilePaths
 	}
 	if kw == nil {
-		return KWAnswer{}, fmt.Errorf("no %s store", store)
+		return KWAnswer{}, noStore(store, file)
 	}
 	if t == 0 {
 		t = def
@@ -147,7 +156,7 @@ func (s *Stores) QueryKW(store string, key []byte, keyText string, t int) (KWAns
 // QueryKI answers a Key-Increment query.
 func (s *Stores) QueryKI(key []byte, keyText string) (KIAnswer, error) {
 	if s.KI == nil {
-		return KIAnswer{}, fmt.Errorf("no key-increment store")
+		return KIAnswer{}, noStore("key-increment", FileKI)
 	}
 	c, err := s.KI.Count(key, 0)
 	return KIAnswer{Key: keyText, Count: c, Epoch: s.KI.Epoch()}, err
@@ -156,7 +165,7 @@ func (s *Stores) QueryKI(key []byte, keyText string) (KIAnswer, error) {
 // QueryPostcard answers a Postcarding query.
 func (s *Stores) QueryPostcard(key []byte, keyText string) (PCAnswer, error) {
 	if s.PC == nil {
-		return PCAnswer{}, fmt.Errorf("no postcard store")
+		return PCAnswer{}, noStore("postcard", FilePostcard)
 	}
 	r := s.PC.Query(key)
 	a := PCAnswer{Key: keyText, Status: r.Status, ValidChunks: r.Valid, Hops: []*uint32{}}
@@ -182,7 +191,7 @@ func (s *Stores) QueryPostcard(key []byte, keyText string) (PCAnswer, error) {
 // PollList polls list l from cursor, at most max entries.
 func (s *Stores) PollList(l int, cursor uint64, max int) (ListAnswer, error) {
 	if s.AP == nil {
-		return ListAnswer{}, fmt.Errorf("no append store")
+		return ListAnswer{}, noStore("append", FileAppend)
 	}
 	if l < 0 || l >= s.AP.Lists() {
 		return ListAnswer{}, fmt.Errorf("list %d: lists are 0 to %d", l, s.AP.Lists()-1)

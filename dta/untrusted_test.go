@@ -185,7 +185,8 @@ func TestAppendPollHugeCounters(t *testing.T) {
 }
 
 // The HTTP answers over a read-only directory that holds only some of the stores: the
-// missing ones are a 400, never a nil store dereferenced.
+// missing ones are a 400 that says the store's file is not there, never a nil store
+// dereferenced. (They said "parameter key: \"1\": must be no postcard store".)
 func TestAPIMissingStores(t *testing.T) {
 	dir := t.TempDir()
 	h := KWHeader(KWConfig{Layout: "default", Slots: 1 << 4, MaxRedundancy: 2, ChecksumBits: 32, ValueBytes: 4}, DefaultSeed)
@@ -207,9 +208,9 @@ func TestAPIMissingStores(t *testing.T) {
 		want string
 	}{
 		{"/api/v1/dta/kw/1", 200, `"status": "not_found"`},
-		{"/api/v1/dta/kw/1?store=paths", 400, `"error": "parameter key: \"1\": must be no paths store"`},
-		{"/api/v1/dta/ki/1", 400, `"error": "parameter key: \"1\": must be no key-increment store"`},
-		{"/api/v1/dta/postcard/1", 400, `"error": "parameter key: \"1\": must be no postcard store"`},
+		{"/api/v1/dta/kw/1?store=paths", 400, `"error": "no paths store: paths.dta is not in the data directory"`},
+		{"/api/v1/dta/ki/1", 400, `"error": "no key-increment store: ki.dta is not in the data directory"`},
+		{"/api/v1/dta/postcard/1", 400, `"error": "no postcard store: postcard.dta is not in the data directory"`},
 		{"/api/v1/dta/list/0", 400, `"error": "parameter id: \"0\": must be a list id of the append store (there is none)"`},
 	} {
 		rec := httptest.NewRecorder()
@@ -217,5 +218,25 @@ func TestAPIMissingStores(t *testing.T) {
 		if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.want) {
 			t.Errorf("%s: %d %s, want %d with %s", tc.path, rec.Code, rec.Body.String(), tc.code, tc.want)
 		}
+	}
+}
+
+// TestAPICompatKeyLen: a key of another length than a compat store's 4 bytes is a 400 that
+// says what the key must be. It said "must be compat layout: keys are 4 bytes".
+func TestAPICompatKeyLen(t *testing.T) {
+	dir := t.TempDir()
+	h := KWHeader(KWConfig{Layout: "compat", Slots: 1 << 4, MaxRedundancy: 2, ChecksumBits: 32, ValueBytes: 4}, DefaultSeed)
+	craftRegion(t, dir, FileKW, h, make([]byte, h.DataLen))
+	st, err := OpenStoresReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/dta/kw/{key}", NewAPI(st, 8).handleKW)
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/dta/kw/1", nil))
+	if want := `"error": "parameter key: \"1\": must be a 4-byte key: the store has the compat layout"`; rec.Code != 400 || !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("%d %s, want 400 with %s", rec.Code, rec.Body.String(), want)
 	}
 }
