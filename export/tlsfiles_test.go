@@ -40,9 +40,13 @@ func TestTLSFilesRefusedAtOnce(t *testing.T) {
 		}{
 			{func(c *export.Config) { c.Redis.Address, c.Redis.TLS, c.Redis.TLSCA = "h:1", true, p },
 				fmt.Sprintf("redis.tls_ca: %q: must be a readable PEM file of CA certificates: %s", p, why[p])},
-			{func(c *export.Config) { c.Redis.Address, c.Redis.TLS, c.Redis.TLSCert, c.Redis.TLSKey = "h:1", true, p, key },
+			{func(c *export.Config) {
+				c.Redis.Address, c.Redis.TLS, c.Redis.TLSCert, c.Redis.TLSKey = "h:1", true, p, key
+			},
 				fmt.Sprintf("redis.tls_cert: %q: must be a PEM certificate with its key in redis.tls_key (%q): %s", p, key, why[p])},
-			{func(c *export.Config) { c.Kafka.Brokers, c.Kafka.TLS.Enabled, c.Kafka.TLS.CA = []string{"127.0.0.1:9092"}, true, p },
+			{func(c *export.Config) {
+				c.Kafka.Brokers, c.Kafka.TLS.Enabled, c.Kafka.TLS.CA = []string{"127.0.0.1:9092"}, true, p
+			},
 				fmt.Sprintf("kafka.tls.ca: %q: must be a readable PEM file of CA certificates: %s", p, why[p])},
 			{func(c *export.Config) {
 				c.Kafka.Brokers, c.Kafka.TLS.Enabled, c.Kafka.TLS.Cert, c.Kafka.TLS.Key = []string{"127.0.0.1:9092"}, true, p, key

@@ -31,7 +31,7 @@ func TestServeCheckFiles(t *testing.T) {
 	check := func(config, want string) {
 		t.Helper()
 		type res struct {
-			code       int
+			code      int
 			out, errs string
 		}
 		done := make(chan res, 1)
