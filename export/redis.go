@@ -40,10 +40,17 @@ import (
 // connecting and the PING). Each command is classified by its own reply: one that got a
 // reply before the connection failed is sent (or rejected: an error reply), the commands
 // after it are dropped (reason conn: an XADD is not idempotent, so go-redis's retries are
-// off and nothing is sent twice). After a failure the writer PINGs, with exponential
-// backoff, until the server answers again, while the queue keeps filling. Stop ends a
-// pipeline still waiting when its context ends by closing the connection: those commands
-// are counted dropped, reason shutdown (the server may still execute them).
+// off and nothing is sent twice) once settled: after a failure the writer PINGs, with
+// exponential backoff, until the server answers again, while the queue keeps filling, and
+// then settles the commands that got no reply before sending anything else. A server that
+// went away may have executed some of them and persisted them without replying (Redis
+// stopped with SIGTERM does: it exits with replies unsent), and they were executed in order:
+// for each stream, the newest entry is compared with the unreplied XADDs to that stream,
+// and those up to the one it equals are counted sent (none equal: none was executed); an
+// unreplied HSET and EXPIRE, which are idempotent, are sent again. So what a stream holds is
+// exactly what was counted sent. Stop ends a pipeline still waiting when its context ends
+// by closing the connection: those commands are counted dropped, reason shutdown (the
+// server may still execute them), as are those still unsettled at Stop.
 
 // Kinds of Redis writes, the kind label of the counters.
 const (
@@ -101,6 +108,10 @@ type RedisSink struct {
 	maxLen string // XADD MAXLEN ~ maxLen
 	ttl    string // EXPIRE key ttl, seconds
 	args   []any  // the writer's command arguments
+	// doubt holds the items of a pipeline whose connection failed before their replies: the
+	// server may have executed them. The writer settles them when the server answers again
+	// (settle), before anything else is sent.
+	doubt []redisItem
 
 	bus  *event.Bus
 	ring int
@@ -401,6 +412,10 @@ func (s *RedisSink) write(client redis.UniversalClient) {
 	defer func() {
 		client.Close()
 		s.connected.Store(false)
+		for _, it := range s.doubt {
+			s.dropped[it.kind][redisDropConn].Add(1)
+		}
+		s.doubt = s.doubt[:0]
 		s.dropQueued()
 	}()
 	pipe := client.Pipeline()
@@ -434,6 +449,12 @@ func (s *RedisSink) write(client redis.UniversalClient) {
 			backoff = s.bmin
 			up = true
 			s.connected.Store(true)
+			if err := s.settle(client, pipe); err != nil {
+				s.lastErr.set("redis", err)
+				up = false
+				s.connected.Store(false)
+				continue
+			}
 		}
 		batch = batch[:0]
 		select {
@@ -462,6 +483,74 @@ func (s *RedisSink) write(client redis.UniversalClient) {
 			s.connected.Store(false)
 		}
 	}
+}
+
+// settle counts the items of a failed pipeline (s.doubt) now that the server answers again:
+// an unreplied XADD is sent if the stream's newest entry shows that it, or a later XADD of
+// the pipeline to the same stream, was executed, else dropped (reason conn); an unreplied
+// HSET with its EXPIRE is sent again. An error (the server gone again) leaves the rest
+// unsettled for the next time.
+func (s *RedisSink) settle(client redis.UniversalClient, pipe redis.Pipeliner) error {
+	if len(s.doubt) == 0 {
+		return nil
+	}
+	var again []redisItem
+	for _, kind := range []uint8{redisEvent, redisFlow} {
+		stream := s.cfg.EventsStream
+		if kind == redisFlow {
+			stream = s.cfg.FlowsStream
+		}
+		var items []redisItem
+		for _, it := range s.doubt {
+			if it.kind == kind {
+				items = append(items, it)
+			}
+		}
+		if len(items) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.Timeout)
+		last, err := client.XRevRangeN(ctx, stream, "+", "-", 1).Result()
+		cancel()
+		if err != nil {
+			return err
+		}
+		executed := 0
+		if len(last) == 1 {
+			for j := len(items) - 1; j >= 0; j-- {
+				if sameFields(last[0].Values, items[j].fields) {
+					executed = j + 1
+					break
+				}
+			}
+		}
+		s.sent[kind].Add(uint64(executed))
+		s.dropped[kind][redisDropConn].Add(uint64(len(items) - executed))
+	}
+	for _, it := range s.doubt {
+		if it.kind == redisHash || it.kind == redisHist {
+			again = append(again, it)
+		}
+	}
+	s.doubt = s.doubt[:0]
+	if len(again) == 0 {
+		return nil
+	}
+	return s.send(pipe, again)
+}
+
+// sameFields reports whether a stream entry's values are the field list fields (name,
+// value, name, value, ...).
+func sameFields(values map[string]any, fields []string) bool {
+	if len(values)*2 != len(fields) {
+		return false
+	}
+	for i := 0; i+1 < len(fields); i += 2 {
+		if v, ok := values[fields[i]].(string); !ok || v != fields[i+1] {
+			return false
+		}
+	}
+	return true
 }
 
 // ping checks that the server (the master, every cluster node asked) answers: it connects
@@ -531,6 +620,9 @@ func (s *RedisSink) send(pipe redis.Pipeliner, batch []redisItem) error {
 		}
 		cmds = cmds[min(n, len(cmds)):]
 		switch {
+		case conn != nil && lost == redisDropConn:
+			s.doubt = append(s.doubt, *it)
+			connErr = conn
 		case conn != nil:
 			s.dropped[it.kind][lost].Add(1)
 			connErr = conn
