@@ -39,9 +39,47 @@ func (c *Collector) WriteSummary(w io.Writer) {
 				k.Reports, sum(k.Lifted), nonZero(k.Lifted), k.RingFull, k.TableFull)
 		}
 	}
+	if c.Export != nil {
+		for _, sk := range c.Export.Status().Sinks {
+			writeSinkSummary(w, "export "+sk.Name, sk.Sent, sk.Dropped)
+		}
+	}
+	if c.records != nil {
+		sk := c.records.SinkStatus()
+		writeSinkSummary(w, "export "+sk.Name, sk.Sent, sk.Dropped)
+	}
+	if c.Redis != nil {
+		rc := c.Redis.Counts()
+		for _, kind := range sortedKeys(rc.Sent) {
+			writeSinkSummary(w, "redis "+plural(kind), rc.Sent[kind], rc.Dropped[kind])
+		}
+	}
 	if c.Kafka != nil {
 		writeKafkaSummary(w, c.Kafka.Counts())
 	}
+}
+
+// writeSinkSummary prints one sink's (or one kind's) final counters: what the server
+// acknowledged (sent) and what was dropped, by reason. After Stop, nothing else is pending,
+// so sent + dropped is everything the sink was offered.
+func writeSinkSummary(w io.Writer, name string, sent uint64, dropped map[string]uint64) {
+	fmt.Fprintf(w, "  %-17s %d sent, %d dropped%s\n", name, sent, sum(dropped), nonZero(dropped))
+}
+
+func plural(s string) string {
+	if strings.HasSuffix(s, "h") {
+		return s + "es"
+	}
+	return s + "s"
+}
+
+func sortedKeys(m map[string]uint64) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
 }
 
 // writeKafkaSummary prints the Kafka sink's counters, one line per topic (kind): messages

@@ -118,3 +118,8 @@ func (k *Cluster) Command(t testing.TB, line string) string {
 	}
 	return k.out.Text()
 }
+
+// Signal sends sig to the cluster's process: SIGSTOP and SIGCONT make every broker stall and
+// resume at once, as a whole Kafka cluster that stops answering (a network partition, a
+// stalled disk) would.
+func (k *Cluster) Signal(sig os.Signal) error { return k.cmd.Process.Signal(sig) }
