@@ -6,27 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/intake-int/intake/api"
+	"github.com/intake-int/intake/internal/smallfile/smallfiletest"
 )
-
-// within runs f and fails the test when it has not returned in 2 s.
-func within(t *testing.T, what string, f func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(2 * time.Second):
-		t.Fatalf("%s: still blocked after 2s", what)
-		return nil
-	}
-}
 
 // TestFilesRefusedAtOnce: a FIFO, /dev/zero or an oversized file as the token file, the TLS
 // certificate or key, INTAKE_CA or INTAKE_TOKEN_FILE is refused at once, naming the path and
@@ -34,13 +19,7 @@ func within(t *testing.T, what string, f func() error) error {
 // /dev/zero as a certificate or CA grew memory without end, and a 2 MiB CA was read.
 func TestFilesRefusedAtOnce(t *testing.T) {
 	cert, key := selfSigned(t)
-	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	big := filepath.Join(dir, "big.pem")
-	os.WriteFile(big, []byte(strings.Repeat("#", 1<<20+1)), 0o600)
+	fifo, big := smallfiletest.Fifo(t), smallfiletest.Big(t, 1<<20+1)
 	fifoErr := "open " + fifo + ": a FIFO, not a regular file"
 	zeroErr := "open /dev/zero: a character device, not a regular file"
 	for _, tc := range []struct {
@@ -54,7 +33,7 @@ func TestFilesRefusedAtOnce(t *testing.T) {
 		{api.Config{TLS: api.TLSConfig{Cert: "/dev/zero", Key: key}}, "tls.cert: /dev/zero: " + zeroErr},
 		{api.Config{TLS: api.TLSConfig{Cert: big, Key: key}}, "tls.cert: " + big + ": read " + big + ": larger than 1048576 bytes"},
 	} {
-		err := within(t, fmt.Sprintf("%+v", tc.cfg), tc.cfg.Validate)
+		err := smallfiletest.Within(t, 2*time.Second, fmt.Sprintf("%+v", tc.cfg), tc.cfg.Validate)
 		if fmt.Sprint(err) != tc.want {
 			t.Errorf("%+v: %v, want %q", tc.cfg, err, tc.want)
 		}
@@ -66,7 +45,7 @@ func TestFilesRefusedAtOnce(t *testing.T) {
 		{api.EnvTokenFile, fifo, "INTAKE_TOKEN_FILE " + fifo + ": " + fifoErr},
 	} {
 		t.Setenv(tc.env, tc.path)
-		err := within(t, tc.env+"="+tc.path, func() error { _, err := api.NewClient("127.0.0.1:1", time.Second); return err })
+		err := smallfiletest.Within(t, 2*time.Second, tc.env+"="+tc.path, func() error { _, err := api.NewClient("127.0.0.1:1", time.Second); return err })
 		if fmt.Sprint(err) != tc.want {
 			t.Errorf("%s=%s: %v, want %q", tc.env, tc.path, err, tc.want)
 		}

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/internal/smallfile/smallfiletest"
 )
 
 // TestTLSFilesRefusedAtOnce: a FIFO, /dev/zero or a file over 1 MiB as the Redis or Kafka
@@ -19,14 +18,8 @@ import (
 // path and what it is or the cap. Before, a FIFO blocked Validate forever and /dev/zero grew
 // memory without end.
 func TestTLSFilesRefusedAtOnce(t *testing.T) {
-	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	big := filepath.Join(dir, "big.pem")
-	os.WriteFile(big, []byte(strings.Repeat("#", 1<<20+1)), 0o600)
-	key := filepath.Join(dir, "key.pem")
+	fifo, big := smallfiletest.Fifo(t), smallfiletest.Big(t, 1<<20+1)
+	key := filepath.Join(t.TempDir(), "key.pem")
 	os.WriteFile(key, []byte("not a key"), 0o600)
 	why := map[string]string{
 		fifo:        "open " + fifo + ": a FIFO, not a regular file",
@@ -54,15 +47,8 @@ func TestTLSFilesRefusedAtOnce(t *testing.T) {
 		} {
 			cfg := export.DefaultConfig()
 			tc.set(&cfg)
-			done := make(chan error, 1)
-			go func() { done <- cfg.Validate() }()
-			select {
-			case err := <-done:
-				if fmt.Sprint(err) != tc.want {
-					t.Errorf("got  %v\nwant %s", err, tc.want)
-				}
-			case <-time.After(2 * time.Second):
-				t.Fatalf("%s: Validate still blocked after 2s", tc.want)
+			if err := smallfiletest.Within(t, 2*time.Second, tc.want, cfg.Validate); fmt.Sprint(err) != tc.want {
+				t.Errorf("got  %v\nwant %s", err, tc.want)
 			}
 		}
 	}

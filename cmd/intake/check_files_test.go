@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/intake-int/intake/internal/smallfile/smallfiletest"
 )
 
 // TestServeCheckFiles: `serve --check` with a FIFO as --config, http.token_file or
@@ -16,12 +17,8 @@ import (
 // what it is; a token file others may read is refused with the chmod. Before, a FIFO held
 // --check forever, and 0644 and 0666 token files were accepted silently.
 func TestServeCheckFiles(t *testing.T) {
-	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tok := filepath.Join(dir, "token")
+	fifo := smallfiletest.Fifo(t)
+	tok := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(tok, []byte("0123456789abcdef-token\n"), 0o600)
 	fifoErr := "open " + fifo + ": a FIFO, not a regular file"
 	zeroErr := "open /dev/zero: a character device, not a regular file"
@@ -30,22 +27,12 @@ func TestServeCheckFiles(t *testing.T) {
 	}
 	check := func(config, want string) {
 		t.Helper()
-		type res struct {
-			code      int
-			out, errs string
-		}
-		done := make(chan res, 1)
-		go func() {
+		r := smallfiletest.Within(t, 5*time.Second, "--check "+config, func() [3]any {
 			code, out, errs := runVerb("serve", "--config", config, "--check")
-			done <- res{code, out, errs}
-		}()
-		select {
-		case r := <-done:
-			if r.code != 1 || r.errs != want {
-				t.Errorf("--check %s: %d %q %q, want %q", config, r.code, r.out, r.errs, want)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("--check %s: still running after 5s", config)
+			return [3]any{code, out, errs}
+		})
+		if r[0] != 1 || r[2] != want {
+			t.Errorf("--check %s: %d %q %q, want %q", config, r[0], r[1], r[2], want)
 		}
 	}
 	check(fifo, "intake serve: "+fifoErr+"\n")

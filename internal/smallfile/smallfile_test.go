@@ -9,42 +9,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/intake-int/intake/internal/smallfile/smallfiletest"
 )
-
-// readWithin runs read and fails the test when it does not return within 2 s (a FIFO's
-// open used to block until a writer came; /dev/zero was read without end).
-func readWithin(t *testing.T, read func() ([]byte, error)) ([]byte, error) {
-	t.Helper()
-	type res struct {
-		b   []byte
-		err error
-	}
-	done := make(chan res, 1)
-	go func() {
-		b, err := read()
-		done <- res{b, err}
-	}()
-	select {
-	case r := <-done:
-		return r.b, r.err
-	case <-time.After(2 * time.Second):
-		t.Fatal("read still blocked after 2s")
-		return nil, nil
-	}
-}
-
-// mkfifo makes a FIFO without a writer in a temporary directory.
-func mkfifo(t *testing.T) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "fifo")
-	if err := syscall.Mkfifo(p, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // TestNotRegular: a FIFO, a device, a directory and a socket are refused at once, the error
 // naming the path and what it is.
@@ -56,21 +25,21 @@ func TestNotRegular(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	fifo := mkfifo(t)
+	fifo := smallfiletest.Fifo(t)
 	for path, want := range map[string]string{
 		fifo:        "open " + fifo + ": a FIFO, not a regular file",
 		"/dev/zero": "open /dev/zero: a character device, not a regular file",
 		dir:         "open " + dir + ": a directory, not a regular file",
 	} {
 		for _, read := range []func(string, int64) ([]byte, error){Read, ReadPrivate} {
-			_, err := readWithin(t, func() ([]byte, error) { return read(path, MaxPEM) })
+			err := smallfiletest.Within(t, 2*time.Second, path, func() error { _, err := read(path, MaxPEM); return err })
 			if err == nil || err.Error() != want || !errors.Is(err, ErrNotRegular) {
 				t.Errorf("%s: %v, want %s", path, err, want)
 			}
 		}
 	}
 	// A socket cannot be opened at all (ENXIO): refused by the open, at once.
-	if _, err := readWithin(t, func() ([]byte, error) { return Read(sock, MaxPEM) }); err == nil {
+	if err := smallfiletest.Within(t, 2*time.Second, sock, func() error { _, err := Read(sock, MaxPEM); return err }); err == nil {
 		t.Errorf("socket: read")
 	}
 }
