@@ -184,18 +184,25 @@ func TestAppendPollHugeCounters(t *testing.T) {
 	}
 }
 
-// The HTTP answers over a read-only directory that holds only some of the stores: the
-// missing ones are a 400 that says the store's file is not there, never a nil store
-// dereferenced. (They said "parameter key: \"1\": must be no postcard store".)
-func TestAPIMissingStores(t *testing.T) {
+// kwOnly opens read-only a directory that holds only a small Key-Write store of layout.
+func kwOnly(t *testing.T, layout string) *Stores {
+	t.Helper()
 	dir := t.TempDir()
-	h := KWHeader(KWConfig{Layout: "default", Slots: 1 << 4, MaxRedundancy: 2, ChecksumBits: 32, ValueBytes: 4}, DefaultSeed)
+	h := KWHeader(KWConfig{Layout: layout, Slots: 1 << 4, MaxRedundancy: 2, ChecksumBits: 32, ValueBytes: 4}, DefaultSeed)
 	craftRegion(t, dir, FileKW, h, make([]byte, h.DataLen))
 	st, err := OpenStoresReadOnly(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// The HTTP answers over a read-only directory that holds only some of the stores: the
+// missing ones are a 400 that says the store's file is not there, never a nil store
+// dereferenced. (They said "parameter key: \"1\": must be no postcard store".)
+func TestAPIMissingStores(t *testing.T) {
+	st := kwOnly(t, "default")
 	mux := http.NewServeMux()
 	a := NewAPI(st, 4)
 	mux.HandleFunc("GET /api/v1/dta/kw/{key}", a.handleKW)
@@ -224,14 +231,7 @@ func TestAPIMissingStores(t *testing.T) {
 // TestAPICompatKeyLen: a key of another length than a compat store's 4 bytes is a 400 that
 // says what the key must be. It said "must be compat layout: keys are 4 bytes".
 func TestAPICompatKeyLen(t *testing.T) {
-	dir := t.TempDir()
-	h := KWHeader(KWConfig{Layout: "compat", Slots: 1 << 4, MaxRedundancy: 2, ChecksumBits: 32, ValueBytes: 4}, DefaultSeed)
-	craftRegion(t, dir, FileKW, h, make([]byte, h.DataLen))
-	st, err := OpenStoresReadOnly(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := kwOnly(t, "compat")
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/dta/kw/{key}", NewAPI(st, 8).handleKW)
 	rec := httptest.NewRecorder()
