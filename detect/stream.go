@@ -31,19 +31,33 @@ var streamWriteTimeout = 5 * time.Second
 // streamKeepalive is how often an idle stream sends a comment.
 const streamKeepalive = 15 * time.Second
 
+// streamFlush is the least time between two wakeups of the streams: the events stored in
+// between are written by each stream at once. Waking every stream for every event cost a
+// goroutine wakeup and a write per event and stream.
+const streamFlush = 10 * time.Millisecond
+
+// streamShared is how many of the newest events the log keeps encoded for the streams.
+const streamShared = minLogRing
+
 // Log keeps the most recent events in one ring, which GET /api/v1/events queries and every
 // live stream (GET /api/v1/events/stream) reads at its own position: a bus consumer drained
 // by its own goroutine, each event numbered. A stream costs its position and a small buffer,
 // not a ring of its own; one that falls a whole ring behind, or whose client stops reading,
-// is dropped and counted. The Detector owns one (Detector.Log).
+// is dropped and counted. While streams are open the log encodes each event once for all
+// of them (encoded); a stream only adds its own sequence number. The Detector owns one
+// (Detector.Log).
 type Log struct {
 	bus  *event.Bus
 	cons *event.Consumer
-	mu   sync.Mutex
+	mu   sync.RWMutex
 	ring []event.Event
+	enc  []encoded     // the newest events encoded, at position % streamShared
 	keep uint64        // events Query answers from: event_log
 	seq  uint64        // events stored so far; the newest has seq
-	wake chan struct{} // closed (and replaced) when events are stored
+	wake chan struct{} // closed (and replaced) when events are stored, at most every streamFlush
+
+	woke      time.Time   // when wake was last closed
+	wakeTimer *time.Timer // closes wake at woke+streamFlush, when events came sooner
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -70,7 +84,7 @@ type StreamStats struct {
 // newLog builds a log of size events over bus, reading it through a ring of ring events
 // from start to stop; at most maxStreams streams read it at once.
 func newLog(bus *event.Bus, size, ring, maxStreams int) *Log {
-	return &Log{bus: bus, ring: make([]event.Event, logSize(size)), keep: uint64(size),
+	return &Log{bus: bus, ring: make([]event.Event, logSize(size)), enc: make([]encoded, streamShared), keep: uint64(size),
 		cons: bus.Subscribe("log", ring), wake: make(chan struct{}), maxStreams: int64(maxStreams)}
 }
 
@@ -94,24 +108,93 @@ func (l *Log) start() {
 	}()
 }
 
-// Drain moves waiting events into the log now and wakes the streams.
+// encoded is an event as a stream writes it, but for its sequence number: b[:at] is
+// "event: <kind>\ndata: {\"seq\":", b[at:] the rest of the JSON and the blank line. It is
+// never changed once made (the streams read it outside the lock).
+type encoded struct {
+	pos  uint64 // the event's position in the log
+	kind event.Kind
+	b    []byte
+	at   int
+}
+
+// encodeEvent encodes e, at position pos, for the streams.
+func encodeEvent(pos uint64, e *event.Event) encoded {
+	const seq0 = `{"seq":0` // EventJSON's first field, with Seq 0
+	j, _ := json.Marshal(ToJSON(0, e))
+	kind := e.Kind.String()
+	b := make([]byte, 0, len(kind)+len(j)+20)
+	b = append(append(append(b, "event: "...), kind...), "\ndata: {\"seq\":"...)
+	at := len(b)
+	b = append(append(b, j[len(seq0):]...), "\n\n"...)
+	return encoded{pos: pos, kind: e.Kind, b: b, at: at}
+}
+
+// appendTo appends the event as a stream writes it, numbered seq.
+func (c *encoded) appendTo(out []byte, seq uint64) []byte {
+	out = strconv.AppendUint(append(out, c.b[:c.at]...), seq, 10)
+	return append(out, c.b[c.at:]...)
+}
+
+// Drain moves waiting events into the log now and wakes the streams (within streamFlush).
+// With streams open, it encodes each event for them.
 func (l *Log) Drain(buf []event.Event) {
+	var enc []encoded
 	for {
 		n := l.cons.Poll(buf)
+		enc = enc[:0]
+		var pos uint64
+		if l.streams.Load() > 0 { // a stream opened later starts after these events
+			l.mu.RLock()
+			pos = l.seq
+			l.mu.RUnlock()
+			for i := range buf[:n] {
+				enc = append(enc, encodeEvent(pos+uint64(i), &buf[i]))
+			}
+		}
 		l.mu.Lock()
+		if l.seq != pos { // another Drain stored events meanwhile: the streams encode these
+			enc = enc[:0]
+		}
 		for i := range buf[:n] {
+			if i < len(enc) {
+				l.enc[l.seq%streamShared] = enc[i]
+			}
 			l.ring[l.seq%uint64(len(l.ring))] = buf[i]
 			l.seq++
 		}
 		if n > 0 {
-			close(l.wake)
-			l.wake = make(chan struct{})
+			l.wakeStreams()
 		}
 		l.mu.Unlock()
 		if n < len(buf) {
 			return
 		}
 	}
+}
+
+// wakeStreams wakes the streams waiting for events now, or at streamFlush after the last
+// wakeup if that is later (l.mu held).
+func (l *Log) wakeStreams() {
+	if l.wakeTimer != nil {
+		return // a wakeup is due
+	}
+	now := time.Now()
+	if d := l.woke.Add(streamFlush).Sub(now); d > 0 {
+		l.wakeTimer = time.AfterFunc(d, func() {
+			l.mu.Lock()
+			l.wakeTimer = nil
+			l.wakeNow(time.Now())
+			l.mu.Unlock()
+		})
+		return
+	}
+	l.wakeNow(now)
+}
+
+func (l *Log) wakeNow(now time.Time) {
+	close(l.wake)
+	l.wake, l.woke = make(chan struct{}), now
 }
 
 // stop ends the log's goroutine; the log keeps its events and its place on the bus (so
@@ -128,8 +211,8 @@ func (l *Log) stop() {
 // empty) and, when flow is not nil, keyed by that flow, oldest first, at most limit (the
 // newest ones). It sees the newest event_log events.
 func (l *Log) Query(since int64, kinds map[event.Kind]bool, flow *telemetry.FlowKey, limit int) []EventJSON {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
 	n := uint64(len(l.ring))
 	first := uint64(0)
 	if w := min(n, l.keep); l.seq > w {
@@ -150,27 +233,33 @@ func (l *Log) Query(since int64, kinds map[event.Kind]bool, flow *telemetry.Flow
 	return out
 }
 
-// read copies the events from position from on into dst and returns how many; lost > 0 when
-// the ring no longer holds from (the reader fell that many events behind). wake is closed
-// when events after the ones returned are stored.
-func (l *Log) read(from uint64, dst []event.Event) (n int, lost uint64, wake <-chan struct{}) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// read returns the events from position from on in dst, encoded, and how many; lost > 0
+// when the ring no longer holds from (the reader fell that many events behind). An event
+// the log has not encoded (stored before a stream was open, or past streamShared behind)
+// is copied into evs at its index instead, with dst's b nil. wake is closed when events
+// after the ones returned are stored.
+func (l *Log) read(from uint64, dst []encoded, evs []event.Event) (n int, lost uint64, wake <-chan struct{}) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
 	size := uint64(len(l.ring))
 	if l.seq > size && from < l.seq-size {
 		return 0, l.seq - size - from, nil
 	}
-	for from+uint64(n) < l.seq && n < len(dst) {
-		dst[n] = l.ring[(from+uint64(n))%size]
-		n++
+	for ; from+uint64(n) < l.seq && n < len(dst); n++ {
+		p := from + uint64(n)
+		if c := l.enc[p%streamShared]; c.b != nil && c.pos == p {
+			dst[n] = c
+			continue
+		}
+		dst[n], evs[n] = encoded{pos: p}, l.ring[p%size]
 	}
 	return n, 0, l.wake
 }
 
 // position is where a stream opened now starts reading.
 func (l *Log) position() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
 	return l.seq
 }
 
@@ -228,13 +317,13 @@ func (d *Detector) handleStream(w http.ResponseWriter, r *http.Request) {
 	if !send([]byte(": intake event stream\n\n")) {
 		return
 	}
-	buf := make([]event.Event, 64)
+	enc, evs := make([]encoded, 64), make([]event.Event, 64)
 	out := make([]byte, 0, 4096)
 	var seq uint64
 	keepalive := time.NewTicker(streamKeepalive)
 	defer keepalive.Stop()
 	for {
-		n, lost, wake := l.read(cur, buf)
+		n, lost, wake := l.read(cur, enc, evs)
 		if lost > 0 {
 			// The ring moved on past this stream: what it missed is gone. Say how much, and
 			// end the stream rather than hold the ring back for one slow client.
@@ -245,13 +334,20 @@ func (d *Detector) handleStream(w http.ResponseWriter, r *http.Request) {
 		if n > 0 {
 			cur += uint64(n)
 			out = out[:0]
-			for i := range buf[:n] {
+			for i := range enc[:n] {
 				seq++
-				if len(kinds) > 0 && !kinds[buf[i].Kind] {
+				c := &enc[i]
+				kind := c.kind
+				if c.b == nil {
+					kind = evs[i].Kind
+				}
+				if len(kinds) > 0 && !kinds[kind] {
 					continue
 				}
-				b, _ := json.Marshal(ToJSON(seq, &buf[i]))
-				out = fmt.Appendf(out, "event: %s\ndata: %s\n\n", buf[i].Kind, b)
+				if c.b == nil {
+					*c = encodeEvent(c.pos, &evs[i])
+				}
+				out = c.appendTo(out, seq)
 			}
 			if len(out) > 0 && !send(out) {
 				return

@@ -2,7 +2,9 @@ package detect
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +17,7 @@ import (
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/telemetry"
 )
 
 // openStream opens GET /api/v1/events/stream and reads its opening comment.
@@ -252,5 +255,67 @@ func TestStreamOutlivesTimeouts(t *testing.T) {
 		}
 		rd.ReadString('\n')
 		rd.ReadString('\n')
+	}
+}
+
+// TestStreamSharedEncoding: a stream writes exactly what it wrote when each stream encoded
+// each event itself ("event: <kind>\ndata: <EventJSON>\n\n", numbered by the stream),
+// whether the event comes from the log's shared encoding (the newest streamShared events)
+// or is encoded by the stream (one further behind), with a kind filter or without.
+func TestStreamSharedEncoding(t *testing.T) {
+	cfg := testConfig()
+	cfg.EventLog, cfg.Ring = 10000, 1<<14
+	f := &apiFixture{d: New(cfg, Deps{})}
+	srv := api.New("127.0.0.1:0", nil)
+	f.d.RegisterAPI(srv)
+	f.log = f.d.Log()
+	ts := newTestServer(t, srv)
+	_, all := openStream(t, ts)
+	resp, err := http.Get(ts + "/api/v1/events/stream?kind=above")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	above := bufio.NewReader(resp.Body)
+	above.ReadString('\n')
+	above.ReadString('\n')
+	const n = streamShared + 1000 // the first 1000 are past the shared ones when the streams read
+	var evs []event.Event
+	for i := range n {
+		e := event.Event{Time: t0 + int64(i), Kind: event.KindChange, Scope: event.ScopeSwitch,
+			Measurement: event.FlowHopLatency, Prev: uint64(i), Value: uint64(2 * i), Threshold: 50}
+		if i%3 == 0 {
+			e.Kind = event.KindAbove
+		}
+		e.Key.Flow = telemetry.FlowKey{SrcPort: uint16(i), DstPort: 80, Proto: 6}
+		e.Key.Switch = uint32(i % 7)
+		f.d.bus.Publish(&e)
+		evs = append(evs, e)
+	}
+	f.log.Drain(make([]event.Event, n)) // one step: the streams read after all are stored
+	var wantAll, wantAbove []byte
+	for i := range evs {
+		b, _ := json.Marshal(ToJSON(uint64(i+1), &evs[i]))
+		line := fmt.Appendf(nil, "event: %s\ndata: %s\n\n", evs[i].Kind, b)
+		wantAll = append(wantAll, line...)
+		if evs[i].Kind == event.KindAbove {
+			wantAbove = append(wantAbove, line...)
+		}
+	}
+	for name, c := range map[string]struct {
+		rd   *bufio.Reader
+		want []byte
+	}{"all": {all, wantAll}, "kind=above": {above, wantAbove}} {
+		got := make([]byte, len(c.want))
+		if _, err := io.ReadFull(c.rd, got); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(got, c.want) {
+			i := 0
+			for i < len(got) && got[i] == c.want[i] {
+				i++
+			}
+			t.Errorf("%s: differs at byte %d: %q, want %q", name, i, got[i:min(i+200, len(got))], c.want[i:min(i+200, len(got))])
+		}
 	}
 }
