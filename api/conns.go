@@ -22,11 +22,13 @@ import (
 // the cap is busy (a request in progress, an event stream), the new one is closed at once.
 // Nothing waits in a queue.
 //
-// Displacing the idle rather than keeping a reserve: a reserve for loopback is eaten by a
-// flood from loopback (any local user), while an idle connection costs nothing to close and
-// its client, when it has one, opens another. So /healthz, `intake status` and a scrape get
-// in under any flood of connections that do not send requests; a flood that does send them
-// is answered as fast as it sends.
+// Displacing the idle is what keeps the server reachable: a reserve alone would be eaten by
+// a flood from loopback (any local user), while an idle connection costs nothing to close
+// and its client, when it has one, opens another. So /healthz, `intake status` and a scrape
+// get in under any flood of connections that do not send requests; a flood that does send
+// them is answered as fast as it sends. Beyond that, loopback sources have a small reserve
+// (loopbackReserve) past max for when every connection is busy (event streams, slow
+// requests from elsewhere): an operator on the host still gets in.
 type connLimit struct {
 	max, perSource int
 	log            *slog.Logger
@@ -52,6 +54,10 @@ const (
 )
 
 var connRefusalNames = [numConnRefusals]string{"total", "source"}
+
+// loopbackReserve is how many connections from loopback may be open past the total cap when
+// no connection under it is idle.
+const loopbackReserve = 8
 
 // refusalLogEvery is the least time between two log lines about refused connections.
 const refusalLogEvery = 10 * time.Second
@@ -103,7 +109,7 @@ func (l *connLimit) admit(c net.Conn) net.Conn {
 	switch {
 	case l.bySource[src] >= l.perSource:
 		reason = connRefusedSource
-	case l.open >= l.max:
+	case l.open >= l.max && !(src.IsLoopback() && l.open < l.max+loopbackReserve && l.oldestIdle(false, src) == nil):
 		reason = connRefusedTotal
 	}
 	var victim *limitedConn
@@ -111,8 +117,8 @@ func (l *connLimit) admit(c net.Conn) net.Conn {
 		victim = l.oldestIdle(reason == connRefusedSource, src)
 		if victim == nil {
 			l.mu.Unlock()
+			l.refuse(reason, src) // counted before the client can see the close
 			c.Close()
-			l.refuse(reason, src)
 			return nil
 		}
 		l.release(victim)

@@ -97,36 +97,51 @@ func closedAtOnce(c net.Conn) bool {
 
 // TestConnectionCapBusy: with every connection under a cap busy, a new connection is closed
 // at once and counted by cap (total, source); another source still gets in under the total
-// cap. Before, connections had no cap at all.
+// cap, and loopback sources get loopbackReserve (8) more past it. Before, connections had no
+// cap at all.
 func TestConnectionCapBusy(t *testing.T) {
 	s, release := limitedServer(t, api.Config{MaxConnections: 4, MaxConnectionsPerSource: 2})
-	busy(t, s, "127.0.0.1")
-	busy(t, s, "127.0.0.1")
+	var held []net.Conn
+	busy := func(src string) { held = append(held, busy(t, s, src)) }
+	busy("127.0.0.1")
+	busy("127.0.0.1")
 	// A third from 127.0.0.1: over the source's cap, nothing of it idle.
 	if c := dialFrom(t, "127.0.0.1", s.Addr()); !closedAtOnce(c) {
 		t.Error("third busy connection from one source: not closed at once")
 	}
 	// Another source gets in.
-	busy(t, s, "127.0.0.2")
-	busy(t, s, "127.0.0.2")
-	// Four busy: a fifth from a new source is over the total cap.
-	if c := dialFrom(t, "127.0.0.3", s.Addr()); !closedAtOnce(c) {
-		t.Error("fifth connection: not closed at once")
+	busy("127.0.0.2")
+	busy("127.0.0.2")
+	// Four busy: past the total cap only loopback gets in, 8 more.
+	for i := range 8 {
+		busy("127.0.1." + strconv.Itoa(1+i/2))
+	}
+	if st := s.ConnStats(); st.Open != 12 || st.Refused["total"] != 0 {
+		t.Errorf("the loopback reserve: %+v", st)
+	}
+	if c := dialFrom(t, "127.0.2.1", s.Addr()); !closedAtOnce(c) {
+		t.Error("past the loopback reserve: not closed at once")
 	}
 	st := s.ConnStats()
-	if st.Open != 4 || st.Max != 4 || st.MaxPerSource != 2 || st.Refused["source"] != 1 || st.Refused["total"] != 1 || st.Evicted != 0 {
+	if st.Open != 12 || st.Max != 4 || st.MaxPerSource != 2 || st.Refused["source"] != 1 || st.Refused["total"] != 1 || st.Evicted != 0 {
 		t.Errorf("stats %+v", st)
 	}
-	// The busy ones are answered once their handler returns.
+	// The busy ones are answered once their handler returns, and the idle then make room.
 	close(release)
-	deadline := time.Now().Add(5 * time.Second)
-	for s.ConnStats().Open != 4 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	for _, c := range held {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if l, err := bufio.NewReader(c).ReadString('\n'); l != "HTTP/1.1 200 OK\r\n" {
+			t.Fatalf("a busy connection, released: %q %v", l, err)
+		}
 	}
-	c := dialFrom(t, "127.0.0.3", s.Addr())
+	time.Sleep(50 * time.Millisecond) // the server goes back to reading them: idle
+	c := dialFrom(t, "127.0.2.1", s.Addr())
 	defer c.Close()
 	if l, err := rawGet(c, "/healthz"); l != "HTTP/1.1 200 OK" {
 		t.Errorf("after release: %q %v", l, err)
+	}
+	if st := s.ConnStats(); st.Evicted != 1 || st.Open != 12 {
+		t.Errorf("after release: %+v", st)
 	}
 }
 
