@@ -123,6 +123,18 @@ func (s *serveChild) waitDecoded(t *testing.T, n uint64) {
 	}
 }
 
+// dtaDrops is the status's drops.dta[reason].
+func (s *serveChild) dtaDrops(t *testing.T, reason string) uint64 {
+	t.Helper()
+	var st struct {
+		Drops struct {
+			DTA map[string]uint64 `json:"dta"`
+		} `json:"drops"`
+	}
+	getJSON(t, "http://"+s.http+"/api/v1/status", &st)
+	return st.Drops.DTA[reason]
+}
+
 // get is GET path of serve's API: the status code and the body.
 func (s *serveChild) get(t *testing.T, path string) (int, string) {
 	t.Helper()
@@ -174,14 +186,8 @@ func TestServeStoreTruncated(t *testing.T) {
 	if code != 503 || !strings.Contains(body, wantErr) || !strings.Contains(body, " of "+ki+" (write): the file was truncated or its filesystem could not supply the page") {
 		t.Errorf("query after the truncation: %d %s", code, body)
 	}
-	var st struct {
-		Drops struct {
-			DTA map[string]uint64 `json:"dta"`
-		} `json:"drops"`
-	}
-	getJSON(t, "http://"+s.http+"/api/v1/status", &st)
-	if st.Drops.DTA["store_offline"] != 50 {
-		t.Errorf("drops.dta.store_offline: %d, want 50", st.Drops.DTA["store_offline"])
+	if n := s.dtaDrops(t, "store_offline"); n != 50 {
+		t.Errorf("drops.dta.store_offline: %d, want 50", n)
 	}
 	if _, m := s.get(t, "/metrics"); !strings.Contains(m, "intake_dta_faults_total 1\n") || !strings.Contains(m, `intake_dta_bad_total{reason="store_offline"} 50`) {
 		t.Errorf("metrics: no intake_dta_faults_total 1 and store_offline 50:\n%s", grepLines(m, "intake_dta_"))
@@ -241,14 +247,8 @@ func TestServeDataDirTmpfsFilled(t *testing.T) {
 	const n = 2000 // keys over every page of the 512 KiB Key-Increment store
 	sendKI(send, 0, n)
 	s.waitDecoded(t, n)
-	var st struct {
-		Drops struct {
-			DTA map[string]uint64 `json:"dta"`
-		} `json:"drops"`
-	}
-	getJSON(t, "http://"+s.http+"/api/v1/status", &st)
-	if st.Drops.DTA["store_offline"] != 0 {
-		t.Errorf("drops.dta.store_offline: %d, want 0", st.Drops.DTA["store_offline"])
+	if n := s.dtaDrops(t, "store_offline"); n != 0 {
+		t.Errorf("drops.dta.store_offline: %d, want 0", n)
 	}
 	for _, k := range []int{0, 999, n - 1} {
 		if code, body := s.get(t, fmt.Sprintf("/api/v1/dta/ki/%d", k)); code != 200 || !strings.Contains(body, `"count": `) || strings.Contains(body, `"count": 0`) {
