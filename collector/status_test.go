@@ -126,3 +126,58 @@ func TestStopWithStreams(t *testing.T) {
 		t.Errorf("stop took %s with 3 streams open", d)
 	}
 }
+
+// TestStatusHTTP: GET /api/v1/status has the API server's connections (`http`: what it
+// listens on, open, the caps, refused and evicted) and the refused ones under drops.http.
+// Here an event stream holds the one connection 127.0.0.1 may have, and the next from
+// 127.0.0.1 is refused.
+func TestStatusHTTP(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.HTTP.MaxConnectionsPerSource = 1
+	c, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(context.Background())
+	stream, err := net.Dial("tcp", c.API.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	io.WriteString(stream, "GET /api/v1/events/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	if l, err := bufio.NewReader(stream).ReadString('\n'); l != "HTTP/1.1 200 OK\r\n" {
+		t.Fatalf("stream: %q %v", l, err)
+	}
+	refused, err := net.Dial("tcp", c.API.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if n, err := refused.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Errorf("second connection from 127.0.0.1: %d %v, want closed", n, err)
+	}
+	refused.Close()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	hc := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+	resp, err := hc.Get("http://" + c.API.Addr() + "/api/v1/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var st Status
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	h := st.HTTP
+	if h == nil || h.Listening != c.API.Addr() || h.Open != 2 || h.Max != 1024 || h.MaxPerSource != 1 ||
+		h.Refused["source"] != 1 || h.Refused["total"] != 0 || h.Evicted != 0 {
+		t.Errorf("http %+v", h)
+	}
+	if st.Drops.HTTP["source"] != 1 || st.Drops.Total != 1 {
+		t.Errorf("drops %+v", st.Drops)
+	}
+}
