@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/telemetry"
@@ -204,5 +205,42 @@ func TestStoresAllocatedAtCreation(t *testing.T) {
 		if c, err := tr.St.KI.Count(b[:], 2); c < 1 || err != nil {
 			t.Fatalf("count of key %d: %d %v, want at least 1", k, c, err)
 		}
+	}
+}
+
+// A writer that faults holding a postcard cache entry's spin lock never releases it: a
+// worker waiting on that entry spun for good. Now it gives up once the stores are offline,
+// and its reports count as dropped.
+func TestOfflineCacheLockHeld(t *testing.T) {
+	tr := NewTranslator(smallConfig(t.TempDir()), Deps{Workers: 1, Logger: slog.New(slog.DiscardHandler)})
+	if err := tr.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := dtaRep(telemetry.DTAPostcard, 9, 4, 4)
+	r.DTA.Hop = 1
+	e := tr.Cache.lock(Hash64(tr.St.PC.Seed(), r.DTA.KeyBytes())) // the faulted holder's
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tr.ProcessBatch(0, []telemetry.Report{r, r, r})
+	}()
+	select {
+	case <-done:
+		t.Fatal("the batch did not wait for the held entry")
+	case <-time.After(20 * time.Millisecond):
+	}
+	tr.St.takeOffline(&FaultError{Dir: tr.St.Dir, File: "postcard.dta", Op: "write"})
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker still spins on the entry after the stores went offline")
+	}
+	tr.Flush(0)
+	if got := tr.Bad(BadOffline); got != 3 {
+		t.Errorf("store_offline: %d, want 3", got)
+	}
+	e.lock.Store(0)
+	if err := tr.Stop(context.Background()); err != nil {
+		t.Errorf("stop: %v", err)
 	}
 }
