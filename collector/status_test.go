@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/ingest"
 )
 
@@ -179,5 +180,21 @@ func TestStatusHTTP(t *testing.T) {
 	}
 	if st.Drops.HTTP["source"] != 1 || st.Drops.Total != 1 {
 		t.Errorf("drops %+v", st.Drops)
+	}
+}
+
+// TestStatusHTTPText: `intake status` prints the API server's connections and its refused
+// ones with the drops.
+func TestStatusHTTPText(t *testing.T) {
+	st := Status{Drops: Drops{Total: 3, HTTP: map[string]uint64{"total": 1, "source": 2}},
+		HTTP: &api.ConnStats{Listening: "0.0.0.0:8040 (all IPv4 addresses)", Open: 5, Max: 1024, MaxPerSource: 64,
+			Refused: map[string]uint64{"total": 1, "source": 2}, Evicted: 7}}
+	var b strings.Builder
+	st.WriteText(&b, "127.0.0.1:8040")
+	for _, want := range []string{"\ndrops: 3\n  http connections: (source 2, total 1)\n",
+		"\nhttp: on 0.0.0.0:8040 (all IPv4 addresses), 5 connections open (max 1024, 64 per source), 7 idle closed to make room\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status text lacks %q:\n%s", want, b.String())
+		}
 	}
 }

@@ -131,6 +131,10 @@ func nonZero(m map[string]uint64) string {
 func (s *Status) WriteText(w io.Writer, addr string) {
 	writeStatus(w, addr, &s.Status)
 	writeDrops(w, &s.Drops)
+	if h := s.HTTP; h != nil {
+		fmt.Fprintf(w, "\nhttp: on %s, %d connections open (max %d, %d per source), %d idle closed to make room\n",
+			h.Listening, h.Open, h.Max, h.MaxPerSource, h.Evicted)
+	}
 }
 
 // writeDrops prints the drops total and every component's non-zero counters.
@@ -140,7 +144,7 @@ func writeDrops(w io.Writer, d *Drops) {
 		name string
 		m    map[string]uint64
 	}{{"ingest", d.Ingest}, {"processor queues", d.ProcessorQueues}, {"event rings", d.EventRings}, {"event streams", d.EventStreams},
-		{"export", d.Export}, {"redis", d.Redis}, {"flowcache", d.FlowCache}, {"dta", d.DTA}, {"label", d.Label}} {
+		{"export", d.Export}, {"redis", d.Redis}, {"flowcache", d.FlowCache}, {"dta", d.DTA}, {"label", d.Label}, {"http connections", d.HTTP}} {
 		if s := nonZero(c.m); s != "" {
 			fmt.Fprintf(w, "  %s:%s\n", c.name, s)
 		}
