@@ -10,7 +10,9 @@
 //
 // Every request passes the Server's guards first (guard.go, docs/security.md): the Host
 // header must name this server (DNS rebinding), the bearer token must be there when one is
-// configured, and a body is capped in size. The server may serve TLS. Beside the API it
+// configured, and a body is capped in size. Before that, connections are capped, in all and
+// per source, with timeouts (conns.go): a flood of connections cannot stop /healthz or the
+// API from answering. The server may serve TLS. Beside the API it
 // serves static pages at every other path (HandlePages: the web console, package console),
 // which need no token.
 package api
