@@ -36,6 +36,9 @@ type Item struct {
 	Present int64
 	// Note says how the figure is computed, e.g. "16384 rows × 12 buckets".
 	Note string
+	// Outside marks memory the Go runtime does not manage (kernel socket buffers, mapped
+	// files and anonymous mappings): GoLimit leaves it out.
+	Outside bool
 }
 
 // Budget is a configuration's items.
@@ -48,6 +51,32 @@ func (b Budget) Memory() int64 {
 		n = Add(n, it.Memory)
 	}
 	return n
+}
+
+// GoLimit is the memory of the items the Go runtime manages (not Outside): what its soft
+// memory limit is set to (runtime/debug.SetMemoryLimit), so that the garbage of queries is
+// collected before the heap passes the budget rather than at GOGC's doubling.
+func (b Budget) GoLimit() int64 {
+	var n int64
+	for _, it := range b {
+		if !it.Outside {
+			n = Add(n, it.Memory)
+		}
+	}
+	return n
+}
+
+// Process returns the items of the process itself for a budget whose components are b: the
+// runtime, code and goroutine stacks, measured (an idle serve is 18 MiB resident, 15 MiB of
+// it code), and the headroom the collector's garbage and the answers in flight take under
+// the soft memory limit: a quarter of the Go-managed items, at least 64 MiB.
+func Process(b Budget) Budget {
+	head := max(b.GoLimit()/4, 64<<20)
+	return Budget{
+		{Component: "process", Part: "runtime and code", Memory: 32 << 20, Note: "Go runtime, code and goroutine stacks (18 MiB idle, measured)"},
+		{Component: "process", Part: "garbage headroom", Memory: head,
+			Note: fmt.Sprintf("garbage and answers in flight: max(64 MiB, a quarter of the Go-managed %s), held by the soft memory limit", Bytes(b.GoLimit()))},
+	}
 }
 
 // Disk returns the disk bytes by path.

@@ -61,3 +61,26 @@ func TestCheck(t *testing.T) {
 		t.Error("FreeBytes of a directory, and of a path to be created, is unknown")
 	}
 }
+
+// TestGoLimit: the soft memory limit is the items the Go runtime manages; the process items
+// add the runtime and a quarter of them (at least 64 MiB) of headroom.
+func TestGoLimit(t *testing.T) {
+	b := Budget{
+		{Component: "detect", Part: "flow table", Memory: 1 << 30},
+		{Component: "ingest", Part: "rcvbuf", Memory: 16 << 20, Outside: true},
+		{Component: "dta", Part: "kw", Memory: 8 << 20, Outside: true},
+	}
+	if got := b.GoLimit(); got != 1<<30 {
+		t.Errorf("GoLimit %d", got)
+	}
+	p := Process(b)
+	if len(p) != 2 || p[0].Memory != 32<<20 || p[1].Memory != 256<<20 || p[1].Part != "garbage headroom" {
+		t.Errorf("Process %+v", p)
+	}
+	if p := Process(b[1:]); p[1].Memory != 64<<20 {
+		t.Errorf("Process of mapped items only: %+v", p)
+	}
+	if got := append(b, p...).GoLimit(); got != 1<<30+32<<20+256<<20 {
+		t.Errorf("GoLimit with the process %d", got)
+	}
+}

@@ -24,7 +24,7 @@ func (c *Config) Budget() budget.Budget {
 	b = append(b, c.Detect.Budget(consumers)...)
 	b = append(b, c.FlowCache.Budget(in.Workers())...)
 	b = append(b, c.DTA.Budget()...)
-	return b
+	return append(b, budget.Process(b)...)
 }
 
 // CheckBudget refuses a configuration that needs more memory or disk than m has, with the

@@ -41,7 +41,7 @@ func (c *Config) Budget() budget.Budget {
 		if fi, err := os.Stat(filepath.Join(c.DataDir, s.file)); err == nil && fi.Mode().IsRegular() && fi.Size() == size {
 			present = size
 		}
-		it := budget.Item{Component: "dta", Part: s.part, Disk: size, Present: present, Path: c.DataDir,
+		it := budget.Item{Component: "dta", Part: s.part, Disk: size, Present: present, Path: c.DataDir, Outside: true,
 			Note: s.file + ": " + s.note}
 		if tmpfs {
 			it.Memory = size - present
@@ -54,7 +54,7 @@ func (c *Config) Budget() budget.Budget {
 	}
 	if c.Epochs.Period > 0 {
 		size := budget.Mul(int64(c.Epochs.Retain), all)
-		it := budget.Item{Component: "dta", Part: "epochs", Disk: size, Path: c.DataDir,
+		it := budget.Item{Component: "dta", Part: "epochs", Disk: size, Path: c.DataDir, Outside: true,
 			Note: fmt.Sprintf("%d snapshots of every store", c.Epochs.Retain)}
 		if tmpfs {
 			it.Memory = size

@@ -7,6 +7,10 @@ import (
 	"github.com/intake-int/intake/budget"
 )
 
+// hugeMin is the smallest table allocWords maps (table_unix.go) rather than takes from the
+// Go heap.
+const hugeMin = 4 << 20
+
 // Budget is the memory the flow cache takes with workers receive workers: the table (one
 // allocation, counted in full although only the rows that hold flows become resident), the
 // eviction rings and the histograms (docs/config.md, "Budget").
@@ -23,7 +27,7 @@ func (c *Config) Budget(workers int) budget.Budget {
 	shards := int64(min(max(workers, 1), maxHistShards))
 	perShard := budget.Mul(int64(c.Histograms.MaxSwitches)*int64(NumMetrics)+1, int64(c.Histograms.Bins), 8)
 	b := budget.Budget{
-		{Component: "flowcache", Part: "table", Memory: budget.Mul(int64(c.Rows), rowBytes),
+		{Component: "flowcache", Part: "table", Memory: budget.Mul(int64(c.Rows), rowBytes), Outside: c.Rows*int(rowBytes) >= hugeMin, // mapped (allocWords)
 			Note: fmt.Sprintf("%d rows × %d B (%d buckets, %d hops)", c.Rows, rowBytes, c.Buckets, c.MaxHops)},
 		{Component: "flowcache", Part: "rings", Memory: budget.Mul(int64(c.Rings), int64(c.RingEntries), slotBytes),
 			Note: fmt.Sprintf("%d rings × %d records × %d B", c.Rings, c.RingEntries, slotBytes)},
@@ -37,11 +41,11 @@ func (c *Config) Budget(workers int) budget.Budget {
 	// beside the cache's own (which keeps the reports the program does not parse).
 	cpus := int64(runtime.NumCPU())
 	return append(b,
-		budget.Item{Component: "flowcache", Part: "kernel table", Memory: budget.Mul(int64(c.Rows), rowBytes),
+		budget.Item{Outside: true, Component: "flowcache", Part: "kernel table", Memory: budget.Mul(int64(c.Rows), rowBytes),
 			Note: fmt.Sprintf("BPF array of %d rows × %d B", c.Rows, rowBytes)},
-		budget.Item{Component: "flowcache", Part: "kernel ring", Memory: int64(c.KernelRing()),
+		budget.Item{Outside: true, Component: "flowcache", Part: "kernel ring", Memory: int64(c.KernelRing()),
 			Note: fmt.Sprintf("BPF ring buffer for %d records", c.Rings*c.RingEntries)},
-		budget.Item{Component: "flowcache", Part: "kernel histograms", Memory: budget.Mul(cpus, int64(c.Histograms.MaxSwitches+1)*int64(NumMetrics), int64(c.Histograms.Bins)*8),
+		budget.Item{Outside: true, Component: "flowcache", Part: "kernel histograms", Memory: budget.Mul(cpus, int64(c.Histograms.MaxSwitches+1)*int64(NumMetrics), int64(c.Histograms.Bins)*8),
 			Note: fmt.Sprintf("%d CPUs × %d switches × %d bins", cpus, c.Histograms.MaxSwitches, c.Histograms.Bins)})
 }
 

@@ -15,7 +15,6 @@ import (
 // update would also miss the TLB (on a VM, a nested page walk costs more than the update).
 // table_other.go is the fallback (Go memory).
 func allocWords(n int) ([]uint64, []byte) {
-	const hugeMin = 4 << 20
 	if n*8 < hugeMin {
 		return make([]uint64, n), nil
 	}

@@ -21,8 +21,8 @@ func (c *Config) Budget() budget.Budget {
 			Memory: budget.Mul(socks, int64(l.Batch), int64(size)+128),
 			Note:   fmt.Sprintf("%d sockets × %d datagrams × %d B%s", l.Sockets, l.Batch, size, gro)})
 		b = append(b, budget.Item{Component: "ingest", Part: l.Name + " rcvbuf",
-			Memory: budget.Mul(socks, 2, int64(l.RcvBuf)),
-			Note:   fmt.Sprintf("%d sockets × 2 × rcvbuf %d B (kernel)", l.Sockets, l.RcvBuf)})
+			Memory: budget.Mul(socks, 2, int64(l.RcvBuf)), Outside: true,
+			Note: fmt.Sprintf("%d sockets × 2 × rcvbuf %d B (kernel)", l.Sockets, l.RcvBuf)})
 	}
 	return b
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -61,6 +62,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := cfg.CheckBudget(budget.Local()); err != nil && !*force {
 		return err
+	}
+	if os.Getenv("GOMEMLIMIT") == "" { // docs/config.md, "Budget": garbage is collected within the budget
+		debug.SetMemoryLimit(cfg.Budget().GoLimit())
 	}
 	if *check {
 		src := *cfgPath
