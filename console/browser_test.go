@@ -325,7 +325,7 @@ func TestConsoleInChromium(t *testing.T) {
 	b.waitJS(t, "the fabric's 16 switches", `document.querySelectorAll('#fabric-svg g.switch').length === 16`)
 	ids := eval[[]int](t, b, `[...document.querySelectorAll('#fabric-svg g.switch')].map((g) => Number(g.dataset.id))`)
 	var want []int
-	for _, s := range c.FlowCache.Topology().Switches {
+	for _, s := range c.FlowCache.Topology(flowcache.TopologyLimit).Switches {
 		want = append(want, int(s.ID))
 	}
 	if !slices.Equal(ids, want) || len(ids) != 16 || ids[0] != 1 || ids[15] != 16 {
@@ -509,7 +509,7 @@ func TestConsoleFabric(t *testing.T) {
 	}
 	nodes := eval[[]node](t, b, `[...document.querySelectorAll('#fabric-svg g.switch')].map((g) => ({id: Number(g.dataset.id), y: g.transform.baseVal[0].matrix.f}))`)
 	depth := map[int]int{}
-	for _, s := range c.FlowCache.Topology().Switches {
+	for _, s := range c.FlowCache.Topology(flowcache.TopologyLimit).Switches {
 		depth[int(s.ID)] = s.Depth
 	}
 	rows := map[int]map[float64]bool{} // depth → the rows its switches are drawn in

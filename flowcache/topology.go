@@ -17,7 +17,18 @@ type TopologyJSON struct {
 	Flows    int          `json:"flows"`
 	Switches []SwitchJSON `json:"switches"`
 	Links    []LinkJSON   `json:"links"`
+	// Truncated says that the paths went through more than the limit of switches or of
+	// links: those first met in the walk are in the answer, the others are left out.
+	Truncated bool `json:"truncated,omitempty"`
 }
+
+// TopologyLimit is GET /api/v1/topology's default limit of switches and of links, and
+// TopologyMax its largest: the answer's size (about 300 bytes a switch or link) is bounded
+// however many distinct switch ids the cached flows carry (docs/config.md, "Budget").
+const (
+	TopologyLimit = 4096
+	TopologyMax   = 65536
+)
 
 // SwitchJSON is one switch of the observed topology. Depth is the fewest hops from it to
 // either end of a path it is on (0: a first or last hop, an edge switch; in a fat tree the
@@ -86,8 +97,8 @@ func (a *topoAcc) stats() LatestJSON {
 }
 
 // Topology returns the switches and links the cached flows' paths went through, switches
-// by id and links by (from, to).
-func (f *FlowCache) Topology() TopologyJSON {
+// by id and links by (from, to), at most limit of each (Truncated when there were more).
+func (f *FlowCache) Topology(limit int) TopologyJSON {
 	type sw struct {
 		topoAcc
 		depth       int
@@ -96,7 +107,7 @@ func (f *FlowCache) Topology() TopologyJSON {
 	type link struct{ from, to uint32 }
 	sws := map[uint32]*sw{}
 	links := map[link]*topoAcc{}
-	flows := 0
+	flows, truncated := 0, false
 	var rec Record
 	f.walkAll(-1<<63, func(w []uint64, _ *bucketHdr) {
 		f.t.decode(w, &rec)
@@ -105,30 +116,38 @@ func (f *FlowCache) Topology() TopologyJSON {
 		for i := range rec.Hops {
 			h := &rec.Hops[i]
 			s := sws[h.NodeID]
-			if s == nil {
+			if s == nil && len(sws) < limit {
 				s = &sw{depth: n}
 				sws[h.NodeID] = s
 			}
-			s.add(h)
-			s.depth = min(s.depth, i, n-1-i)
-			if i == 0 {
-				s.first++
-			}
-			if i == n-1 {
-				s.last++
+			if s == nil {
+				truncated = true
+			} else {
+				s.add(h)
+				s.depth = min(s.depth, i, n-1-i)
+				if i == 0 {
+					s.first++
+				}
+				if i == n-1 {
+					s.last++
+				}
 			}
 			if i+1 < n {
 				k := link{h.NodeID, rec.Hops[i+1].NodeID}
 				l := links[k]
-				if l == nil {
+				if l == nil && len(links) < limit {
 					l = &topoAcc{}
 					links[k] = l
 				}
-				l.add(h)
+				if l == nil {
+					truncated = true
+				} else {
+					l.add(h)
+				}
 			}
 		}
 	})
-	out := TopologyJSON{Flows: flows, Switches: make([]SwitchJSON, 0, len(sws)), Links: make([]LinkJSON, 0, len(links))}
+	out := TopologyJSON{Flows: flows, Truncated: truncated, Switches: make([]SwitchJSON, 0, len(sws)), Links: make([]LinkJSON, 0, len(links))}
 	for id, s := range sws {
 		out.Switches = append(out.Switches, SwitchJSON{ID: id, Flows: s.flows, Depth: s.depth,
 			Latest: s.stats(), First: s.first, Last: s.last})
@@ -145,7 +164,10 @@ func (f *FlowCache) Topology() TopologyJSON {
 }
 
 func (f *FlowCache) handleTopology(w http.ResponseWriter, r *http.Request) {
-	if api.CheckParams(w, r) {
-		api.JSON(w, http.StatusOK, f.Topology())
+	if !api.CheckParams(w, r, "limit") {
+		return
+	}
+	if n, ok := api.IntParam(w, r, "limit", TopologyLimit, 1, TopologyMax, "an integer 1-65536"); ok {
+		api.JSON(w, http.StatusOK, f.Topology(n))
 	}
 }
