@@ -114,7 +114,7 @@ dta:
 		}()
 	}
 	gen("--to", addrs["report"], "--flows", "200000", "--switches", "40000", "--hops", "5", "--fresh", "--count", "600000", "--pps", "60000")
-	gen("--to", addrs["dta"], "--format", "dta", "--dta-op", "postcard", "--flows", "300000", "--switches", "4000000", "--fresh", "--count", "600000", "--pps", "60000")
+	gen("--to", addrs["dta"], "--format", "dta", "--dta-op", "postcard", "--flows", "300000", "--switches", "65536", "--fresh", "--count", "600000", "--pps", "60000")
 	gen("--to", addrs["dta"], "--format", "dta", "--dta-op", "key-write", "--flows", "1000000", "--count", "300000", "--pps", "30000")
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
