@@ -41,7 +41,12 @@ import (
 // startRedis starts redis-server on port without persistence and waits for PING.
 func startRedis(t *testing.T, port int) *server {
 	t.Helper()
-	return startRedisWith(t, port, func() bool {
+	return startRedisWith(t, port, redisPong(port))
+}
+
+// redisPong is a readiness check: the server on port answers PING.
+func redisPong(port int) func() bool {
+	return func() bool {
 		c, err := export.DialRedis(redisAddr(port), "", 0, time.Second)
 		if err != nil {
 			return false
@@ -49,7 +54,7 @@ func startRedis(t *testing.T, port int) *server {
 		defer c.Close()
 		v, err := c.Do(time.Second, "PING")
 		return err == nil && v == "PONG"
-	})
+	}
 }
 
 // startRedisWith starts redis-server on port (loopback, no persistence) with the extra
@@ -1080,15 +1085,7 @@ func TestRedisTerminated(t *testing.T) {
 	dir := t.TempDir()
 	// SIGTERM makes redis-server fsync its append-only file as it exits.
 	args := []string{"--appendonly", "yes", "--appendfsync", "everysec", "--dir", dir}
-	ready := func() bool {
-		c, err := export.DialRedis(redisAddr(port), "", 0, time.Second)
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		v, err := c.Do(time.Second, "PING")
-		return err == nil && v == "PONG"
-	}
+	ready := redisPong(port)
 	srv := startRedisWith(t, port, ready, args...)
 	cfg := redisCfg(port)
 	cfg.Redis.Queue = 1 << 16

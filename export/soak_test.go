@@ -62,15 +62,7 @@ func TestSoak(t *testing.T) {
 	// Redis persists (an append-only file, which SIGTERM fsyncs), so that a stop and restart
 	// loses nothing it executed: what it holds at the end is everything intake counted sent.
 	redisArgs := []string{"--appendonly", "yes", "--appendfsync", "everysec", "--dir", rdir}
-	redisReady := func() bool {
-		c, err := export.DialRedis(redisAddr(rport), "", 0, time.Second)
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		v, err := c.Do(time.Second, "PING")
-		return err == nil && v == "PONG"
-	}
+	redisReady := redisPong(rport)
 	rs := startRedisWith(t, rport, redisReady, redisArgs...)
 	kafka := kfaketest.StartTopics(t, 1, 4, "intake.events", "intake.snapshots", "intake.flows")
 
