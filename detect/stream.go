@@ -36,6 +36,12 @@ const streamKeepalive = 15 * time.Second
 // goroutine wakeup and a write per event and stream.
 const streamFlush = 10 * time.Millisecond
 
+// logDrain is how many events the log's goroutine takes from the bus at once.
+const logDrain = 256
+
+// streamBatch is how many events a stream reads from the log at once.
+const streamBatch = 64
+
 // streamShared is how many of the newest events the log keeps encoded for the streams.
 const streamShared = minLogRing
 
@@ -100,7 +106,7 @@ func (l *Log) start() {
 	l.cancel, l.done = cancel, make(chan struct{})
 	go func() {
 		defer close(l.done)
-		buf := make([]event.Event, 256)
+		buf := make([]event.Event, logDrain)
 		for l.cons.Wait(ctx) {
 			l.Drain(buf)
 		}
@@ -317,7 +323,7 @@ func (d *Detector) handleStream(w http.ResponseWriter, r *http.Request) {
 	if !send([]byte(": intake event stream\n\n")) {
 		return
 	}
-	enc, evs := make([]encoded, 64), make([]event.Event, 64)
+	enc, evs := make([]encoded, streamBatch), make([]event.Event, streamBatch)
 	out := make([]byte, 0, 4096)
 	var seq uint64
 	keepalive := time.NewTicker(streamKeepalive)

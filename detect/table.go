@@ -257,7 +257,7 @@ type shard struct {
 	hmsk uint64
 
 	// seqw holds the windows of the kSeq keys updated by several workers (seqwin.go), made
-	// when a key first is: one per reporter and hardware id.
+	// when a key first is: one per reporter and hardware id held in se (dropWindow).
 	seqw map[swKey]*seqWin
 
 	evictedFlows, evictedKeys, expired uint64       // under mu
@@ -278,11 +278,17 @@ func (s *shard) window(k swKey) *seqWin {
 	return w
 }
 
-func newShard(flows, keys int) *shard {
+// memoSlots is the size of the hop memo of a shard of keys switch keys.
+func memoSlots(keys int) int {
 	nh := 64
 	for nh < 4*keys {
 		nh <<= 1
 	}
+	return nh
+}
+
+func newShard(flows, keys int) *shard {
+	nh := memoSlots(keys)
 	return &shard{
 		fidx: newIndex(flows),
 		fe:   make([]flowEntry, flows),
@@ -386,6 +392,7 @@ func (s *shard) swIndex(k swKey, h uint64, now int64) int32 {
 	if i < 0 {
 		i = s.sl.tail
 		s.sidx.remove(s.se[i].key.hash(), i)
+		s.dropWindow(i)
 		s.sl.touch(i)
 		s.evictedKeys++
 	}
@@ -397,8 +404,18 @@ func (s *shard) swIndex(k swKey, h uint64, now int64) int32 {
 // removeSw forgets entry i. Its key is cleared: a free entry holds no key.
 func (s *shard) removeSw(i int32) {
 	s.sidx.remove(s.se[i].key.hash(), i)
+	s.dropWindow(i)
 	s.sl.remove(i)
 	s.se[i].key = swKey{kind: kNone}
+}
+
+// dropWindow forgets the window of entry i's key, if it has one, as the entry goes: the
+// windows are then at most the shard's keys (the detector's budget counts them so), not
+// one for every reporter ever seen.
+func (s *shard) dropWindow(i int32) {
+	if en := &s.se[i]; en.seqSpread {
+		delete(s.seqw, en.key)
+	}
 }
 
 // Hashes are fixed (docs/design.md, "Rules for the hot path": no per-process seed), so that shard placement is reproducible.
