@@ -23,7 +23,7 @@ func (c *Config) Budget() budget.Budget {
 	}
 	b = append(b, c.Detect.Budget(consumers)...)
 	b = append(b, c.FlowCache.Budget(in.Workers())...)
-	b = append(b, c.DTA.Budget()...)
+	b = append(b, c.DTA.Budget(in.Workers())...)
 	return append(b, budget.Process(b)...)
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/intake-int/intake/budget"
+	"github.com/intake-int/intake/event"
 )
 
 // dtaCacheEntry is the size of an entry of the translator's postcard cache.
@@ -15,8 +16,9 @@ const dtaCacheEntry = 128
 // from the region headers, docs/dta-layout.md) and epochs' copies of them, and the
 // translator's postcard cache. On tmpfs the files are memory too; a store already there at
 // its size needs no new space. Queries' postcard lookup table is counted at the value table's
-// capacity.
-func (c *Config) Budget() budget.Budget {
+// capacity. Each of the workers (and the event list's writer) has an Append batcher: a batch
+// of entries for every list.
+func (c *Config) Budget(workers int) budget.Budget {
 	if !c.Enabled {
 		return nil
 	}
@@ -65,6 +67,18 @@ func (c *Config) Budget() budget.Budget {
 		Note: fmt.Sprintf("%d values × 32 B (queries' table of known values, while it is rebuilt)", c.Postcard.Values)})
 	b = append(b, budget.Item{Component: "dta", Part: "postcard cache", Memory: budget.Mul(int64(c.Postcard.Cache), dtaCacheEntry),
 		Note: fmt.Sprintf("%d entries × %d B", c.Postcard.Cache, dtaCacheEntry)})
+	batchers := int64(max(workers, 1))
+	if c.INT.EventList >= 0 {
+		batchers++
+	}
+	stride := int64(AppendHeader(c.Append).SlotBytes)
+	perBatcher := budget.Mul(int64(c.Append.Lists), budget.Add(budget.Mul(int64(c.Append.Batch), stride), 8))
+	b = append(b, budget.Item{Component: "dta", Part: "append batches", Memory: budget.Mul(batchers, perBatcher),
+		Note: fmt.Sprintf("%d batchers × %d lists × %d entries × %d B", batchers, c.Append.Lists, c.Append.Batch, stride)})
+	if c.INT.EventList >= 0 {
+		b = append(b, budget.Item{Component: "event bus", Part: "dta ring", Memory: event.RingBytes(eventRing),
+			Note: fmt.Sprintf("%d events (the event list's consumer)", eventRing)})
+	}
 	return b
 }
 
