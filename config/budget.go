@@ -24,6 +24,8 @@ func (c *Config) Budget() budget.Budget {
 	b = append(b, c.Detect.Budget(consumers)...)
 	b = append(b, c.FlowCache.Budget(in.Workers())...)
 	b = append(b, c.DTA.Budget(in.Workers())...)
+	b = append(b, c.Export.Budget(c.FlowCache, in.Workers())...)
+	b = append(b, c.HTTP.Budget()...)
 	return append(b, budget.Process(b)...)
 }
 

@@ -329,12 +329,16 @@ func (s *RedisSink) OfferLatest(r *flowcache.Record) {
 // (fields scale, bins, total, and one per non-empty bin: its lower bound → its count) and
 // EXPIRE of it.
 func (s *RedisSink) OfferHistogram(h *flowcache.HistJSON) {
-	f := make([]string, 0, 6+2*len(h.Counts))
+	s.offer(redisHist, s.cfg.HistogramPrefix+h.Switch+":"+h.Metric, appendRedisHist(make([]string, 0, 6+2*len(h.Counts)), h))
+}
+
+// appendRedisHist appends a histogram's fields (OfferHistogram).
+func appendRedisHist(f []string, h *flowcache.HistJSON) []string {
 	f = append(f, "scale", h.Scale, "bins", strconv.Itoa(h.Bins), "total", u(h.Total))
 	for _, b := range h.Counts {
 		f = append(f, u(b.Lo), u(b.Count))
 	}
-	s.offer(redisHist, s.cfg.HistogramPrefix+h.Switch+":"+h.Metric, f)
+	return f
 }
 
 // RedisFlowKey is a flow's hash key: prefix + "src,dst,sport,dport,proto".

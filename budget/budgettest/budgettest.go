@@ -14,7 +14,13 @@ import (
 // Heap returns the bytes of live heap that build's result holds: HeapAlloc after a full
 // collection, before build and after it, with the result kept alive in between. build
 // should fill what it makes to its limits (a table's entries, a queue's items).
-func Heap(build func() any) int64 {
+func Heap(build func() any) int64 { return measure(build, false) }
+
+// HeapStacks is Heap plus the goroutine stacks build's result keeps running (StackInuse):
+// for what runs a goroutine per item, as a server's connections.
+func HeapStacks(build func() any) int64 { return measure(build, true) }
+
+func measure(build func() any, stacks bool) int64 {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -22,7 +28,11 @@ func Heap(build func() any) int64 {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(v)
-	return int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	n := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	if stacks {
+		n += int64(after.StackInuse) - int64(before.StackInuse)
+	}
+	return n
 }
 
 // Memory is the sum of the memory of b's items whose part is one of parts (all of b's

@@ -1,0 +1,77 @@
+package export
+
+import (
+	"testing"
+
+	"github.com/intake-int/intake/budget/budgettest"
+	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/flowcache"
+)
+
+// TestBudgetReal: the sinks' queues filled to their configured sizes with the largest items
+// (records of max_hops hops with every metric, IPv6 flows, the largest values; a flow's
+// event at a switch) hold no more than their budget lines, and not more than twice less.
+// Nothing is started: the queues fill as with a server down. (kafka in flight, the
+// client's records, needs a broker and is not measured here.)
+func TestBudgetReal(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Queue, cfg.Kafka.Queue, cfg.Redis.Queue = 4096, 4096, 4096
+	cfg.InfluxDB.URL, cfg.Prometheus.RemoteWrite = "http://127.0.0.1:1", "http://127.0.0.1:1/api/v1/write"
+	cfg.Kafka.Brokers, cfg.Kafka.Reports = []string{"127.0.0.1:1"}, "full"
+	cfg.Redis.Address = "127.0.0.1:1"
+	fc := flowcache.DefaultConfig()
+	fc.MaxHops = 8
+	const workers = 2
+	rec, ev := worstRecord(fc), worstEvent()
+	snap := ev
+	snap.Kind = event.KindPeriodic
+	b := cfg.Budget(fc, workers)
+	for _, c := range []struct {
+		parts []string
+		fill  func() any
+	}{
+		{[]string{"influxdb queue"}, func() any {
+			s := NewInfluxDB(cfg, nil)
+			for range cfg.Queue {
+				s.Offer(&ev)
+			}
+			return s
+		}},
+		{[]string{"influxdb records queue"}, func() any {
+			s := NewInfluxRecords(cfg, nil)
+			for range cfg.Queue {
+				s.OfferRecord(rec)
+			}
+			return s
+		}},
+		{[]string{"remote write queue"}, func() any {
+			s := NewRemoteWrite(cfg, nil)
+			for range cfg.Queue {
+				s.Offer(&ev)
+			}
+			return s
+		}},
+		{[]string{"kafka queues", "kafka flows queue", "kafka report rings"}, func() any {
+			s, err := NewKafka(cfg, KafkaDeps{Workers: workers})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range cfg.Kafka.Queue {
+				s.OfferEvent(&ev)
+				s.OfferEvent(&snap)
+				s.OfferRecord(rec)
+			}
+			return s
+		}},
+		{[]string{"redis queue"}, func() any {
+			s := NewRedis(cfg, nil)
+			for range cfg.Redis.Queue {
+				s.OfferRecord(rec)
+			}
+			return s
+		}},
+	} {
+		real := budgettest.Heap(c.fill)
+		budgettest.Within(t, c.parts[0], real, budgettest.Memory(t, b, c.parts...), 2)
+	}
+}
