@@ -25,6 +25,7 @@ func (c *Config) Budget() budget.Budget {
 	b = append(b, c.FlowCache.Budget(in.Workers())...)
 	b = append(b, c.DTA.Budget(in.Workers())...)
 	b = append(b, c.Export.Budget(c.FlowCache, in.Workers())...)
+	b = append(b, c.Label.Budget()...)
 	b = append(b, c.HTTP.Budget()...)
 	return append(b, budget.Process(b)...)
 }

@@ -27,6 +27,9 @@ import (
 // ControlPath is the control channel's path.
 const ControlPath = "/v1/label/shift"
 
+// controlQueue is how many shift messages wait for the switch's control endpoint.
+const controlQueue = 4096
+
 // Shift is one control message.
 type Shift struct {
 	SwitchID uint8 `json:"switch_id"`
@@ -58,7 +61,7 @@ func NewHTTPControl(base string) *HTTPControl {
 	return &HTTPControl{
 		url:    strings.TrimSuffix(base, "/") + ControlPath,
 		client: &http.Client{Timeout: 2 * time.Second},
-		q:      make(chan Shift, 4096),
+		q:      make(chan Shift, controlQueue),
 		done:   make(chan struct{}),
 	}
 }
