@@ -60,8 +60,8 @@ func (c *Config) Budget(fc flowcache.Config, workers int) budget.Budget {
 				Note: fmt.Sprintf("%d workers × %d reports × %d B", w, n, item)})
 		}
 		topics := int64(0)
-		for _, t := range []string{k.Topics.Reports, k.Topics.Events, k.Topics.Snapshots, k.Topics.Flows} {
-			if t != "" {
+		for i, t := range []string{k.Topics.Reports, k.Topics.Events, k.Topics.Snapshots, k.Topics.Flows} {
+			if t != "" && (i > 0 || k.Reports != "off") && (i < 3 || fc.Enabled) {
 				topics++
 			}
 		}
@@ -95,7 +95,8 @@ func (c *Config) Budget(fc flowcache.Config, workers int) budget.Budget {
 const sinkBase = 32 << 10
 
 // kafkaMsgBytes bounds a message the Kafka client holds in flight (an event, a snapshot or
-// a report, encoded, and the client's record around it).
+// a report, encoded, and the client's record around it). It is an estimate, not measured:
+// that takes a broker that accepts connections and never answers.
 const kafkaMsgBytes = 1024
 
 // allocBytes is what an allocation of n bytes takes: n rounded up to 16 (the small size
