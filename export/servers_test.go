@@ -266,17 +266,20 @@ func getJSON(t *testing.T, u string, v any) {
 	}
 }
 
+// influxResult is the answer of InfluxDB 1.x's /query.
+type influxResult struct {
+	Results []struct {
+		Series []struct {
+			Name    string   `json:"name"`
+			Columns []string `json:"columns"`
+			Values  [][]any  `json:"values"`
+		} `json:"series"`
+		Error string `json:"error"`
+	} `json:"results"`
+}
+
 func influxQuery(t *testing.T, s *server, db, q string) string {
-	var r struct {
-		Results []struct {
-			Series []struct {
-				Name    string   `json:"name"`
-				Columns []string `json:"columns"`
-				Values  [][]any  `json:"values"`
-			} `json:"series"`
-			Error string `json:"error"`
-		} `json:"results"`
-	}
+	var r influxResult
 	getJSON(t, s.url+"/query?"+url.Values{"db": {db}, "q": {q}, "epoch": {"ns"}}.Encode(), &r)
 	var b strings.Builder
 	for _, res := range r.Results {

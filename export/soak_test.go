@@ -420,18 +420,8 @@ func restartRedis(t *testing.T, s *server, ready func() bool) {
 // an event point value or path.
 func influxCount(t *testing.T, s *server, db string) uint64 {
 	t.Helper()
-	type result struct {
-		Results []struct {
-			Series []struct {
-				Name    string   `json:"name"`
-				Columns []string `json:"columns"`
-				Values  [][]any  `json:"values"`
-			} `json:"series"`
-			Error string `json:"error"`
-		} `json:"results"`
-	}
-	query := func(q string) result {
-		var r result
+	query := func(q string) influxResult {
+		var r influxResult
 		getJSON(t, s.url+"/query?"+url.Values{"db": {db}, "q": {q}}.Encode(), &r)
 		for _, res := range r.Results {
 			if res.Error != "" {
