@@ -16,6 +16,9 @@ import (
 // connection holds: its handler's goroutine and the server's buffers), hold no more than the
 // connections line, and not more than twice less.
 func TestBudgetReal(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector enlarges goroutine stacks (13.3 MiB against 10.5 for 512 connections): not what a connection costs")
+	}
 	cfg := api.Config{MaxConnections: 512, MaxConnectionsPerSource: 512}
 	raiseNoFile(t, 2*uint64(cfg.MaxConnections)+1000)
 	s, _ := limitedServer(t, cfg)
