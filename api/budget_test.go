@@ -35,5 +35,7 @@ func TestBudgetReal(t *testing.T) {
 		t.Fatalf("%d connections open", st.Open)
 	}
 	cfg.Address = "127.0.0.1:0"
-	budgettest.Within(t, "http connections", real, budgettest.Memory(t, cfg.Budget(), "connections"), 2)
+	// 3×, not 2×: goroutine stacks freed by an earlier test of the process are reused
+	// without showing as new stack memory (5.5 MiB measured on a second run, 10.4 on a first).
+	budgettest.Within(t, "http connections", real, budgettest.Memory(t, cfg.Budget(), "connections"), 3)
 }
