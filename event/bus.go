@@ -50,6 +50,36 @@ type RingStatus struct {
 	Drops    uint64 `json:"drops"`
 }
 
+// Declare makes name known to the bus before its consumer subscribes (a component declares
+// its consumer in New and subscribes at Start), so that Names and Overflow list it whether
+// or not it is subscribed now.
+func (b *Bus) Declare(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.retired == nil {
+		b.retired = map[string]uint64{}
+	}
+	if _, ok := b.retired[name]; !ok {
+		b.retired[name] = 0
+	}
+}
+
+// Names returns the names of every consumer declared, subscribed now, or subscribed before,
+// sorted.
+func (b *Bus) Names() []string {
+	b.mu.Lock()
+	var out []string
+	for n := range b.retired {
+		out = append(out, n)
+	}
+	b.mu.Unlock()
+	for _, c := range b.Consumers() {
+		out = append(out, c.name)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // Rings returns every current consumer's ring status.
 func (b *Bus) Rings() []RingStatus {
 	cs := b.Consumers()

@@ -443,3 +443,25 @@ func BenchmarkPublishBatch(b *testing.B) {
 		n++
 	}
 }
+
+// TestBusDeclare: a declared consumer is listed before it subscribes and after it leaves,
+// with the overflow it had.
+func TestBusDeclare(t *testing.T) {
+	var b Bus
+	b.Declare("export")
+	b.Declare("export")
+	if got := b.Names(); len(got) != 1 || got[0] != "export" {
+		t.Fatalf("Names after Declare = %v, want [export]", got)
+	}
+	c := b.Subscribe("log", 2)
+	for range 3 {
+		b.Publish(&Event{})
+	}
+	if got := b.Names(); len(got) != 2 || got[0] != "export" || got[1] != "log" {
+		t.Fatalf("Names = %v, want [export log]", got)
+	}
+	b.Unsubscribe(c)
+	if got, n := b.Names(), b.Overflow("log"); len(got) != 2 || n != 1 {
+		t.Fatalf("after Unsubscribe: Names = %v, Overflow(log) = %d, want [export log], 1", got, n)
+	}
+}
