@@ -211,3 +211,38 @@ func TestHotPathBatchAllocs(t *testing.T) {
 		t.Error("the batch processor saw no hops")
 	}
 }
+
+// TestDispatcher: the exported dispatch, as BenchmarkPipeline drives it, hands a batch
+// processor every report a plain one gets, as worker number 5, all before each EndBatch's
+// flush, and counts exactly what the offline decoder finds in the same datagrams.
+func TestDispatcher(t *testing.T) {
+	plain := newRecorder("plain", nil)
+	batch := batchRecorder{newRecorder("batch", plain)}
+	dec, err := wire.NewDecoder(wire.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDispatcher(5, dec, wire.InputReport, []Processor{plain, batch})
+	var e expect
+	for i, b := range seqReports(t, 40, 16, 1) {
+		for _, x := range [][]byte{b, garbage[i%len(garbage)]} {
+			d.Datagram(x, int64(i+1))
+			e.add(t, wire.InputReport, x)
+		}
+		if i%3 == 2 {
+			d.EndBatch()
+		}
+	}
+	d.EndBatch()
+	want := DispatchCounts{Packets: e.packets, Bytes: e.bytes, Reports: e.reports, DecodeErrors: e.errTotal}
+	if got := d.Counters(); got != want || want.Reports != 40*16 || want.DecodeErrors == 0 {
+		t.Fatalf("counters %+v, want %+v (640 reports, some errors)", got, want)
+	}
+	if len(plain.got) != 1 || len(plain.got[5]) != 40*16 {
+		t.Fatalf("plain processor: reports by worker %v, want 640 of worker 5", len(plain.got[5]))
+	}
+	if got := plain.got[5][17].RecvTime; got != 2 {
+		t.Errorf("report 17's RecvTime %d, want 2 (its datagram's)", got)
+	}
+	checkSame(t, plain, batch, 40*16)
+}

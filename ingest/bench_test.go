@@ -45,8 +45,8 @@ func filled(tb testing.TB, in wire.Input, dgrams [][]byte) (*worker, *nop, int) 
 		copy(s.bufs[i*s.size:], d)
 		s.msgs[i].Len = uint32(len(d))
 	}
-	w := &worker{dec: dec, in: in, sock: s}
-	w.setProcessors([]Processor{p})
+	w := &worker{sock: s}
+	w.init(0, dec, in, []Processor{p})
 	return w, p, batch
 }
 

@@ -72,7 +72,7 @@ func (c *Receiver) RunCapture(rd *pcap.Reader) (CaptureSummary, error) {
 		if p.Time.IsZero() { // pcapng simple packet blocks carry no time
 			now = time.Now().UnixNano()
 		}
-		w.datagram(d.Payload, now)
+		w.Datagram(d.Payload, now)
 		if w.local[cPackets]%captureFlush == 0 {
 			w.endBatch()
 		}

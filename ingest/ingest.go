@@ -142,8 +142,8 @@ func New(cfg Config, deps Deps) (*Receiver, error) {
 		prefixes, _ := ParseAllow(lc.Allow) // validated
 		allow := newAllowList(prefixes)
 		for j := 0; j < lc.Sockets; j++ {
-			w := &worker{id: len(c.workers), l: l, dec: dec, in: in, coalesce: coalesce, allow: allow, wlog: workerLog{log: c.log}}
-			w.setProcessors(procs)
+			w := &worker{l: l, coalesce: coalesce, allow: allow, wlog: workerLog{log: c.log}}
+			w.init(len(c.workers), dec, in, procs)
 			l.workers = append(l.workers, w)
 			c.workers = append(c.workers, w)
 		}

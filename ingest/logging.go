@@ -3,8 +3,6 @@ package ingest
 import (
 	"log/slog"
 	"time"
-
-	"github.com/intake-int/intake/wire"
 )
 
 // logEvery is the least time between two warnings of one worker. Decode errors and drops
@@ -16,7 +14,6 @@ const logEvery = 10 * time.Second
 // workerLog is a worker's rate-limited warning state.
 type workerLog struct {
 	log    *slog.Logger // nil: no warnings (workers built by tests)
-	sample wire.Error   // the last decode error, copied (no allocation)
 	errs   uint64       // counts as of the last warning
 	drops  uint64
 	kernel uint64
@@ -47,7 +44,7 @@ func (w *worker) checkLog() {
 		attrs = append(attrs, "since", now.Sub(lg.last).Round(time.Second))
 	}
 	if errs != lg.errs {
-		lg.log.Warn("decode errors", append(attrs, "count", errs-lg.errs, "last", lg.sample.Error())...)
+		lg.log.Warn("decode errors", append(attrs, "count", errs-lg.errs, "last", w.lastErr.Error())...)
 	}
 	if drops != lg.drops || kernel != lg.kernel {
 		lg.log.Warn("datagrams dropped", append(attrs, "ingest", drops-lg.drops, "kernel", kernel-lg.kernel)...)

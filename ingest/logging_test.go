@@ -25,16 +25,17 @@ func TestWorkerLogRateLimited(t *testing.T) {
 		}
 		return a
 	}}))
-	w := &worker{id: 3, l: &listener{cfg: Listener{Name: "report"}}, dec: dec, in: wire.InputReport, wlog: workerLog{log: log}}
+	w := &worker{l: &listener{cfg: Listener{Name: "report"}}, wlog: workerLog{log: log}}
+	w.init(3, dec, wire.InputReport, nil)
 	bad := []byte{0x20, 0, 0} // a TR v2.0 header cut short
-	w.datagram(bad, 1)
+	w.Datagram(bad, 1)
 	w.publish()
 	first := "level=WARN msg=\"decode errors\" listener=report worker=3 count=1 last=\"tr2.0 group header node_id: truncated at offset 3\"\n"
 	if buf.String() != first {
 		t.Fatalf("first error:\n got %q\nwant %q", buf.String(), first)
 	}
 	for range 5 {
-		w.datagram(bad, 2)
+		w.Datagram(bad, 2)
 		w.publish()
 	}
 	w.drop(DropOversize)

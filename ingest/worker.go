@@ -59,12 +59,15 @@ const (
 	nCounters    = cInner0 + wire.NumReasons
 )
 
-// worker is one receive loop: a socket (or a capture), a wire.Reader and a Report of its own.
-// It counts in local, plain fields only it touches, and publishes them to pub once per batch:
-// an atomic per packet would cost more than decoding a small report (see package metrics).
-type worker struct {
+// Dispatcher decodes datagrams and hands their reports to the processors: the hot path
+// every receive loop runs (the socket worker, the AF_XDP worker, RunCapture) and the one
+// BenchmarkPipeline measures. Processors with a batch path get a batch's reports at once
+// (BatchReports at most), the others each report as it is decoded; every Flusher is flushed
+// at EndBatch. It counts in plain fields only its goroutine touches: a Dispatcher belongs to
+// one goroutine, and a worker publishes its counts once per batch (an atomic per packet would
+// cost more than decoding a small report, see package metrics).
+type Dispatcher struct {
 	id  int
-	l   *listener
 	dec *wire.Decoder
 	in  wire.Input
 	// kdone: what the XDP program has done with the datagram in hand already
@@ -83,7 +86,44 @@ type worker struct {
 	reps []telemetry.Report
 	nrep int
 
-	local     [nCounters]uint64
+	lastErr wire.Error // the last decode error, copied (no allocation): the worker's warning cites it
+
+	local [nCounters]uint64
+}
+
+// NewDispatcher returns a Dispatcher that decodes datagrams of input in with dec and hands
+// the reports to procs as worker number worker (the argument of Process, ProcessBatch and
+// Flush), sorted by setProcessors as a Receiver's workers are.
+func NewDispatcher(worker int, dec *wire.Decoder, in wire.Input, procs []Processor) *Dispatcher {
+	d := &Dispatcher{}
+	d.init(worker, dec, in, procs)
+	return d
+}
+
+func (d *Dispatcher) init(worker int, dec *wire.Decoder, in wire.Input, procs []Processor) {
+	d.id, d.dec, d.in = worker, dec, in
+	d.setProcessors(procs)
+}
+
+// DispatchCounts are what a Dispatcher has counted since it was built.
+type DispatchCounts struct {
+	Packets      uint64 // datagrams handed to Datagram
+	Bytes        uint64 // their bytes
+	Reports      uint64 // reports decoded and handed to the processors
+	DecodeErrors uint64 // decode errors, all reasons
+}
+
+// Counters returns the Dispatcher's counts; only its own goroutine may call it.
+func (d *Dispatcher) Counters() DispatchCounts {
+	return DispatchCounts{Packets: d.local[cPackets], Bytes: d.local[cBytes], Reports: d.local[cReports], DecodeErrors: d.local[cErrors]}
+}
+
+// worker is one receive loop: a socket (or a capture) and the Dispatcher it feeds. It
+// publishes the Dispatcher's counts to pub once per batch, for any goroutine to read.
+type worker struct {
+	Dispatcher
+	l *listener
+
 	published [nCounters]uint64
 	_         [64]byte // keep pub off the cache line of the fields above
 	pub       [nCounters]atomic.Uint64
@@ -114,55 +154,55 @@ type worker struct {
 // not advance.
 const reportSlack = 2
 
-// setProcessors sets the processors the worker calls, in order, sorting out which have a
+// setProcessors sets the processors the Dispatcher calls, in order, sorting out which have a
 // batch path and which flush.
-func (w *worker) setProcessors(procs []Processor) {
-	w.procs, w.plain, w.batchers, w.flushers = procs, nil, nil, nil
+func (d *Dispatcher) setProcessors(procs []Processor) {
+	d.procs, d.plain, d.batchers, d.flushers = procs, nil, nil, nil
 	for _, p := range procs {
 		if bp, ok := p.(BatchProcessor); ok {
-			w.batchers = append(w.batchers, bp)
+			d.batchers = append(d.batchers, bp)
 		} else {
-			w.plain = append(w.plain, p)
+			d.plain = append(d.plain, p)
 		}
 		if f, ok := p.(Flusher); ok {
-			w.flushers = append(w.flushers, f)
+			d.flushers = append(d.flushers, f)
 		}
 	}
-	w.reps, w.nrep = nil, 0
-	if len(w.batchers) > 0 {
-		w.reps = make([]telemetry.Report, BatchReports)
+	d.reps, d.nrep = nil, 0
+	if len(d.batchers) > 0 {
+		d.reps = make([]telemetry.Report, BatchReports)
 	}
 }
 
-// datagram decodes one datagram and hands its reports to the processors: to those without a
-// batch path at once, to the others when the batch array is full or the batch ends
-// (endBatch). It is the hot path: no allocation, no lock, no atomic.
-func (w *worker) datagram(b []byte, now int64) {
-	w.local[cPackets]++
-	w.local[cBytes] += uint64(len(b))
-	w.rd.Reset(w.dec, w.in, b)
-	r := &w.rep
+// Datagram decodes one datagram and hands its reports, received at now (Unix ns), to the
+// processors: to those without a batch path at once, to the others when the batch array is
+// full or the batch ends (EndBatch). It is the hot path: no allocation, no lock, no atomic.
+func (d *Dispatcher) Datagram(b []byte, now int64) {
+	d.local[cPackets]++
+	d.local[cBytes] += uint64(len(b))
+	d.rd.Reset(d.dec, d.in, b)
+	r := &d.rep
 	for n := len(b) + reportSlack; n > 0; n-- {
-		if w.reps != nil {
-			r = &w.reps[w.nrep]
+		if d.reps != nil {
+			r = &d.reps[d.nrep]
 		}
-		err := w.rd.Next(r)
+		err := d.rd.Next(r)
 		if err == nil {
 			r.RecvTime = now
-			r.Kernel = w.kdone
-			w.local[cReports]++
-			if ie := w.rd.InnerErr(); ie != nil && int(ie.Reason) < wire.NumReasons {
-				w.local[cInner0+int(ie.Reason)]++
+			r.Kernel = d.kdone
+			d.local[cReports]++
+			if ie := d.rd.InnerErr(); ie != nil && int(ie.Reason) < wire.NumReasons {
+				d.local[cInner0+int(ie.Reason)]++
 			}
 			if f := int(r.Format); f < numFormats {
-				w.local[cFormat0+f]++
+				d.local[cFormat0+f]++
 			}
-			for _, p := range w.plain {
-				p.Process(w.id, r)
+			for _, p := range d.plain {
+				p.Process(d.id, r)
 			}
-			if w.reps != nil {
-				if w.nrep++; w.nrep == len(w.reps) {
-					w.handOver()
+			if d.reps != nil {
+				if d.nrep++; d.nrep == len(d.reps) {
+					d.handOver()
 				}
 			}
 			continue
@@ -175,12 +215,12 @@ func (w *worker) datagram(b []byte, now int64) {
 		reason := wire.BadValue
 		if e, ok := err.(*wire.Error); ok && int(e.Reason) < wire.NumReasons {
 			reason = e.Reason
-			w.wlog.sample = *e
+			d.lastErr = *e
 		}
-		w.local[cErrors]++
-		w.local[cReason0+int(reason)]++
+		d.local[cErrors]++
+		d.local[cReason0+int(reason)]++
 	}
-	w.local[cDrop0+int(DropDecoderLoop)]++
+	d.local[cDrop0+int(DropDecoderLoop)]++
 }
 
 // one handles one datagram: decoded, or only counted in drain mode.
@@ -190,31 +230,36 @@ func (w *worker) one(b []byte, now int64) {
 		w.local[cBytes] += uint64(len(b))
 		return
 	}
-	w.datagram(b, now)
+	w.Datagram(b, now)
 }
 
 // drop counts a datagram discarded for reason.
 func (w *worker) drop(reason DropReason) { w.local[cDrop0+int(reason)]++ }
 
 // handOver gives the reports decoded since the last hand-over to the batch processors.
-func (w *worker) handOver() {
-	if w.nrep == 0 {
+func (d *Dispatcher) handOver() {
+	if d.nrep == 0 {
 		return
 	}
-	rs := w.reps[:w.nrep]
-	for _, p := range w.batchers {
-		p.ProcessBatch(w.id, rs)
+	rs := d.reps[:d.nrep]
+	for _, p := range d.batchers {
+		p.ProcessBatch(d.id, rs)
 	}
-	w.nrep = 0
+	d.nrep = 0
 }
 
-// endBatch hands the batch's last reports over, lets batching processors flush and
-// publishes the counters.
-func (w *worker) endBatch() {
-	w.handOver()
-	for _, f := range w.flushers {
-		f.Flush(w.id)
+// EndBatch ends a receive batch: it hands the batch's last reports over and lets batching
+// processors flush.
+func (d *Dispatcher) EndBatch() {
+	d.handOver()
+	for _, f := range d.flushers {
+		f.Flush(d.id)
 	}
+}
+
+// endBatch ends the worker's batch and publishes its counters.
+func (w *worker) endBatch() {
+	w.EndBatch()
 	w.publish()
 }
 
