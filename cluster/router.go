@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/api"
+	"github.com/intake-int/intake/partition"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -110,9 +111,9 @@ func (rt *Router) Wrap(local http.Handler) http.Handler {
 			rt.fanOut(w, r, local, mergeHist, true)
 			return
 		}
-		var b KeyBuf
+		var b partition.KeyBuf
 		if key := rt.lookupKey(&b, r); key != nil {
-			if o := Owner(key, len(rt.names)); o != rt.self {
+			if o := partition.Owner(key, len(rt.names)); o != rt.self {
 				rt.forward(w, r, o)
 				return
 			}
@@ -124,7 +125,7 @@ func (rt *Router) Wrap(local http.Handler) http.Handler {
 
 // lookupKey is the key a request looks up, or nil when it looks up none (or one that does
 // not parse: the local handler answers 400 for that).
-func (rt *Router) lookupKey(b *KeyBuf, r *http.Request) []byte {
+func (rt *Router) lookupKey(b *partition.KeyBuf, r *http.Request) []byte {
 	p := r.URL.Path
 	switch {
 	case p == "/api/v1/flow" || p == "/api/v1/flowcache/flow":
@@ -132,13 +133,13 @@ func (rt *Router) lookupKey(b *KeyBuf, r *http.Request) []byte {
 		if !ok {
 			return nil
 		}
-		return FlowKey(b, &k)
+		return partition.FlowKey(b, &k)
 	case strings.HasPrefix(p, "/api/v1/dta/list/"):
 		id, err := strconv.ParseUint(strings.TrimPrefix(p, "/api/v1/dta/list/"), 10, 32)
 		if err != nil {
 			return nil
 		}
-		return IDKey(b, uint32(id))
+		return partition.IDKey(b, uint32(id))
 	}
 	for _, pre := range []string{"/api/v1/dta/kw/", "/api/v1/dta/ki/", "/api/v1/dta/postcard/"} {
 		if s, ok := strings.CutPrefix(p, pre); ok && rt.deps.DTAKey != nil && !strings.Contains(s, "/") {

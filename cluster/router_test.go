@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/api"
+	"github.com/intake-int/intake/partition"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -120,8 +121,8 @@ func TestRouter(t *testing.T) {
 		var k telemetry.FlowKey
 		k.SetIPv4([]byte{10, 0, 0, 1}, []byte{10, 0, 0, 2})
 		k.SrcPort, k.DstPort, k.Proto = uint16(sport), 80, 6
-		var b KeyBuf
-		owner := cfg.Members[Owner(FlowKey(&b, &k), 3)].Name
+		var b partition.KeyBuf
+		owner := cfg.Members[partition.Owner(partition.FlowKey(&b, &k), 3)].Name
 		q := fmt.Sprintf("/api/v1/flow?src=10.0.0.1&dst=10.0.0.2&sport=%d&dport=80&proto=6", sport)
 		for i, s := range srvs {
 			code, h, m := get(t, s.Addr(), q)
@@ -182,8 +183,8 @@ func TestRouter(t *testing.T) {
 	for sport := 1; ; sport++ {
 		k.SetIPv4([]byte{10, 0, 0, 1}, []byte{10, 0, 0, 2})
 		k.SrcPort, k.DstPort, k.Proto = uint16(sport), 80, 6
-		var b KeyBuf
-		if Owner(FlowKey(&b, &k), 3) == 2 {
+		var b partition.KeyBuf
+		if partition.Owner(partition.FlowKey(&b, &k), 3) == 2 {
 			break
 		}
 	}
@@ -248,8 +249,8 @@ func BenchmarkForwardedLookup(b *testing.B) {
 	var k telemetry.FlowKey
 	k.SetIPv4([]byte{10, 0, 0, 1}, []byte{10, 0, 0, 2})
 	k.SrcPort, k.DstPort, k.Proto = 1, 80, 6
-	var kb KeyBuf
-	via := srvs[(Owner(FlowKey(&kb, &k), len(cfg.Members))+1)%3]
+	var kb partition.KeyBuf
+	via := srvs[(partition.Owner(partition.FlowKey(&kb, &k), len(cfg.Members))+1)%3]
 	u := "http://" + via.Addr() + "/api/v1/flow?src=10.0.0.1&dst=10.0.0.2&sport=1&dport=80&proto=6"
 	lat := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()

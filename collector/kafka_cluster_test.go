@@ -14,12 +14,13 @@ import (
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/internal/kfaketest"
+	"github.com/intake-int/intake/partition"
 	"github.com/intake-int/intake/pcap"
 	"github.com/intake-int/intake/telemetry"
 )
 
 // memberCaptures generates reports of flows over switches and writes each to the capture
-// of the member among n that owns it (cluster.ReportOwner), as switches that send by owner
+// of the member among n that owns it (partition.ReportOwner), as switches that send by owner
 // would.
 func memberCaptures(t *testing.T, n int) []*bytes.Buffer {
 	t.Helper()
@@ -41,7 +42,7 @@ func memberCaptures(t *testing.T, n int) []*bytes.Buffer {
 	var fb []byte
 	if err := g.Walk(2000, func(i uint64, b []byte, rs []telemetry.Report) error {
 		fb = pcap.AppendUDPFrame(fb[:0], &frame, b)
-		return ws[cluster.ReportOwner(&rs[0], n)].WritePacket(time.Unix(1_700_000_000, int64(i)*1000), fb)
+		return ws[partition.ReportOwner(&rs[0], n)].WritePacket(time.Unix(1_700_000_000, int64(i)*1000), fb)
 	}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/cluster"
+	"github.com/intake-int/intake/partition"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
 
 // TestClusterEndpoints runs the testbed in real time against three members' report and
 // label sockets: every datagram a member gets decodes to reports that member owns
-// (cluster.ReportOwner), every member gets some, nothing sent is missing, and each member
+// (partition.ReportOwner), every member gets some, nothing sent is missing, and each member
 // gets each switch's reports numbered 0..n-1 (TR v2.0 numbers per destination).
 func TestClusterEndpoints(t *testing.T) {
 	const n = 3
@@ -76,7 +76,7 @@ func TestClusterEndpoints(t *testing.T) {
 				if err != nil {
 					t.Fatalf("decode %x: %v", pkt, err)
 				}
-				if o := cluster.ReportOwner(&r, n); o != member {
+				if o := partition.ReportOwner(&r, n); o != member {
 					t.Fatalf("%v datagram of member %d's owned by %d", in, member, o)
 				}
 				if in == wire.InputReport {

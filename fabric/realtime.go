@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/api"
-	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/label"
+	"github.com/intake-int/intake/partition"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
@@ -28,7 +28,7 @@ type Endpoints struct {
 	Control string
 	// Labels and Reports, when set, replace Label and Report with a cluster's members, in
 	// cluster.members order: each export and report goes to the member that owns it
-	// (package cluster, docs/scale-out.md).
+	// (package partition, docs/scale-out.md).
 	Labels, Reports []string
 }
 
@@ -107,7 +107,7 @@ func (s *UDPSink) send(cs []*net.UDPConn, r *telemetry.Report, seq [][256]uint32
 	}
 	m := 0
 	if len(cs) > 1 {
-		m = cluster.ReportOwner(r, len(cs))
+		m = partition.ReportOwner(r, len(cs))
 	}
 	c := cs[m]
 	if seq != nil && r.Has&telemetry.HasSeq != 0 {

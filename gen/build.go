@@ -5,7 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/intake-int/intake/cluster"
+	"github.com/intake-int/intake/partition"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
@@ -193,12 +193,12 @@ func (t *topology) partition() error {
 	var b builder
 	b.init(t, 0)
 	var r telemetry.Report
-	var kb cluster.KeyBuf
+	var kb partition.KeyBuf
 	t.owned = make([][]uint32, len(t.streams))
 	for s := range t.streams {
 		for _, p := range t.streams[s].members {
 			b.report(&r, p, t.streams[s].hw, 0)
-			if cluster.Owner(cluster.ReportKey(&kb, &r), t.cfg.Parts) == t.cfg.Part {
+			if partition.Owner(partition.ReportKey(&kb, &r), t.cfg.Parts) == t.cfg.Part {
 				t.ownedPos = append(t.ownedPos, p)
 				t.owned[s] = append(t.owned[s], p)
 			}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intake-int/intake/cluster"
+	"github.com/intake-int/intake/partition"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
@@ -201,8 +201,8 @@ func (c *Config) isReport() bool {
 
 // Validate reports the first invalid option.
 func (c *Config) Validate() error {
-	if c.Parts > 1 && (c.Part < 0 || c.Part >= c.Parts) || c.Parts < 0 || c.Parts > cluster.MaxMembers {
-		return fmt.Errorf("collectors: member %d of %d: allowed are 1 to %d collectors", c.Part, c.Parts, cluster.MaxMembers)
+	if c.Parts > 1 && (c.Part < 0 || c.Part >= c.Parts) || c.Parts < 0 || c.Parts > partition.MaxMembers {
+		return fmt.Errorf("collectors: member %d of %d: allowed are 1 to %d collectors", c.Part, c.Parts, partition.MaxMembers)
 	}
 	if !contains(Formats, c.Format) {
 		return fmt.Errorf("format: %q: allowed are %s", c.Format, strings.Join(Formats, ", "))

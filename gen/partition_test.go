@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/intake-int/intake/cluster"
+	"github.com/intake-int/intake/partition"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
 
 // TestPartition: with Parts 3, every report of member i's stream, as a collector decodes
-// it, is owned by member i (cluster.ReportOwner), and the members' streams together reach
+// it, is owned by member i (partition.ReportOwner), and the members' streams together reach
 // every flow, each flow-keyed flow from one member only.
 func TestPartition(t *testing.T) {
 	for name, edit := range map[string]func(*Config){
@@ -44,7 +44,7 @@ func TestPartition(t *testing.T) {
 						if err := rd.Next(&got); err != nil {
 							return err
 						}
-						if o := cluster.ReportOwner(&got, 3); o != part {
+						if o := partition.ReportOwner(&got, 3); o != part {
 							return fmt.Errorf("datagram %d report %d: owner %d in member %d's stream", i, j, o, part)
 						}
 						seen++

@@ -16,7 +16,7 @@ import (
 // worker, however many the listener has. With spread: flow, a classic BPF program attached
 // to the listener's sockets (SO_ATTACH_REUSEPORT_CBPF) picks the socket instead: the one of
 // the datagram's owner key (a report's flow, a DTA key or list, an INT-label switch, a
-// report's node when it carries no flow: the keys of package cluster), so that one
+// report's node when it carries no flow: the keys of package partition), so that one
 // exporter's datagrams use every worker and the reports of one flow stay on one worker, in
 // order. Where the program cannot tell one report's key (several reports in one datagram,
 // an inner packet it does not walk, a datagram that is no report), it returns no socket and
@@ -43,7 +43,7 @@ const (
 
 // SpreadHash is the hash the reuseport program places a datagram by: FNV-1a over the key's
 // big-endian 32-bit words (the last zero-padded), then Murmur3's 32-bit finalizer. The
-// socket is SpreadHash(key) mod sockets. It is not cluster.Hash (CRC-32C), so that a
+// socket is SpreadHash(key) mod sockets. It is not partition.Hash (CRC-32C), so that a
 // member's keys, all one residue of CRC-32C mod members, still spread over its sockets.
 func SpreadHash(key []byte) uint32 {
 	h := uint32(spreadSeed)

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/partition"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
@@ -53,8 +53,8 @@ func TestSpreadOneExporter(t *testing.T) {
 		total += len(rs)
 		last := map[string]uint32{}
 		for _, r := range rs {
-			var kb cluster.KeyBuf
-			key := cluster.ReportKey(&kb, &r)
+			var kb partition.KeyBuf
+			key := partition.ReportKey(&kb, &r)
 			if want := int(SpreadHash(key) % 3); want != w {
 				t.Fatalf("worker %d processed a report of key %x, whose worker is %d", w, key, want)
 			}

@@ -8,8 +8,8 @@ import (
 
 	"golang.org/x/net/bpf"
 
-	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/partition"
 	"github.com/intake-int/intake/pcap"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
@@ -92,8 +92,8 @@ func (v *spreadVM) check(t *testing.T, b []byte, byKey map[string]uint32, st *sp
 		return
 	}
 	r := &rs[0]
-	var kb cluster.KeyBuf
-	key := cluster.ReportKey(&kb, r)
+	var kb partition.KeyBuf
+	key := partition.ReportKey(&kb, r)
 	if prev, ok := byKey[string(key)]; ok && prev != got {
 		t.Errorf("%s: key %x: socket %d, earlier datagrams of the key %d", what, key, got, prev)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/partition"
 )
 
 // member is one `intake serve` process of the test's cluster.
@@ -219,11 +220,11 @@ func TestCluster(t *testing.T) {
 		if n == 0 {
 			t.Fatalf("flow %d: no reports sent", f)
 		}
-		if o := cluster.Owner(key, 3); o != owner {
+		if o := partition.Owner(key, 3); o != owner {
 			t.Fatalf("flow %d: sent to %d, the hash says %d", f, owner, o)
 		}
 		dkey := fmt.Sprintf("0x%02x%02x%02x%02x", key[0], key[1], key[2], key[3])
-		kiOwner := cluster.Owner(key[:4], 3)
+		kiOwner := partition.Owner(key[:4], 3)
 		for _, m := range ms {
 			code, h, b := call(t, m.api, "/api/v1/flowcache/flow?"+q)
 			var rec struct {
@@ -256,8 +257,8 @@ func TestCluster(t *testing.T) {
 	// Every DTA list (a switch's, keyed by its id) through every member: the owner's list.
 	lists := 0
 	for sw := uint32(1); sw <= 16; sw++ {
-		var kb cluster.KeyBuf
-		owner := cluster.Owner(cluster.IDKey(&kb, sw), 3)
+		var kb partition.KeyBuf
+		owner := partition.Owner(partition.IDKey(&kb, sw), 3)
 		for i := range ms {
 			if i != owner && apTruth[i].ByNode[sw] != 0 {
 				t.Fatalf("list %d appended on c%d, owner c%d", sw, i, owner)
@@ -368,7 +369,7 @@ func TestCluster(t *testing.T) {
 	// on loopback (docs/scale-out.md).
 	q, key := flowQuery(0)
 	for _, hop := range []int{0, 1} {
-		via := ms[(cluster.Owner(key, 3)+hop)%3]
+		via := ms[(partition.Owner(key, 3)+hop)%3]
 		var lat []time.Duration
 		for range 500 {
 			t0 := time.Now()
