@@ -11,7 +11,6 @@ import (
 
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/event"
-	"github.com/intake-int/intake/internal/cli"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -55,7 +54,7 @@ func ptr[T any](v T) *T { return &v }
 func (k KeyJSON) String() string {
 	var parts []string
 	if k.Src != "" {
-		parts = append(parts, cli.Flow(k.Src, deref(k.Sport), k.Dst, deref(k.Dport), deref(k.Proto)))
+		parts = append(parts, telemetry.FlowString(k.Src, deref(k.Sport), k.Dst, deref(k.Dport), deref(k.Proto)))
 	}
 	parts = appendPart(parts, "switch", k.SwitchID)
 	parts = appendPart(parts, "queue", k.QueueID)

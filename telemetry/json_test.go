@@ -212,4 +212,10 @@ func TestFlowKeyString(t *testing.T) {
 	if got, want := k.String(), "[2001:db8::1]:1000 > [2001:db8::2]:80 proto 132"; got != want {
 		t.Errorf("%q, want %q", got, want)
 	}
+	if got := FlowString("10.0.0.1", 1000, "172.16.0.1", 5201, 17); got != "10.0.0.1:1000 > 172.16.0.1:5201 udp" {
+		t.Errorf("FlowString: %q", got)
+	}
+	if got := FlowString("2001:db8::1", 1, "2001:db8::2", 2, 47); got != "[2001:db8::1]:1 > [2001:db8::2]:2 proto 47" {
+		t.Errorf("FlowString v6: %q", got)
+	}
 }

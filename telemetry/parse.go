@@ -30,6 +30,34 @@ func ParseProto(s string) (uint8, error) {
 	return uint8(n), nil
 }
 
+// ProtoName names an IP protocol as the flow notation writes it: tcp, udp, otherwise
+// "proto N"; ParseProto reads names and numbers back.
+func ProtoName(p uint8) string {
+	switch p {
+	case 6:
+		return "tcp"
+	case 17:
+		return "udp"
+	}
+	return "proto " + strconv.Itoa(int(p))
+}
+
+// FlowString writes a flow whose addresses are text, as the API's JSON has them, the way
+// FlowKey.String writes a FlowKey and every verb writes flows: "10.0.0.1:1000 > 172.16.0.1:80
+// udp" (IPv6 addresses in brackets).
+func FlowString(src string, sport uint16, dst string, dport uint16, proto uint8) string {
+	return hostPort(src, sport) + " > " + hostPort(dst, dport) + " " + ProtoName(proto)
+}
+
+// hostPort joins a host and a port as net.JoinHostPort does (brackets around a host with a
+// colon: an IPv6 address).
+func hostPort(host string, port uint16) string {
+	if strings.IndexByte(host, ':') >= 0 {
+		host = "[" + host + "]"
+	}
+	return host + ":" + strconv.Itoa(int(port))
+}
+
 // errFlow is what a 5-tuple looks like, for the errors of ParseFlowKey.
 var errFlow = errors.New(`a 5-tuple is "SRC:SPORT > DST:DPORT PROTO" or src,dst,sport,dport,proto, with addresses of one family`)
 

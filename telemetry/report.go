@@ -19,7 +19,6 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"net/netip"
-	"strconv"
 )
 
 // Capacities of the fixed arrays in a Report. A packet that carries more is a decode error
@@ -275,16 +274,10 @@ func (k *FlowKey) KeyBytes(dst []byte) []byte {
 }
 
 // String writes the flow as "SRC:SPORT > DST:DPORT PROTO" (IPv6 addresses bracketed; tcp and
-// udp by name, other protocols as "proto N").
+// udp by name, other protocols as "proto N": ProtoName), as FlowString writes a flow of the
+// API's JSON.
 func (k *FlowKey) String() string {
-	proto := "proto " + strconv.Itoa(int(k.Proto))
-	switch k.Proto {
-	case 6:
-		proto = "tcp"
-	case 17:
-		proto = "udp"
-	}
-	return netip.AddrPortFrom(k.SrcAddr(), k.SrcPort).String() + " > " + netip.AddrPortFrom(k.DstAddr(), k.DstPort).String() + " " + proto
+	return netip.AddrPortFrom(k.SrcAddr(), k.SrcPort).String() + " > " + netip.AddrPortFrom(k.DstAddr(), k.DstPort).String() + " " + ProtoName(k.Proto)
 }
 
 // SetAddrs sets source and destination from netip addresses; both must be of one family.
