@@ -1,4 +1,4 @@
-package main
+package collector
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
@@ -19,8 +18,8 @@ import (
 
 // BenchmarkPipeline is a worker's cost per report without the socket: decode of the
 // generator's stream (TR v2.0, one INT-MD report of 5 hops x 8 fields per datagram) and the
-// processors serve builds, each alone and all together, handed over and flushed every 64
-// datagrams as a recvmmsg batch is (pipeline.dispatch mirrors the ingest worker). The ratio
+// processors serve builds, each alone and all together, through the workers' own dispatch
+// (ingest.Dispatcher), ended as a batch every 64 datagrams as a recvmmsg batch is. The ratio
 // of "all" to "decode" is what processing adds to decoding; bench ingest puts the socket
 // around it. vary=1 draws every value anew (a change event nearly everywhere), vary=0.01
 // changes a flow hop's values in one report of a hundred (the steady state).
@@ -38,7 +37,8 @@ func BenchmarkPipeline(b *testing.B) {
 // BenchmarkPipelineMillion is BenchmarkPipeline with a million flows resident: the flow
 // cache at the SmartNIC paper's geometry (2^19 rows x 12 buckets), the detector sized to
 // hold them (max_flows 2^20), every report of another flow in turn (keys in order, rows and
-// shards at random), after the untimed lap has put all of them in.
+// shards at random), after the untimed lap has put all of them in. A processor ahead of the
+// others sets each report's key (rekey).
 func BenchmarkPipelineMillion(b *testing.B) {
 	benchPipeline(b, pipelineCase{flows: 4096, vary: 0.01, keys: 1 << 20}, []string{"decode", "detect", "flowcache", "all"})
 }
@@ -92,7 +92,7 @@ func benchPipeline(b *testing.B, pc pipelineCase, stages []string) {
 			cfg.Listeners = []ingest.Listener{{Format: "report", Address: "127.0.0.1", Sockets: 1}}
 			// Warnings only: the listener's notices would break the benchmark's result lines.
 			quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			c, err := collector.New(cfg, collector.Options{Logger: quiet})
+			c, err := New(cfg, Options{Logger: quiet})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -104,14 +104,17 @@ func benchPipeline(b *testing.B, pc pipelineCase, stages []string) {
 				b.Fatal(err)
 			}
 			defer c.Stop(context.Background())
-			p := newPipeline(procs)
+			if keys != nil {
+				procs = append([]ingest.Processor{&rekey{keys: keys}}, procs...)
+			}
+			d := ingest.NewDispatcher(0, dec, wire.InputReport, procs)
 			run := func(i int) {
 				// One receive time per batch of 64, as recvmmsg gives a batch, 200 µs
 				// apart: 320,000 reports/s, about what a worker of the 2-core development VM
 				// drains (an LRU list moves a key once a tick of about 1 ms: detect).
-				p.datagram(dec, dgrams[i%len(dgrams)], int64(i/64+1)*200_000, keys)
+				d.Datagram(dgrams[i%len(dgrams)], int64(i/64+1)*200_000)
 				if (i+1)%64 == 0 {
-					p.endBatch()
+					d.EndBatch()
 				}
 			}
 			// An untimed lap of the stream (of every key, with keys) first: the first
@@ -121,17 +124,18 @@ func benchPipeline(b *testing.B, pc pipelineCase, stages []string) {
 			for ; i < max(len(dgrams), pc.keys); i++ {
 				run(i)
 			}
-			p.endBatch()
-			p.reports = 0
+			d.EndBatch()
+			before := d.Counters().Reports
 			b.ReportAllocs()
 			clk := benchclock.Start(b)
 			for b.Loop() {
 				run(i)
 				i++
 			}
-			p.endBatch()
-			clk.Stop("report", p.reports)
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(p.reports), "ns/report")
+			d.EndBatch()
+			reports := int(d.Counters().Reports - before)
+			clk.Stop("report", reports)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(reports), "ns/report")
 		})
 	}
 }
@@ -148,82 +152,16 @@ func pipelineKey(i int) telemetry.FlowKey {
 	return k
 }
 
-// batchProcessor is ingest.BatchProcessor, declared here so that the benchmark also builds
-// against a tree without it (before/after comparisons build both).
-type batchProcessor interface {
-	ProcessBatch(worker int, rs []telemetry.Report)
+// rekey gives each report flow key i mod len(keys) in turn (len(keys) a power of two). It has
+// no batch path, so the dispatch calls it as each report is decoded, before any processor
+// sees the report.
+type rekey struct {
+	keys []telemetry.FlowKey
+	n    int
 }
 
-// pipeline hands reports to processors as an ingest worker does: processors with a batch
-// path get the reports of a batch at once (64 at most), the others each report as it is
-// decoded; every processor that flushes is flushed at the end of a batch.
-type pipeline struct {
-	rd       wire.Reader
-	plain    []ingest.Processor
-	batch    []batchProcessor
-	flushers []ingest.Flusher
-	rep      telemetry.Report
-	rs       []telemetry.Report
-	n        int
-	reports  int
-}
-
-func newPipeline(procs []ingest.Processor) *pipeline {
-	p := &pipeline{}
-	for _, x := range procs {
-		if bp, ok := x.(batchProcessor); ok {
-			p.batch = append(p.batch, bp)
-		} else {
-			p.plain = append(p.plain, x)
-		}
-		if f, ok := x.(ingest.Flusher); ok {
-			p.flushers = append(p.flushers, f)
-		}
-	}
-	if len(p.batch) > 0 {
-		p.rs = make([]telemetry.Report, 64)
-	}
-	return p
-}
-
-func (p *pipeline) datagram(dec *wire.Decoder, d []byte, now int64, keys []telemetry.FlowKey) {
-	p.rd.Reset(dec, wire.InputReport, d)
-	for {
-		r := &p.rep
-		if p.rs != nil {
-			r = &p.rs[p.n]
-		}
-		if p.rd.Next(r) != nil {
-			return
-		}
-		r.RecvTime = now
-		if keys != nil {
-			r.Flow = keys[p.reports&(len(keys)-1)]
-		}
-		p.reports++
-		for _, x := range p.plain {
-			x.Process(0, r)
-		}
-		if p.rs != nil {
-			if p.n++; p.n == len(p.rs) {
-				p.handOver()
-			}
-		}
-	}
-}
-
-func (p *pipeline) handOver() {
-	if p.n > 0 {
-		for _, x := range p.batch {
-			x.ProcessBatch(0, p.rs[:p.n])
-		}
-		p.n = 0
-	}
-}
-
-func (p *pipeline) endBatch() {
-	p.handOver()
-	for _, f := range p.flushers {
-		f.Flush(0)
-	}
+func (p *rekey) Name() string { return "rekey" }
+func (p *rekey) Process(_ int, r *telemetry.Report) {
+	r.Flow = p.keys[p.n&(len(p.keys)-1)]
+	p.n++
 }
