@@ -30,8 +30,8 @@ type DSCPMatch struct{ Value, Mask uint8 }
 // MaxDSCP is the most DSCP matches the parser takes.
 const MaxDSCP = 4
 
-// Lift is why a report went up through AF_XDP instead of being detected in the kernel (the
-// lift_* enum of bpf/report.h, in the same order).
+// Lift is why a report went up through AF_XDP instead of being detected in the kernel (enum
+// lift of bpf/report.h: bindings_linux.go checks each value against bpf2go's).
 type Lift int
 
 const (

@@ -76,10 +76,10 @@ func NewDetectState(d Detect) (_ *DetectState, err error) {
 		return m, nil
 	}
 	s.flowSlots, s.keySlots = tableSlots(d.MaxFlows), tableSlots(d.MaxKeys)
-	if s.flows, err = mk("d_flows", s.flowSlots); err != nil {
+	if s.flows, err = mk(intakeMapD_flows, s.flowSlots); err != nil {
 		return nil, err
 	}
-	if s.keys, err = mk("d_keys", s.keySlots); err != nil {
+	if s.keys, err = mk(intakeMapD_keys, s.keySlots); err != nil {
 		return nil, err
 	}
 	mmap := func(m *ebpf.Map, n int) ([]byte, error) {
@@ -95,16 +95,16 @@ func NewDetectState(d Detect) (_ *DetectState, err error) {
 	if s.keyMem, err = mmap(s.keys, s.keySlots*int(unsafe.Sizeof(KernelKeyEntry{}))); err != nil {
 		return nil, err
 	}
-	if s.rules, err = mk("d_rules", 0); err != nil {
+	if s.rules, err = mk(intakeMapD_rules, 0); err != nil {
 		return nil, err
 	}
-	if s.events, err = mk("d_events", d.EventRing); err != nil {
+	if s.events, err = mk(intakeMapD_events, d.EventRing); err != nil {
 		return nil, err
 	}
-	if s.count, err = mk("d_counts", 0); err != nil {
+	if s.count, err = mk(intakeMapD_counts, 0); err != nil {
 		return nil, err
 	}
-	if s.lifts, err = mk("lifts", 0); err != nil {
+	if s.lifts, err = mk(intakeMapLifts, 0); err != nil {
 		return nil, err
 	}
 	var off [2][event.NumMeasurements]uint64
@@ -124,13 +124,13 @@ func NewDetectState(d Detect) (_ *DetectState, err error) {
 
 // replacements are the maps load puts in the program.
 func (s *DetectState) replacements() map[string]*ebpf.Map {
-	return map[string]*ebpf.Map{"d_flows": s.flows, "d_keys": s.keys, "d_rules": s.rules,
-		"d_events": s.events, "d_counts": s.count, "lifts": s.lifts}
+	return map[string]*ebpf.Map{intakeMapD_flows: s.flows, intakeMapD_keys: s.keys, intakeMapD_rules: s.rules,
+		intakeMapD_events: s.events, intakeMapD_counts: s.count, intakeMapLifts: s.lifts}
 }
 
-// SetRules writes the rules in force: change and above levels by measurement, ^0 for a
+// WriteRules writes the rules in force: change and above levels by measurement, ^0 for a
 // rule that is off (nothing exceeds it, as in package detect).
-func (s *DetectState) SetRules(change, above *[event.NumMeasurements]uint64) error {
+func (s *DetectState) WriteRules(change, above *[event.NumMeasurements]uint64) error {
 	v := [2][event.NumMeasurements]uint64{*change, *above}
 	return s.rules.Put(uint32(0), v)
 }

@@ -1,7 +1,6 @@
 package xdp
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"golang.org/x/sys/unix"
@@ -197,7 +196,7 @@ func setKernelRules(tb testing.TB, d *detect.Detector, st *DetectState) {
 			ab[m] = v
 		}
 	}
-	if err := st.SetRules(&ch, &ab); err != nil {
+	if err := st.WriteRules(&ch, &ab); err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -294,7 +293,7 @@ func testKernelDetectSame(t *testing.T, sh streamShape) {
 // TestKernelLayouts checks that the Go mirrors of the program's structures have their sizes
 // (the object's BTF): a field added on one side only would shift every field after it.
 func TestKernelLayouts(t *testing.T) {
-	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
+	spec, err := loadIntake()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,9 +301,9 @@ func TestKernelLayouts(t *testing.T) {
 		m        string
 		key, val uintptr
 	}{
-		{"d_flows", 4, unsafe.Sizeof(KernelFlow{})},
-		{"d_keys", 4, unsafe.Sizeof(KernelKeyEntry{})},
-		{"pbufs", 4, pbufData + unsafe.Sizeof(kRep{}) + 16},
+		{intakeMapD_flows, 4, unsafe.Sizeof(KernelFlow{})},
+		{intakeMapD_keys, 4, unsafe.Sizeof(KernelKeyEntry{})},
+		{intakeMapPbufs, 4, pbufData + unsafe.Sizeof(kRep{}) + 16},
 	} {
 		ms := spec.Maps[c.m]
 		if uintptr(ms.KeySize) != c.key || uintptr(ms.ValueSize) != c.val {

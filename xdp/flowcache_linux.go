@@ -72,7 +72,7 @@ func NewFlowCacheState(f FlowCache) (_ *FlowCacheState, err error) {
 	for _, p := range []struct {
 		m    **ebpf.Map
 		name string
-	}{{&s.table, "fc_table"}, {&s.hist, "fc_hist"}, {&s.swidx, "fc_swidx"}, {&s.glob, "fc_glob"}, {&s.counts, "fc_counts"}, {&s.evict, "fc_evict"}} {
+	}{{&s.table, intakeMapFcTable}, {&s.hist, intakeMapFcHist}, {&s.swidx, intakeMapFcSwidx}, {&s.glob, intakeMapFcGlob}, {&s.counts, intakeMapFcCounts}, {&s.evict, intakeMapFcEvict}} {
 		if *p.m, err = mk(p.name); err != nil {
 			return nil, err
 		}
@@ -86,7 +86,7 @@ func NewFlowCacheState(f FlowCache) (_ *FlowCacheState, err error) {
 	var objs struct {
 		Ager *ebpf.Program `ebpf:"intake_fc_age"`
 	}
-	opts := ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{"fc_table": s.table, "fc_counts": s.counts, "fc_evict": s.evict}}
+	opts := ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{intakeMapFcTable: s.table, intakeMapFcCounts: s.counts, intakeMapFcEvict: s.evict}}
 	if err := spec.LoadAndAssign(&objs, &opts); err != nil {
 		return nil, loadError(err)
 	}
@@ -111,18 +111,18 @@ func sizeFlowCacheMaps(spec *ebpf.CollectionSpec, f *FlowCache, ncpu int) {
 			ms.Key, ms.Value = nil, nil // the declared types are the placeholders'
 		}
 	}
-	size("fc_table", f.Rows, f.RowBytes())
-	size("fc_hist", f.MaxSwitches+1, 3*f.Bins*8)
-	size("fc_swidx", f.MaxSwitches+ncpu, 0) // room for the switches CPUs number at once past the last
-	size("fc_evict", f.EvictRing, 0)
+	size(intakeMapFcTable, f.Rows, f.RowBytes())
+	size(intakeMapFcHist, f.MaxSwitches+1, 3*f.Bins*8)
+	size(intakeMapFcSwidx, f.MaxSwitches+ncpu, 0) // room for the switches CPUs number at once past the last
+	size(intakeMapFcEvict, f.EvictRing, 0)
 }
 
 // setFlowCache sets the program's constants of the flow cache in the kernel.
 func setFlowCache(spec *ebpf.CollectionSpec, f *FlowCache) error {
 	for name, v := range map[string]any{
-		"fc_mask": uint32(f.Rows - 1), "fc_buckets": uint32(f.Buckets), "fc_hops": uint32(f.MaxHops),
-		"fc_hdr": uint32(f.rowHeader()), "fc_bkt": uint32(f.bucketBytes()), "fc_bins": uint32(f.Bins),
-		"fc_hlog": b2u8(f.LogBins), "fc_width": f.Widths, "fc_maxsw": uint32(f.MaxSwitches),
+		intakeVarFcMask: uint32(f.Rows - 1), intakeVarFcBuckets: uint32(f.Buckets), intakeVarFcHops: uint32(f.MaxHops),
+		intakeVarFcHdr: uint32(f.rowHeader()), intakeVarFcBkt: uint32(f.bucketBytes()), intakeVarFcBins: uint32(f.Bins),
+		intakeVarFcHlog: b2u8(f.LogBins), intakeVarFcWidth: f.Widths, intakeVarFcMaxsw: uint32(f.MaxSwitches),
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return fmt.Errorf("setting %s: %w", name, err)
@@ -139,9 +139,9 @@ func (s *FlowCacheState) prepare(spec *ebpf.CollectionSpec, opts *ebpf.Collectio
 	if err := setFlowCache(spec, f); err != nil {
 		return err
 	}
-	vars := map[string]any{"fc_kernel": uint8(1)}
+	vars := map[string]any{intakeVarFcKernel: uint8(1)}
 	if f.Lift {
-		vars["kernel_lift"] = uint8(1)
+		vars[intakeVarKernelLift] = uint8(1)
 	}
 	if !detect {
 		if err := setParser(spec, &f.Parser); err != nil {
@@ -156,8 +156,8 @@ func (s *FlowCacheState) prepare(spec *ebpf.CollectionSpec, opts *ebpf.Collectio
 	if opts.MapReplacements == nil {
 		opts.MapReplacements = map[string]*ebpf.Map{}
 	}
-	for name, m := range map[string]*ebpf.Map{"fc_table": s.table, "fc_hist": s.hist, "fc_swidx": s.swidx,
-		"fc_glob": s.glob, "fc_counts": s.counts, "fc_evict": s.evict} {
+	for name, m := range map[string]*ebpf.Map{intakeMapFcTable: s.table, intakeMapFcHist: s.hist, intakeMapFcSwidx: s.swidx,
+		intakeMapFcGlob: s.glob, intakeMapFcCounts: s.counts, intakeMapFcEvict: s.evict} {
 		ms := spec.Maps[name]
 		ms.MaxEntries, ms.ValueSize = m.MaxEntries(), m.ValueSize()
 		opts.MapReplacements[name] = m
@@ -172,8 +172,8 @@ func setParser(spec *ebpf.CollectionSpec, p *Parser) error {
 		val[i], mask[i] = m.Value, m.Mask
 	}
 	for name, v := range map[string]any{
-		"dec_dscp_n": uint8(len(p.DSCP)), "dec_dscp_val": val, "dec_dscp_mask": mask, "dec_probe": b2u8(p.Probe),
-		"dec_quirks": b2u8(p.Quirks), "dec_gpe_port": p.GPEPort, "dec_geneve_port": p.GenevePort, "dec_int_port": p.INTPort,
+		intakeVarDecDscpN: uint8(len(p.DSCP)), intakeVarDecDscpVal: val, intakeVarDecDscpMask: mask, intakeVarDecProbe: b2u8(p.Probe),
+		intakeVarDecQuirks: b2u8(p.Quirks), intakeVarDecGpePort: p.GPEPort, intakeVarDecGenevePort: p.GenevePort, intakeVarDecIntPort: p.INTPort,
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return fmt.Errorf("setting %s: %w", name, err)

@@ -1,7 +1,7 @@
 package xdp
 
-// Outcome is what the XDP program did with a frame; the program counts each per CPU (the
-// outcome_* enum of bpf/intake.c, in the same order).
+// Outcome is what the XDP program did with a frame; the program counts each per CPU (enum
+// outcome of bpf/intake.c: bindings_linux.go checks each value against bpf2go's).
 type Outcome int
 
 const (

@@ -40,7 +40,7 @@ const pbufData = 1024 + 64
 func lastParse(tb testing.TB, coll *ebpf.Collection) kRep {
 	tb.Helper()
 	var vals [][]byte
-	if err := coll.Maps["pbufs"].Lookup(uint32(0), &vals); err != nil {
+	if err := coll.Maps[intakeMapPbufs].Lookup(uint32(0), &vals); err != nil {
 		tb.Fatal(err)
 	}
 	var best kRep

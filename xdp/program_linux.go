@@ -1,8 +1,6 @@
 package xdp
 
 import (
-	"bytes"
-	_ "embed"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -18,11 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-//go:embed intake_bpfel.o
-var object []byte
-
 // ProgramName is the XDP program's name in the kernel (bpftool prog show).
-const ProgramName = "intake_xdp"
+const ProgramName = intakeProgIntakeXdp
 
 // MaxQueues is the most receive queues a program redirects (the XSKMAP's size).
 const MaxQueues = 256
@@ -98,13 +93,13 @@ func NewDTAStores(d DTA) (_ *DTAStores, err error) {
 		}
 		return m, mem[:slots*8], nil
 	}
-	if s.kw, s.KW, err = mk("kw_store", d.KWSlots); err != nil {
+	if s.kw, s.KW, err = mk(intakeMapKwStore, d.KWSlots); err != nil {
 		return nil, err
 	}
-	if s.ki, s.KI, err = mk("ki_store", d.KISlots); err != nil {
+	if s.ki, s.KI, err = mk(intakeMapKiStore, d.KISlots); err != nil {
 		return nil, err
 	}
-	if s.ap, s.AP, err = mk("ap_store", d.APBytes()/8); err != nil {
+	if s.ap, s.AP, err = mk(intakeMapApStore, d.APBytes()/8); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -153,7 +148,7 @@ func Attach(ifname string, port uint16, opt Options) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Program{ifname: ifname, ifindex: ifc.Index, coll: coll, xsks: coll.Maps["xsks"], counts: coll.Maps["outcomes"], ownPort: port}
+	p := &Program{ifname: ifname, ifindex: ifc.Index, coll: coll, xsks: coll.Maps[intakeMapXsks], counts: coll.Maps[intakeMapOutcomes], ownPort: port}
 	p.ncpu, err = ebpf.PossibleCPU()
 	if err != nil {
 		coll.Close()
@@ -197,9 +192,10 @@ func attachLink(prog *ebpf.Program, ifc *net.Interface, mode string) (link.Link,
 	return nil, "", fmt.Errorf("attaching XDP to %s: %w", ifc.Name, errors.Join(errs...))
 }
 
-// objectSpec reads the program's object: its programs, maps and constants, not loaded.
+// objectSpec reads the program's object (embedded by bpf2go's intake_bpfel.go): its
+// programs, maps and constants, not loaded.
 func objectSpec() (*ebpf.CollectionSpec, error) {
-	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
+	spec, err := loadIntake()
 	if err != nil {
 		return nil, fmt.Errorf("reading the XDP object: %w", err)
 	}
@@ -215,10 +211,10 @@ func load(port uint16, opt Options) (*ebpf.Collection, error) {
 	if err != nil {
 		return nil, err
 	}
-	delete(spec.Programs, "intake_fc_age") // the flow cache's ager: FlowCacheState loads it
+	delete(spec.Programs, intakeProgIntakeFcAge) // the flow cache's ager: FlowCacheState loads it
 	var be [2]byte
 	binary.BigEndian.PutUint16(be[:], port)
-	if err := spec.Variables["listen_port"].Set(binary.NativeEndian.Uint16(be[:])); err != nil {
+	if err := spec.Variables[intakeVarListenPort].Set(binary.NativeEndian.Uint16(be[:])); err != nil {
 		return nil, fmt.Errorf("setting the port: %w", err)
 	}
 	var opts ebpf.CollectionOptions
@@ -226,26 +222,26 @@ func load(port uint16, opt Options) (*ebpf.Collection, error) {
 		d := &st.D
 		cm := uint32(uint64(1)<<d.KWCheckBits - 1)
 		for name, v := range map[string]any{
-			"dta_kernel": uint8(1), "dta_hdr_len": uint8(d.HeaderLen), "dta_key_len": uint8(d.KeyLen),
-			"dta_data_len": uint8(d.DataLen), "dta_seed": d.Seed,
-			"kw_mask": uint32(max(d.KWSlots, 1) - 1), "kw_maxn": uint32(d.KWMaxN), "kw_cmask": cm, "kw_vbytes": uint32(d.KWValueBytes),
-			"ki_mask": uint32(max(d.KISlots, 1) - 1), "ki_maxn": uint32(d.KIMaxN),
-			"ap_lists": uint32(d.APLists), "ap_mask": uint32(max(d.APEntries, 1) - 1),
+			intakeVarDtaKernel: uint8(1), intakeVarDtaHdrLen: uint8(d.HeaderLen), intakeVarDtaKeyLen: uint8(d.KeyLen),
+			intakeVarDtaDataLen: uint8(d.DataLen), intakeVarDtaSeed: d.Seed,
+			intakeVarKwMask: uint32(max(d.KWSlots, 1) - 1), intakeVarKwMaxn: uint32(d.KWMaxN), intakeVarKwCmask: cm, intakeVarKwVbytes: uint32(d.KWValueBytes),
+			intakeVarKiMask: uint32(max(d.KISlots, 1) - 1), intakeVarKiMaxn: uint32(d.KIMaxN),
+			intakeVarApLists: uint32(d.APLists), intakeVarApMask: uint32(max(d.APEntries, 1) - 1),
 		} {
 			if err := spec.Variables[name].Set(v); err != nil {
 				return nil, fmt.Errorf("setting %s: %w", name, err)
 			}
 		}
 		if d.KWSlots == 0 {
-			spec.Variables["kw_maxn"].Set(uint32(0))
+			spec.Variables[intakeVarKwMaxn].Set(uint32(0))
 		}
 		if d.KISlots == 0 {
-			spec.Variables["ki_maxn"].Set(uint32(0))
+			spec.Variables[intakeVarKiMaxn].Set(uint32(0))
 		}
-		spec.Maps["kw_store"].MaxEntries = uint32(max(d.KWSlots, 1))
-		spec.Maps["ki_store"].MaxEntries = uint32(max(d.KISlots, 1))
-		spec.Maps["ap_store"].MaxEntries = uint32(max(d.APBytes()/8, 1))
-		opts.MapReplacements = map[string]*ebpf.Map{"kw_store": st.kw, "ki_store": st.ki, "ap_store": st.ap}
+		spec.Maps[intakeMapKwStore].MaxEntries = uint32(max(d.KWSlots, 1))
+		spec.Maps[intakeMapKiStore].MaxEntries = uint32(max(d.KISlots, 1))
+		spec.Maps[intakeMapApStore].MaxEntries = uint32(max(d.APBytes()/8, 1))
+		opts.MapReplacements = map[string]*ebpf.Map{intakeMapKwStore: st.kw, intakeMapKiStore: st.ki, intakeMapApStore: st.ap}
 	}
 	if ds := opt.Detect; ds != nil {
 		if err := setDetect(spec, ds); err != nil {
@@ -277,8 +273,8 @@ func setDetect(spec *ebpf.CollectionSpec, ds *DetectState) error {
 		return err
 	}
 	for name, v := range map[string]any{
-		"det_kernel": uint8(1), "kernel_lift": b2u8(ds.D.Lift),
-		"flow_mask": uint32(ds.flowSlots - 1), "key_mask": uint32(ds.keySlots - 1),
+		intakeVarDetKernel: uint8(1), intakeVarKernelLift: b2u8(ds.D.Lift),
+		intakeVarFlowMask: uint32(ds.flowSlots - 1), intakeVarKeyMask: uint32(ds.keySlots - 1),
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return fmt.Errorf("setting %s: %w", name, err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -96,7 +97,7 @@ func TestProgramFrames(t *testing.T) {
 		}
 		want[c.outcome]++
 	}
-	p := &Program{counts: coll.Maps["outcomes"]}
+	p := &Program{counts: coll.Maps[intakeMapOutcomes]}
 	n, err := ebpf.PossibleCPU()
 	if err != nil {
 		t.Fatal(err)
@@ -111,34 +112,71 @@ func TestProgramFrames(t *testing.T) {
 	}
 }
 
-// TestObjectMatchesSource rebuilds the program with clang as go generate does and compares
-// it with the committed object.
+// TestObjectMatchesSource rebuilds the object and its bindings with gen.go's go:generate
+// line (bpf2go) into a temporary directory and compares them with the committed ones.
 func TestObjectMatchesSource(t *testing.T) {
-	for _, tool := range []string{"clang", "llvm-strip"} {
+	for _, tool := range []string{"clang", "llvm-strip", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("skipped: %s is not installed (apt-get install clang llvm libbpf-dev): the committed object cannot be rebuilt to compare", tool)
 		}
 	}
+	args := generateArgs(t, "gen.go")
 	dir := t.TempDir()
-	out := filepath.Join(dir, "intake_bpfel.o")
-	arch, err := exec.Command("uname", "-m").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("clang", "-O2", "-g", "-target", "bpf", "-mcpu=v3", "-fdebug-compilation-dir=.", "-I/usr/include/"+strings.TrimSpace(string(arch))+"-linux-gnu", "-c", "bpf/intake.c", "-o", out)
+	// go run <bpf2go> [-output-dir dir] flags...
+	args = append(args[:3:3], append([]string{"-output-dir", dir}, args[3:]...)...)
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), "GOPACKAGE=xdp")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("clang: %v: %s", err, b)
+		t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, b)
 	}
-	if b, err := exec.Command("llvm-strip", "-g", out).CombinedOutput(); err != nil {
-		t.Fatalf("llvm-strip: %v: %s", err, b)
+	for _, f := range []string{"intake_bpfel.o", "intake_bpfel.go"} {
+		got, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s does not match bpf/intake.c: run go generate ./xdp and commit it", f)
+		}
 	}
-	got, err := os.ReadFile(out)
+}
+
+// generateArgs returns the words of file's bpf2go go:generate line, split as go generate
+// splits them (a double-quoted word is a Go string).
+func generateArgs(t *testing.T, file string) []string {
+	src, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got, object) {
-		t.Fatal("intake_bpfel.o does not match bpf/intake.c: run go generate ./xdp and commit the object")
+	for line := range strings.Lines(string(src)) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "//go:generate ")
+		if !ok || !strings.Contains(rest, "bpf2go") {
+			continue
+		}
+		var args []string
+		for rest = strings.TrimSpace(rest); rest != ""; rest = strings.TrimSpace(rest) {
+			word, _, _ := strings.Cut(rest, " ")
+			if rest[0] == '"' {
+				q, err := strconv.QuotedPrefix(rest)
+				if err != nil {
+					t.Fatalf("%s: %v", file, err)
+				}
+				word = q
+				if q, err = strconv.Unquote(q); err != nil {
+					t.Fatalf("%s: %v", file, err)
+				}
+				args, rest = append(args, q), rest[len(word):]
+				continue
+			}
+			args, rest = append(args, word), rest[len(word):]
+		}
+		return args
 	}
+	t.Fatalf("%s has no bpf2go go:generate line", file)
+	return nil
 }
 
 // dtaFrame is an IPv4 UDP frame to port 40040 (9c68) holding the DTA datagram p.
@@ -194,7 +232,7 @@ func TestProgramDTAFrames(t *testing.T) {
 		}
 		want[c.outcome]++
 	}
-	p := &Program{counts: coll.Maps["outcomes"]}
+	p := &Program{counts: coll.Maps[intakeMapOutcomes]}
 	n, _ := ebpf.PossibleCPU()
 	p.percpu = make([]uint64, n)
 	var got [NumOutcomes]uint64

@@ -3,11 +3,11 @@
 // intake's XDP program (package xdp, docs/xdp.md). It matches UDP datagrams to one port
 // (IPv4 or IPv6, at most one VLAN tag) and redirects their frames into the AF_XDP socket of
 // the receive queue they arrived on; everything else passes to the kernel untouched. Each
-// frame's outcome is counted in a per-CPU array (the outcome_* indices below, mirrored by
-// package xdp's Outcome constants).
+// frame's outcome is counted in a per-CPU array (enum outcome below; package xdp's Outcome
+// constants are checked against it at compile time through bpf2go's intakeOutcome).
 //
-// Built with `go generate ./xdp` (clang -target bpf); the object is committed so that
-// `go build` needs no clang.
+// Built with `go generate ./xdp` (bpf2go, which runs clang -target bpfel and writes the Go
+// bindings intake_bpfel.go); the object is committed so that `go build` needs no clang.
 
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -15,13 +15,13 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
-enum {
+enum outcome {
 	outcome_redirected = 0,  // to the queue's AF_XDP socket
 	outcome_pass_other,      // not UDP to the port (other protocol, port, ether type)
 	outcome_pass_fragment,   // an IPv4 fragment: the kernel reassembles it
 	outcome_pass_malformed,  // headers cut short or inconsistent: the kernel judges it
 	outcome_pass_no_socket,  // the queue has no AF_XDP socket (more queues than workers)
-	outcome_ipv6_ext,        // IPv6 with extension headers: passed, the kernel handles them
+	outcome_pass_ipv6_ext,   // IPv6 with extension headers: passed, the kernel handles them
 	outcome_dta_key_write,   // a DTA Key-Write report written into kw_store, dropped
 	outcome_dta_key_increment, // a DTA Key-Increment report added into ki_store, dropped
 	outcome_dta_append,      // a DTA Append report appended to its list in ap_store, dropped
@@ -29,6 +29,10 @@ enum {
 	outcome_kernel_lifted,   // a report handled in the kernel and redirected too (marked)
 	num_outcomes,
 };
+
+// A constant of the enum's type puts the type into the object's BTF, where bpf2go's -type
+// reads it (an enum's values alone leave no trace there). Never read.
+const enum outcome *const btf_outcome = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
@@ -84,6 +88,10 @@ STORE(ki_store);
 STORE(ap_store);
 
 #include "report.h"
+
+// As btf_outcome, for bpf2go -type lift.
+const enum lift *const btf_lift = 0;
+
 #include "detect.h"
 #include "flowcache.h"
 
@@ -359,7 +367,7 @@ int intake_xdp(struct xdp_md *ctx)
 		if (ip6->next != IPPROTO_UDP) {
 			// Hop-by-hop, routing, fragment, destination options: the kernel walks them.
 			if (ip6->next == 0 || ip6->next == 43 || ip6->next == 44 || ip6->next == 60)
-				return count(outcome_ipv6_ext, XDP_PASS);
+				return count(outcome_pass_ipv6_ext, XDP_PASS);
 			return count(outcome_pass_other, XDP_PASS);
 		}
 		udp = (void *)(ip6 + 1);

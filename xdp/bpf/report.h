@@ -57,8 +57,9 @@ struct krep {
 	struct khop hop[KMAX_HOPS];
 };
 
-// Why a report went to user space instead (lift_* counters, package xdp's Lift names).
-enum {
+// Why a report went to user space instead (lift_* counters; package xdp's Lift constants are
+// checked against it through bpf2go's intakeLift).
+enum lift {
 	lift_version = 0, // not a Telemetry Report of v0.5, v1.0 or v2.0 the parser reads
 	lift_batch,       // several individual reports, or a TLV/other inner type
 	lift_rep_type,    // RepType other than 0 and 1, or RepMdBits the parser does not read
