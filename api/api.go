@@ -285,5 +285,5 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 		Error(w, http.StatusServiceUnavailable, "no metrics registry")
 		return
 	}
-	s.reg.Handler().ServeHTTP(w, r)
+	s.reg.Handler(s.log).ServeHTTP(w, r)
 }

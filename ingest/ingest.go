@@ -24,13 +24,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/intake-int/intake/internal/buildinfo"
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
@@ -407,12 +407,34 @@ func (c *Receiver) register() {
 		return c.uptime().Seconds()
 	})
 	r.Gauge("intake_workers", "Receive workers over all listeners.").Func(func() float64 { return float64(len(c.workers)) })
-	r.Gauge("intake_goroutines", "Goroutines of the process.").Func(func() float64 { return float64(runtime.NumGoroutine()) })
-	r.Gauge("intake_process_start_time_seconds", "Unix time the process created its collector.").Func(func() float64 {
+	// Deprecated, kept for the dashboards and alerts that name them: the registry's Go and
+	// process collectors serve the same as go_goroutines and process_start_time_seconds.
+	r.Gauge("intake_goroutines", "Goroutines of the process. Deprecated: use go_goroutines.").Func(func() float64 { return float64(runtime.NumGoroutine()) })
+	r.Gauge("intake_process_start_time_seconds", "Unix time the process created its collector. Deprecated: use process_start_time_seconds.").Func(func() float64 {
 		return float64(c.created.UnixNano()) / 1e9
 	})
-	host, _ := os.Hostname()
-	r.Gauge("intake_build_info", "Constant 1, labelled with the Go version and host.", "go_version", "host").With(runtime.Version(), host).Set(1)
+	version, revision := buildLabels()
+	r.Gauge("intake_build_info", "Constant 1, labelled with the Go version, intake's version and its VCS revision.", "go_version", "version", "revision").
+		With(runtime.Version(), version, revision).Set(1)
+}
+
+// buildLabels returns intake_build_info's version and revision: the main module's version
+// ("(devel)" for a build from a checkout) and the commit, suffixed "-modified" for a dirty
+// work tree; "unknown" for what the build did not record.
+func buildLabels() (version, revision string) {
+	version, revision = "unknown", "unknown"
+	if i, ok := buildinfo.Read(); ok {
+		if i.Version != "" {
+			version = i.Version
+		}
+		if i.Revision != "" {
+			revision = i.Revision
+			if i.Modified {
+				revision += "-modified"
+			}
+		}
+	}
+	return version, revision
 }
 
 // formatOn says which report formats a listener input can produce, so that /metrics lists

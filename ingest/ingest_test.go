@@ -294,6 +294,7 @@ func TestMetricsExposition(t *testing.T) {
 	c.Stop(context.Background())
 	var buf bytes.Buffer
 	reg.WriteText(&buf)
+	version, revision := buildLabels()
 	var e expect
 	e.add(t, wire.InputDTA, garbage[1])
 	e.add(t, wire.InputDTA, garbage[2])
@@ -309,6 +310,13 @@ func TestMetricsExposition(t *testing.T) {
 		`intake_listener_sockets{listener="dta"} 1`,
 		`# TYPE intake_packets_received_total counter`,
 		`# TYPE intake_uptime_seconds gauge`,
+		// Deprecated for the registry's standard series, which are served beside them.
+		`# HELP intake_goroutines Goroutines of the process. Deprecated: use go_goroutines.`,
+		`# HELP intake_process_start_time_seconds Unix time the process created its collector. Deprecated: use process_start_time_seconds.`,
+		`# TYPE go_goroutines gauge`,
+		`# TYPE process_start_time_seconds gauge`,
+		// No host label: Prometheus adds instance.
+		fmt.Sprintf(`intake_build_info{go_version=%q,revision=%q,version=%q} 1`, runtime.Version(), revision, version),
 	} {
 		if !bytes.Contains(buf.Bytes(), []byte(line+"\n")) {
 			t.Errorf("missing %q in\n%s", line, buf.String())

@@ -32,11 +32,10 @@ package metrics
 import (
 	"fmt"
 	"io"
-	"log"
+	"log/slog"
 	"maps"
 	"math"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,16 +103,18 @@ func (r *Registry) Gatherer() prometheus.Gatherer { return r.prom }
 // 0.0.4 by default, OpenMetrics 1.0.0 to a scraper whose Accept header asks for
 // application/openmetrics-text, gzip-compressed when the Accept-Encoding header allows.
 // A collection error (a Collect callback emitting the wrong number of label values, or a
-// series twice) is logged to standard error and the other series are still served.
-func (r *Registry) Handler() http.Handler {
+// series twice) is logged to log at level error, with component=metrics (nil:
+// slog.Default()), and the other series are still served.
+func (r *Registry) Handler(log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.Default()
+	}
 	return promhttp.HandlerFor(r.prom, promhttp.HandlerOpts{
 		EnableOpenMetrics: true,
 		ErrorHandling:     promhttp.ContinueOnError,
-		ErrorLog:          errorLog,
+		ErrorLog:          slog.NewLogLogger(log.With("component", "metrics").Handler(), slog.LevelError),
 	})
 }
-
-var errorLog = log.New(os.Stderr, "intake: metrics: ", log.LstdFlags)
 
 // ContentType is the media type of WriteText's output.
 const ContentType = "text/plain; version=0.0.4; charset=utf-8"

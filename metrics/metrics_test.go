@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -237,10 +238,18 @@ func TestCollectErrors(t *testing.T) {
 	if err := r.WriteText(io.Discard); err == nil {
 		t.Error("histogram: no error")
 	}
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
 	rec := httptest.NewRecorder()
-	r.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	r.Handler(log).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "intake_ok_total 3\n") {
 		t.Errorf("handler: %d\n%s", rec.Code, onlyIntake(rec.Body.String()))
+	}
+	// The gather error goes to the handler's slog logger, at level error, marked as the
+	// metrics component.
+	if l := logged.String(); !strings.Contains(l, "level=ERROR") || !strings.Contains(l, "component=metrics") ||
+		!strings.Contains(l, "intake_bad_total") {
+		t.Errorf("gather error not logged through slog: %q", l)
 	}
 }
 
@@ -310,7 +319,7 @@ func TestHandlerNegotiation(t *testing.T) {
 	r.Gauge("intake_up", "Up.").With().Set(1)
 	scrape := func(accept string) (string, string) {
 		t.Helper()
-		srv := httptest.NewServer(r.Handler())
+		srv := httptest.NewServer(r.Handler(nil))
 		defer srv.Close()
 		req, _ := http.NewRequest("GET", srv.URL+"/metrics", nil)
 		if accept != "" {
@@ -443,7 +452,7 @@ func BenchmarkScrapeWriteText(b *testing.B) {
 }
 
 func BenchmarkScrapeHandler(b *testing.B) {
-	h := benchRegistry().Handler()
+	h := benchRegistry().Handler(nil)
 	req := httptest.NewRequest("GET", "/metrics", nil)
 	b.ReportAllocs()
 	for b.Loop() {
