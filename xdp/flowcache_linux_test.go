@@ -14,7 +14,6 @@ import (
 
 	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/gen"
-	"github.com/intake-int/intake/record"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
@@ -189,7 +188,7 @@ func (c *runClock) report(t int64) int64 {
 }
 
 // toReports turns a kernel record's times into report numbers.
-func (c *runClock) toReports(tb testing.TB, r *record.Record) {
+func (c *runClock) toReports(tb testing.TB, r *flowcache.Record) {
 	tb.Helper()
 	first, last := c.report(r.First), c.report(r.Last)
 	if first == 0 || last == 0 {
@@ -233,14 +232,14 @@ func TestKernelFlowCacheSame(t *testing.T) {
 func testKernelFlowCacheSame(t *testing.T, cfg *flowcache.Config, det bool) {
 	coll, st := loadFlowCache(t, cfg, det)
 	prog := coll.Programs[ProgramName]
-	var uev, kev []record.Record
-	user := flowcache.New(*cfg, flowcache.Deps{Workers: 1,
-		Records: []func(*record.Record){func(r *record.Record) { uev = append(uev, *r) }}})
-	kern := flowcache.New(*cfg, flowcache.Deps{Workers: 1,
-		Records: []func(*record.Record){func(r *record.Record) { kev = append(kev, *r) }}})
+	user := flowcache.New(*cfg, flowcache.Deps{Workers: 1})
+	kern := flowcache.New(*cfg, flowcache.Deps{Workers: 1})
 	if err := kern.SetKernel(kernelCache{st}); err != nil {
 		t.Fatal(err)
 	}
+	var uev, kev []flowcache.Record
+	user.AddSink(func(r *flowcache.Record) { uev = append(uev, *r) })
+	kern.AddSink(func(r *flowcache.Record) { kev = append(kev, *r) })
 	dec, err := wire.NewDecoder(wire.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -324,7 +323,7 @@ func testKernelFlowCacheSame(t *testing.T, cfg *flowcache.Config, det bool) {
 	}
 	nh := 0
 	for _, sw := range uh.Switches() {
-		for m := range record.NumMetrics {
+		for m := range flowcache.NumMetrics {
 			a, aok := uh.Histogram(sw, m)
 			b, bok := kh.Histogram(sw, m)
 			if aok != bok || !reflect.DeepEqual(a, b) {
