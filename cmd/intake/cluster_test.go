@@ -23,6 +23,7 @@ import (
 
 	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/partition"
 )
 
@@ -188,7 +189,7 @@ func TestCluster(t *testing.T) {
 			var st struct {
 				Reports uint64 `json:"reports_decoded"`
 			}
-			getJSON(t, "http://"+m.api+"/api/v1/status", &st)
+			collectortest.GetJSON(t, "http://"+m.api+"/api/v1/status", &st)
 			if st.Reports == want {
 				break
 			}
@@ -341,7 +342,7 @@ func TestCluster(t *testing.T) {
 		t.Errorf("merged events by member %v, the members hold %v", byMember, local)
 	}
 	var hl struct{ Switches []uint32 }
-	getJSON(t, "http://"+ms[2].api+"/api/v1/histograms", &hl)
+	collectortest.GetJSON(t, "http://"+ms[2].api+"/api/v1/histograms", &hl)
 	if len(hl.Switches) == 0 {
 		t.Fatal("no histograms")
 	}
@@ -358,7 +359,7 @@ func TestCluster(t *testing.T) {
 		}
 		for _, m := range ms {
 			var h struct{ Total uint64 }
-			getJSON(t, "http://"+m.api+path, &h)
+			collectortest.GetJSON(t, "http://"+m.api+path, &h)
 			if h.Total != sum || sum == 0 {
 				t.Errorf("switch %d through %s: merged histogram total %d, members hold %d", sw, m.name, h.Total, sum)
 			}
@@ -464,7 +465,7 @@ func TestClusterFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, %q; want 2 and %q", c.args, code, errs, c.want)
 		}
 	}
-	coll := startCollector(t, nil)
+	coll := collectortest.Start(t, nil)
 	code, _, errs := runVerb("status", "--cluster", "--addr", coll.API.Addr())
 	if want := "404 Not Found: this collector is not in a cluster (cluster.members is empty)"; code != 1 || !strings.Contains(errs, want) {
 		t.Errorf("status --cluster of a collector alone: %d %q", code, errs)

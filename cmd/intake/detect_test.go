@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
@@ -80,10 +81,10 @@ func TestQueryEventsAndFlow(t *testing.T) {
 	}
 	// Report 1: path 1:2:3, every hop latency 1000, queue occupancy 40, tx utilization 55
 	// (serve_test.go's trReport), sequence 1 of (node 5, hw_id 1).
-	send(trReport())
+	send(collectortest.TRReport())
 	waitEvents(12) // seq_gaps; (queue, port) of 3 switches; path, flow latency, 3 hop latencies
 	// Report 2: switch 2's hop latency 1100 (|Δ| 100 > 50), sequence 3 (one report missing).
-	r := trReport()
+	r := collectortest.TRReport()
 	r.Seq = 3
 	r.Hops[1].HopLatency = 1100
 	send(r)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/dta"
+	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
@@ -112,7 +113,7 @@ func (s *serveChild) waitDecoded(t *testing.T, n uint64) {
 		var st struct {
 			Reports uint64 `json:"reports_decoded"`
 		}
-		getJSON(t, "http://"+s.http+"/api/v1/status", &st)
+		collectortest.GetJSON(t, "http://"+s.http+"/api/v1/status", &st)
 		if st.Reports == n {
 			return
 		}
@@ -131,7 +132,7 @@ func (s *serveChild) dtaDrops(t *testing.T, reason string) uint64 {
 			DTA map[string]uint64 `json:"dta"`
 		} `json:"drops"`
 	}
-	getJSON(t, "http://"+s.http+"/api/v1/status", &st)
+	collectortest.GetJSON(t, "http://"+s.http+"/api/v1/status", &st)
 	return st.Drops.DTA[reason]
 }
 
@@ -151,7 +152,7 @@ func (s *serveChild) get(t *testing.T, path string) (int, string) {
 // socket's buffer.
 func sendKI(send func(...telemetry.Report), from, to int) {
 	for k := from; k < to; k++ {
-		ki := dtaReport(telemetry.DTAKeyIncrement)
+		ki := collectortest.DTAReport(telemetry.DTAKeyIncrement)
 		ki.DTA.Redundancy, ki.DTA.KeyLen, ki.DTA.Counter = 2, 4, 1
 		binary.BigEndian.PutUint32(ki.DTA.Key[:], uint32(k))
 		send(ki)
@@ -169,7 +170,7 @@ func sendKI(send func(...telemetry.Report), from, to int) {
 func TestServeStoreTruncated(t *testing.T) {
 	dir := t.TempDir()
 	s := startServeChild(t, dir, "")
-	send := reportSender(t, s.udp, wire.DefaultConfig())
+	send := collectortest.ReportSender(t, s.udp, wire.DefaultConfig())
 	sendKI(send, 0, 100)
 	s.waitDecoded(t, 100)
 	if code, body := s.get(t, "/api/v1/dta/ki/7"); code != 200 || !strings.Contains(body, `"count": 1`) {
@@ -243,7 +244,7 @@ func TestServeDataDirTmpfsFilled(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "No space left on device") {
 		t.Fatalf("dd filled nothing: %v %s", err, out)
 	}
-	send := reportSender(t, s.udp, wire.DefaultConfig())
+	send := collectortest.ReportSender(t, s.udp, wire.DefaultConfig())
 	const n = 2000 // keys over every page of the 512 KiB Key-Increment store
 	sendKI(send, 0, n)
 	s.waitDecoded(t, n)

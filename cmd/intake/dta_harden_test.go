@@ -18,6 +18,7 @@ import (
 	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/dta"
+	"github.com/intake-int/intake/internal/testutil/collectortest"
 )
 
 // Store files and the data directory as an attacker or an unlucky operator leaves them
@@ -107,7 +108,7 @@ func TestServePostcardKnownValuesCounter(t *testing.T) {
 	f.WriteAt(binary.LittleEndian.AppendUint64(nil, 1<<31), 104)
 	f.Close()
 
-	c := runCollector(t, cfg)
+	c := collectortest.Run(t, cfg)
 	var a, b runtime.MemStats
 	runtime.ReadMemStats(&a)
 	resp, err := http.Get("http://" + c.API.Addr() + "/api/v1/dta/postcard/42")
@@ -158,7 +159,7 @@ func TestServeDataDirRefusals(t *testing.T) {
 		return lines[len(lines)-1]
 	}
 
-	c := runCollector(t, cfg)
+	c := collectortest.Run(t, cfg)
 	lock := filepath.Join(dir, dta.LockFile)
 	if got, want := serveErr(), fmt.Sprintf("intake serve: dta: dta.data_dir: %s: in use by another writer (pid %d holds %s): one writing collector per data directory", dir, os.Getpid(), lock); got != want {
 		t.Errorf("second writer:\n%s\nwant\n%s", got, want)

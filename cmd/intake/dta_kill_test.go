@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
@@ -21,13 +22,13 @@ func TestDTAStoresSurviveKill9(t *testing.T) {
 	s := startServeChild(t, dir, "")
 
 	const n = 300
-	send := reportSender(t, s.udp, wire.DefaultConfig())
+	send := collectortest.ReportSender(t, s.udp, wire.DefaultConfig())
 	for i := 0; i < n; i++ {
-		kw := dtaReport(telemetry.DTAKeyWrite)
+		kw := collectortest.DTAReport(telemetry.DTAKeyWrite)
 		kw.DTA.Redundancy, kw.DTA.KeyLen, kw.DTA.DataLen = 2, 4, 4
 		binary.BigEndian.PutUint32(kw.DTA.Key[:], uint32(1000+i))
 		binary.BigEndian.PutUint32(kw.DTA.Data[:], uint32(0xabc00000+i))
-		ki := dtaReport(telemetry.DTAKeyIncrement)
+		ki := collectortest.DTAReport(telemetry.DTAKeyIncrement)
 		ki.DTA.Redundancy, ki.DTA.KeyLen, ki.DTA.Counter = 2, 4, uint64(i+1)
 		binary.BigEndian.PutUint32(ki.DTA.Key[:], 77)
 		send(kw)

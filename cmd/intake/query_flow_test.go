@@ -10,6 +10,7 @@ import (
 
 	"github.com/intake-int/intake/detect"
 	"github.com/intake-int/intake/flowcache"
+	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
@@ -27,7 +28,7 @@ export: {period: 0s}
 // switches 11 > 12 > 13; lat, qocc and tx are per hop, source first, and a latency of 0 is
 // one the hop did not carry (the wire's "unavailable").
 func agreeReport(seq uint32, lat, qocc, tx [3]uint32) telemetry.Report {
-	r := trReport()
+	r := collectortest.TRReport()
 	r.Seq = seq
 	r.NHops = 0
 	for i := 2; i >= 0; i-- { // the normal form: newest (sink side) first

@@ -20,6 +20,7 @@ import (
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/export"
 	"github.com/intake-int/intake/flowcache"
+	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -42,7 +43,7 @@ func fcReport(sport uint16, t int64, hops ...fcHop) *telemetry.Report {
 // histograms) and the HTTP API, and returns it and the API's address.
 func startFlowCache(t *testing.T, mod func(*config.Config)) (*collector.Collector, string) {
 	t.Helper()
-	c := startCollector(t, func(cfg *config.Config) {
+	c := collectortest.Start(t, func(cfg *config.Config) {
 		cfg.Detect.Enabled, cfg.DTA.Enabled, cfg.Label.Enabled = false, false, false
 		cfg.FlowCache.Rows, cfg.FlowCache.Buckets = 16, 4
 		cfg.FlowCache.Histograms.Scale, cfg.FlowCache.Histograms.Bins = "linear", 4

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/pcap"
-	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
 
@@ -71,33 +71,13 @@ func TestServeDump(t *testing.T) {
 	}
 }
 
-// trReport is a TR v2.0 report with a 3-hop INT-MD stack.
-func trReport() telemetry.Report {
-	var r telemetry.Report
-	r.Format = telemetry.FormatTR20
-	r.TR.Ver, r.TR.RepType, r.TR.NProto = 2, 1, 3
-	r.NodeID, r.Seq, r.HWID = 5, 1, 1
-	r.Has = telemetry.HasNodeID | telemetry.HasSeq | telemetry.HasFlow
-	r.Flags = telemetry.FlagFlow
-	r.Flow.SetAddrs(netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.1.2"))
-	r.Flow.SrcPort, r.Flow.DstPort, r.Flow.Proto = 40000, 443, 17
-	r.Inner = telemetry.Inner{Link: telemetry.LinkEthernet, DSCP: 0x17, Encap: telemetry.EncapUDP, Trailer: 2}
-	r.INT = telemetry.INTHeader{Version: telemetry.INT2x, ShimType: 1, Bitmap: 0xff00, HopML: 11, RemHops: 3, ShimExtra: 0x17}
-	for i := 0; i < 3; i++ {
-		h := r.AddHop()
-		*h = telemetry.Hop{Fields: 0x07ff, NodeID: uint32(3 - i), IngressPort: 1, EgressPort: 2,
-			HopLatency: 1000, QueueID: 3, QueueOccupancy: 40, IngressTS: 1e9, EgressTS: 1e9 + 1000,
-			L2IngressPort: 7, L2EgressPort: 8, TxUtil: 55}
-	}
-	return r
-}
-
+// trDatagram is collectortest.TRReport (TR v2.0, a 3-hop INT-MD stack) encoded.
 func trDatagram(t *testing.T) []byte {
 	enc, err := wire.NewEncoder(wire.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := trReport()
+	r := collectortest.TRReport()
 	b, err := enc.Append(nil, &r)
 	if err != nil {
 		t.Skipf("TR v2.0 encoder not ready: %v", err)

@@ -1,53 +1,22 @@
-package main
+package collector_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 
-	"github.com/intake-int/intake/telemetry"
+	"github.com/intake-int/intake/internal/testutil/collectortest"
 )
 
 // The HTTP API's contract (docs/dta.md): every path, every JSON key and value
 // form, whole bodies compared, answers and errors alike.
 func TestDTAAPIContract(t *testing.T) {
-	c := startCollector(t, nil)
-	tr, srv := c.Translator, c.API
-
-	kw := func(key, val uint32, n uint8) {
-		r := dtaReport(telemetry.DTAKeyWrite)
-		r.DTA.Redundancy, r.DTA.KeyLen, r.DTA.DataLen = n, 4, 4
-		binary.BigEndian.PutUint32(r.DTA.Key[:], key)
-		binary.BigEndian.PutUint32(r.DTA.Data[:], val)
-		tr.Process(0, &r)
-	}
-	kw(0xdeadbeef, 0x01020304, 2)
-	kw(9, 0xbbbbbbbb, 4) // then 0xaaaaaaaa in copies 0-1 only: 2 votes each, ambiguous
-	kw(9, 0xaaaaaaaa, 2)
-	ki := dtaReport(telemetry.DTAKeyIncrement)
-	ki.DTA.Redundancy, ki.DTA.KeyLen, ki.DTA.Counter = 1, 4, 5
-	binary.BigEndian.PutUint32(ki.DTA.Key[:], 123)
-	tr.Process(0, &ki)
-	tr.Process(0, &ki)
-	for i := range 6 {
-		a := dtaReport(telemetry.DTAAppend)
-		a.DTA.ListID, a.DTA.DataLen = 3, 4
-		binary.BigEndian.PutUint32(a.DTA.Data[:], uint32(i))
-		tr.Process(0, &a)
-	}
-	for hop := 1; hop <= 5; hop++ {
-		pc := dtaReport(telemetry.DTAPostcard)
-		pc.DTA.KeyLen, pc.DTA.DataLen, pc.DTA.Hop = 4, 4, uint8(hop)
-		binary.BigEndian.PutUint32(pc.DTA.Key[:], 42)
-		binary.BigEndian.PutUint32(pc.DTA.Data[:], uint32(100+hop))
-		tr.Process(0, &pc)
-	}
-	tr.Flush(0)
+	c := collectortest.Start(t, nil)
+	srv := c.API
+	collectortest.DTAFixture(c.Translator)
 
 	get := func(path string) (int, string) {
 		t.Helper()
@@ -96,20 +65,6 @@ func TestDTAAPIContract(t *testing.T) {
 			t.Errorf("GET %s: %d %s\nwant %d %s", c.path, code, body, c.code, c.want)
 		}
 	}
-	// intake query: the key as an address, the answer as text with --table.
-	for _, c := range []struct{ args, want string }{
-		{"kw --table 222.173.190.239", "kw key 222.173.190.239: found 0x01020304 (2 votes, 2 candidates, threshold 1)\n"},
-		{"ki --table 0x7b", "key 0x7b: count 10 (epoch 0)\n"},
-		{"postcard --table 42", "key 42: found, hops 101 > 102 > 103 > 104 > 105 (2 valid chunks)\n"},
-		{"kw 9", "{\n  \"store\": \"kw\",\n  \"key\": \"9\",\n  \"status\": \"ambiguous\",\n  \"votes\": 2,\n  \"candidates\": 4,\n  \"threshold\": 1\n}\n"}, // JSON by default
-	} {
-		args := append([]string{"query", "--api", srv.Addr()}, strings.Fields(c.args)...)
-		args[1], args[2], args[3] = args[3], args[1], args[2] // query SUB --api ADDR ...
-		code, out, errs := runVerb(args...)
-		if code != 0 || out != c.want {
-			t.Errorf("%v: %d %q %s, want %q", args, code, out, errs, c.want)
-		}
-	}
 	// /stats: the counters by name, the regions by file.
 	_, body := get("/api/v1/dta/stats")
 	var st struct {
@@ -132,28 +87,5 @@ func TestDTAAPIContract(t *testing.T) {
 	}
 	if e := fmt.Sprint(st.PCE); e != "map[complete:1 early:0 flushed:0]" || st.Known != 5 || len(st.Regions) != 5 || len(st.Heads) != 16 || st.Heads[3] != 6 {
 		t.Errorf("stats: %s", body)
-	}
-}
-
-// intake query kw|ki|postcard|list: flag limits (as the API's, so that --store answers the
-// same), and a collector that is not there.
-func TestQueryDTAUsage(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		code int
-		err  string
-	}{
-		{[]string{"kw", "--t", "9", "1"}, 2, "--t 9: allowed is 0 (the store's threshold) to 8"},
-		{[]string{"kw", "--name", "ki", "1"}, 2, `--name "ki": kw or paths`},
-		{[]string{"list", "--limit", "0", "1"}, 2, "--limit 0: allowed is 1 to 100000"},
-		{[]string{"ki"}, 2, "one KEY is required"},
-		{[]string{"kw", "--json", "--table", "1"}, 2, "--json and --table exclude each other"},
-		{[]string{"list", "--store", t.TempDir(), "1"}, 1, "no DTA region files"},
-		{[]string{"postcard", "--addr", "127.0.0.1:1", "1"}, 1, "--store DIR reads a store directory without a collector"},
-	} {
-		code, out, errs := runVerb(append([]string{"query"}, c.args...)...)
-		if code != c.code || out != "" || !strings.Contains(errs, c.err) {
-			t.Errorf("%v: %d %q %q, want %d and %q", c.args, code, out, errs, c.code, c.err)
-		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package collector_test
 
 import (
 	"encoding/hex"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/dta"
+	"github.com/intake-int/intake/internal/testutil"
+	"github.com/intake-int/intake/internal/testutil/collectortest"
 )
 
 // Bad DTA input over the wire: what the decoder rejects (unknown opcodes, redundancy 0, hop
@@ -24,7 +26,7 @@ func TestDTABadInputOverTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := runCollector(t, cfg)
+	c := collectortest.Run(t, cfg)
 	coll, tr := c.Receiver, c.Translator
 	conn, err := net.Dial("udp", coll.ListenerAddr(0))
 	if err != nil {
@@ -52,11 +54,7 @@ func TestDTABadInputOverTheWire(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for deadline := time.Now().Add(5 * time.Second); tr.Written(dta.WKeyWrite) < 1; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the good report was not written: %+v", coll.Status().DecodeErrors)
-		}
-	}
+	testutil.Eventually(t, 5*time.Second, "the good report written", func() bool { return tr.Written(dta.WKeyWrite) >= 1 })
 	de := coll.Status().DecodeErrors
 	for reason, n := range de.ByReason {
 		want := map[string]uint64{"bad_value": 5, "truncated": 5}[reason]

@@ -1,13 +1,13 @@
 //go:build linux
 
-package main
+package collector_test
 
 import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
+	"net/url"
 	"testing"
 	"time"
 
@@ -15,12 +15,15 @@ import (
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/dta"
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/internal/testutil"
+	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/wire"
 )
 
 // Detected events → an Append list (DTA Table 2), end to end: TR reports over loopback into
 // serve's pipeline (collector.New: the detector publishes, the DTA consumer appends), then
-// the list read through the API and through --store, entry by entry.
+// the list read through the API and through the store directory (as `intake query list`
+// reads it with --api and --store), entry by entry.
 func TestDTAEventList(t *testing.T) {
 	dir := t.TempDir()
 	cfg, err := config.Parse(fmt.Appendf(nil, `listeners:
@@ -54,29 +57,21 @@ dta:
 		}
 	}
 	defer stop()
-	send := reportSender(t, coll.ListenerAddr(0), wire.DefaultConfig())
-	poll := func(src []string, cursor, n int) map[string]any {
+	send := collectortest.ReportSender(t, coll.ListenerAddr(0), wire.DefaultConfig())
+	poll := func(src dtaSource, cursor, n int) map[string]any {
 		t.Helper()
 		var m map[string]any
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			code, out, errs := runVerb(append(append([]string{"query", "list"}, src...), "--cursor", fmt.Sprint(cursor), "--limit", "5", "5")...)
-			if code != 0 {
-				t.Fatalf("query list: %d %s", code, errs)
-			}
-			m = nil
-			if err := json.Unmarshal([]byte(out), &m); err != nil {
-				t.Fatal(err)
-			}
-			if m["next_cursor"] == float64(cursor+n) || time.Now().After(deadline) {
-				return m
-			}
-		}
+		testutil.Eventually(t, 5*time.Second, fmt.Sprintf("%v: list 5 read to cursor %d", src, cursor+n), func() bool {
+			m = dtaQuery(t, src, "/api/v1/dta/list/5", url.Values{"cursor": {fmt.Sprint(cursor)}, "limit": {"5"}})
+			return m["next_cursor"] == float64(cursor+n)
+		})
+		return m
 	}
 
-	// The entries serve_test.go's trReport raises (detect_test.go lists the same 12 events):
+	// The entries collectortest.TRReport raises (detect_test.go lists the same 12 events):
 	// kind, scope, measurement, 8-bit id, switch, 32-bit id (port or queue), flow, value.
 	var kb [40]byte
-	r := trReport()
+	r := collectortest.TRReport()
 	flow := uint32(dta.Hash64(dta.DefaultSeed, dta.FlowKeyBytes(&kb, &r.Flow)))
 	type ent struct {
 		kind         event.Kind
@@ -106,7 +101,7 @@ dta:
 		{ch, e2e, event.FlowLatency, 0, 0, 0, flow, 3100},
 		{ch, sws, event.FlowHopLatency, 0, 2, 0, flow, 1100},
 	}
-	check := func(src []string, m map[string]any, cursor, n int) {
+	check := func(src dtaSource, m map[string]any, cursor, n int) {
 		t.Helper()
 		es, _ := m["entries"].([]any)
 		if len(es) != n || m["next_cursor"] != float64(cursor+n) || m["overwritten"] != 0.0 || m["list"] != 5.0 {
@@ -133,15 +128,15 @@ dta:
 			}
 		}
 	}
-	api := []string{"--addr", srv.Addr()}
+	viaAPI := dtaSource{addr: srv.Addr()}
 	send(r)
 	for c := 0; c < 12; c += 5 {
-		check(api, poll(api, c, min(5, 12-c)), c, min(5, 12-c))
+		check(viaAPI, poll(viaAPI, c, min(5, 12-c)), c, min(5, 12-c))
 	}
 	r.Seq = 3
 	r.Hops[1].HopLatency = 1100
 	send(r)
-	check(api, poll(api, 12, 3), 12, 3)
+	check(viaAPI, poll(viaAPI, 12, 3), 12, 3)
 	tr := c.Translator
 	if tr == nil {
 		t.Fatal("no dta processor in serve's pipeline")
@@ -156,6 +151,6 @@ dta:
 	stop()
 	for c := 0; c < len(want); c += 5 {
 		n := min(5, len(want)-c)
-		check([]string{"--store", dir}, poll([]string{"--store", dir}, c, n), c, n)
+		check(dtaSource{store: dir}, poll(dtaSource{store: dir}, c, n), c, n)
 	}
 }
