@@ -249,6 +249,14 @@ func (f *Fabric) Run(ctx context.Context, ep Endpoints) error {
 	}
 }
 
+// LiveStats returns the counters of a fabric that Run drives, read in its event loop; the
+// zero Stats once Run has returned (Stats then).
+func (f *Fabric) LiveStats() Stats {
+	var s Stats
+	f.do(func() { s = f.Stats() })
+	return s
+}
+
 // do runs fn in the event loop's goroutine and waits for it.
 // Once Run has returned, fn is not run.
 func (f *Fabric) do(fn func()) {

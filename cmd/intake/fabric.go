@@ -121,7 +121,7 @@ func runFabric(args []string, stdout, stderr io.Writer) error {
 					return
 				case <-tick.C:
 					if st := f.LiveStats(); st.Now > 0 {
-						fmt.Fprintf(stderr, "\r\033[Kintake fabric: %s", st.Progress())
+						fmt.Fprintf(stderr, "\r\033[Kintake fabric: %s", fabricProgress(&st))
 					}
 				}
 			}
@@ -138,7 +138,7 @@ func runFabric(args []string, stdout, stderr io.Writer) error {
 		return e.Encode(st)
 	}
 	fmt.Fprintf(stdout, "\nintake fabric: stopped after %s: %d datagrams sent over UDP (%d errors)\n", time.Duration(st.Now).Round(time.Millisecond), sent, errs)
-	st.WriteText(stdout)
+	writeFabricStats(stdout, &st)
 	return nil
 }
 

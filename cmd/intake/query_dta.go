@@ -99,7 +99,7 @@ func runQueryDTA(prim string, args []string, stdout io.Writer) error {
 	case err != nil:
 		return err
 	case !asJSON:
-		return dta.WriteText(stdout, prim, body)
+		return writeDTA(stdout, prim, body)
 	}
 	_, err = stdout.Write(body)
 	return err

@@ -41,7 +41,7 @@ func runQueryFlow(args []string, stdout, stderr io.Writer) error {
 	if done, err := apiQuery(stdout, o, "/api/v1/flow", q, &f); done || err != nil {
 		return err
 	}
-	return f.WriteText(stdout)
+	return writeFlowState(stdout, &f)
 }
 
 // flowFlags adds --src, --dst, --sport, --dport and --proto, the flow as the API addresses

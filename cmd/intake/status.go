@@ -30,7 +30,7 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 		if done, err := apiQuery(stdout, o, cluster.StatusPath, nil, &cs); done || err != nil {
 			return err
 		}
-		return cs.WriteText(stdout)
+		return writeClusterStatus(stdout, &cs)
 	}
 	var st collector.Status
 	if done, err := apiQuery(stdout, o, "/api/v1/status", nil, &st); done || err != nil {

@@ -1,4 +1,4 @@
-package detect
+package main
 
 import (
 	"fmt"
@@ -6,17 +6,19 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/intake-int/intake/detect"
 	"github.com/intake-int/intake/internal/cli"
+	"github.com/intake-int/intake/telemetry"
 )
 
-// WriteText writes f as `intake query flow` prints it: the flow, its path (source first)
+// writeFlowState writes f as `intake query flow` prints it: the flow, its path (source first)
 // and latency, and one line a hop, numbered from the source (docs/hops.md), with the hop
 // latency of the flow's newest report and the largest latest value of its switch's queues,
 // ports and buffers. Those are switch keys, set by any flow's reports (each is in the JSON):
 // named as the switch's, so that they are not read as this flow's own values, which the flow
 // cache keeps (query flowcache-flow).
-func (f *FlowState) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "flow     %s\n", cli.Flow(f.Src, f.Sport, f.Dst, f.Dport, f.Proto))
+func writeFlowState(w io.Writer, f *detect.FlowState) error {
+	fmt.Fprintf(w, "flow     %s\n", telemetry.FlowString(f.Src, f.Sport, f.Dst, f.Dport, f.Proto))
 	fmt.Fprintf(w, "path     %s (%d hops, source first)\n", cli.Path(f.Path), f.PathLen)
 	if f.FlowLatency != nil {
 		fmt.Fprintf(w, "latency  %s end to end, latest\n", cli.Nanos(float64(*f.FlowLatency)))
@@ -26,9 +28,9 @@ func (f *FlowState) WriteText(w io.Writer) error {
 	fmt.Fprintln(tw, "HOP\tSWITCH\tHOP LATENCY latest\tSWITCH QUEUE OCCUPANCY max\tSWITCH TX UTILIZATION max\tSWITCH BUFFER OCCUPANCY max")
 	for _, h := range f.Hops {
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", h.Hop, h.SwitchID, cli.Nanos(float64(h.HopLatency)),
-			busiest(f.Queues, h.SwitchID, "queue", func(v SwitchValue) *uint64 { return v.QueueOccupancy }),
-			busiest(f.Ports, h.SwitchID, "port", func(v SwitchValue) *uint64 { return v.TxUtilization }),
-			busiest(f.Buffers, h.SwitchID, "buffer", func(v SwitchValue) *uint64 { return v.BufferOccupancy }))
+			busiest(f.Queues, h.SwitchID, "queue", func(v detect.SwitchValue) *uint64 { return v.QueueOccupancy }),
+			busiest(f.Ports, h.SwitchID, "port", func(v detect.SwitchValue) *uint64 { return v.TxUtilization }),
+			busiest(f.Buffers, h.SwitchID, "buffer", func(v detect.SwitchValue) *uint64 { return v.BufferOccupancy }))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -38,8 +40,8 @@ func (f *FlowState) WriteText(w io.Writer) error {
 }
 
 // busiest writes the greatest value among switch sw's keys, "12 (queue 3, max of 8)", or "-".
-func busiest(vs []SwitchValue, sw uint32, what string, val func(SwitchValue) *uint64) string {
-	var best *SwitchValue
+func busiest(vs []detect.SwitchValue, sw uint32, what string, val func(detect.SwitchValue) *uint64) string {
+	var best *detect.SwitchValue
 	n := 0
 	for i := range vs {
 		if v := val(vs[i]); vs[i].SwitchID == sw && v != nil {
@@ -52,7 +54,10 @@ func busiest(vs []SwitchValue, sw uint32, what string, val func(SwitchValue) *ui
 	if best == nil {
 		return "-"
 	}
-	id := deref(best.Port)
+	var id uint32
+	if best.Port != nil {
+		id = *best.Port
+	}
 	if best.QueueID != nil {
 		id = uint32(*best.QueueID)
 	} else if best.BufferID != nil {

@@ -1,29 +1,23 @@
-package fabric
+package main
 
 import (
 	"fmt"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/intake-int/intake/fabric"
 )
 
-// LiveStats returns the counters of a fabric that Run drives, read in its event loop; the
-// zero Stats once Run has returned (Stats then).
-func (f *Fabric) LiveStats() Stats {
-	var s Stats
-	f.do(func() { s = f.Stats() })
-	return s
-}
-
-// Progress is a one-line summary of a run so far, for a progress line.
-func (s *Stats) Progress() string {
+// fabricProgress is a one-line summary of a run so far, for a progress line.
+func fabricProgress(s *fabric.Stats) string {
 	return fmt.Sprintf("%s: %d packets sent, %d delivered, %d labels, %d exports, %d reports",
 		time.Duration(s.Now).Round(time.Second), s.Sent, s.Delivered, s.Labels, s.Exports, s.Reports+s.Postcards)
 }
 
-// WriteText writes the counters for people, a labelled line per kind (the JSON has them
-// all by name).
-func (s *Stats) WriteText(w io.Writer) {
+// writeFabricStats writes the counters for people, a labelled line per kind (the JSON has
+// them all by name).
+func writeFabricStats(w io.Writer, s *fabric.Stats) {
 	fmt.Fprintf(w, "  packets    %d sent, %d delivered, %d dropped at full queues, %d lost on links (%d hops)\n",
 		s.Sent, s.Delivered, s.Drops, s.Lost, s.PacketHops)
 	var hist []string

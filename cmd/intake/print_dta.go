@@ -1,4 +1,4 @@
-package dta
+package main
 
 import (
 	"encoding/json"
@@ -6,14 +6,17 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/intake-int/intake/dta"
+	"github.com/intake-int/intake/internal/cli"
 )
 
-// WriteText writes the JSON answer body of a query of primitive prim (kw, ki, postcard,
+// writeDTA writes the JSON answer body of a query of primitive prim (kw, ki, postcard,
 // list) as lines for people, the form `intake query ... --table` prints.
-func WriteText(w io.Writer, prim string, body []byte) error {
+func writeDTA(w io.Writer, prim string, body []byte) error {
 	switch prim {
 	case "kw":
-		var a KWAnswer
+		var a dta.KWAnswer
 		if err := json.Unmarshal(body, &a); err != nil {
 			return err
 		}
@@ -23,18 +26,18 @@ func WriteText(w io.Writer, prim string, body []byte) error {
 		}
 		_, err := fmt.Fprintf(w, "%s key %s: %s (%d votes, %d candidates, threshold %d)\n", a.Store, a.Key, v, a.Votes, a.Candidates, a.Threshold)
 		if len(a.Path) > 0 && err == nil {
-			_, err = fmt.Fprintf(w, "path %s\n", path(a.Path))
+			_, err = fmt.Fprintf(w, "path %s\n", cli.Path(a.Path))
 		}
 		return err
 	case "ki":
-		var a KIAnswer
+		var a dta.KIAnswer
 		if err := json.Unmarshal(body, &a); err != nil {
 			return err
 		}
 		_, err := fmt.Fprintf(w, "key %s: count %d (epoch %d)\n", a.Key, a.Count, a.Epoch)
 		return err
 	case "postcard":
-		var a PCAnswer
+		var a dta.PCAnswer
 		if err := json.Unmarshal(body, &a); err != nil {
 			return err
 		}
@@ -48,7 +51,7 @@ func WriteText(w io.Writer, prim string, body []byte) error {
 		_, err := fmt.Fprintf(w, "key %s: %s, hops %s (%d valid chunks)\n", a.Key, strings.ReplaceAll(a.Status, "_", " "), strings.Join(hops, " > "), a.ValidChunks)
 		return err
 	case "list":
-		var a ListAnswer
+		var a dta.ListAnswer
 		if err := json.Unmarshal(body, &a); err != nil {
 			return err
 		}
@@ -59,13 +62,4 @@ func WriteText(w io.Writer, prim string, body []byte) error {
 		return err
 	}
 	return fmt.Errorf("no primitive %q", prim)
-}
-
-// path writes switch ids first hop first, "3 > 1 > 7", as intake writes paths.
-func path(p []uint32) string {
-	s := make([]string, len(p))
-	for i, id := range p {
-		s[i] = strconv.FormatUint(uint64(id), 10)
-	}
-	return strings.Join(s, " > ")
 }

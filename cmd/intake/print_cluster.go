@@ -1,4 +1,4 @@
-package cluster
+package main
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/intake-int/intake/cluster"
 )
 
 // memberCounts are the parts of a member's /api/v1/status the table shows.
@@ -17,9 +19,9 @@ type memberCounts struct {
 	} `json:"drops"`
 }
 
-// WriteText prints the cluster's status as `intake status --cluster` shows it: one line per
+// writeClusterStatus prints the cluster's status as `intake status --cluster` shows it: one line per
 // member, and the members that did not answer.
-func (s *StatusJSON) WriteText(w io.Writer) error {
+func writeClusterStatus(w io.Writer, s *cluster.StatusJSON) error {
 	fmt.Fprintf(w, "cluster of %d members (hash: %s), asked through %s\n", len(s.Members), s.Hash, s.Self)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "MEMBER\tSTATE\tAPI\tREPORTS TO\tPACKETS\tREPORTS\tDROPS\tRTT")
