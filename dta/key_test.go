@@ -78,4 +78,3 @@ func FuzzParseKey(f *testing.F) {
 		}
 	})
 }
-
