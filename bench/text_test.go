@@ -153,3 +153,52 @@ func TestKernelComparison(t *testing.T) {
 		t.Errorf("no note %q in\n%s", note, b.String())
 	}
 }
+
+// TestIngestText: `bench ingest`'s text and `--mode xdp`'s, byte for byte: both phases, the
+// ratio, the CPU share, the too-slow note (two sockets) and the baseline line.
+func TestIngestText(t *testing.T) {
+	ph := func(reports uint64, cpu time.Duration, kernel uint64) Phase {
+		p := Phase{Sent: gen.Stats{Datagrams: 1000, Reports: 2000, Elapsed: time.Second}, Received: 1000 - kernel, Reports: reports,
+			Errors: 1, Kernel: kernel, Backlog: 2, CPU: cpu}
+		p.setRates()
+		return p
+	}
+	r := IngestResult{Format: "tr2.0", ReportsPerDatagram: 2, DurationS: 1.5, Sockets: 2, Processors: []string{"detect", "flowcache"},
+		Drain: ph(2000, 100*time.Microsecond, 0), Full: ph(1000, 900*time.Microsecond, 500), Ratio: 0.5, DrainCPUNsPerDatagram: 100,
+		SystemCPUNsPerReport: 1234.56, CollectorCPUShare: 1.9, CollectorCPUsNeeded: 3.8, SystemBusy: 0.5, Loss: 0.5,
+		BaselineCPUNsPerDatagram: 80, DrainVsBaseline: 1.25}
+	r.Base.Received, r.Base.Sent.Datagrams = 990, 1000
+	var b strings.Builder
+	r.WriteText(&b, true)
+	want := `bench ingest: tr2.0, 2 reports/datagram, 1.5s per phase, 2 collector sockets, processors: detect, flowcache
+  drain              2000 reports/s      50.0 CPU ns/report  loss 0.0000  (1000 of 1000 datagrams; drops: 0 socket, 2 host backlog; 1 decode errors)
+  collector          1000 reports/s     900.0 CPU ns/report  loss 0.5000  (500 of 1000 datagrams; drops: 500 socket, 2 host backlog; 1 decode errors)
+  ratio      0.500 (collector / drain); CPU per datagram: drain 100.0 ns; whole machine per report (collector phase): 1234.6 ns
+  CPU share  collector 1.90 of a CPU, 3.80 needed to take all that was sent; the machine 50% busy (collector phase)
+  note: the collector lost 50.0%: taking all that was sent would need 3.80 CPUs at its CPU per report, more than its 2 sockets' workers can use (one CPU each)
+  baseline   80.0 CPU ns/datagram (990 of 1000 datagrams); drain / baseline 1.250
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	mc := ModeComparison{Socket: r, XDP: r, XDPAttach: "native", DrainCPURatio: 1.5, CollectorCPURatio: 2.25, RateRatio: 1.75,
+		BPFNsPerFrame: 35.25, KernelDTAReports: 7}
+	mc.XDP.Sockets, mc.XDP.Processors = 1, nil
+	b.Reset()
+	mc.WriteText(&b)
+	want = `bench ingest: tr2.0 across a veth pair, 2 reports/datagram, 1.5s per phase, processors: none
+  socket mode, 2 workers:
+    drain              2000 reports/s      50.0 CPU ns/report  loss 0.0000  (1000 of 1000 datagrams; drops: 0 socket, 2 host backlog; 1 decode errors)
+    collector          1000 reports/s     900.0 CPU ns/report  loss 0.5000  (500 of 1000 datagrams; drops: 500 socket, 2 host backlog; 1 decode errors)
+    ratio      0.500 (collector / drain); drain CPU 100.0 ns/datagram
+  xdp (native) mode, 1 workers:
+    drain              2000 reports/s      50.0 CPU ns/report  loss 0.0000  (1000 of 1000 datagrams; drops: 0 socket, 2 host backlog; 1 decode errors)
+    collector          1000 reports/s     900.0 CPU ns/report  loss 0.5000  (500 of 1000 datagrams; drops: 500 socket, 2 host backlog; 1 decode errors)
+    ratio      0.500 (collector / drain); drain CPU 100.0 ns/datagram
+  socket / xdp CPU: drain 1.50x per datagram, collector 2.25x per report; collector reports/s xdp / socket 1.75
+  XDP program: 35.2 ns per frame (collector phase); DTA reports written in the kernel: 7
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
