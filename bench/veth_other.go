@@ -4,6 +4,7 @@ package bench
 
 import (
 	"errors"
+	"fmt"
 	"os/exec"
 )
 
@@ -11,7 +12,9 @@ import (
 type Veth struct{ Namespace, Host, Peer string }
 
 // NewVeth refuses off Linux.
-func NewVeth() (*Veth, error) { return nil, errors.New("bench: --veth needs Linux") }
+func NewVeth() (*Veth, error) {
+	return nil, fmt.Errorf("bench: --veth needs Linux: %w", errors.ErrUnsupported)
+}
 
 func (v *Veth) Command(name string, args ...string) *exec.Cmd { return exec.Command(name, args...) }
 

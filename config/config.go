@@ -27,6 +27,7 @@ import (
 	"github.com/intake-int/intake/export"
 	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/internal/confkey"
 	"github.com/intake-int/intake/internal/smallfile"
 	"github.com/intake-int/intake/label"
 	"github.com/intake-int/intake/wire"
@@ -111,8 +112,9 @@ func (c *Config) Ingest() ingest.Config {
 	return ingest.Config{Listeners: c.Listeners, Decoder: c.Decoder}
 }
 
-// Error is a configuration error at one key.
-type Error = ingest.ConfigError
+// Error is a configuration error at one key: the one every section's validation makes
+// (internal/confkey, on the floor so that ingest, which config imports, makes it too).
+type Error = confkey.Error
 
 // MaxFileSize bounds a configuration file: a larger one is refused (a large configuration
 // is a few KiB).

@@ -28,7 +28,7 @@ import (
 // mapFile reads size bytes of f into memory (read-only opens only).
 func mapFile(f *os.File, size int, writable bool) ([]byte, error) {
 	if writable {
-		return nil, fmt.Errorf("writable DTA stores need a shared file mapping (mmap), which intake supports on Linux and other Unix systems, not on %s; read-only opens (intake query --store) work", runtime.GOOS)
+		return nil, fmt.Errorf("writable DTA stores need a shared file mapping (mmap), which intake supports on Linux and other Unix systems, not on %s; read-only opens (intake query --store) work: %w", runtime.GOOS, errors.ErrUnsupported)
 	}
 	mem := alignedBytes(size)
 	if _, err := io.ReadFull(f, mem); err != nil {
@@ -63,5 +63,5 @@ func unmapMem([]byte) error { return nil }
 
 // mapKernelArray: BPF arrays are Linux's.
 func mapKernelArray(uint32, int) ([]byte, error) {
-	return nil, errors.New("dta: kernel-held stores need Linux")
+	return nil, fmt.Errorf("dta: kernel-held stores need Linux: %w", errors.ErrUnsupported)
 }

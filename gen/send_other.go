@@ -4,6 +4,7 @@ package gen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"runtime"
@@ -16,7 +17,7 @@ import (
 // CheckSend reports whether this system has the Sender: an error naming the system, off
 // Linux.
 func CheckSend() error {
-	return fmt.Errorf("gen: the UDP sender needs Linux (sendmmsg); this is %s", runtime.GOOS)
+	return fmt.Errorf("gen: the UDP sender needs Linux (sendmmsg); this is %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }
 
 // Sender is Linux's; NewSender never returns one here.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/intake-int/intake/internal/confkey"
 	"github.com/intake-int/intake/wire"
 	"github.com/intake-int/intake/xdp"
 )
@@ -176,29 +177,17 @@ func (c *Config) FillDefaults() {
 	}
 }
 
-// ConfigError is a configuration error at one key.
-type ConfigError struct {
-	Key   string // dotted path, e.g. "listeners[1].port"
-	Value string // the offending value as written ("" when the key itself is the problem)
-	Msg   string // what is allowed
-}
-
-func (e *ConfigError) Error() string {
-	if e.Value == "" {
-		return e.Key + ": " + e.Msg
-	}
-	return e.Key + ": " + e.Value + ": " + e.Msg
-}
-
+// errAt is a configuration error at key (confkey.Error, which config re-exports as
+// config.Error).
 func errAt(key string, value any, format string, args ...any) error {
-	return &ConfigError{Key: key, Value: fmt.Sprint(value), Msg: fmt.Sprintf(format, args...)}
+	return confkey.At(key, value, format, args...)
 }
 
 // Validate reports the first invalid listener setting, naming it by its key
 // (listeners[i].port).
 func (c *Config) Validate() error {
 	if len(c.Listeners) == 0 {
-		return &ConfigError{Key: "listeners", Msg: "at least one listener is required"}
+		return &confkey.Error{Key: "listeners", Msg: "at least one listener is required"}
 	}
 	type bind struct {
 		addr string

@@ -3,6 +3,7 @@
 package ingest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"runtime"
@@ -20,7 +21,7 @@ import (
 // CheckReceivePath reports whether this system has the UDP receive path: an error naming
 // the system, off Linux.
 func CheckReceivePath() error {
-	return fmt.Errorf("ingest: the UDP receive path needs Linux (recvmmsg, SO_REUSEPORT, SO_RXQ_OVFL); this is %s", runtime.GOOS)
+	return fmt.Errorf("ingest: the UDP receive path needs Linux (recvmmsg, SO_REUSEPORT, SO_RXQ_OVFL); this is %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }
 
 // socket is what the rest of the package reads of one; openSocket never returns one here.

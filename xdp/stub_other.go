@@ -4,13 +4,15 @@ package xdp
 
 import (
 	"errors"
+	"fmt"
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/telemetry"
 	"io"
 	"time"
 )
 
-var errNotLinux = errors.New("xdp: XDP and AF_XDP need Linux")
+// errNotLinux is every stub's refusal; it wraps errors.ErrUnsupported.
+var errNotLinux = fmt.Errorf("xdp: XDP and AF_XDP need Linux: %w", errors.ErrUnsupported)
 
 // Program is intake's XDP program attached to one interface (Linux only).
 type Program struct{}
