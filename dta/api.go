@@ -9,8 +9,8 @@ import (
 	"github.com/intake-int/intake/metrics"
 )
 
-// API serves the stores' queries (docs/dta.md, "Queries"): over a running Translator's
-// stores, or over stores another process writes, opened read-only.
+// API serves the stores' queries (docs/dta.md, "API"; the routes in docs/api.md): over a
+// running Translator's stores, or over stores another process writes, opened read-only.
 type API struct {
 	stores func() *Stores // nil before the translator's Start
 	stats  func() any     // the translator's counters, or the stores' alone

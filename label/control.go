@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// The control channel (docs/label.md, "Control channel"): the controller tells a switch to
+// The control channel (docs/fabric.md, "Control endpoint"): the controller tells a switch to
 // change one egress port's shift S, the Pro algorithm's Reg2 (INT-label §3.2). The protocol
 // is deliberately small so that a real switch agent (a P4Runtime or Thrift register writer)
 // can implement it:
