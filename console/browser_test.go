@@ -38,7 +38,8 @@ import (
 
 const testToken = "console-test-token-0123456789"
 
-// chromium finds the browser, or fails with the command that installs it (DESIGN.md, "Real components").
+// chromium finds the browser, or fails with the command that installs it (docs/design.md, "Real
+// components").
 func chromium(t *testing.T) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {

@@ -631,9 +631,10 @@ func geantV1Stack(md []byte) (tail, ok bool) {
 	return false, false
 }
 
-// parseHostINT decodes Intel host-int's Type 3 shim (docs/Host_INT_fmt.md): a v0.5 header
-// and stack, the flow's 4-byte sequence number, then the v0.5 tail unless a sink removed it
-// for its report. Length counts all of it. b is the shim's Length bytes.
+// parseHostINT decodes Intel host-int's Type 3 shim (Host_INT_fmt.md in
+// github.com/intel/host-int; docs/wire-formats.md, "Producers and their quirks"): a v0.5
+// header and stack, the flow's 4-byte sequence number, then the v0.5 tail unless a sink
+// removed it for its report. Length counts all of it. b is the shim's Length bytes.
 func (rd *Reader) parseHostINT(r *telemetry.Report, b []byte, base int) error {
 	in := &r.INT
 	md := b[4:]

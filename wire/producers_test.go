@@ -69,9 +69,9 @@ func noInner(t *testing.T, got *Error) {
 	}
 }
 
-// Intel host-int, docs/Host_INT_fmt.md: an INT/IPv4 report (TR v0.5 fixed header with
-// NProto 4, the sink node id, the data packet from its IPv4 header with only 20 bytes of
-// TCP) whose INT uses host-int's shim Type 3: after the stack a 4-byte flow sequence
+// Intel host-int (Host_INT_fmt.md in github.com/intel/host-int): an INT/IPv4 report (TR
+// v0.5 fixed header with NProto 4, the sink node id, the data packet from its IPv4 header
+// with only 20 bytes of TCP) whose INT uses host-int's shim Type 3: after the stack a 4-byte flow sequence
 // number, and the tail the sink removed. Length 12 = shim + header + 2 hops of 4 words +
 // sequence number, as the document's sink figure shows (03 .. 0c ..). Source and sink fill
 // the "NA" egress (source) and ingress (sink) fields with the values of the other.
@@ -132,7 +132,7 @@ func TestProducerHostINT(t *testing.T) {
 }
 
 // Intel host-int over TCP with options: the shim follows the first 20 bytes of TCP, the
-// options follow INT (docs/Host_INT_fmt.md). Data offset 8 (12 bytes of options, which the
+// options follow INT (Host_INT_fmt.md). Data offset 8 (12 bytes of options, which the
 // sink's report drops with everything after INT). Without the quirk the decoder looked for
 // INT after the options, inside the stack, and named no quirk; the hint now finds the
 // host-int shim before the options, in a report and in the source's packet alike.
