@@ -73,8 +73,9 @@ func noInner(t *testing.T, got *Error) {
 // v0.5 fixed header with NProto 4, the sink node id, the data packet from its IPv4 header
 // with only 20 bytes of TCP) whose INT uses host-int's shim Type 3: after the stack a
 // 4-byte flow sequence number, and the tail the sink removed. Length 12 = shim + header + 2
-// hops of 4 words + sequence number, as the document's sink figure shows (03 .. 0c ..). Source and sink fill
-// the "NA" egress (source) and ingress (sink) fields with the values of the other.
+// hops of 4 words + sequence number, as the document's sink figure shows (03 .. 0c ..).
+// Source and sink fill the "NA" egress (source) and ingress (sink) fields with the values
+// of the other.
 const hostINTReport = "04200000 00000007 11223344" + // Ver 0, NProto 4, F, hw_id 0; seq 7; timestamp
 	"0000000b" + // sink node id 11
 	"455c0058 00004000 40060000 0a000001 0a000002" + // IPv4, DSCP 0x17 (the configured mark), 88 bytes, TCP
