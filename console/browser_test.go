@@ -34,6 +34,7 @@ import (
 	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/record"
 )
 
 const testToken = "console-test-token-0123456789"
@@ -420,7 +421,7 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	rows := eval[[]hopRow](t, b, `[...document.querySelectorAll('#flow-hops tr')].map((tr) => ({hop: tr.querySelector('td').textContent, switch: tr.dataset.switch,
 		cells: Object.fromEntries([...tr.querySelectorAll('td')].map((td) => [[...td.classList].find((c) => c.includes('-')) || '', td.textContent]))}))`)
-	names := [flowcache.NumMetrics]string{"hop_latency", "queue_occupancy", "tx_util"}
+	names := [record.NumMetrics]string{"hop_latency", "queue_occupancy", "tx_util"}
 	for i, h := range rec.Hops {
 		if i >= len(rows) {
 			break
@@ -429,9 +430,9 @@ func TestConsoleInChromium(t *testing.T) {
 		if rows[i].Hop != strconv.Itoa(i+1) || rows[i].Switch != strconv.Itoa(int(h.NodeID)) {
 			t.Errorf("row %d: hop %s, switch %s; want hop %d, switch %d", i+1, rows[i].Hop, rows[i].Switch, i+1, h.NodeID)
 		}
-		for m := range flowcache.NumMetrics {
+		for m := range record.NumMetrics {
 			f := fmtNum
-			if m == flowcache.HopLatency {
+			if m == record.HopLatency {
 				f = fmtNs
 			}
 			if got, want := rows[i].Cells[names[m]+"-latest"], f(float64(h.Latest[m])); got != want {

@@ -9,15 +9,23 @@ import (
 	"github.com/intake-int/intake/budget"
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/export/kafkapb"
-	"github.com/intake-int/intake/flowcache"
+	"github.com/intake-int/intake/record"
 )
+
+// Records is what the sinks' budgets need of the flow cache: whether it is on (its records
+// reach the sinks), and the shape of its largest record and histogram.
+type Records struct {
+	Enabled       bool
+	MaxHops       int // flowcache.max_hops
+	HistogramBins int // flowcache.histograms.bins
+}
 
 // Budget is what the sinks' queues hold when full (docs/config.md, "Budget"): each queue at
 // its configured size, of items of the largest size the sink makes them, computed by the
-// sinks' own encoders from the largest record of the flow cache fc (its records reach the
-// sinks when it is enabled) and the largest event. workers is the number of ingest workers
-// (Kafka's report rings). TestBudgetReal fills the queues and measures them.
-func (c *Config) Budget(fc flowcache.Config, workers int) budget.Budget {
+// sinks' own encoders from the largest record of the flow cache fc and the largest event.
+// workers is the number of ingest workers (Kafka's report rings). TestBudgetReal fills the
+// queues and measures them.
+func (c *Config) Budget(fc Records, workers int) budget.Budget {
 	var b budget.Budget
 	q := int64(c.Queue)
 	ev := int64(unsafe.Sizeof(event.Event{}))
@@ -76,12 +84,12 @@ func (c *Config) Budget(fc flowcache.Config, workers int) budget.Budget {
 			if n := redisItemBytes(AppendRedisRecord(make([]string, 0, redisRecordFields(rec)), rec, true)); n > per {
 				per, what = n, fmt.Sprintf("records of %d hops", fc.MaxHops)
 			}
-			h := flowcache.HistJSON{Scale: "log", Bins: fc.Histograms.Bins, Total: math.MaxUint64, Counts: make([]flowcache.BinJSON, fc.Histograms.Bins)}
+			h := record.Histogram{Scale: "log", Bins: fc.HistogramBins, Total: math.MaxUint64, Counts: make([]record.Bin, fc.HistogramBins)}
 			for i := range h.Counts {
-				h.Counts[i] = flowcache.BinJSON{Lo: math.MaxUint64, Count: math.MaxUint64}
+				h.Counts[i] = record.Bin{Lo: math.MaxUint64, Count: math.MaxUint64}
 			}
 			if n := redisItemBytes(appendRedisHist(make([]string, 0, 6+2*len(h.Counts)), &h)); n > per {
-				per, what = n, fmt.Sprintf("histograms of %d bins", fc.Histograms.Bins)
+				per, what = n, fmt.Sprintf("histograms of %d bins", fc.HistogramBins)
 			}
 		}
 		b = append(b, budget.Item{Component: "export", Part: "redis queue", Memory: budget.Add(sinkBase, budget.Mul(int64(r.Queue), per)),
@@ -115,15 +123,15 @@ func redisItemBytes(fields []string) int64 {
 
 // worstRecord is the largest record the flow cache fc evicts: IPv6, every hop of max_hops
 // with every metric, the largest values.
-func worstRecord(fc flowcache.Config) *flowcache.Record {
-	r := &flowcache.Record{Reason: flowcache.ReasonIdle, Packets: math.MaxUint64, First: math.MinInt64, Last: math.MaxInt64,
-		LatLatest: math.MaxUint64, LatSum: math.MaxUint64 / 3, LatCount: 3, Hops: make([]flowcache.HopRecord, max(fc.MaxHops, 0))}
+func worstRecord(fc Records) *record.Record {
+	r := &record.Record{Reason: record.ReasonIdle, Packets: math.MaxUint64, First: math.MinInt64, Last: math.MaxInt64,
+		LatLatest: math.MaxUint64, LatSum: math.MaxUint64 / 3, LatCount: 3, Hops: make([]record.HopRecord, max(fc.MaxHops, 0))}
 	r.Flow.SetAddrs(netip.MustParseAddr("ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe"), netip.MustParseAddr("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"))
 	r.Flow.SrcPort, r.Flow.DstPort, r.Flow.Proto = math.MaxUint16, math.MaxUint16, math.MaxUint8
 	for i := range r.Hops {
 		h := &r.Hops[i]
 		h.NodeID = math.MaxUint32
-		for m := range flowcache.NumMetrics {
+		for m := range record.NumMetrics {
 			h.Latest[m], h.Count[m], h.Sum[m] = math.MaxUint64, 3, math.MaxUint64/3
 		}
 	}

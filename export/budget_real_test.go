@@ -5,7 +5,6 @@ import (
 
 	"github.com/intake-int/intake/budget/budgettest"
 	"github.com/intake-int/intake/event"
-	"github.com/intake-int/intake/flowcache"
 )
 
 // TestBudgetReal: the sinks' queues filled to their configured sizes with the largest items
@@ -19,8 +18,7 @@ func TestBudgetReal(t *testing.T) {
 	cfg.InfluxDB.URL, cfg.Prometheus.RemoteWrite = "http://127.0.0.1:1", "http://127.0.0.1:1/api/v1/write"
 	cfg.Kafka.Brokers, cfg.Kafka.Reports = []string{"127.0.0.1:1"}, "full"
 	cfg.Redis.Address = "127.0.0.1:1"
-	fc := flowcache.DefaultConfig()
-	fc.MaxHops = 8
+	fc := Records{Enabled: true, MaxHops: 8, HistogramBins: 64} // flowcache.histograms.bins' default
 	const workers = 2
 	rec, ev := worstRecord(fc), worstEvent()
 	snap := ev
@@ -31,21 +29,21 @@ func TestBudgetReal(t *testing.T) {
 		fill  func() any
 	}{
 		{[]string{"influxdb queue"}, func() any {
-			s := NewInfluxDB(cfg, nil)
+			s := NewInfluxDB(cfg, SinkDeps{})
 			for range cfg.Queue {
 				s.Offer(&ev)
 			}
 			return s
 		}},
 		{[]string{"influxdb records queue"}, func() any {
-			s := NewInfluxRecords(cfg, nil)
+			s := NewInfluxRecords(cfg, SinkDeps{})
 			for range cfg.Queue {
 				s.OfferRecord(rec)
 			}
 			return s
 		}},
 		{[]string{"remote write queue"}, func() any {
-			s := NewRemoteWrite(cfg, nil)
+			s := NewRemoteWrite(cfg, SinkDeps{})
 			for range cfg.Queue {
 				s.Offer(&ev)
 			}
@@ -57,14 +55,14 @@ func TestBudgetReal(t *testing.T) {
 				t.Fatal(err)
 			}
 			for range cfg.Kafka.Queue {
-				s.OfferEvent(&ev)
-				s.OfferEvent(&snap)
+				s.Offer(&ev)
+				s.Offer(&snap)
 				s.OfferRecord(rec)
 			}
 			return s
 		}},
 		{[]string{"redis queue"}, func() any {
-			s := NewRedis(cfg, nil)
+			s := NewRedis(cfg, SinkDeps{})
 			for range cfg.Redis.Queue {
 				s.OfferRecord(rec)
 			}

@@ -36,20 +36,29 @@ type Source interface {
 	Snapshot(now int64, fn func(*event.Event)) int
 }
 
-// Sink receives every exported value. Offer is called from the pipeline goroutine only and
-// must not block.
+// Sink is an EventSink the pipeline builds from its configuration and runs: it starts and
+// stops it.
 type Sink interface {
 	Name() string
-	Offer(e *event.Event)
+	EventSink
 	Start(ctx context.Context) error
 	// Stop flushes what it can until ctx ends, then drops (and counts) the rest.
 	Stop(ctx context.Context) error
 }
 
-// ValueSink is a Sink that counts the values it stored and dropped (the reduction
+// StatusSink is an EventSink with counters: the pipeline lists it in its Status and reports
+// its drops (Drops) as "export.<name>.<reason>". SinkStatus is the sink's line: what it
+// did with what the pipeline offered.
+type StatusSink interface {
+	EventSink
+	SinkStatus() SinkStatus
+}
+
+// ValueSink is an EventSink that counts the values it stored and dropped (the reduction
 // accounting); the pipeline's exported values are those of its ValueSinks.
 type ValueSink interface {
-	Sink
+	EventSink
+	SinkStatus() SinkStatus
 	ValueCounts() ValueCounts
 }
 
@@ -143,7 +152,8 @@ type Pipeline struct {
 	cfg   Config
 	bus   *event.Bus
 	src   Source
-	sinks []Sink
+	owned []Sink      // built from the configuration: started and stopped with the pipeline
+	sinks []EventSink // owned, then Deps.Sinks: offered every value
 	cons  *event.Consumer
 
 	values     func() uint64 // M_all, from the detector; nil: unknown
@@ -170,9 +180,11 @@ type Deps struct {
 	// ExpireTick is how often a snapshot runs for expiry alone when the periodic push is
 	// off (0: never).
 	ExpireTick time.Duration
-	// Extra sinks beside those the configuration turns on.
-	Extra []Sink
-	// Logger is where the sinks log their errors (slog.Default() when nil).
+	// Sinks are offered every value beside those the configuration turns on. They are
+	// components of their own (the Kafka and Redis sinks): the pipeline does not start or
+	// stop them; they must run before Start and until after Stop.
+	Sinks []EventSink
+	// Logger is where the pipeline's sinks log their errors (slog.Default() when nil).
 	Logger *slog.Logger
 }
 
@@ -180,23 +192,23 @@ type Deps struct {
 func New(cfg Config, deps Deps) (*Pipeline, error) {
 	bus, src, reg, gaugeReg, values := deps.Bus, deps.Source, deps.Metrics, deps.Gauges, deps.Values
 	p := &Pipeline{cfg: cfg, bus: bus, src: src, values: values, expireTick: deps.ExpireTick, ring: max(deps.Ring, 2)}
+	if bus != nil {
+		bus.Declare("export") // subscribed at Start
+	}
+	sd := SinkDeps{Metrics: reg, Logger: deps.Logger}
 	if cfg.Prometheus.Gauges && gaugeReg != nil {
-		p.sinks = append(p.sinks, NewGauges(gaugeReg, cfg.Prometheus.SeriesLimit, reg))
+		p.owned = append(p.owned, NewGauges(gaugeReg, cfg.Prometheus.SeriesLimit, reg))
 	}
 	if cfg.InfluxDB.URL != "" {
-		p.sinks = append(p.sinks, NewInfluxDB(cfg, reg))
+		p.owned = append(p.owned, NewInfluxDB(cfg, sd))
 	}
 	if cfg.Prometheus.RemoteWrite != "" {
-		p.sinks = append(p.sinks, NewRemoteWrite(cfg, reg))
+		p.owned = append(p.owned, NewRemoteWrite(cfg, sd))
 	}
-	p.sinks = append(p.sinks, deps.Extra...)
-	if deps.Logger != nil {
-		for _, s := range p.sinks {
-			if l, ok := s.(interface{ SetLogger(*slog.Logger) }); ok {
-				l.SetLogger(deps.Logger)
-			}
-		}
+	for _, s := range p.owned {
+		p.sinks = append(p.sinks, s)
 	}
+	p.sinks = append(p.sinks, deps.Sinks...)
 	if reg != nil {
 		p.registerMetrics(reg)
 	}
@@ -225,19 +237,21 @@ func (p *Pipeline) registerMetrics(reg *metrics.Registry) {
 		if !ok {
 			continue
 		}
-		st.Func(func() float64 { return float64(vs.ValueCounts().Events) }, s.Name(), sources[srcEvent])
-		st.Func(func() float64 { return float64(vs.ValueCounts().Periodic) }, s.Name(), sources[srcPeriodic])
+		name := vs.SinkStatus().Name
+		st.Func(func() float64 { return float64(vs.ValueCounts().Events) }, name, sources[srcEvent])
+		st.Func(func() float64 { return float64(vs.ValueCounts().Periodic) }, name, sources[srcPeriodic])
 		for reason := range vs.ValueCounts().Dropped {
-			dr.Func(func() float64 { return float64(vs.ValueCounts().Dropped[reason]) }, s.Name(), reason)
+			dr.Func(func() float64 { return float64(vs.ValueCounts().Dropped[reason]) }, name, reason)
 		}
 		if p.values != nil {
-			rf.Func(func() float64 { c := vs.ValueCounts(); return p.factor(c.Events + c.Periodic) }, s.Name())
+			rf.Func(func() float64 { c := vs.ValueCounts(); return p.factor(c.Events + c.Periodic) }, name)
 		}
 	}
 }
 
-// Sinks returns the pipeline's sinks.
-func (p *Pipeline) Sinks() []Sink { return p.sinks }
+// Sinks returns the pipeline's sinks: those it built from the configuration, then
+// Deps.Sinks.
+func (p *Pipeline) Sinks() []EventSink { return p.sinks }
 
 // Exported returns the values exported from events and from periodic pushes: stored by a
 // sink. With several sinks, each is the most that any one sink stored: the values the
@@ -317,8 +331,8 @@ type SinkStatus struct {
 	ReductionFactor  *float64          `json:"reduction_factor,omitempty"`
 }
 
-// Status returns the pipeline's counters now. A sink that does not count (an extra sink
-// without a SinkStatus method) is listed by name.
+// Status returns the pipeline's counters now, with a line for each sink with counters
+// (StatusSink).
 func (p *Pipeline) Status() Status {
 	ex := p.exported()
 	st := Status{ExportedEvents: ex[srcEvent], ExportedPeriodic: ex[srcPeriodic], Sinks: []SinkStatus{}}
@@ -332,10 +346,11 @@ func (p *Pipeline) Status() Status {
 		st.RingOverflow = p.cons.Overflow()
 	}
 	for _, s := range p.sinks {
-		ss := SinkStatus{Name: s.Name(), Dropped: map[string]uint64{}}
-		if c, ok := s.(interface{ SinkStatus() SinkStatus }); ok {
-			ss = c.SinkStatus()
+		c, ok := s.(StatusSink)
+		if !ok {
+			continue
 		}
+		ss := c.SinkStatus()
 		if vs, ok := s.(ValueSink); ok {
 			c := vs.ValueCounts()
 			ss.ExportedEvents, ss.ExportedPeriodic, ss.DroppedValues = &c.Events, &c.Periodic, c.Dropped
@@ -344,6 +359,25 @@ func (p *Pipeline) Status() Status {
 		st.Sinks = append(st.Sinks, ss)
 	}
 	return st
+}
+
+// Drops returns what each sink with counters (StatusSink) dropped of what the pipeline
+// offered, by "export.<sink>.<reason>": the export section of GET /api/v1/status's drops.
+func (p *Pipeline) Drops() map[string]uint64 {
+	d := map[string]uint64{}
+	for _, s := range p.sinks {
+		if c, ok := s.(StatusSink); ok {
+			c.SinkStatus().addDrops(d)
+		}
+	}
+	return d
+}
+
+// addDrops adds st's drops to d as "export.<name>.<reason>".
+func (st SinkStatus) addDrops(d map[string]uint64) {
+	for r, n := range st.Dropped {
+		d["export."+st.Name+"."+r] = n
+	}
 }
 
 // factorPtr is factor for JSON: nil when it is not a number.
@@ -360,15 +394,15 @@ func (p *Pipeline) Consumer() *event.Consumer { return p.cons }
 // Name is the pipeline's component name.
 func (p *Pipeline) Name() string { return "export" }
 
-// Start subscribes to the bus and runs the pipeline and its sinks.
+// Start subscribes to the bus and runs the pipeline and the sinks it built.
 func (p *Pipeline) Start(ctx context.Context) error {
 	if p.cancel != nil {
 		return nil
 	}
 	ring := p.ring
-	for i, s := range p.sinks {
+	for i, s := range p.owned {
 		if err := s.Start(ctx); err != nil {
-			for _, t := range p.sinks[:i] {
+			for _, t := range p.owned[:i] {
 				t.Stop(context.Background())
 			}
 			return err
@@ -384,8 +418,8 @@ func (p *Pipeline) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop ends the pipeline after draining the ring, then stops the sinks, each flushing until
-// ctx ends.
+// Stop ends the pipeline after draining the ring, then stops the sinks it built, each
+// flushing until ctx ends.
 func (p *Pipeline) Stop(ctx context.Context) error {
 	if p.cancel == nil {
 		return nil
@@ -397,7 +431,7 @@ func (p *Pipeline) Stop(ctx context.Context) error {
 		p.bus.Unsubscribe(p.cons)
 	}
 	var first error
-	for _, s := range p.sinks {
+	for _, s := range p.owned {
 		if err := s.Stop(ctx); err != nil && first == nil {
 			first = err
 		}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/event"
-	"github.com/intake-int/intake/metrics"
 )
 
 // InfluxSink writes InfluxDB line protocol over HTTP, to 1.x /write or 2.x /api/v2/write,
@@ -24,10 +23,10 @@ type InfluxSink struct {
 }
 
 // NewInfluxDB builds the sink for cfg.InfluxDB.
-func NewInfluxDB(cfg Config, reg *metrics.Registry) *InfluxSink {
+func NewInfluxDB(cfg Config, deps SinkDeps) *InfluxSink {
 	ic := cfg.InfluxDB
 	enc := &lineEncoder{schema: ic.Schema, intTime: ic.Timestamp == "int", clock: newSeriesClock(1)}
-	return &InfluxSink{newQueued[event.Event]("influxdb", cfg, ic.Batch, enc, newInfluxWriter(ic).write, reg)}
+	return &InfluxSink{newQueued[event.Event]("influxdb", cfg, ic.Batch, enc, newInfluxWriter(ic).write, deps)}
 }
 
 // influxWriter posts line protocol to the configured server.

@@ -25,9 +25,10 @@ import (
 
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/export/kafkapb"
-	"github.com/intake-int/intake/flowcache"
+	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/internal/smallfile"
 	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/record"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -781,23 +782,10 @@ func EventKey(b []byte, e *event.Event) []byte {
 	return binary.BigEndian.AppendUint32(b, e.Key.Switch)
 }
 
-// Events is the sink's export.Sink side: the pipeline offers detector events and periodic
-// values; the KafkaSink's own Start and Stop run it (the pipeline's are no-ops).
-func (s *KafkaSink) Events() Sink { return kafkaEvents{s} }
-
-type kafkaEvents struct{ s *KafkaSink }
-
-func (k kafkaEvents) Name() string                { return "kafka" }
-func (k kafkaEvents) Start(context.Context) error { return nil }
-func (k kafkaEvents) Stop(context.Context) error  { return nil }
-func (k kafkaEvents) SinkStatus() SinkStatus      { return k.s.sinkStatus(kafkaEvent, kafkaSnapshot) }
-func (k kafkaEvents) Offer(e *event.Event)        { k.s.OfferEvent(e) }
-
 // ValueCounts is the Kafka sink's reduction accounting (ValueSink): a value is stored once
 // the brokers acknowledged its message (events topic: events; snapshots topic: periodic
 // values), dropped by the reason its message was.
-func (k kafkaEvents) ValueCounts() ValueCounts {
-	s := k.s
+func (s *KafkaSink) ValueCounts() ValueCounts {
 	c := ValueCounts{Events: s.sent[kafkaEvent].Load(), Periodic: s.sent[kafkaSnapshot].Load(), Dropped: map[string]uint64{}}
 	for why, wn := range kafkaDropNames {
 		c.Dropped[wn] = s.droppedOf(kafkaEvent, why) + s.droppedOf(kafkaSnapshot, why)
@@ -805,8 +793,9 @@ func (k kafkaEvents) ValueCounts() ValueCounts {
 	return c
 }
 
-// OfferEvent queues an event or a periodic value (snapshots topic), or counts it dropped.
-func (s *KafkaSink) OfferEvent(e *event.Event) {
+// Offer queues an event or a periodic value (snapshots topic), or counts it dropped (an
+// EventSink: the pipeline offers them).
+func (s *KafkaSink) Offer(e *event.Event) {
 	kind := eventKind(e)
 	if s.topics[kind] == "" || e.Kind == event.KindExpire {
 		return
@@ -823,10 +812,10 @@ func (s *KafkaSink) OfferEvent(e *event.Event) {
 	}
 }
 
-// OfferRecord encodes an evicted flow record and queues it (a flowcache sink: see
-// FlowCache.AddSink).
-func (s *KafkaSink) OfferRecord(r *flowcache.Record) {
-	if s.topics[kafkaFlow] == "" || r.Reason == flowcache.ReasonNone {
+// OfferRecord encodes an evicted flow record and queues it (a RecordSink). A live record
+// (Reason none) is not a flow record and is skipped.
+func (s *KafkaSink) OfferRecord(r *record.Record) {
+	if s.topics[kafkaFlow] == "" || r.Reason == record.ReasonNone {
 		return
 	}
 	s.offered[kafkaFlow].Add(1)
@@ -888,9 +877,9 @@ func (r *reportRing) drain(max int, fn func(*kafkaReportItem)) int {
 	return n
 }
 
-// Reports returns the processor that offers decoded reports (nil when reports are off). Its
-// workers have a ring of about queue/workers reports each.
-func (s *KafkaSink) Reports() *KafkaReports {
+// Reports returns the processor that offers decoded reports (nil when reports are off), a
+// *KafkaReports. Its workers have a ring of about queue/workers reports each.
+func (s *KafkaSink) Reports() ingest.Processor {
 	if s.topics[kafkaReport] == "" {
 		return nil
 	}
@@ -1027,15 +1016,30 @@ func (s *KafkaSink) queuedReports() int {
 	return n
 }
 
-// SinkStatus is the sink's counters as one SinkStatus: messages of every kind, sent and
-// dropped by reason (Retried stays 0: the producer retries inside delivery_timeout and
-// reports only each message's outcome).
-func (s *KafkaSink) SinkStatus() SinkStatus {
-	return s.sinkStatus(kafkaReport, kafkaEvent, kafkaSnapshot, kafkaFlow)
+// SinkStatus is the sink's line in the export pipeline's status (StatusSink): the kinds the
+// pipeline offers (events and snapshots), messages sent and dropped by reason (Retried
+// stays 0: the producer retries inside delivery_timeout and reports only each message's
+// outcome). Counts has every kind.
+func (s *KafkaSink) SinkStatus() SinkStatus { return s.sinkStatus(kafkaEvent, kafkaSnapshot) }
+
+// Drops returns the messages dropped that are not counted elsewhere, by
+// "kafka.<kind>.<reason>" (the kafka section of GET /api/v1/status's drops), zero counts
+// included: flow records, and reports but for queue_full (a full ring is the reports
+// processor's queue: ingest counts it under processor_queues.kafka). Events and snapshots
+// are the pipeline's (export.kafka.<reason>).
+func (s *KafkaSink) Drops() map[string]uint64 {
+	d := map[string]uint64{}
+	for _, kind := range []int{kafkaReport, kafkaFlow} {
+		for why, wn := range kafkaDropNames {
+			if kind != kafkaReport || why != kafkaDropQueue {
+				d["kafka."+kafkaKindNames[kind]+"."+wn] = s.droppedOf(kind, why)
+			}
+		}
+	}
+	return d
 }
 
-// sinkStatus sums the counters of kinds. The export pipeline's status shows the kinds it
-// offers (events and snapshots), so that its sink line is its own.
+// sinkStatus sums the counters of kinds.
 func (s *KafkaSink) sinkStatus(kinds ...int) SinkStatus {
 	st := SinkStatus{Name: "kafka", Dropped: map[string]uint64{}}
 	for _, kind := range kinds {

@@ -38,7 +38,7 @@ func drained(b *testing.B, reports string) (*KafkaSink, *KafkaReports, func()) {
 		b.Fatal(err)
 	}
 	done := make(chan struct{})
-	p := s.Reports()
+	p := s.Reports().(*KafkaReports)
 	go func() {
 		for {
 			n := 0
@@ -70,7 +70,7 @@ func BenchmarkKafkaProcess(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := s.Reports()
+	p := s.Reports().(*KafkaReports)
 	q := s.rings[0]
 	r := benchReport()
 	b.ReportAllocs()
@@ -126,7 +126,7 @@ func BenchmarkKafkaOfferEvent(b *testing.B) {
 	e := event.Event{Kind: event.KindChange, Measurement: event.QueueOccupancy, Key: event.Key{Switch: 3}}
 	b.ReportAllocs()
 	for b.Loop() {
-		s.OfferEvent(&e)
+		s.Offer(&e)
 	}
 }
 

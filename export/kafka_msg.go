@@ -3,7 +3,7 @@ package export
 import (
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/export/kafkapb"
-	"github.com/intake-int/intake/flowcache"
+	"github.com/intake-int/intake/record"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -90,14 +90,14 @@ func EventMessage(e *event.Event) *kafkapb.Event {
 }
 
 // RecordMessage is an evicted flow record as a FlowRecord message.
-func RecordMessage(r *flowcache.Record) *kafkapb.FlowRecord {
+func RecordMessage(r *record.Record) *kafkapb.FlowRecord {
 	m := &kafkapb.FlowRecord{Flow: FlowKeyMessage(&r.Flow), Reason: r.Reason.String(), Packets: r.Packets,
 		FirstNs: r.First, LastNs: r.Last, LatencyLatest: r.LatLatest, LatencySum: r.LatSum, LatencyCount: r.LatCount,
 		Truncated: r.Truncated, Hops: make([]*kafkapb.HopRecord, len(r.Hops))}
 	for i := range r.Hops {
 		h := &r.Hops[i]
 		hm := &kafkapb.HopRecord{NodeId: h.NodeID}
-		for mt := range flowcache.NumMetrics {
+		for mt := range record.NumMetrics {
 			if h.Count[mt] > 0 {
 				hm.Metrics = append(hm.Metrics, mt.String())
 				hm.Latest = append(hm.Latest, h.Latest[mt])

@@ -19,8 +19,8 @@ import (
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/export"
 	"github.com/intake-int/intake/export/kafkapb"
-	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/internal/kfaketest"
+	"github.com/intake-int/intake/record"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -52,11 +52,11 @@ func kafkaReport(f, i int) telemetry.Report {
 	return r
 }
 
-func kafkaRecord(f int) flowcache.Record {
+func kafkaRecord(f int) record.Record {
 	r := kafkaReport(f, 0)
-	rec := flowcache.Record{Flow: r.Flow, Reason: flowcache.ReasonIdle, Packets: uint64(10 + f), First: 5, Last: 9,
-		LatLatest: 300, LatSum: 3000, LatCount: 10, Hops: []flowcache.HopRecord{{NodeID: 1}, {NodeID: 2}}}
-	rec.Hops[0].Latest[flowcache.HopLatency], rec.Hops[0].Count[flowcache.HopLatency], rec.Hops[0].Sum[flowcache.HopLatency] = 100, 10, 1000
+	rec := record.Record{Flow: r.Flow, Reason: record.ReasonIdle, Packets: uint64(10 + f), First: 5, Last: 9,
+		LatLatest: 300, LatSum: 3000, LatCount: 10, Hops: []record.HopRecord{{NodeID: 1}, {NodeID: 2}}}
+	rec.Hops[0].Latest[record.HopLatency], rec.Hops[0].Count[record.HopLatency], rec.Hops[0].Sum[record.HopLatency] = 100, 10, 1000
 	return rec
 }
 
@@ -118,7 +118,7 @@ func TestKafkaDelivery(t *testing.T) {
 					proc.Process(f%2, &r) // a flow stays on one worker, as in ingest
 				}
 			}
-			sink := s.Events()
+			sink := s
 			for i := range events {
 				e := kafkaEvent(i, event.KindChange)
 				sink.Offer(&e)
@@ -145,11 +145,11 @@ func TestKafkaDelivery(t *testing.T) {
 					t.Errorf("%s: offered %d sent %d dropped %v, want %d sent, none dropped", kind, c.Offered[kind], c.Sent[kind], c.Dropped[kind], n)
 				}
 			}
-			if st := s.SinkStatus(); st.Sent != flows*perFlow+events+periodic+records || st.LastError != "" {
+			if st := s.SinkStatus(); st.Sent != events+periodic || st.LastError != "" { // the pipeline's kinds
 				t.Errorf("status %+v", st)
 			}
 			// The reduction accounting: the values whose messages the brokers acknowledged.
-			if vc := sink.(export.ValueSink).ValueCounts(); vc.Events != events || vc.Periodic != periodic || sumDrops(vc.Dropped) != 0 {
+			if vc := export.ValueSink(sink).ValueCounts(); vc.Events != events || vc.Periodic != periodic || sumDrops(vc.Dropped) != 0 {
 				t.Errorf("values stored %+v, want %d events and %d periodic", vc, events, periodic)
 			}
 
@@ -319,7 +319,7 @@ func TestKafkaQueueFull(t *testing.T) {
 		r := kafkaReport(1, i)
 		proc.Process(0, &r)
 	}
-	sink := s.Events()
+	sink := s
 	for i := range 100 {
 		e := kafkaEvent(i, event.KindChange)
 		sink.Offer(&e)
@@ -335,11 +335,11 @@ func TestKafkaQueueFull(t *testing.T) {
 	if c.Offered["report"] != 1000 || c.Sent["report"] != 0 || sumDrops(d) != 1000 || d["queue_full"] < 1000-10-5-1 {
 		t.Fatalf("offered %d sent %d dropped %v", c.Offered["report"], c.Sent["report"], d)
 	}
-	if proc.QueueDrops() != d["queue_full"] {
-		t.Fatalf("QueueDrops %d, want %d", proc.QueueDrops(), d["queue_full"])
+	if proc.(*export.KafkaReports).QueueDrops() != d["queue_full"] {
+		t.Fatalf("QueueDrops %d, want %d", proc.(*export.KafkaReports).QueueDrops(), d["queue_full"])
 	}
 	// No broker: no event value stored, every one dropped (queue full or at shutdown).
-	if vc := sink.(export.ValueSink).ValueCounts(); vc.Events != 0 || sumDrops(vc.Dropped) != 100 || vc.Dropped["queue_full"] < 100-10-5-1 {
+	if vc := export.ValueSink(sink).ValueCounts(); vc.Events != 0 || sumDrops(vc.Dropped) != 100 || vc.Dropped["queue_full"] < 100-10-5-1 {
 		t.Fatalf("event values %+v, want 100 dropped, most queue_full", vc)
 	}
 }
@@ -427,7 +427,7 @@ func BenchmarkKafkaThroughput(b *testing.B) {
 	for i := range b.N {
 		proc.Process(0, &reps[i%len(reps)])
 		if i%4096 == 4095 {
-			for s.SinkStatus().Queued > 1<<15 {
+			for s.Counts().Queued > 1<<15 {
 				time.Sleep(100 * time.Microsecond)
 			}
 		}
@@ -599,7 +599,7 @@ func TestKafkaHopOrder(t *testing.T) {
 		}
 	}
 	// A flow record of the same path: the same order.
-	rec := flowcache.Record{Hops: []flowcache.HopRecord{{NodeID: 1}, {NodeID: 2}, {NodeID: 3}}}
+	rec := record.Record{Hops: []record.HopRecord{{NodeID: 1}, {NodeID: 2}, {NodeID: 3}}}
 	var r telemetry.Report
 	r.NHops = 3
 	for i := range 3 {
@@ -646,9 +646,9 @@ func TestKafkaMissingTopic(t *testing.T) {
 		cfg.Kafka.CreateTopics = true
 		s := startKafka(t, cfg, export.KafkaDeps{Workers: 1})
 		e := kafkaEvent(3, event.KindChange)
-		s.Events().Offer(&e)
+		s.Offer(&e)
 		p := kafkaEvent(4, event.KindPeriodic)
-		s.Events().Offer(&p)
+		s.Offer(&p)
 		r := kafkaReport(1, 1)
 		s.Reports().Process(0, &r)
 		rec := kafkaRecord(1)
@@ -718,7 +718,7 @@ func TestKafkaTopicIsolation(t *testing.T) {
 	}
 	const events = 2000
 	snapshots, records := uint64(reports/10), uint64(reports/100)
-	sink, proc := s.Events(), s.Reports()
+	sink, proc := s, s.Reports()
 	start := time.Now()
 	for i := range events {
 		e := kafkaEvent(i, event.KindChange)

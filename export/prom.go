@@ -124,7 +124,7 @@ type RemoteWrite struct {
 }
 
 // NewRemoteWrite builds the sink for cfg.Prometheus.RemoteWrite.
-func NewRemoteWrite(cfg Config, reg *metrics.Registry) *RemoteWrite {
+func NewRemoteWrite(cfg Config, deps SinkDeps) *RemoteWrite {
 	h := http.Header{
 		"Content-Type":                      {"application/x-protobuf"},
 		"Content-Encoding":                  {"snappy"},
@@ -138,7 +138,7 @@ func NewRemoteWrite(cfg Config, reg *metrics.Registry) *RemoteWrite {
 		zbuf = snappy.Encode(zbuf[:cap(zbuf)], body)
 		return plain(ctx, zbuf)
 	}
-	return &RemoteWrite{queued: newQueued("remote_write", cfg, cfg.Prometheus.Batch, rwEncoder{clock: newSeriesClock(1e6)}, post, reg)}
+	return &RemoteWrite{queued: newQueued("remote_write", cfg, cfg.Prometheus.Batch, rwEncoder{clock: newSeriesClock(1e6)}, post, deps)}
 }
 
 // rwEncoder writes a prometheus.WriteRequest by hand (remote.proto):

@@ -12,8 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/intake-int/intake/metrics"
 )
 
 // encoder turns items (events, or flow records already in line protocol) into a request
@@ -73,9 +71,11 @@ type queued[T any] struct {
 	done     chan struct{}
 }
 
-func newQueued[T any](name string, cfg Config, batch int, enc encoder[T], post poster, reg *metrics.Registry) *queued[T] {
+func newQueued[T any](name string, cfg Config, batch int, enc encoder[T], post poster, deps SinkDeps) *queued[T] {
 	s := &queued[T]{name: name, cfg: cfg, batch: batch, enc: enc, post: post, q: make(chan T, cfg.Queue),
 		stop: make(chan struct{}), done: make(chan struct{}), vals: newValueCount(dropQueueFull, dropRejected, dropShutdown)}
+	s.lastErr.log = deps.Logger
+	reg := deps.Metrics
 	s.source, _ = any(valueSource).(func(*T) int) // T is event.Event: a sink of the pipeline
 	if reg != nil {
 		reg.Counter("intake_export_sent_points_total", "Points a sink delivered.", "sink").
@@ -188,9 +188,6 @@ func (l *lastError) get() (msg, at string) {
 }
 
 // Start starts the sender; after Stop it may be started again (a collector restarted).
-// SetLogger sets where the sink logs its errors. Call before Start.
-func (s *queued[T]) SetLogger(l *slog.Logger) { s.lastErr.log = l }
-
 func (s *queued[T]) Start(context.Context) error {
 	select {
 	case <-s.done:

@@ -4,8 +4,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/intake-int/intake/flowcache"
-	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/record"
 )
 
 // InfluxRecords writes the flow cache's evicted flow records (SmartNIC sink §III-C: a flow's
@@ -39,19 +38,26 @@ func (lineBatchEncoder) encode(dst []byte, batch []lineBatch) []byte {
 }
 
 // NewInfluxRecords builds the records sink for cfg.InfluxDB.
-func NewInfluxRecords(cfg Config, reg *metrics.Registry) *InfluxRecords {
+func NewInfluxRecords(cfg Config, deps SinkDeps) *InfluxRecords {
 	return &InfluxRecords{queued: newQueued[lineBatch]("influxdb_records", cfg, cfg.InfluxDB.Batch, lineBatchEncoder{},
-		newInfluxWriter(cfg.InfluxDB).write, reg), clock: newSeriesClock(1)}
+		newInfluxWriter(cfg.InfluxDB).write, deps), clock: newSeriesClock(1)}
 }
 
-// OfferRecord queues r's points (a flowcache sink: see FlowCache.AddSink). Two records of
-// one flow and one time (a flow evicted between two reports of one datagram) are written a
+// OfferRecord queues r's points (a RecordSink). Two records of one flow and one time (a flow evicted between two reports of one datagram) are written a
 // nanosecond apart (seriesClock).
-func (s *InfluxRecords) OfferRecord(r *flowcache.Record) {
+func (s *InfluxRecords) OfferRecord(r *record.Record) {
 	s.mu.Lock()
 	b, n := appendRecordLines(nil, r, s.clock)
 	s.mu.Unlock()
 	s.Offer(&lineBatch{b, n})
+}
+
+// Drops returns the points dropped by "export.influxdb_records.<reason>" (the export
+// section of GET /api/v1/status's drops), zero counts included.
+func (s *InfluxRecords) Drops() map[string]uint64 {
+	d := map[string]uint64{}
+	s.SinkStatus().addDrops(d)
+	return d
 }
 
 // AppendRecordLines appends r as line protocol and returns the number of lines: flow_record
@@ -61,14 +67,14 @@ func (s *InfluxRecords) OfferRecord(r *flowcache.Record) {
 // flow's tags plus hop (1 = source) and switch_id, and fields <metric>_latest and
 // <metric>_mean for each of hop_latency, queue_occupancy and tx_util the reports carried.
 // The timestamp is the flow's last report.
-func AppendRecordLines(b []byte, r *flowcache.Record) ([]byte, int) {
+func AppendRecordLines(b []byte, r *record.Record) ([]byte, int) {
 	return appendRecordLines(b, r, nil)
 }
 
 // appendRecordLines is AppendRecordLines with the record's time taken from clock (nil: its
 // last report's): the hop lines' series are the flow_record series' with a hop added, so one
 // time a record keeps them all apart.
-func appendRecordLines(b []byte, r *flowcache.Record, clock *seriesClock) ([]byte, int) {
+func appendRecordLines(b []byte, r *record.Record, clock *seriesClock) ([]byte, int) {
 	k := &r.Flow
 	var tb [8]tag
 	tags := append(tb[:0], tag{"dport", strconv.Itoa(int(k.DstPort))}, tag{"dst", k.DstAddr().String()},
@@ -101,7 +107,7 @@ func appendRecordLines(b []byte, r *flowcache.Record, clock *seriesClock) ([]byt
 		sortTags(ht)
 		line = appendTags(append(line[:0], "flow_record_hop"...), ht)
 		sep := byte(' ')
-		for m := range flowcache.NumMetrics {
+		for m := range record.NumMetrics {
 			if h.Count[m] > 0 {
 				line = appendIntField(line, sep, m.String()+"_latest", h.Latest[m])
 				line = appendFloatField(line, m.String()+"_mean", h.Mean(m))

@@ -8,18 +8,18 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/export"
-	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/record"
 )
 
 // evicted is a flow record as the cache evicts it: two hops, the second without queue
 // samples, and a third whose reports carried none of the metrics (no line for it).
-func evicted() *flowcache.Record {
-	r := &flowcache.Record{Reason: flowcache.ReasonIdle, Packets: 4, First: base, Last: base + 3*int64(time.Second),
+func evicted() *record.Record {
+	r := &record.Record{Reason: record.ReasonIdle, Packets: 4, First: base, Last: base + 3*int64(time.Second),
 		LatLatest: 300, LatSum: 1000, LatCount: 4}
 	r.Flow.SetAddrs(netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"))
 	r.Flow.SrcPort, r.Flow.DstPort, r.Flow.Proto = 5000, 80, 6
-	r.Hops = []flowcache.HopRecord{
+	r.Hops = []record.HopRecord{
 		{NodeID: 7, Latest: [3]uint64{100, 12, 50}, Count: [3]uint64{4, 4, 4}, Sum: [3]uint64{410, 50, 200}},
 		{NodeID: 9, Latest: [3]uint64{200, 0, 0}, Count: [3]uint64{4, 0, 0}, Sum: [3]uint64{590, 0, 0}},
 		{NodeID: 11},
@@ -43,7 +43,7 @@ func TestInfluxRecords(t *testing.T) {
 	cfg := exportConfig()
 	cfg.InfluxDB.URL, cfg.InfluxDB.Database = s.url, "records"
 	reg := metrics.NewRegistry()
-	sink := export.NewInfluxRecords(cfg, reg)
+	sink := export.NewInfluxRecords(cfg, export.SinkDeps{Metrics: reg})
 	if err := sink.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestInfluxRecordsRestart(t *testing.T) {
 	s := startInflux(t)
 	cfg := exportConfig()
 	cfg.InfluxDB.URL, cfg.InfluxDB.Database = s.url, "restart"
-	sink := export.NewInfluxRecords(cfg, nil)
+	sink := export.NewInfluxRecords(cfg, export.SinkDeps{})
 	for i := 0; i < 2; i++ {
 		if err := sink.Start(context.Background()); err != nil {
 			t.Fatal(err)
@@ -103,7 +103,7 @@ func TestInfluxRecordsSameTime(t *testing.T) {
 	s := startInflux(t)
 	cfg := exportConfig()
 	cfg.InfluxDB.URL, cfg.InfluxDB.Database = s.url, "records_same"
-	sink := export.NewInfluxRecords(cfg, metrics.NewRegistry())
+	sink := export.NewInfluxRecords(cfg, export.SinkDeps{Metrics: metrics.NewRegistry()})
 	if err := sink.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

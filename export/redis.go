@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,9 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/intake-int/intake/event"
-	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/internal/smallfile"
-	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/record"
 )
 
 // The Redis sink is the SmartNIC sink's host side (§III-D: "the INT notifications ... are
@@ -113,10 +111,6 @@ type RedisSink struct {
 	// (settle), before anything else is sent.
 	doubt []redisItem
 
-	bus  *event.Bus
-	ring int
-	cons *event.Consumer
-
 	client   redis.UniversalClient // between Start and Stop
 	stop     chan struct{}
 	stopCtx  context.Context
@@ -124,13 +118,14 @@ type RedisSink struct {
 	wg       sync.WaitGroup
 }
 
-// NewRedis builds the sink for cfg.Redis (validated) and registers its counters in reg (may
-// be nil).
-func NewRedis(cfg Config, reg *metrics.Registry) *RedisSink {
+// NewRedis builds the sink for cfg.Redis (validated) and registers its counters in
+// deps.Metrics (may be nil).
+func NewRedis(cfg Config, deps SinkDeps) *RedisSink {
 	s := &RedisSink{cfg: cfg.Redis, bmin: cfg.BackoffMin, bmax: cfg.BackoffMax,
 		q:      make(chan redisItem, cfg.Redis.Queue),
 		maxLen: strconv.Itoa(cfg.Redis.MaxLen), ttl: strconv.FormatInt(int64(cfg.Redis.TTL/time.Second), 10)}
-	if reg != nil {
+	s.lastErr.log = deps.Logger
+	if reg := deps.Metrics; reg != nil {
 		sf := reg.Counter("intake_export_redis_sent_total", "Redis writes acknowledged, by kind (event: XADD to the events stream, flow: XADD of an evicted flow record, hash: HSET and EXPIRE of a flow's latest aggregates, histogram: HSET and EXPIRE of a switch's histogram).", "kind")
 		df := reg.Counter("intake_export_redis_dropped_total", "Redis writes dropped, by kind and reason (queue_full, conn: the connection failed before the reply, rejected: an error reply, shutdown).", "kind", "reason")
 		for k := range numRedisKinds {
@@ -185,21 +180,22 @@ func (s *RedisSink) Counts() RedisCounts {
 	return c
 }
 
-// Consumer returns the sink's event-bus consumer (nil before Start or without a bus).
-func (s *RedisSink) Consumer() *event.Consumer { return s.cons }
-
-// Events makes the sink take the threshold and change events from bus, through a ring of
-// ring events (its own R_I ring) subscribed at Start. Call before Start.
-func (s *RedisSink) Events(bus *event.Bus, ring int) { s.bus, s.ring = bus, ring }
+// Drops returns the writes dropped by "redis.<kind>.<reason>" (the redis section of GET
+// /api/v1/status's drops), zero counts included.
+func (s *RedisSink) Drops() map[string]uint64 {
+	d := map[string]uint64{}
+	for k := range numRedisKinds {
+		for r := range numRedisDrops {
+			d["redis."+redisKindNames[k]+"."+redisDropNames[r]] = s.dropped[k][r].Load()
+		}
+	}
+	return d
+}
 
 // Name is the sink's component name.
 func (s *RedisSink) Name() string { return "redis" }
 
-// SetLogger sets where the sink logs its errors. Call before Start.
-func (s *RedisSink) SetLogger(l *slog.Logger) { s.lastErr.log = l }
-
-// Start subscribes to the event bus (when Events set one) and starts the writer with a new
-// client. A stopped sink can be started again (a collector restart). It fails only when the
+// Start starts the writer with a new client. A stopped sink can be started again (a collector restart). It fails only when the
 // TLS files cannot be loaded; the server need not be up.
 func (s *RedisSink) Start(context.Context) error {
 	if s.stop != nil {
@@ -213,17 +209,12 @@ func (s *RedisSink) Start(context.Context) error {
 	s.client = client
 	s.aborted.Store(false)
 	s.stop, s.stopOnce, s.stopCtx = make(chan struct{}), sync.Once{}, nil
-	if s.bus != nil {
-		s.cons = s.bus.Subscribe("redis", s.ring)
-		s.wg.Add(1)
-		go s.readEvents()
-	}
 	s.wg.Add(1)
 	go s.write(client)
 	return nil
 }
 
-// Stop stops reading events, sends what is queued until ctx ends, and drops (counting) the
+// Stop sends what is queued until ctx ends, and drops (counting) the
 // rest; a pipeline still waiting for its replies when ctx ends is ended by closing the
 // connection.
 func (s *RedisSink) Stop(ctx context.Context) error {
@@ -247,33 +238,8 @@ func (s *RedisSink) Stop(ctx context.Context) error {
 		<-done
 	}
 	s.client = nil
-	if s.cons != nil {
-		s.bus.Unsubscribe(s.cons)
-		s.cons = nil
-	}
 	s.stop = nil
 	return nil
-}
-
-func (s *RedisSink) readEvents() {
-	defer s.wg.Done()
-	buf := make([]event.Event, 256)
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-s.cons.Notify():
-		}
-		for {
-			n := s.cons.Poll(buf)
-			for i := range buf[:n] {
-				s.OfferEvent(&buf[i])
-			}
-			if n < len(buf) {
-				break
-			}
-		}
-	}
 }
 
 // RedisEvent reports whether e goes to the events stream: the threshold (above, below) and
@@ -302,8 +268,9 @@ func (s *RedisSink) offer(kind uint8, key string, fields []string) {
 // redisEventFields is the most strings AppendRedisEvent appends (a flow's event at a switch).
 const redisEventFields = 28
 
-// OfferEvent queues XADD of e to the events stream when RedisEvent(e).
-func (s *RedisSink) OfferEvent(e *event.Event) {
+// Offer queues XADD of e to the events stream when RedisEvent(e) (an export.EventSink: the
+// pipeline offers every event and periodic value).
+func (s *RedisSink) Offer(e *event.Event) {
 	if !RedisEvent(e) {
 		return
 	}
@@ -311,29 +278,37 @@ func (s *RedisSink) OfferEvent(e *event.Event) {
 }
 
 // redisRecordFields is the most strings AppendRedisRecord appends for r.
-func redisRecordFields(r *flowcache.Record) int {
-	return 26 + len(r.Hops)*(2+4*int(flowcache.NumMetrics))
+func redisRecordFields(r *record.Record) int {
+	return 26 + len(r.Hops)*(2+4*int(record.NumMetrics))
 }
 
 // OfferRecord queues XADD of an evicted flow record to the flows stream.
-func (s *RedisSink) OfferRecord(r *flowcache.Record) {
+func (s *RedisSink) OfferRecord(r *record.Record) {
 	s.offer(redisFlow, "", AppendRedisRecord(make([]string, 0, redisRecordFields(r)), r, true))
 }
 
+// LatestPeriod is how often the flow cache offers its updated flows (redis.hash_period; 0:
+// the hashes are off).
+func (s *RedisSink) LatestPeriod() time.Duration { return s.cfg.HashPeriod }
+
+// HistogramPeriod is how often the flow cache offers its histograms (redis.hash_period, as
+// the flows' hashes).
+func (s *RedisSink) HistogramPeriod() time.Duration { return s.cfg.HashPeriod }
+
 // OfferLatest queues HSET of a flow's latest aggregates and EXPIRE of its hash.
-func (s *RedisSink) OfferLatest(r *flowcache.Record) {
+func (s *RedisSink) OfferLatest(r *record.Record) {
 	s.offer(redisHash, RedisFlowKey(s.cfg.HashPrefix, r), AppendRedisRecord(make([]string, 0, redisRecordFields(r)), r, false))
 }
 
 // OfferHistogram queues HSET of one histogram as the hash <histogram_prefix><switch>:<metric>
 // (fields scale, bins, total, and one per non-empty bin: its lower bound → its count) and
 // EXPIRE of it.
-func (s *RedisSink) OfferHistogram(h *flowcache.HistJSON) {
+func (s *RedisSink) OfferHistogram(h *record.Histogram) {
 	s.offer(redisHist, s.cfg.HistogramPrefix+h.Switch+":"+h.Metric, appendRedisHist(make([]string, 0, 6+2*len(h.Counts)), h))
 }
 
 // appendRedisHist appends a histogram's fields (OfferHistogram).
-func appendRedisHist(f []string, h *flowcache.HistJSON) []string {
+func appendRedisHist(f []string, h *record.Histogram) []string {
 	f = append(f, "scale", h.Scale, "bins", strconv.Itoa(h.Bins), "total", u(h.Total))
 	for _, b := range h.Counts {
 		f = append(f, u(b.Lo), u(b.Count))
@@ -342,7 +317,7 @@ func appendRedisHist(f []string, h *flowcache.HistJSON) []string {
 }
 
 // RedisFlowKey is a flow's hash key: prefix + "src,dst,sport,dport,proto".
-func RedisFlowKey(prefix string, r *flowcache.Record) string {
+func RedisFlowKey(prefix string, r *record.Record) string {
 	k := &r.Flow
 	return prefix + k.SrcAddr().String() + "," + k.DstAddr().String() + "," + strconv.Itoa(int(k.SrcPort)) + "," +
 		strconv.Itoa(int(k.DstPort)) + "," + strconv.Itoa(int(k.Proto))
@@ -375,7 +350,7 @@ func AppendRedisEvent(f []string, e *event.Event) []string {
 // only), packets, first_ns, last_ns, latency_latest and latency_mean (when the reports
 // carried hop latencies), path (node ids source first, ':'-joined), hops, and per hop n
 // (1 = source) hn_node_id and hn_<metric>_latest / hn_<metric>_mean for the metrics carried.
-func AppendRedisRecord(f []string, r *flowcache.Record, withReason bool) []string {
+func AppendRedisRecord(f []string, r *record.Record, withReason bool) []string {
 	k := &r.Flow
 	f = append(f, "src", k.SrcAddr().String(), "dst", k.DstAddr().String(), "sport", u(uint64(k.SrcPort)),
 		"dport", u(uint64(k.DstPort)), "proto", u(uint64(k.Proto)))
@@ -391,7 +366,7 @@ func AppendRedisRecord(f []string, r *flowcache.Record, withReason bool) []strin
 		h := &r.Hops[i]
 		p := "h" + strconv.Itoa(i+1) + "_"
 		f = append(f, p+"node_id", u(uint64(h.NodeID)))
-		for m := range flowcache.NumMetrics {
+		for m := range record.NumMetrics {
 			if h.Count[m] > 0 {
 				f = append(f, p+m.String()+"_latest", u(h.Latest[m]), p+m.String()+"_mean", strconv.FormatFloat(h.Mean(m), 'f', -1, 64))
 			}

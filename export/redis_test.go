@@ -33,8 +33,8 @@ import (
 
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/export"
-	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/record"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -112,10 +112,10 @@ func testFlow() telemetry.FlowKey {
 	return k
 }
 
-func testRecord() *flowcache.Record {
-	return &flowcache.Record{Flow: testFlow(), Reason: flowcache.ReasonCollision, Packets: 3, First: 100, Last: 300,
+func testRecord() *record.Record {
+	return &record.Record{Flow: testFlow(), Reason: record.ReasonCollision, Packets: 3, First: 100, Last: 300,
 		LatLatest: 67, LatSum: 195, LatCount: 3,
-		Hops: []flowcache.HopRecord{
+		Hops: []record.HopRecord{
 			{NodeID: 1, Latest: [3]uint64{15, 6, 1}, Count: [3]uint64{3, 2, 3}, Sum: [3]uint64{36, 11, 15}},
 			{NodeID: 2, Latest: [3]uint64{22, 0, 0}, Count: [3]uint64{3, 0, 0}, Sum: [3]uint64{63, 0, 0}},
 		}}
@@ -125,13 +125,21 @@ func TestRedisExact(t *testing.T) {
 	port := freePort(t)
 	startRedis(t, port)
 	reg := metrics.NewRegistry()
-	s := export.NewRedis(redisCfg(port), reg)
-	bus := &event.Bus{}
-	s.Events(bus, 64)
+	s := export.NewRedis(redisCfg(port), export.SinkDeps{Metrics: reg})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Stop(t.Context())
+	// The bus's events reach the sink through the export pipeline, as every sink's do.
+	bus := &event.Bus{}
+	p, err := export.New(redisCfg(port), export.Deps{Bus: bus, Ring: 64, Sinks: []export.EventSink{s}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(t.Context())
 
 	k := testFlow()
 	hop := event.Event{Time: 1000, Kind: event.KindChange, Scope: event.ScopeSwitch, Measurement: event.FlowHopLatency,
@@ -151,10 +159,10 @@ func TestRedisExact(t *testing.T) {
 	}
 	bus.Publish(&queue)
 	waitFor(t, 10*time.Second, "the bus's 2 events sent", func() bool { return s.Counts().Sent["event"] == 2 })
-	s.OfferEvent(&e2e)
+	s.Offer(&e2e)
 	s.OfferRecord(testRecord())
 	live := testRecord()
-	live.Reason = flowcache.ReasonNone
+	live.Reason = record.ReasonNone
 	s.OfferLatest(live)
 
 	waitFor(t, 10*time.Second, "3 events, 1 flow, 1 hash sent", func() bool {
@@ -225,7 +233,7 @@ func TestRedisMaxLen(t *testing.T) {
 	startRedis(t, port)
 	cfg := redisCfg(port)
 	cfg.Redis.MaxLen = 10
-	s := export.NewRedis(cfg, nil)
+	s := export.NewRedis(cfg, export.SinkDeps{})
 	s.Start(context.Background())
 	defer s.Stop(t.Context())
 	for i := 0; i < 1000; i++ {
@@ -250,21 +258,21 @@ func TestRedisRestart(t *testing.T) {
 	cfg := redisCfg(port)
 	cfg.Redis.Queue = 100
 	reg := metrics.NewRegistry()
-	s := export.NewRedis(cfg, reg)
+	s := export.NewRedis(cfg, export.SinkDeps{Metrics: reg})
 	s.Start(context.Background())
 	defer s.Stop(t.Context())
 	ev := func(i int) *event.Event {
 		return &event.Event{Time: int64(i), Kind: event.KindAbove, Measurement: event.QueueOccupancy, Key: event.Key{Switch: 1}, Value: uint64(i)}
 	}
 	for i := 0; i < 10; i++ {
-		s.OfferEvent(ev(i))
+		s.Offer(ev(i))
 	}
 	waitFor(t, 10*time.Second, "10 events sent", func() bool { return s.Counts().Sent["event"] == 10 })
 
 	srv.kill()
 	start := time.Now()
 	for i := 10; i < 5010; i++ {
-		s.OfferEvent(ev(i))
+		s.Offer(ev(i))
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("5000 offers with redis down took %s", d)
@@ -278,7 +286,7 @@ func TestRedisRestart(t *testing.T) {
 	})
 	// New events after the restart go through.
 	for i := 5010; i < 5020; i++ {
-		s.OfferEvent(ev(i))
+		s.Offer(ev(i))
 	}
 	waitFor(t, 10*time.Second, "all 5020 accounted", func() bool {
 		c := s.Counts()
@@ -306,19 +314,29 @@ func TestRedisRestart(t *testing.T) {
 	t.Logf("sent %d, dropped queue_full %d, conn %d, reconnects %d", cnt.Sent["event"], cnt.Dropped["event"]["queue_full"], cnt.Dropped["event"]["conn"], cnt.Reconnects)
 }
 
-// TestRedisStartAgain stops the sink and starts it again, as a collector restart does.
+// TestRedisStartAgain stops the sink, and the pipeline that feeds it, and starts them again,
+// as a collector restart does.
 func TestRedisStartAgain(t *testing.T) {
 	port := freePort(t)
 	startRedis(t, port)
-	s := export.NewRedis(redisCfg(port), nil)
+	s := export.NewRedis(redisCfg(port), export.SinkDeps{})
 	bus := &event.Bus{}
+	p, err := export.New(redisCfg(port), export.Deps{Bus: bus, Ring: 16, Sinks: []export.EventSink{s}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for round := 1; round <= 2; round++ {
-		s.Events(bus, 16)
 		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		bus.Publish(&event.Event{Time: int64(round), Kind: event.KindAbove, Measurement: event.TxUtilization})
 		waitFor(t, 10*time.Second, "the event sent", func() bool { return s.Counts().Sent["event"] == uint64(round) })
+		if err := p.Stop(t.Context()); err != nil {
+			t.Fatal(err)
+		}
 		if err := s.Stop(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -341,11 +359,11 @@ func TestRedisStalled(t *testing.T) {
 	srv := startRedis(t, port)
 	cfg := redisCfg(port)
 	cfg.Redis.Queue, cfg.Redis.Timeout = 200, 300*time.Millisecond
-	s := export.NewRedis(cfg, nil)
+	s := export.NewRedis(cfg, export.SinkDeps{})
 	s.Start(context.Background())
 	defer s.Stop(t.Context())
 	ev := &event.Event{Kind: event.KindChange, Measurement: event.FlowLatency}
-	s.OfferEvent(ev)
+	s.Offer(ev)
 	waitFor(t, 10*time.Second, "first event sent", func() bool { return s.Counts().Sent["event"] == 1 })
 
 	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -357,7 +375,7 @@ func TestRedisStalled(t *testing.T) {
 		start := time.Now()
 		for i := from; i < to; i++ {
 			ev.Time = int64(i)
-			s.OfferEvent(ev)
+			s.Offer(ev)
 		}
 		offering += time.Since(start)
 	}
@@ -406,15 +424,15 @@ func TestRedisStopStalled(t *testing.T) {
 	srv := startRedis(t, port)
 	cfg := redisCfg(port)
 	cfg.Redis.Queue, cfg.Redis.Batch = 100, 10
-	s := export.NewRedis(cfg, nil)
+	s := export.NewRedis(cfg, export.SinkDeps{})
 	s.Start(context.Background())
 	ev := &event.Event{Kind: event.KindChange, Measurement: event.FlowLatency}
-	s.OfferEvent(ev)
+	s.Offer(ev)
 	waitFor(t, 10*time.Second, "first event sent", func() bool { return s.Counts().Sent["event"] == 1 })
 	srv.cmd.Process.Signal(syscall.SIGSTOP)
 	defer srv.cmd.Process.Signal(syscall.SIGCONT)
 	for range 50 {
-		s.OfferEvent(ev)
+		s.Offer(ev)
 	}
 	waitFor(t, 10*time.Second, "a pipeline in flight", func() bool { return s.Counts().InFlight > 0 })
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
@@ -483,14 +501,14 @@ func TestRedisOutcome(t *testing.T) {
 func BenchmarkRedisOffer(b *testing.B) {
 	cfg := export.DefaultConfig()
 	cfg.Redis.Address, cfg.Redis.Queue = "127.0.0.1:1", 1
-	s := export.NewRedis(cfg, nil)
+	s := export.NewRedis(cfg, export.SinkDeps{})
 	ev := &event.Event{Time: 1000, Kind: event.KindChange, Scope: event.ScopeSwitch, Measurement: event.FlowHopLatency,
 		Key: event.Key{Flow: testFlow(), Switch: 7}, Prev: 10, Value: 80, Threshold: 50}
 	rec := testRecord()
 	b.Run("event", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			s.OfferEvent(ev)
+			s.Offer(ev)
 		}
 	})
 	b.Run("record", func(b *testing.B) {
@@ -505,8 +523,8 @@ func BenchmarkRedisOffer(b *testing.B) {
 			s.OfferLatest(rec)
 		}
 	})
-	h := &flowcache.HistJSON{Switch: "1", Metric: "hop_latency", Scale: "log", Bins: 64, Total: 3,
-		Counts: []flowcache.BinJSON{{Lo: 0, Count: 1}, {Lo: 8, Count: 2}}}
+	h := &record.Histogram{Switch: "1", Metric: "hop_latency", Scale: "log", Bins: 64, Total: 3,
+		Counts: []record.Bin{{Lo: 0, Count: 1}, {Lo: 8, Count: 2}}}
 	b.Run("histogram", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -539,12 +557,12 @@ func pings(c redis.UniversalClient) func() bool {
 // offerEach offers one write of each kind to s and waits until all four are sent.
 func offerEach(t *testing.T, s *export.RedisSink) {
 	t.Helper()
-	s.OfferEvent(&event.Event{Time: 42, Kind: event.KindAbove, Scope: event.ScopeSwitch, Measurement: event.QueueOccupancy,
+	s.Offer(&event.Event{Time: 42, Kind: event.KindAbove, Scope: event.ScopeSwitch, Measurement: event.QueueOccupancy,
 		Key: event.Key{Switch: 3, Queue: 1}, Prev: 5, Value: 300, Threshold: 200})
 	s.OfferRecord(testRecord())
 	s.OfferLatest(testRecord())
-	s.OfferHistogram(&flowcache.HistJSON{Switch: "3", Metric: "hop_latency", Scale: "log", Bins: 64, Total: 3,
-		Counts: []flowcache.BinJSON{{Lo: 0, Count: 1}, {Lo: 8, Count: 2}}})
+	s.OfferHistogram(&record.Histogram{Switch: "3", Metric: "hop_latency", Scale: "log", Bins: 64, Total: 3,
+		Counts: []record.Bin{{Lo: 0, Count: 1}, {Lo: 8, Count: 2}}})
 	waitFor(t, 10*time.Second, "one write of each kind sent", func() bool {
 		c := s.Counts()
 		return c.Sent["event"] == 1 && c.Sent["flow"] == 1 && c.Sent["hash"] == 1 && c.Sent["histogram"] == 1
@@ -634,7 +652,7 @@ func TestRedisACL(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	s := export.NewRedis(cfg, nil)
+	s := export.NewRedis(cfg, export.SinkDeps{})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -649,7 +667,7 @@ func TestRedisACL(t *testing.T) {
 	t.Run("nohash", func(t *testing.T) {
 		admin.FlushAll(ctx)
 		cfg.Redis.Username, cfg.Redis.Password = "nohash", "pw-nohash"
-		s := export.NewRedis(cfg, nil)
+		s := export.NewRedis(cfg, export.SinkDeps{})
 		s.Start(context.Background())
 		defer s.Stop(ctx)
 		s.OfferLatest(testRecord())
@@ -670,13 +688,13 @@ func TestRedisACL(t *testing.T) {
 	t.Run("wrong password", func(t *testing.T) {
 		cfg.Redis.Username, cfg.Redis.Password = "intake", "not-the-password"
 		cfg.Redis.Queue = 10
-		s := export.NewRedis(cfg, nil)
+		s := export.NewRedis(cfg, export.SinkDeps{})
 		start := time.Now()
 		if err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 100 {
-			s.OfferEvent(&event.Event{Time: int64(i), Kind: event.KindChange, Measurement: event.FlowLatency})
+			s.Offer(&event.Event{Time: int64(i), Kind: event.KindChange, Measurement: event.FlowLatency})
 		}
 		if d := time.Since(start); d > time.Second {
 			t.Errorf("100 offers with a wrong password took %s", d)
@@ -803,7 +821,7 @@ func TestRedisTLS(t *testing.T) {
 	t.Run("unknown CA", func(t *testing.T) {
 		cfg := redisCfg(port)
 		cfg.Redis.TLS, cfg.Redis.TLSCert, cfg.Redis.TLSKey = true, ca.clientCert, ca.clientKey
-		s := export.NewRedis(cfg, nil)
+		s := export.NewRedis(cfg, export.SinkDeps{})
 		s.Start(context.Background())
 		defer s.Stop(t.Context())
 		waitFor(t, 10*time.Second, "a certificate error", func() bool {
@@ -815,7 +833,7 @@ func TestRedisTLS(t *testing.T) {
 		t.Logf("unknown CA: %s", s.Counts().LastError)
 	})
 	t.Run("plain to a TLS port", func(t *testing.T) {
-		s := export.NewRedis(redisCfg(port), nil)
+		s := export.NewRedis(redisCfg(port), export.SinkDeps{})
 		s.Start(context.Background())
 		defer s.Stop(t.Context())
 		waitFor(t, 10*time.Second, "an error", func() bool { return s.Counts().LastError != "" })
@@ -864,7 +882,7 @@ func TestRedisSentinel(t *testing.T) {
 
 	t.Run("wrong sentinel password", func(t *testing.T) {
 		cfg.Redis.Sentinel.Password = "wrong"
-		s := export.NewRedis(cfg, nil)
+		s := export.NewRedis(cfg, export.SinkDeps{})
 		s.Start(context.Background())
 		defer s.Stop(t.Context())
 		waitFor(t, 10*time.Second, "an error", func() bool { return s.Counts().LastError != "" })
@@ -1002,7 +1020,7 @@ func TestInfluxDBLastError(t *testing.T) {
 
 	cfg := exportConfig()
 	cfg.InfluxDB.URL = srv.url
-	in := export.NewInfluxDB(cfg, nil)
+	in := export.NewInfluxDB(cfg, export.SinkDeps{})
 	if st, _ := json.Marshal(in.SinkStatus()); strings.Contains(string(st), "last_error") {
 		t.Errorf("a sink without errors shows a last error: %s", st)
 	}
@@ -1035,7 +1053,7 @@ func TestRedisStopDrains(t *testing.T) {
 	startRedis(t, port)
 	cfg := redisCfg(port)
 	cfg.Redis.Queue, cfg.Redis.Batch = 10000, 100
-	s := export.NewRedis(cfg, nil)
+	s := export.NewRedis(cfg, export.SinkDeps{})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -1067,7 +1085,7 @@ func TestRedisStopDrains(t *testing.T) {
 // startRedisSink starts a sink on cfg, stopped when the test ends.
 func startRedisSink(t *testing.T, cfg export.Config) *export.RedisSink {
 	t.Helper()
-	s := export.NewRedis(cfg, nil)
+	s := export.NewRedis(cfg, export.SinkDeps{})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -1089,7 +1107,7 @@ func TestRedisTerminated(t *testing.T) {
 	srv := startRedisWith(t, port, ready, args...)
 	cfg := redisCfg(port)
 	cfg.Redis.Queue = 1 << 16
-	s := export.NewRedis(cfg, nil)
+	s := export.NewRedis(cfg, export.SinkDeps{})
 	s.Start(context.Background())
 	stop := make(chan struct{})
 	offered := make(chan int)
@@ -1103,7 +1121,7 @@ func TestRedisTerminated(t *testing.T) {
 			default:
 			}
 			for range 64 {
-				s.OfferEvent(&event.Event{Time: int64(i), Kind: event.KindAbove, Measurement: event.QueueOccupancy, Key: event.Key{Switch: 1}, Value: uint64(i)})
+				s.Offer(&event.Event{Time: int64(i), Kind: event.KindAbove, Measurement: event.QueueOccupancy, Key: event.Key{Switch: 1}, Value: uint64(i)})
 				i++
 			}
 			time.Sleep(5 * time.Millisecond) // about 12,800 events a second

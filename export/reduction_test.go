@@ -42,7 +42,7 @@ func TestReductionSynthetic(t *testing.T) {
 	// A value is exported when a sink stored it: a sink that keeps every value it is
 	// offered stands in for a database that takes every measurement.
 	p, err := export.New(cfg, export.Deps{Bus: bus, Source: d, Metrics: reg, Values: func() uint64 { return d.Stats().Values }, Ring: 1 << 16,
-		Extra: []export.Sink{&keepAll{}}})
+		Sinks: []export.EventSink{&keepAll{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,9 +288,9 @@ func meteredDetector() (*detect.Detector, *event.Bus, *metrics.Registry) {
 // keepAll is a sink that stores every value it is offered, in memory.
 type keepAll struct{ events, periodic atomic.Uint64 }
 
-func (k *keepAll) Name() string                { return "memory" }
-func (k *keepAll) Start(context.Context) error { return nil }
-func (k *keepAll) Stop(context.Context) error  { return nil }
+func (k *keepAll) SinkStatus() export.SinkStatus {
+	return export.SinkStatus{Name: "memory", Sent: k.events.Load() + k.periodic.Load(), Dropped: map[string]uint64{}}
+}
 func (k *keepAll) Offer(e *event.Event) {
 	switch e.Kind {
 	case event.KindPeriodic:

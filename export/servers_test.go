@@ -395,7 +395,7 @@ func TestVictoriaMetrics(t *testing.T) {
 	p := run(t, cfg, metrics.NewRegistry(), nil)
 	for _, sk := range p.Sinks() {
 		if d := sk.(interface{ Dropped() uint64 }).Dropped(); d != 0 {
-			t.Errorf("%s dropped %d", sk.Name(), d)
+			t.Errorf("%s dropped %d", sk.(export.StatusSink).SinkStatus().Name, d)
 		}
 	}
 	want := fmt.Sprintf("100@%d 200@%d 200@%d", ms(0), ms(2), ms(3))
@@ -426,7 +426,7 @@ func TestPrometheus(t *testing.T) {
 	p := run(t, cfg, reg, reg)
 	for _, sk := range p.Sinks() {
 		if d, ok := sk.(interface{ Dropped() uint64 }); ok && d.Dropped() != 0 {
-			t.Errorf("%s dropped %d", sk.Name(), d.Dropped())
+			t.Errorf("%s dropped %d", sk.(export.StatusSink).SinkStatus().Name, d.Dropped())
 		}
 	}
 	query := func(q string) string {

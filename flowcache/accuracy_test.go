@@ -13,6 +13,7 @@ import (
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/pcap"
+	"github.com/intake-int/intake/record"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
@@ -31,7 +32,7 @@ const accBins = 4096
 
 type accKey struct {
 	sw uint32
-	m  flowcache.Metric
+	m  record.Metric
 }
 
 // truth is the ground truth: per (switch, metric) and end to end, the occurrences per value
@@ -68,9 +69,9 @@ func walk(t *testing.T, g *gen.Generator, n uint64, fn func(i uint64, b []byte) 
 			for _, h := range rs[ri].HopList() {
 				for _, mv := range []struct {
 					f telemetry.Field
-					m flowcache.Metric
+					m record.Metric
 					v uint32
-				}{{telemetry.FHopLatency, flowcache.HopLatency, h.HopLatency}, {telemetry.FQueueOccupancy, flowcache.QueueOccupancy, h.QueueOccupancy}, {telemetry.FTxUtil, flowcache.TxUtil, h.TxUtil}} {
+				}{{telemetry.FHopLatency, record.HopLatency, h.HopLatency}, {telemetry.FQueueOccupancy, record.QueueOccupancy, h.QueueOccupancy}, {telemetry.FTxUtil, record.TxUtil, h.TxUtil}} {
 					if h.Fields&mv.f == 0 {
 						t.Fatalf("datagram %d: hop without %v", i, mv.m)
 					}
@@ -123,7 +124,7 @@ func accCollector(t *testing.T, listener *ingest.Listener) (*ingest.Receiver, *f
 
 // compare returns the loss rates (e2e, first switch's queue occupancy and tx util, worst).
 func compare(t *testing.T, tr *truth, h *flowcache.Histograms, first uint32) (e2e, q, u, worst float64) {
-	loss := func(name string, want []uint64, got flowcache.HistJSON) float64 {
+	loss := func(name string, want []uint64, got record.Histogram) float64 {
 		obs := make([]uint64, accBins)
 		for _, b := range got.Counts {
 			obs[b.Lo] = b.Count
@@ -151,10 +152,10 @@ func compare(t *testing.T, tr *truth, h *flowcache.Histograms, first uint32) (e2
 		}
 		l := loss("switch "+strconv.FormatUint(uint64(k.sw), 10)+" "+k.m.String(), want, got)
 		worst = max(worst, l)
-		if k.sw == first && k.m == flowcache.QueueOccupancy {
+		if k.sw == first && k.m == record.QueueOccupancy {
 			q = l
 		}
-		if k.sw == first && k.m == flowcache.TxUtil {
+		if k.sw == first && k.m == record.TxUtil {
 			u = l
 		}
 	}

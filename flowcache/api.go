@@ -7,6 +7,7 @@ import (
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/record"
 )
 
 // RegisterAPI adds the cache's endpoints:
@@ -25,10 +26,6 @@ func (f *FlowCache) RegisterAPI(s *api.Server) {
 	s.HandleFunc("GET /api/v1/topology", f.handleTopology)
 }
 
-// SetSinkStatus adds the record sinks' status to GET /api/v1/flowcache/stats (as "redis").
-// Call before Start.
-func (f *FlowCache) SetSinkStatus(fn func() any) { f.statusExtra = fn }
-
 // StatsJSON is GET /api/v1/flowcache/stats: the cache's counters, the event rings (every
 // consumer of the event bus: the paper's R_I rings) and the Redis sink's counters.
 type StatsJSON struct {
@@ -43,8 +40,8 @@ func (f *FlowCache) StatsJSON() StatsJSON {
 	if f.bus != nil {
 		st.EventRings = f.bus.Rings()
 	}
-	if f.statusExtra != nil {
-		st.Redis = f.statusExtra()
+	if f.deps.SinkStatus != nil {
+		st.Redis = f.deps.SinkStatus()
 	}
 	return st
 }
@@ -62,7 +59,7 @@ func (f *FlowCache) handleFlow(w http.ResponseWriter, r *http.Request) {
 		api.Error(w, http.StatusNotFound, "flow not in the flow cache")
 		return
 	}
-	api.JSON(w, http.StatusOK, rec.JSON())
+	api.JSON(w, http.StatusOK, RecordJSON(&rec))
 }
 
 // TopJSON is GET /api/v1/flowcache/top.
@@ -91,7 +88,7 @@ func (f *FlowCache) handleTop(w http.ResponseWriter, r *http.Request) {
 	recs := f.Top(by, n)
 	out := TopJSON{By: by, N: n, Flows: make([]FlowJSON, len(recs))}
 	for i := range recs {
-		out.Flows[i] = recs[i].JSON()
+		out.Flows[i] = RecordJSON(&recs[i])
 	}
 	api.JSON(w, http.StatusOK, out)
 }
@@ -134,7 +131,7 @@ func (f *FlowCache) handleHistogram(w http.ResponseWriter, r *http.Request) {
 		api.BadParam(w, "switch", sw, "a switch id 0-4294967295 or e2e")
 		return
 	}
-	m, ok := ParseMetric(ms)
+	m, ok := record.ParseMetric(ms)
 	if !ok {
 		api.BadParam(w, "metric", ms, "hop_latency, queue_occupancy or tx_util")
 		return
@@ -168,4 +165,16 @@ func (f *FlowCache) registerMetrics(reg *metrics.Registry) {
 	c("intake_flowcache_records_exported_total", "Evicted flow records taken from the eviction rings and handed to the sinks.", func(s Stats) uint64 { return s.Rings.Exported })
 	c("intake_flowcache_histogram_switch_overflow_total", "Hop samples not binned because histograms.max_switches switches already had histograms.", func(s Stats) uint64 { return s.SwitchOverflow })
 	f.hist.registerMetrics(reg)
+}
+
+// Drops is the flow cache's drops for the collector's status: evicted records a full ring
+// dropped, samples of switches past histograms.max_switches and, in the kernel, updates the
+// program could not apply.
+func (f *FlowCache) Drops() map[string]uint64 {
+	fs := f.Stats()
+	m := map[string]uint64{"flowcache.rings": fs.Rings.Drops, "flowcache.histogram_switch_overflow": fs.SwitchOverflow}
+	if k := fs.Kernel; k != nil {
+		m["flowcache.kernel_lock_busy"] = k.LockBusy
+	}
+	return m
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/intake-int/intake/record"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -59,17 +60,17 @@ func batchConfig() Config {
 // and the records evicted to the sinks, in order.
 type cacheState struct {
 	Stats   Stats
-	Flows   map[telemetry.FlowKey]Record
-	Hists   []HistJSON
-	Evicted []Record
+	Flows   map[telemetry.FlowKey]record.Record
+	Hists   []record.Histogram
+	Evicted []record.Record
 }
 
-func stateOf(f *FlowCache, evicted []Record) cacheState {
+func stateOf(f *FlowCache, evicted []record.Record) cacheState {
 	f.Flush(0)
-	st := cacheState{Stats: f.Stats(), Flows: map[telemetry.FlowKey]Record{}, Evicted: evicted}
-	f.WalkUpdated(-1<<63, func(r *Record) { st.Flows[r.Flow] = *r })
+	st := cacheState{Stats: f.Stats(), Flows: map[telemetry.FlowKey]record.Record{}, Evicted: evicted}
+	f.WalkUpdated(-1<<63, func(r *record.Record) { st.Flows[r.Flow] = *r })
 	for _, sw := range f.Histograms().Switches() {
-		for m := range NumMetrics {
+		for m := range record.NumMetrics {
 			h, _ := f.Histograms().Histogram(sw, m)
 			st.Hists = append(st.Hists, h)
 		}
@@ -84,9 +85,12 @@ func stateOf(f *FlowCache, evicted []Record) cacheState {
 func TestProcessBatchSame(t *testing.T) {
 	rs := batchInput(6000)
 	run := func(batch func(f *FlowCache)) cacheState {
-		f := New(batchConfig(), Deps{})
-		var ev []Record
-		f.AddSink(func(r *Record) { c := *r; c.Hops = append([]HopRecord(nil), r.Hops...); ev = append(ev, c) })
+		var ev []record.Record
+		f := New(batchConfig(), Deps{Records: []func(*record.Record){func(r *record.Record) {
+			c := *r
+			c.Hops = append([]record.HopRecord(nil), r.Hops...)
+			ev = append(ev, c)
+		}}})
 		batch(f)
 		f.DrainNow()
 		return stateOf(f, ev)
@@ -138,9 +142,12 @@ func TestProcessBatchSameNoDrain(t *testing.T) {
 	run := func(size int) cacheState {
 		c := batchConfig()
 		c.RingEntries = 1 << 14
-		f := New(c, Deps{})
-		var ev []Record
-		f.AddSink(func(r *Record) { c := *r; c.Hops = append([]HopRecord(nil), r.Hops...); ev = append(ev, c) })
+		var ev []record.Record
+		f := New(c, Deps{Records: []func(*record.Record){func(r *record.Record) {
+			c := *r
+			c.Hops = append([]record.HopRecord(nil), r.Hops...)
+			ev = append(ev, c)
+		}}})
 		if size == 0 { // the reference: Process report by report
 			for i := range rs {
 				f.Process(0, &rs[i])
@@ -201,7 +208,7 @@ func TestProcessBatchConcurrent(t *testing.T) {
 			k := flow(3)
 			f.Lookup(&k)
 			f.Top("packets", 3)
-			f.Histograms().Histogram(1, HopLatency)
+			f.Histograms().Histogram(1, record.HopLatency)
 			f.Age(0) // idle_timeout is a minute: nothing is this old, but rows are swept
 		}
 	}()
@@ -216,14 +223,14 @@ func TestProcessBatchConcurrent(t *testing.T) {
 			t.Fatalf("flow %d missing", p)
 		}
 		pk += r.Packets
-		if r.Hops[0].Sum[HopLatency] != 2*r.Packets {
-			t.Errorf("flow %d: hop 1 latency sum %d over %d packets", p, r.Hops[0].Sum[HopLatency], r.Packets)
+		if r.Hops[0].Sum[record.HopLatency] != 2*r.Packets {
+			t.Errorf("flow %d: hop 1 latency sum %d over %d packets", p, r.Hops[0].Sum[record.HopLatency], r.Packets)
 		}
 	}
 	if pk != workers*per {
 		t.Errorf("packets %d, want %d", pk, workers*per)
 	}
-	if h, _ := f.Histograms().Histogram(1, HopLatency); h.Total != workers*per {
+	if h, _ := f.Histograms().Histogram(1, record.HopLatency); h.Total != workers*per {
 		t.Errorf("histogram total %d", h.Total)
 	}
 	if st := f.Stats(); st.Reports != workers*per || st.Inserts != 16 || st.Evictions.Collision != 0 {

@@ -5,6 +5,7 @@ import (
 	"runtime"
 
 	"github.com/intake-int/intake/budget"
+	"github.com/intake-int/intake/record"
 )
 
 // hugeMin is the smallest table allocWords maps (table_unix.go) rather than takes from the
@@ -25,7 +26,7 @@ func (c *Config) Budget(workers int) budget.Budget {
 		n <<= 1
 	}
 	shards := int64(min(max(workers, 1), maxHistShards))
-	perShard := budget.Mul(int64(c.Histograms.MaxSwitches)*int64(NumMetrics)+1, int64(c.Histograms.Bins), 8)
+	perShard := budget.Mul(int64(c.Histograms.MaxSwitches)*int64(record.NumMetrics)+1, int64(c.Histograms.Bins), 8)
 	b := budget.Budget{
 		{Component: "flowcache", Part: "table", Memory: budget.Mul(int64(c.Rows), rowBytes), Outside: c.Rows*int(rowBytes) >= hugeMin, // mapped (allocWords)
 			Note: fmt.Sprintf("%d rows × %d B (%d buckets, %d hops)", c.Rows, rowBytes, c.Buckets, c.MaxHops)},
@@ -45,7 +46,7 @@ func (c *Config) Budget(workers int) budget.Budget {
 			Note: fmt.Sprintf("BPF array of %d rows × %d B", c.Rows, rowBytes)},
 		budget.Item{Outside: true, Component: "flowcache", Part: "kernel ring", Memory: int64(c.KernelRing()),
 			Note: fmt.Sprintf("BPF ring buffer for %d records", c.Rings*c.RingEntries)},
-		budget.Item{Outside: true, Component: "flowcache", Part: "kernel histograms", Memory: budget.Mul(cpus, int64(c.Histograms.MaxSwitches+1)*int64(NumMetrics), int64(c.Histograms.Bins)*8),
+		budget.Item{Outside: true, Component: "flowcache", Part: "kernel histograms", Memory: budget.Mul(cpus, int64(c.Histograms.MaxSwitches+1)*int64(record.NumMetrics), int64(c.Histograms.Bins)*8),
 			Note: fmt.Sprintf("%d CPUs × %d switches × %d bins", cpus, c.Histograms.MaxSwitches, c.Histograms.Bins)})
 }
 

@@ -21,6 +21,7 @@ package flowcache
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,7 @@ import (
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/internal/prefetch"
 	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/record"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -48,11 +50,8 @@ type FlowCache struct {
 	exported   atomic.Uint64 // records handed to the sinks
 	inserts    atomic.Uint64
 
-	bus         *event.Bus
-	statusExtra func() any // the record sinks' status for the stats endpoint
-	sinks       []func(*Record)
-	latest      func(*Record)
-	latestEvery time.Duration
+	bus  *event.Bus
+	deps Deps // the sinks: Records, Latest, Histograms, SinkStatus
 
 	kern     *kernelRef // flowcache.kernel: the program's cache (SetKernel)
 	kernErrs atomic.Uint64
@@ -120,13 +119,45 @@ type Deps struct {
 	// Bus, when set, is listed in GET /api/v1/flowcache/stats (its consumers' rings are the
 	// paper's R_I rings).
 	Bus *event.Bus
+
+	// The sinks: the cache pushes everything it emits, nothing polls it. Each is called from
+	// one of the cache's goroutines and must not block (a network sink queues) nor keep
+	// what it is handed.
+	//
+	// Records get every evicted record, from the drain.
+	Records []func(*record.Record)
+	// Latest gets every flow updated in the last LatestPeriod once per LatestPeriod
+	// (Reason none): the Redis per-flow hashes. Off when nil or the period is 0.
+	Latest       func(*record.Record)
+	LatestPeriod time.Duration
+	// Histograms gets every non-empty histogram (per switch and metric, then end to end)
+	// once per HistogramPeriod: the SmartNIC sink's host reading the distribution arrays
+	// (§III-D), the Redis histogram hashes. Off when nil or the period is 0.
+	Histograms      func(*record.Histogram)
+	HistogramPeriod time.Duration
+	// SinkStatus, when set, adds the record sinks' status to GET /api/v1/flowcache/stats
+	// (as "redis").
+	SinkStatus func() any
+
+	// Kernel, with flowcache.kernel, is the cache in the XDP program: the cache opens it at
+	// Start and links to it (its queries, drain, ager, histograms and counters read it),
+	// and at Stop hands the kernel's last evicted records to the sinks, unlinks and closes
+	// it.
+	Kernel KernelState
+}
+
+// KernelState is the flow cache in the kernel (flowcache.kernel), opened and closed by the
+// cache that reads it.
+type KernelState interface {
+	Open() (Kernel, error)
+	Close() error
 }
 
 // New builds the cache (allocating the table and the rings). cfg must have passed Validate.
 func New(cfg Config, deps Deps) *FlowCache {
 	workers := max(deps.Workers, 1)
 	f := &FlowCache{cfg: cfg, t: newTable(cfg.Rows, cfg.Buckets, cfg.MaxHops),
-		hist: newHistograms(cfg.Histograms, workers), bus: deps.Bus, kern: &kernelRef{}}
+		hist: newHistograms(cfg.Histograms, workers), bus: deps.Bus, deps: deps, kern: &kernelRef{}}
 	f.hist.kern = f.kern
 	f.now, f.stageAbove = f.dataClock, stageAbove
 	f.rings = newRingSet(cfg.Rings, cfg.RingEntries, f.t.bktW)
@@ -149,16 +180,6 @@ func (f *FlowCache) Config() Config { return f.cfg }
 // Histograms returns the per-switch histograms.
 func (f *FlowCache) Histograms() *Histograms { return f.hist }
 
-// AddSink adds a consumer of evicted records, called from the drain goroutine (it must not
-// block: a network sink queues). Call before Start.
-func (f *FlowCache) AddSink(fn func(*Record)) { f.sinks = append(f.sinks, fn) }
-
-// SetLatestSink makes the cache hand every flow updated in the last period to fn once per
-// period (Reason none): the Redis per-flow hashes. Call before Start.
-func (f *FlowCache) SetLatestSink(period time.Duration, fn func(*Record)) {
-	f.latest, f.latestEvery = fn, period
-}
-
 // SetClock replaces the ager's clock (tests).
 func (f *FlowCache) SetClock(now func() int64) { f.now = now }
 
@@ -180,13 +201,24 @@ func (f *FlowCache) dataClock() int64 {
 	return recv + (now - wall)
 }
 
-// Start faults the table's pages in (table.prefault) and runs the drain, the ager and the
-// periodic latest-values walk.
+// Start faults the table's pages in (table.prefault) and runs the drain, the ager, the
+// periodic latest-values walk and the periodic histogram push.
 func (f *FlowCache) Start(context.Context) error {
 	if f.stop != nil {
 		return nil
 	}
 	f.t.prefault()
+	if k := f.deps.Kernel; k != nil {
+		kern, err := k.Open()
+		if err == nil {
+			if err = f.SetKernel(kern); err != nil {
+				k.Close()
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("flowcache.kernel: %w", err)
+		}
+	}
 	f.stop = make(chan struct{})
 	f.wg.Add(1)
 	go f.drainLoop()
@@ -194,9 +226,13 @@ func (f *FlowCache) Start(context.Context) error {
 		f.wg.Add(1)
 		go f.agerLoop()
 	}
-	if f.latest != nil && f.latestEvery > 0 {
+	if f.deps.Latest != nil && f.deps.LatestPeriod > 0 {
 		f.wg.Add(1)
 		go f.latestLoop()
+	}
+	if f.deps.Histograms != nil && f.deps.HistogramPeriod > 0 {
+		f.wg.Add(1)
+		go f.histogramLoop()
 	}
 	return nil
 }
@@ -210,7 +246,11 @@ func (f *FlowCache) Stop(context.Context) error {
 	close(f.stop)
 	f.wg.Wait()
 	f.stop = nil
-	f.DrainNow()
+	f.DrainNow() // with flowcache.kernel, the kernel's last evicted records too
+	if k := f.deps.Kernel; k != nil {
+		f.SetKernel(nil)
+		return k.Close()
+	}
 	return nil
 }
 
@@ -250,13 +290,13 @@ func (f *FlowCache) Process(worker int, r *telemetry.Report) {
 			continue
 		}
 		if fl&telemetry.FHopLatency != 0 {
-			f.hist.add(sh, si, HopLatency, uint64(hp.HopLatency))
+			f.hist.add(sh, si, record.HopLatency, uint64(hp.HopLatency))
 		}
 		if fl&telemetry.FQueueOccupancy != 0 {
-			f.hist.add(sh, si, QueueOccupancy, uint64(hp.QueueOccupancy))
+			f.hist.add(sh, si, record.QueueOccupancy, uint64(hp.QueueOccupancy))
 		}
 		if fl&telemetry.FTxUtil != 0 {
-			f.hist.add(sh, si, TxUtil, uint64(hp.TxUtil))
+			f.hist.add(sh, si, record.TxUtil, uint64(hp.TxUtil))
 		}
 	}
 	if nlat > 0 {
@@ -401,15 +441,15 @@ func (f *FlowCache) histBatch(d *histDelta, sh []uint64, r *telemetry.Report) (l
 		if si[i] < 0 {
 			continue
 		}
-		base := int(si[i]) * int(NumMetrics) * bins // counter(si, m, v): the metrics' histograms in a row
+		base := int(si[i]) * int(record.NumMetrics) * bins // counter(si, m, v): the metrics' histograms in a row
 		if fl&telemetry.FHopLatency != 0 {
-			d.add(base + int(HopLatency)*bins + hist.bin(int(HopLatency), uint64(hp.HopLatency)))
+			d.add(base + int(record.HopLatency)*bins + hist.bin(int(record.HopLatency), uint64(hp.HopLatency)))
 		}
 		if fl&telemetry.FQueueOccupancy != 0 {
-			d.add(base + int(QueueOccupancy)*bins + hist.bin(int(QueueOccupancy), uint64(hp.QueueOccupancy)))
+			d.add(base + int(record.QueueOccupancy)*bins + hist.bin(int(record.QueueOccupancy), uint64(hp.QueueOccupancy)))
 		}
 		if fl&telemetry.FTxUtil != 0 {
-			d.add(base + int(TxUtil)*bins + hist.bin(int(TxUtil), uint64(hp.TxUtil)))
+			d.add(base + int(record.TxUtil)*bins + hist.bin(int(record.TxUtil), uint64(hp.TxUtil)))
 		}
 	}
 	if nlat > 0 {
@@ -441,8 +481,8 @@ func (f *FlowCache) sum(i int) uint64 {
 }
 
 // Lookup returns flow k's aggregates (with flowcache.kernel, the kernel's table's first).
-func (f *FlowCache) Lookup(k *telemetry.FlowKey) (Record, bool) {
-	var rec Record
+func (f *FlowCache) Lookup(k *telemetry.FlowKey) (record.Record, bool) {
+	var rec record.Record
 	found := false
 	f.kern.use(func(l *kernelLink) { found = l.lookup(k, &rec) })
 	if found {
@@ -454,7 +494,7 @@ func (f *FlowCache) Lookup(k *telemetry.FlowKey) (Record, bool) {
 
 // Top returns the n flows with the highest mean end-to-end latency (by "latency") or the
 // most packets (by "packets"), highest first; ties are broken by last update, newest first.
-func (f *FlowCache) Top(by string, n int) []Record {
+func (f *FlowCache) Top(by string, n int) []record.Record {
 	if n < 1 {
 		return nil
 	}
@@ -470,7 +510,7 @@ func (f *FlowCache) Top(by string, n int) []Record {
 	type cand struct {
 		s    float64
 		last int64
-		rec  Record
+		rec  record.Record
 	}
 	var top []cand // sorted, best first, at most n
 	better := func(a, b *cand) bool {
@@ -492,7 +532,7 @@ func (f *FlowCache) Top(by string, n int) []Record {
 		copy(top[i+1:], top[i:len(top)-1])
 		top[i] = c
 	})
-	out := make([]Record, len(top))
+	out := make([]record.Record, len(top))
 	for i := range top {
 		out[i] = top[i].rec
 	}
@@ -520,7 +560,7 @@ func (f *FlowCache) Age(now int64) int {
 			if f.t.hdr(boff).Last >= cut {
 				continue
 			}
-			f.rings.push(uint64(row), f.t.mem[boff:boff+f.t.bktW], ReasonIdle)
+			f.rings.push(uint64(row), f.t.mem[boff:boff+f.t.bktW], record.ReasonIdle)
 			setTag(tags, i, 0)
 			f.t.flows.Add(-1)
 			n++
@@ -537,14 +577,14 @@ func (f *FlowCache) DrainNow() int {
 	f.drainM.Lock()
 	defer f.drainM.Unlock()
 	n := 0
-	var rec Record
+	var rec record.Record
 	for _, r := range f.rings.rings {
-		for r.pop(func(b []uint64, why Reason) {
+		for r.pop(func(b []uint64, why record.Reason) {
 			f.t.decode(b, &rec)
 			rec.Reason = why
 		}) {
 			n++
-			for _, s := range f.sinks {
+			for _, s := range f.deps.Records {
 				s(&rec)
 			}
 			f.exported.Add(1)
@@ -583,10 +623,10 @@ func (f *FlowCache) agerLoop() {
 }
 
 // WalkUpdated calls fn with every flow updated at or after since (Reason none).
-func (f *FlowCache) WalkUpdated(since int64, fn func(*Record)) int {
+func (f *FlowCache) WalkUpdated(since int64, fn func(*record.Record)) int {
 	n := 0
 	f.walkAll(since, func(w []uint64, h *bucketHdr) {
-		var rec Record
+		var rec record.Record
 		f.t.decode(w, &rec)
 		fn(&rec)
 		n++
@@ -596,7 +636,8 @@ func (f *FlowCache) WalkUpdated(since int64, fn func(*Record)) int {
 
 func (f *FlowCache) latestLoop() {
 	defer f.wg.Done()
-	t := time.NewTicker(f.latestEvery)
+	every := f.deps.LatestPeriod
+	t := time.NewTicker(every)
 	defer t.Stop()
 	since := int64(-1 << 63)
 	for {
@@ -605,12 +646,46 @@ func (f *FlowCache) latestLoop() {
 			return
 		case <-t.C:
 			now := f.now()
-			f.WalkUpdated(since, f.latest)
+			f.WalkUpdated(since, f.deps.Latest)
 			// The next walk overlaps this one by a period: a report stamped before now but
 			// applied after the walk passed its row is taken next time, not lost until the
 			// flow's next update. A flow written twice costs one idempotent write.
-			since = now - int64(f.latestEvery)
+			since = now - int64(every)
 		}
+	}
+}
+
+// histogramLoop hands every non-empty histogram to Deps.Histograms once per period.
+func (f *FlowCache) histogramLoop() {
+	defer f.wg.Done()
+	t := time.NewTicker(f.deps.HistogramPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-t.C:
+			f.PushHistograms()
+		}
+	}
+}
+
+// PushHistograms hands every non-empty histogram, per switch and metric (switches
+// ascending) then end to end, to Deps.Histograms now (what the periodic push does).
+func (f *FlowCache) PushHistograms() {
+	offer := f.deps.Histograms
+	if offer == nil {
+		return
+	}
+	for _, sw := range f.hist.Switches() {
+		for m := range record.NumMetrics {
+			if h, ok := f.hist.Histogram(sw, m); ok && h.Total > 0 {
+				offer(&h)
+			}
+		}
+	}
+	if h := f.hist.E2E(); h.Total > 0 {
+		offer(&h)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intake-int/intake/record"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -93,8 +94,8 @@ func TestAverages(t *testing.T) {
 	if !ok {
 		t.Fatal("flow not found")
 	}
-	want := Record{Flow: k, Packets: 3, First: 100, Last: 300, LatLatest: 67, LatSum: 60 + 68 + 67, LatCount: 3,
-		Hops: []HopRecord{
+	want := record.Record{Flow: k, Packets: 3, First: 100, Last: 300, LatLatest: 67, LatSum: 60 + 68 + 67, LatCount: 3,
+		Hops: []record.HopRecord{
 			{NodeID: 1, Latest: [3]uint64{15, 6, 1}, Count: [3]uint64{3, 2, 3}, Sum: [3]uint64{36, 11, 15}},
 			{NodeID: 2, Latest: [3]uint64{22, 3, 8}, Count: [3]uint64{3, 3, 3}, Sum: [3]uint64{63, 6, 24}},
 			{NodeID: 3, Latest: [3]uint64{30, 0, 10}, Count: [3]uint64{3, 3, 3}, Sum: [3]uint64{96, 18, 29}},
@@ -102,7 +103,7 @@ func TestAverages(t *testing.T) {
 	if !reflect.DeepEqual(rec, want) {
 		t.Fatalf("got %+v\nwant %+v", rec, want)
 	}
-	b, _ := json.Marshal(rec.JSON())
+	b, _ := json.Marshal(RecordJSON(&rec))
 	wantJSON := `{"src":"10.0.0.1","dst":"10.0.0.2","sport":1000,"dport":80,"proto":17,"packets":3,` +
 		`"first_seen":"1970-01-01T00:00:00.0000001Z","last_seen":"1970-01-01T00:00:00.0000003Z",` +
 		`"latency":{"latest":67,"mean":65},"path":[1,2,3],"truncated":false,"hops":[` +
@@ -130,10 +131,10 @@ func TestPathChangeAndTruncation(t *testing.T) {
 	if got := rec.Path(); !reflect.DeepEqual(got, []uint32{1, 5}) || !rec.Truncated {
 		t.Fatalf("path %v truncated %v", got, rec.Truncated)
 	}
-	if m := rec.Hops[0].Mean(HopLatency); m != 20 {
+	if m := rec.Hops[0].Mean(record.HopLatency); m != 20 {
 		t.Errorf("hop 1 mean %v, want 20", m)
 	}
-	if m, n := rec.Hops[1].Mean(HopLatency), rec.Hops[1].Count[HopLatency]; m != 40 || n != 1 {
+	if m, n := rec.Hops[1].Mean(record.HopLatency), rec.Hops[1].Count[record.HopLatency]; m != 40 || n != 1 {
 		t.Errorf("new hop 2 mean %v over %d, want 40 over 1 (restarted)", m, n)
 	}
 	// The end-to-end latency counts every hop of the report, kept or not.
@@ -145,14 +146,13 @@ func TestPathChangeAndTruncation(t *testing.T) {
 	}
 }
 
-// collect returns a sink that appends records and the slice it appends to.
-func collect(f *FlowCache) *[]Record {
-	var got []Record
-	f.AddSink(func(r *Record) { got = append(got, *r) })
-	return &got
+// collect returns Deps with a record sink that appends records, and the slice it appends to.
+func collect() (Deps, *[]record.Record) {
+	var got []record.Record
+	return Deps{Records: []func(*record.Record){func(r *record.Record) { got = append(got, *r) }}}, &got
 }
 
-func summary(rs []Record) string {
+func summary(rs []record.Record) string {
 	var s []string
 	for _, r := range rs {
 		s = append(s, fmt.Sprintf("%d:%s:%d@%d", r.Flow.SrcPort, r.Reason, r.Packets, r.Last))
@@ -161,8 +161,8 @@ func summary(rs []Record) string {
 }
 
 func TestEvictionOrder(t *testing.T) {
-	f := New(small(1, 3), Deps{})
-	got := collect(f)
+	deps, got := collect()
+	f := New(small(1, 3), deps)
 	f.Process(0, report(flow(1), 10, hop{1, 1, 1, 1}))
 	f.Process(0, report(flow(2), 20, hop{1, 1, 1, 1}))
 	f.Process(0, report(flow(3), 30, hop{1, 1, 1, 1}))
@@ -192,8 +192,8 @@ func TestEvictionOrder(t *testing.T) {
 func TestAging(t *testing.T) {
 	c := small(1, 4)
 	c.IdleTimeout = 10 * time.Second
-	f := New(c, Deps{})
-	got := collect(f)
+	deps, got := collect()
+	f := New(c, deps)
 	s := int64(time.Second)
 	f.Process(0, report(flow(1), 0, hop{1, 1, 1, 1}))
 	f.Process(0, report(flow(2), 5*s, hop{1, 1, 1, 1}))
@@ -220,10 +220,9 @@ func TestAging(t *testing.T) {
 func TestAgerGoroutine(t *testing.T) {
 	c := small(1, 4)
 	c.IdleTimeout, c.AgeInterval = time.Second, 10*time.Millisecond
-	f := New(c, Deps{})
 	var mu sync.Mutex
-	var got []Record
-	f.AddSink(func(r *Record) { mu.Lock(); got = append(got, *r); mu.Unlock() })
+	var got []record.Record
+	f := New(c, Deps{Records: []func(*record.Record){func(r *record.Record) { mu.Lock(); got = append(got, *r); mu.Unlock() }}})
 	var now sync.Mutex
 	clock := int64(0)
 	f.SetClock(func() int64 { now.Lock(); defer now.Unlock(); return clock })
@@ -253,8 +252,8 @@ func TestAgerGoroutine(t *testing.T) {
 func TestRingOverflow(t *testing.T) {
 	c := small(1, 1)
 	c.RingEntries = 2
-	f := New(c, Deps{})
-	got := collect(f)
+	deps, got := collect()
+	f := New(c, deps)
 	for p := uint16(1); p <= 5; p++ {
 		f.Process(0, report(flow(p), int64(p), hop{1, 1, 1, 1}))
 	}
@@ -301,7 +300,7 @@ func TestHistogramsLinear(t *testing.T) {
 	}
 	f.Process(0, report(flow(1), 1, hop{8, 1, 1, 1}))
 	f.Process(0, report(flow(1), 1, hop{9, 1, 1, 1})) // a third switch: over max_switches
-	h, ok := f.Histograms().Histogram(7, HopLatency)
+	h, ok := f.Histograms().Histogram(7, record.HopLatency)
 	if !ok {
 		t.Fatal("no histogram for switch 7")
 	}
@@ -311,7 +310,7 @@ func TestHistogramsLinear(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("got  %s\nwant %s", b, want)
 	}
-	h, _ = f.Histograms().Histogram(7, TxUtil)
+	h, _ = f.Histograms().Histogram(7, record.TxUtil)
 	b, _ = json.Marshal(h.Counts)
 	if want := `[{"lo":0,"hi":100,"count":4},{"lo":300,"count":1}]`; string(b) != want {
 		t.Errorf("tx_util %s", b)
@@ -320,7 +319,7 @@ func TestHistogramsLinear(t *testing.T) {
 	if want := `[{"lo":0,"hi":50,"count":6},{"lo":150,"count":1}]`; string(b) != want {
 		t.Errorf("e2e %s", b)
 	}
-	if _, ok := f.Histograms().Histogram(9, HopLatency); ok {
+	if _, ok := f.Histograms().Histogram(9, record.HopLatency); ok {
 		t.Error("switch 9 has a histogram past max_switches")
 	}
 	if st := f.Stats(); st.Switches != 2 || st.SwitchOverflow != 1 {
@@ -338,7 +337,7 @@ func TestHistogramsLog(t *testing.T) {
 	for _, v := range []uint32{0, 1, 2, 3, 4, 7, 8, 1 << 30} {
 		f.Process(0, report(flow(1), 1, hop{4294967295, v, 0, 0}))
 	}
-	h, _ := f.Histograms().Histogram(4294967295, HopLatency)
+	h, _ := f.Histograms().Histogram(4294967295, record.HopLatency)
 	b, _ := json.Marshal(h)
 	want := `{"switch":"4294967295","metric":"hop_latency","scale":"log","bins":8,"total":8,"counts":[` +
 		`{"lo":0,"hi":1,"count":1},{"lo":1,"hi":2,"count":1},{"lo":2,"hi":4,"count":2},{"lo":4,"hi":8,"count":2},` +
@@ -377,7 +376,7 @@ func TestConcurrent(t *testing.T) {
 			k := flow(3)
 			f.Lookup(&k)
 			f.Top("packets", 3)
-			f.Histograms().Histogram(1, HopLatency)
+			f.Histograms().Histogram(1, record.HopLatency)
 		}
 	}()
 	wg.Wait()
@@ -391,14 +390,14 @@ func TestConcurrent(t *testing.T) {
 			t.Fatalf("flow %d missing", p)
 		}
 		pk += r.Packets
-		if r.Hops[0].Sum[HopLatency] != 2*r.Packets {
-			t.Errorf("flow %d: hop 1 latency sum %d over %d packets", p, r.Hops[0].Sum[HopLatency], r.Packets)
+		if r.Hops[0].Sum[record.HopLatency] != 2*r.Packets {
+			t.Errorf("flow %d: hop 1 latency sum %d over %d packets", p, r.Hops[0].Sum[record.HopLatency], r.Packets)
 		}
 	}
 	if pk != workers*per {
 		t.Errorf("packets %d, want %d", pk, workers*per)
 	}
-	h, _ := f.Histograms().Histogram(1, HopLatency)
+	h, _ := f.Histograms().Histogram(1, record.HopLatency)
 	if h.Total != workers*per {
 		t.Errorf("histogram total %d", h.Total)
 	}
@@ -414,7 +413,7 @@ func TestTop(t *testing.T) {
 			f.Process(0, report(flow(p), int64(p), hop{1, uint32(p) * 10, 0, 0}, hop{2, 1, 0, 0}))
 		}
 	}
-	ports := func(rs []Record) []uint16 {
+	ports := func(rs []record.Record) []uint16 {
 		var ps []uint16
 		for _, r := range rs {
 			ps = append(ps, r.Flow.SrcPort)

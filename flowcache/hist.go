@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/record"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -78,7 +79,7 @@ const maxDirty = 4096
 
 // numHist counts the per-hop metrics plus the end-to-end latency.
 const (
-	e2eHist       = int(NumMetrics)
+	e2eHist       = int(record.NumMetrics)
 	numHist       = e2eHist + 1
 	maxHistShards = 8
 )
@@ -92,7 +93,7 @@ func newHistograms(cfg HistConfig, shards int) *Histograms {
 	}
 	h.slots = make([]atomic.Uint64, n)
 	h.smask = uint64(n - 1)
-	h.perShard = (cfg.MaxSwitches*int(NumMetrics) + 1) * cfg.Bins
+	h.perShard = (cfg.MaxSwitches*int(record.NumMetrics) + 1) * cfg.Bins
 	h.resize(shards)
 	h.deltas = make([]histDelta, max(shards, 1))
 	return h
@@ -109,13 +110,13 @@ func (h *Histograms) delta(worker int) *histDelta {
 
 // counter returns the index in a shard of the counter for value v of metric m at switch
 // index si.
-func (h *Histograms) counter(si int, m Metric, v uint64) int {
-	return (si*int(NumMetrics)+int(m))*h.bins + h.bin(int(m), v)
+func (h *Histograms) counter(si int, m record.Metric, v uint64) int {
+	return (si*int(record.NumMetrics)+int(m))*h.bins + h.bin(int(m), v)
 }
 
 // counterE2E is counter for the end-to-end latency histogram.
 func (h *Histograms) counterE2E(v uint64) int {
-	return h.cfg.MaxSwitches*int(NumMetrics)*h.bins + h.bin(e2eHist, v)
+	return h.cfg.MaxSwitches*int(record.NumMetrics)*h.bins + h.bin(e2eHist, v)
 }
 
 // add counts one at counter i of the delta, whose dirty list has room (the caller has made
@@ -234,7 +235,7 @@ func (h *Histograms) insert(sw uint32) int {
 func (h *Histograms) shard(worker int) []uint64 { return h.shards[worker%len(h.shards)] }
 
 // add counts value v of metric m at switch index si.
-func (h *Histograms) add(sh []uint64, si int, m Metric, v uint64) {
+func (h *Histograms) add(sh []uint64, si int, m record.Metric, v uint64) {
 	atomic.AddUint64(&sh[h.counter(si, m, v)], 1)
 }
 
@@ -244,9 +245,9 @@ func (h *Histograms) addE2E(sh []uint64, v uint64) {
 
 // counts sums the shards of histogram (si, k) into dst (len bins).
 func (h *Histograms) counts(si, k int, dst []uint64) {
-	base := h.cfg.MaxSwitches * int(NumMetrics) * h.bins
+	base := h.cfg.MaxSwitches * int(record.NumMetrics) * h.bins
 	if k != e2eHist {
-		base = (si*int(NumMetrics) + k) * h.bins
+		base = (si*int(record.NumMetrics) + k) * h.bins
 	}
 	for _, sh := range h.shards {
 		for i := range dst {
@@ -255,35 +256,17 @@ func (h *Histograms) counts(si, k int, dst []uint64) {
 	}
 }
 
-// HistJSON is one histogram as GET /api/v1/histograms/{switch}/{metric} shows it: the
-// non-empty bins, lowest first; the last bin has no "hi" (it holds everything above "lo").
-type HistJSON struct {
-	Switch string    `json:"switch"`
-	Metric string    `json:"metric"`
-	Scale  string    `json:"scale"`
-	Bins   int       `json:"bins"`
-	Total  uint64    `json:"total"`
-	Counts []BinJSON `json:"counts"`
-}
-
-// BinJSON is one bin: values in [lo, hi).
-type BinJSON struct {
-	Lo    uint64  `json:"lo"`
-	Hi    *uint64 `json:"hi,omitempty"`
-	Count uint64  `json:"count"`
-}
-
 // Histogram returns switch sw's histogram of metric m; ok false when sw has none.
-func (h *Histograms) Histogram(sw uint32, m Metric) (HistJSON, bool) {
+func (h *Histograms) Histogram(sw uint32, m record.Metric) (record.Histogram, bool) {
 	c := make([]uint64, h.bins)
 	if !h.countsOf(sw, int(m), c) {
-		return HistJSON{}, false
+		return record.Histogram{}, false
 	}
 	return h.render(c, int(m), uitoa(sw), m.String()), true
 }
 
 // E2E returns the end-to-end latency histogram.
-func (h *Histograms) E2E() HistJSON {
+func (h *Histograms) E2E() record.Histogram {
 	c := make([]uint64, h.bins)
 	h.countsOf(0, e2eHist, c)
 	return h.render(c, e2eHist, "e2e", "latency")
@@ -300,14 +283,14 @@ func (h *Histograms) countsOf(sw uint32, k int, dst []uint64) bool {
 	return h.kernelCounts(sw, k, dst) || ok
 }
 
-func (h *Histograms) render(c []uint64, k int, sw, metric string) HistJSON {
-	j := HistJSON{Switch: sw, Metric: metric, Scale: h.cfg.Scale, Bins: h.bins, Counts: []BinJSON{}}
+func (h *Histograms) render(c []uint64, k int, sw, metric string) record.Histogram {
+	j := record.Histogram{Switch: sw, Metric: metric, Scale: h.cfg.Scale, Bins: h.bins, Counts: []record.Bin{}}
 	for i, n := range c {
 		if n == 0 {
 			continue
 		}
 		lo, hi, closed := h.bounds(k, i)
-		b := BinJSON{Lo: lo, Count: n}
+		b := record.Bin{Lo: lo, Count: n}
 		if closed {
 			b.Hi = ptr(hi)
 		}
@@ -371,13 +354,13 @@ func (h *Histograms) promHist(sw uint32, k int, per float64, c []uint64, buckets
 // intake_flowcache_hop_latency_seconds, _queue_occupancy and _tx_utilization by switch, and
 // intake_flowcache_e2e_latency_seconds.
 func (h *Histograms) registerMetrics(reg *metrics.Registry) {
-	fams := [NumMetrics]struct {
+	fams := [record.NumMetrics]struct {
 		name, help string
 		per        float64
 	}{
-		HopLatency:     {"intake_flowcache_hop_latency_seconds", "Hop latency reported by each switch (flow cache histograms; _sum estimated from bin midpoints).", 1e9},
-		QueueOccupancy: {"intake_flowcache_queue_occupancy", "Queue occupancy reported by each switch, in the switch's units (flow cache histograms; _sum estimated from bin midpoints).", 1},
-		TxUtil:         {"intake_flowcache_tx_utilization", "Egress port tx utilization reported by each switch, in the switch's units (flow cache histograms; _sum estimated from bin midpoints).", 1},
+		record.HopLatency:     {"intake_flowcache_hop_latency_seconds", "Hop latency reported by each switch (flow cache histograms; _sum estimated from bin midpoints).", 1e9},
+		record.QueueOccupancy: {"intake_flowcache_queue_occupancy", "Queue occupancy reported by each switch, in the switch's units (flow cache histograms; _sum estimated from bin midpoints).", 1},
+		record.TxUtil:         {"intake_flowcache_tx_utilization", "Egress port tx utilization reported by each switch, in the switch's units (flow cache histograms; _sum estimated from bin midpoints).", 1},
 	}
 	for m, f := range fams {
 		reg.Histogram(f.name, f.help, "switch").Collect(func(emit func(uint64, float64, map[float64]uint64, ...string)) {

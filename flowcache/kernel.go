@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/intake-int/intake/record"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -201,7 +202,7 @@ func (l *kernelLink) rows(since int64, fn func(b []uint64, h *bucketHdr)) {
 }
 
 // lookup copies flow k's bucket in the kernel's table into rec, its times Unix ns.
-func (l *kernelLink) lookup(k *telemetry.FlowKey, rec *Record) bool {
+func (l *kernelLink) lookup(k *telemetry.FlowKey, rec *record.Record) bool {
 	t := l.t
 	h := telemetry.FlowHash(k)
 	tag := uint32(h>>32) | 1
@@ -245,7 +246,7 @@ func (f *FlowCache) ageKernel(cut int64) (n int) {
 }
 
 // drainKernel hands the kernel's evicted records to the sinks.
-func (f *FlowCache) drainKernel(rec *Record) (n int) {
+func (f *FlowCache) drainKernel(rec *record.Record) (n int) {
 	f.kern.use(func(l *kernelLink) {
 		off := l.k.ClockOffset()
 		var err error
@@ -253,8 +254,8 @@ func (f *FlowCache) drainKernel(rec *Record) (n int) {
 			f.t.decode(b, rec)
 			rec.First += off
 			rec.Last += off
-			rec.Reason = Reason(why)
-			for _, s := range f.sinks {
+			rec.Reason = record.Reason(why)
+			for _, s := range f.deps.Records {
 				s(rec)
 			}
 			f.exported.Add(1)
@@ -302,7 +303,7 @@ func (h *Histograms) kernelCounts(sw uint32, k int, dst []uint64) (ok bool) {
 			ok = l.k.E2E(dst) == nil
 			return
 		}
-		all := make([]uint64, int(NumMetrics)*h.bins)
+		all := make([]uint64, int(record.NumMetrics)*h.bins)
 		var err error
 		if ok, err = l.k.Hist(sw, all); !ok || err != nil {
 			ok = false

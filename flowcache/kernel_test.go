@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/intake-int/intake/record"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -24,7 +25,7 @@ func (k *fakeKernel) Age(cut int64) (int, error) {
 func (k *fakeKernel) ReadEvicted(fn func(b []uint64, why uint8)) (int, error) {
 	n := 0
 	for _, r := range k.src.rings.rings {
-		for r.pop(func(b []uint64, why Reason) { fn(b, uint8(why)) }) {
+		for r.pop(func(b []uint64, why record.Reason) { fn(b, uint8(why)) }) {
 			n++
 		}
 	}
@@ -38,7 +39,7 @@ func (k *fakeKernel) Hist(sw uint32, dst []uint64) (bool, error) {
 	if si < 0 {
 		return false, nil
 	}
-	for m := range NumMetrics {
+	for m := range record.NumMetrics {
 		h.counts(si, int(m), dst[int(m)*h.bins:][:h.bins])
 	}
 	return true, nil
@@ -61,19 +62,19 @@ func (k *fakeKernel) Counts() (KernelCounts, error) {
 func TestKernelLink(t *testing.T) {
 	cfg := small(1, 2)
 	cfg.IdleTimeout = 100
-	kern := New(cfg, Deps{}) // the program's cache, on its clock
-	f := New(cfg, Deps{})    // the cache in user space, linked to it
+	var got, want []record.Record
+	sink := func(to *[]record.Record) Deps {
+		return Deps{Records: []func(*record.Record){func(r *record.Record) { *to = append(*to, *r) }}}
+	}
+	kern := New(cfg, Deps{})  // the program's cache, on its clock
+	f := New(cfg, sink(&got)) // the cache in user space, linked to it
 	// What f must answer: wantK is the program's cache on the Unix clock, wantU the
 	// reports the program did not parse, all every report (for the histograms).
-	wantK, wantU, all := New(cfg, Deps{}), New(cfg, Deps{}), New(cfg, Deps{})
+	wantK, wantU, all := New(cfg, sink(&want)), New(cfg, sink(&want)), New(cfg, Deps{})
 	const off = 1_000_000
 	if err := f.SetKernel(&fakeKernel{kern, off}); err != nil {
 		t.Fatal(err)
 	}
-	var got, want []Record
-	f.AddSink(func(r *Record) { got = append(got, *r) })
-	wantK.AddSink(func(r *Record) { want = append(want, *r) })
-	wantU.AddSink(func(r *Record) { want = append(want, *r) })
 
 	k1, k2, k3, u1 := flow(1), flow(2), flow(3), flow(4)
 	for _, x := range []struct {
@@ -112,7 +113,7 @@ func TestKernelLink(t *testing.T) {
 			t.Errorf("flow %d: %v %+v, want %v %+v", k.SrcPort, gok, g, wok, w)
 		}
 	}
-	ports := func(rs []Record) (p []uint16) {
+	ports := func(rs []record.Record) (p []uint16) {
 		for _, r := range rs {
 			p = append(p, r.Flow.SrcPort)
 		}
@@ -124,7 +125,7 @@ func TestKernelLink(t *testing.T) {
 	if g := ports(f.Top("latency", 2)); !reflect.DeepEqual(g, []uint16{3, 2}) {
 		t.Errorf("top 2 by latency: flows %v, want [3 2]", g)
 	}
-	if n := f.WalkUpdated(off+13, func(*Record) {}); n != 2 {
+	if n := f.WalkUpdated(off+13, func(*record.Record) {}); n != 2 {
 		t.Errorf("flows updated since %d: %d, want 2", off+13, n)
 	}
 	gh, wh := f.Histograms(), all.Histograms()
@@ -132,7 +133,7 @@ func TestKernelLink(t *testing.T) {
 		t.Errorf("switches %v, want %v", g, w)
 	}
 	for _, sw := range wh.Switches() {
-		for m := range NumMetrics {
+		for m := range record.NumMetrics {
 			g, _ := gh.Histogram(sw, m)
 			w, _ := wh.Histogram(sw, m)
 			if !reflect.DeepEqual(g, w) {
@@ -150,8 +151,8 @@ func TestKernelLink(t *testing.T) {
 	f.DrainNow()
 	wantK.DrainNow()
 	wantU.DrainNow()
-	byFlow := func(rs []Record) map[uint16]Record {
-		m := map[uint16]Record{}
+	byFlow := func(rs []record.Record) map[uint16]record.Record {
+		m := map[uint16]record.Record{}
 		for _, r := range rs {
 			m[r.Flow.SrcPort] = r
 		}

@@ -1,6 +1,9 @@
 package flowcache
 
-import "github.com/intake-int/intake/telemetry"
+import (
+	"github.com/intake-int/intake/record"
+	"github.com/intake-int/intake/telemetry"
+)
 
 // SwitchLatency is one switch's hop latency over an interval: the sum and count of its
 // samples, and the largest latest value among the flows through it.
@@ -34,16 +37,16 @@ func (f *FlowCache) NewRecent() *Recent {
 
 // Read returns the flows updated at or after since (Unix ns), and the switches whose hop
 // latency had samples since the last Read (in no particular order).
-func (r *Recent) Read(since int64) ([]Record, []SwitchLatency) {
-	var flows []Record
+func (r *Recent) Read(since int64) ([]record.Record, []SwitchLatency) {
+	var flows []record.Record
 	sws := map[uint32]*SwitchLatency{}
 	newest := int64(0)
-	r.fc.WalkUpdated(since, func(rec *Record) {
+	r.fc.WalkUpdated(since, func(rec *record.Record) {
 		flows = append(flows, *rec)
 		newest = max(newest, rec.Last)
 		for _, h := range rec.Hops {
 			k := recentHop{rec.Flow, h.NodeID}
-			cur := recentSum{h.Sum[HopLatency], h.Count[HopLatency], rec.Last}
+			cur := recentSum{h.Sum[record.HopLatency], h.Count[record.HopLatency], rec.Last}
 			prev, ok := r.prev[k]
 			r.prev[k] = cur
 			if !ok || cur.n < prev.n { // new, or evicted and back
@@ -59,7 +62,7 @@ func (r *Recent) Read(since int64) ([]Record, []SwitchLatency) {
 			}
 			s.Sum += cur.sum - prev.sum
 			s.N += cur.n - prev.n
-			s.Latest = max(s.Latest, h.Latest[HopLatency])
+			s.Latest = max(s.Latest, h.Latest[record.HopLatency])
 		}
 	})
 	// A flow not updated lately keeps its sums until the ager must have evicted it, so

@@ -3,88 +3,8 @@ package flowcache
 import (
 	"time"
 
-	"github.com/intake-int/intake/event"
-	"github.com/intake-int/intake/telemetry"
+	"github.com/intake-int/intake/record"
 )
-
-// Metric is one of the per-hop metrics the cache keeps (§III-B: hop latency, queue
-// occupancy, link utilization).
-type Metric int
-
-const (
-	HopLatency Metric = iota
-	QueueOccupancy
-	TxUtil
-	NumMetrics
-)
-
-var metricNames = [...]string{"hop_latency", "queue_occupancy", "tx_util"}
-
-// String returns the metric's JSON and API name.
-func (m Metric) String() string {
-	if m >= 0 && int(m) < len(metricNames) {
-		return metricNames[m]
-	}
-	return "unknown"
-}
-
-// ParseMetric is the inverse of Metric.String.
-func ParseMetric(s string) (Metric, bool) {
-	for i, n := range metricNames {
-		if n == s {
-			return Metric(i), true
-		}
-	}
-	return 0, false
-}
-
-// Record is one flow's aggregates: a live bucket copied out (Lookup, Top, the periodic Redis
-// hashes) or an evicted one (the eviction rings' records, Reason set).
-type Record struct {
-	Flow      telemetry.FlowKey
-	Reason    Reason
-	Packets   uint64
-	First     int64 // receive time of the first report since the flow entered the cache
-	Last      int64 // receive time of the last report
-	LatLatest uint64
-	LatSum    uint64
-	LatCount  uint64
-	Truncated bool
-	Hops      []HopRecord // source first
-}
-
-// HopRecord is one hop's aggregates, indexed by Metric.
-type HopRecord struct {
-	NodeID uint32
-	Latest [NumMetrics]uint64
-	Count  [NumMetrics]uint64 // reports that carried the metric at this hop
-	Sum    [NumMetrics]uint64
-}
-
-// LatMean is the mean end-to-end latency (0 without samples).
-func (r *Record) LatMean() float64 {
-	if r.LatCount == 0 {
-		return 0
-	}
-	return float64(r.LatSum) / float64(r.LatCount)
-}
-
-// Mean is metric m's mean at this hop (0 without samples).
-func (h *HopRecord) Mean(m Metric) float64 {
-	if h.Count[m] == 0 {
-		return 0
-	}
-	return float64(h.Sum[m]) / float64(h.Count[m])
-}
-
-// Path returns the node ids, source first.
-func (r *Record) Path() []uint32 {
-	p := make([]uint32, len(r.Hops))
-	for i := range r.Hops {
-		p[i] = r.Hops[i].NodeID
-	}
-	return p
-}
 
 // FlowJSON is a flow as GET /api/v1/flowcache/flow and /top show it.
 type FlowJSON struct {
@@ -138,15 +58,15 @@ func ptr[T any](v T) *T { return &v }
 
 func rfc(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
 
-// JSON renders r; reason is included for evicted records.
-func (r *Record) JSON() FlowJSON {
+// RecordJSON renders r; reason is included for evicted records.
+func RecordJSON(r *record.Record) FlowJSON {
 	j := FlowJSON{
 		Src: r.Flow.SrcAddr().String(), Dst: r.Flow.DstAddr().String(),
 		Sport: r.Flow.SrcPort, Dport: r.Flow.DstPort, Proto: r.Flow.Proto,
 		Packets: r.Packets, FirstSeen: rfc(r.First), LastSeen: rfc(r.Last),
 		Path: r.Path(), Truncated: r.Truncated, Hops: make([]HopJSON, len(r.Hops)),
 	}
-	if r.Reason != ReasonNone {
+	if r.Reason != record.ReasonNone {
 		j.Reason = r.Reason.String()
 	}
 	if r.LatCount > 0 {
@@ -155,9 +75,9 @@ func (r *Record) JSON() FlowJSON {
 	for i := range r.Hops {
 		h := &r.Hops[i]
 		hj := HopJSON{Hop: i + 1, NodeID: h.NodeID}
-		lat := [NumMetrics]**uint64{&hj.Latest.HopLatency, &hj.Latest.QueueOccupancy, &hj.Latest.TxUtil}
-		mean := [NumMetrics]**float64{&hj.Mean.HopLatency, &hj.Mean.QueueOccupancy, &hj.Mean.TxUtil}
-		for m := range NumMetrics {
+		lat := [record.NumMetrics]**uint64{&hj.Latest.HopLatency, &hj.Latest.QueueOccupancy, &hj.Latest.TxUtil}
+		mean := [record.NumMetrics]**float64{&hj.Mean.HopLatency, &hj.Mean.QueueOccupancy, &hj.Mean.TxUtil}
+		for m := range record.NumMetrics {
 			if h.Count[m] > 0 {
 				*lat[m] = ptr(h.Latest[m])
 				*mean[m] = ptr(h.Mean(m))
@@ -167,6 +87,3 @@ func (r *Record) JSON() FlowJSON {
 	}
 	return j
 }
-
-// PathString is the path as node ids joined by ':' (INTCollector's form).
-func (r *Record) PathString() string { return string(event.AppendPath(nil, r.Path())) }

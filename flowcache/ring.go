@@ -2,6 +2,8 @@ package flowcache
 
 import (
 	"sync/atomic"
+
+	"github.com/intake-int/intake/record"
 )
 
 // ring is one eviction ring R_G (§III-B): a bounded multi-producer ring of bucket images in
@@ -35,7 +37,7 @@ func newRing(entries, bucketW int) *ring {
 func (r *ring) seq(pos uint64) *uint64 { return &r.mem[int(pos&r.mask)*r.slotW] }
 
 // push copies b into the ring; false when the ring is full (counted).
-func (r *ring) push(b []uint64, why Reason) bool {
+func (r *ring) push(b []uint64, why record.Reason) bool {
 	pos := r.enq.Load()
 	for {
 		s := r.seq(pos)
@@ -60,14 +62,14 @@ func (r *ring) push(b []uint64, why Reason) bool {
 }
 
 // pop calls fn with the oldest record, if any (single reader).
-func (r *ring) pop(fn func(b []uint64, why Reason)) bool {
+func (r *ring) pop(fn func(b []uint64, why record.Reason)) bool {
 	pos := r.deq.Load()
 	s := r.seq(pos)
 	if atomic.LoadUint64(s) != pos+1 {
 		return false
 	}
 	i := int(pos&r.mask) * r.slotW
-	fn(r.mem[i+2:i+r.slotW], Reason(r.mem[i+1]))
+	fn(r.mem[i+2:i+r.slotW], record.Reason(r.mem[i+1]))
 	atomic.StoreUint64(s, pos+r.mask+1)
 	r.deq.Store(pos + 1)
 	return true
@@ -89,7 +91,7 @@ func newRingSet(n, entries, bucketW int) *ringSet {
 	return s
 }
 
-func (s *ringSet) push(row uint64, b []uint64, why Reason) bool {
+func (s *ringSet) push(row uint64, b []uint64, why record.Reason) bool {
 	return s.rings[row&s.mask].push(b, why)
 }
 

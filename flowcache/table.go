@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/intake-int/intake/record"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -35,10 +36,10 @@ type bucketHdr struct {
 // hopSlot is one hop's latest values and sums (56 bytes), indexed by Metric.
 type hopSlot struct {
 	NodeID uint32
-	Latest [NumMetrics]uint32
-	Count  [NumMetrics]uint32
+	Latest [record.NumMetrics]uint32
+	Count  [record.NumMetrics]uint32
 	_      uint32
-	Sum    [NumMetrics]uint64
+	Sum    [record.NumMetrics]uint64
 }
 
 const (
@@ -56,24 +57,6 @@ func headerWords(buckets int) int { return ((1+buckets+1)/2 + 7) &^ 7 }
 func bucketWords(hops int) int    { return (hdrBytes + hops*hopBytes) / 8 }
 func rowWords(buckets, hops int) int {
 	return headerWords(buckets) + buckets*bucketWords(hops)
-}
-
-// Eviction reasons.
-type Reason uint8
-
-const (
-	ReasonNone      Reason = iota // a live flow (a query or a periodic hash write)
-	ReasonCollision               // least recently updated in a full row, for a new flow
-	ReasonIdle                    // not updated for idle_timeout (the ager)
-)
-
-var reasonNames = [...]string{"live", "collision", "idle"}
-
-func (r Reason) String() string {
-	if int(r) < len(reasonNames) {
-		return reasonNames[r]
-	}
-	return "unknown"
 }
 
 // table is H_P.
@@ -187,7 +170,7 @@ func (t *table) updateHashed(r *telemetry.Report, h, lat uint64, nlat int, rings
 				}
 			}
 			boff = t.bucketOff(off, free)
-			rings.push(row, t.mem[boff:boff+t.bktW], ReasonCollision)
+			rings.push(row, t.mem[boff:boff+t.bktW], record.ReasonCollision)
 			evicted = true
 		} else {
 			t.flows.Add(1)
@@ -222,19 +205,19 @@ func (t *table) updateHashed(r *telemetry.Report, h, lat uint64, nlat int, rings
 		}
 		f := hp.Fields
 		if f&telemetry.FHopLatency != 0 {
-			s.Latest[HopLatency] = hp.HopLatency
-			s.Sum[HopLatency] += uint64(hp.HopLatency)
-			s.Count[HopLatency]++
+			s.Latest[record.HopLatency] = hp.HopLatency
+			s.Sum[record.HopLatency] += uint64(hp.HopLatency)
+			s.Count[record.HopLatency]++
 		}
 		if f&telemetry.FQueueOccupancy != 0 {
-			s.Latest[QueueOccupancy] = hp.QueueOccupancy
-			s.Sum[QueueOccupancy] += uint64(hp.QueueOccupancy)
-			s.Count[QueueOccupancy]++
+			s.Latest[record.QueueOccupancy] = hp.QueueOccupancy
+			s.Sum[record.QueueOccupancy] += uint64(hp.QueueOccupancy)
+			s.Count[record.QueueOccupancy]++
 		}
 		if f&telemetry.FTxUtil != 0 {
-			s.Latest[TxUtil] = hp.TxUtil
-			s.Sum[TxUtil] += uint64(hp.TxUtil)
-			s.Count[TxUtil]++
+			s.Latest[record.TxUtil] = hp.TxUtil
+			s.Sum[record.TxUtil] += uint64(hp.TxUtil)
+			s.Count[record.TxUtil]++
 		}
 	}
 	b.NHops = uint8(kept)
@@ -243,7 +226,7 @@ func (t *table) updateHashed(r *telemetry.Report, h, lat uint64, nlat int, rings
 }
 
 // lookup copies flow k's bucket into rec.
-func (t *table) lookup(k *telemetry.FlowKey, rec *Record) bool {
+func (t *table) lookup(k *telemetry.FlowKey, rec *record.Record) bool {
 	h := telemetry.FlowHash(k)
 	tag := uint32(h>>32) | 1
 	off := t.rowOff(h & t.mask)
@@ -288,7 +271,7 @@ func (t *table) walk(since int64, fn func(b []uint64, h *bucketHdr) (evict bool)
 }
 
 // decode turns a bucket image (from the table or an eviction ring) into a Record.
-func (t *table) decode(b []uint64, rec *Record) {
+func (t *table) decode(b []uint64, rec *record.Record) {
 	h := (*bucketHdr)(unsafe.Pointer(&b[0]))
 	rec.Flow, rec.Packets, rec.First, rec.Last = h.Key, uint64(h.Packets), h.First, h.Last
 	rec.LatLatest, rec.LatSum, rec.LatCount = h.LatLatest, h.LatSum, uint64(h.LatCount)
@@ -297,8 +280,8 @@ func (t *table) decode(b []uint64, rec *Record) {
 	rec.Hops = rec.Hops[:0]
 	for i := 0; i < int(h.NHops); i++ {
 		s := &slots[i]
-		hr := HopRecord{NodeID: s.NodeID}
-		for m := range NumMetrics {
+		hr := record.HopRecord{NodeID: s.NodeID}
+		for m := range record.NumMetrics {
 			hr.Latest[m], hr.Count[m], hr.Sum[m] = uint64(s.Latest[m]), uint64(s.Count[m]), s.Sum[m]
 		}
 		rec.Hops = append(rec.Hops, hr)

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/intake-int/intake/internal/cli"
+	"github.com/intake-int/intake/record"
 )
 
 // WriteText writes f as `intake query flowcache-flow` prints it: the flow, its path
@@ -57,8 +58,8 @@ func (t *TopJSON) WriteText(w io.Writer) error {
 	return tw.Flush()
 }
 
-// WriteText writes h as `intake query histogram` prints it: a bar per bin.
-func (h *HistJSON) WriteText(w io.Writer) error {
+// WriteHistText writes h as `intake query histogram` prints it: a bar per bin.
+func WriteHistText(w io.Writer, h *record.Histogram) error {
 	fmt.Fprintf(w, "switch %s %s: %d samples, %s scale, %d bins\n", h.Switch, h.Metric, h.Total, h.Scale, h.Bins)
 	var most uint64
 	for _, b := range h.Counts {

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/intake-int/intake/api"
+	"github.com/intake-int/intake/record"
 )
 
 // The topology is what the flows in the cache have shown of the network: every switch a
@@ -68,14 +69,14 @@ type StatJSON struct {
 // topoAcc accumulates one switch's or link's latest values.
 type topoAcc struct {
 	flows int
-	n     [NumMetrics]uint64
-	sum   [NumMetrics]uint64
-	max   [NumMetrics]uint64
+	n     [record.NumMetrics]uint64
+	sum   [record.NumMetrics]uint64
+	max   [record.NumMetrics]uint64
 }
 
-func (a *topoAcc) add(h *HopRecord) {
+func (a *topoAcc) add(h *record.HopRecord) {
 	a.flows++
-	for m := range NumMetrics {
+	for m := range record.NumMetrics {
 		if h.Count[m] > 0 {
 			v := h.Latest[m]
 			a.n[m]++
@@ -87,8 +88,8 @@ func (a *topoAcc) add(h *HopRecord) {
 
 func (a *topoAcc) stats() LatestJSON {
 	var s LatestJSON
-	dst := [NumMetrics]**StatJSON{&s.HopLatency, &s.QueueOccupancy, &s.TxUtil}
-	for m := range NumMetrics {
+	dst := [record.NumMetrics]**StatJSON{&s.HopLatency, &s.QueueOccupancy, &s.TxUtil}
+	for m := range record.NumMetrics {
 		if a.n[m] > 0 {
 			*dst[m] = &StatJSON{Mean: float64(a.sum[m]) / float64(a.n[m]), Max: a.max[m]}
 		}
@@ -108,7 +109,7 @@ func (f *FlowCache) Topology(limit int) TopologyJSON {
 	sws := map[uint32]*sw{}
 	links := map[link]*topoAcc{}
 	flows, truncated := 0, false
-	var rec Record
+	var rec record.Record
 	f.walkAll(-1<<63, func(w []uint64, _ *bucketHdr) {
 		f.t.decode(w, &rec)
 		flows++

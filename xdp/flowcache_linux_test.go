@@ -14,6 +14,7 @@ import (
 
 	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/record"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
@@ -188,7 +189,7 @@ func (c *runClock) report(t int64) int64 {
 }
 
 // toReports turns a kernel record's times into report numbers.
-func (c *runClock) toReports(tb testing.TB, r *flowcache.Record) {
+func (c *runClock) toReports(tb testing.TB, r *record.Record) {
 	tb.Helper()
 	first, last := c.report(r.First), c.report(r.Last)
 	if first == 0 || last == 0 {
@@ -232,14 +233,14 @@ func TestKernelFlowCacheSame(t *testing.T) {
 func testKernelFlowCacheSame(t *testing.T, cfg *flowcache.Config, det bool) {
 	coll, st := loadFlowCache(t, cfg, det)
 	prog := coll.Programs[ProgramName]
-	user := flowcache.New(*cfg, flowcache.Deps{Workers: 1})
-	kern := flowcache.New(*cfg, flowcache.Deps{Workers: 1})
+	var uev, kev []record.Record
+	user := flowcache.New(*cfg, flowcache.Deps{Workers: 1,
+		Records: []func(*record.Record){func(r *record.Record) { uev = append(uev, *r) }}})
+	kern := flowcache.New(*cfg, flowcache.Deps{Workers: 1,
+		Records: []func(*record.Record){func(r *record.Record) { kev = append(kev, *r) }}})
 	if err := kern.SetKernel(kernelCache{st}); err != nil {
 		t.Fatal(err)
 	}
-	var uev, kev []flowcache.Record
-	user.AddSink(func(r *flowcache.Record) { uev = append(uev, *r) })
-	kern.AddSink(func(r *flowcache.Record) { kev = append(kev, *r) })
 	dec, err := wire.NewDecoder(wire.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -323,7 +324,7 @@ func testKernelFlowCacheSame(t *testing.T, cfg *flowcache.Config, det bool) {
 	}
 	nh := 0
 	for _, sw := range uh.Switches() {
-		for m := range flowcache.NumMetrics {
+		for m := range record.NumMetrics {
 			a, aok := uh.Histogram(sw, m)
 			b, bok := kh.Histogram(sw, m)
 			if aok != bok || !reflect.DeepEqual(a, b) {

@@ -29,7 +29,7 @@ func TestConsume(t *testing.T) {
 	for i := range 3 {
 		e := event.Event{Time: int64(100 + i), Kind: event.KindAbove, Scope: event.ScopeSwitch, Measurement: event.QueueOccupancy,
 			Key: event.Key{Switch: 4}, Value: uint64(500 + i), Threshold: 400}
-		s.Events().Offer(&e)
+		s.Offer(&e)
 	}
 	r := telemetry.Report{Format: telemetry.FormatTR20, NodeID: 9, Seq: 77, RecvTime: 1234, NHops: 1}
 	s.Reports().Process(0, &r)
@@ -108,7 +108,7 @@ func TestConsumeContent(t *testing.T) {
 	}
 	e := event.Event{Time: 100, Kind: event.KindAbove, Scope: event.ScopeSwitch, Measurement: event.QueueOccupancy,
 		Key: event.Key{Switch: 4}, Value: 500, Threshold: 400}
-	s.Events().Offer(&e)
+	s.Offer(&e)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.Stop(ctx); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/intake-int/intake/export"
 	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/internal/cli"
+	"github.com/intake-int/intake/record"
 )
 
 // query flowcache-flow, top, histogram, flowcache-stats: the flow cache's endpoints of a
@@ -88,11 +89,11 @@ func runQueryHistogram(args []string, stdout, stderr io.Writer) error {
 	if *sw == "e2e" && *metric == "hop_latency" {
 		*metric = "latency"
 	}
-	var h flowcache.HistJSON
+	var h record.Histogram
 	if done, err := apiQuery(stdout, o, "/api/v1/histograms/"+url.PathEscape(*sw)+"/"+url.PathEscape(*metric), nil, &h); done || err != nil {
 		return err
 	}
-	return h.WriteText(stdout)
+	return flowcache.WriteHistText(stdout, &h)
 }
 
 func runQueryFlowCacheStats(args []string, stdout, stderr io.Writer) error {
