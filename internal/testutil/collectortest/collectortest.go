@@ -133,6 +133,51 @@ func DTAFixture(tr *dta.Translator) {
 	tr.Flush(0)
 }
 
+// FlowHop is a hop of FlowReport: switch, hop latency, queue occupancy, tx utilization.
+type FlowHop [4]uint32
+
+// FlowReport is a report of flow 10.0.0.1:sport > 10.0.0.2:80 udp received at t, over hops
+// given source first, each with a switch id, hop latency, queue occupancy and tx utilization.
+func FlowReport(sport uint16, t int64, hops ...FlowHop) *telemetry.Report {
+	r := &telemetry.Report{Has: telemetry.HasFlow, RecvTime: t}
+	r.Flow.SetAddrs(netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"))
+	r.Flow.SrcPort, r.Flow.DstPort, r.Flow.Proto = sport, 80, 17
+	for i := len(hops) - 1; i >= 0; i-- {
+		h := r.AddHop()
+		h.Fields = telemetry.FNodeID | telemetry.FHopLatency | telemetry.FQueueOccupancy | telemetry.FTxUtil
+		h.NodeID, h.HopLatency, h.QueueOccupancy, h.TxUtil = hops[i][0], hops[i][1], hops[i][2], hops[i][3]
+	}
+	return r
+}
+
+// StartFlowCache starts a collector with the flow cache alone (a small one: 16 rows of 4
+// buckets, linear histograms of 4 bins) and the HTTP API, and returns it and the API's
+// address.
+func StartFlowCache(t testing.TB, mod func(*config.Config)) (*collector.Collector, string) {
+	t.Helper()
+	c := Start(t, func(cfg *config.Config) {
+		cfg.Detect.Enabled, cfg.DTA.Enabled, cfg.Label.Enabled = false, false, false
+		cfg.FlowCache.Rows, cfg.FlowCache.Buckets = 16, 4
+		cfg.FlowCache.Histograms.Scale, cfg.FlowCache.Histograms.Bins = "linear", 4
+		cfg.FlowCache.Histograms.Width.HopLatency = 10
+		cfg.FlowCache.Histograms.Width.Latency = 25
+		if mod != nil {
+			mod(cfg)
+		}
+	})
+	return c, c.API.Addr()
+}
+
+// FlowCacheFixture has StartFlowCache's flow cache process three reports, then flushes
+// them: two of flow sport 1000 over switches 1 > 2 at times 100 and 200, one of sport 2000
+// over 1 > 3 at 300.
+func FlowCacheFixture(c *collector.Collector) {
+	c.FlowCache.Process(0, FlowReport(1000, 100, FlowHop{1, 10, 5, 7}, FlowHop{2, 20, 0, 8}))
+	c.FlowCache.Process(0, FlowReport(1000, 200, FlowHop{1, 11, 6, 7}, FlowHop{2, 25, 3, 9}))
+	c.FlowCache.Process(0, FlowReport(2000, 300, FlowHop{1, 40, 1, 1}, FlowHop{3, 50, 1, 1}))
+	c.FlowCache.Flush(0)
+}
+
 // TRReport is a TR v2.0 report of flow 10.0.0.1:40000 > 10.0.1.2:443 udp from node 5,
 // sequence 1, over switches 1, 2 and 3 (source first), every hop with the same values.
 func TRReport() telemetry.Report {
