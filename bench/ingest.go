@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -139,6 +140,32 @@ type IngestResult struct {
 	SystemBusy          float64 `json:"system_busy"`
 
 	Drain, Full, Base Phase `json:"-"`
+}
+
+// noteLoss is the loss above which Starved and TooSlow say why the collector lost datagrams
+// (bench ingest's text gives a note then).
+const noteLoss = 0.001
+
+// Starved reports whether the collector lost datagrams that its sockets' workers could have
+// taken (it needed no more than a CPU per socket), while it used less than 90% of what it
+// needed on a machine at least 90% busy: it was short of CPU, not too slow.
+func (r IngestResult) Starved() bool {
+	return r.Loss > noteLoss && r.SystemBusy >= 0.9 && r.CollectorCPUsNeeded <= r.WorkerCPUs() &&
+		r.CollectorCPUShare < 0.9*r.CollectorCPUsNeeded
+}
+
+// TooSlow reports whether the collector lost datagrams whose taking would have needed more
+// CPUs than its sockets' workers can use.
+func (r IngestResult) TooSlow() bool {
+	return r.Loss > noteLoss && r.CollectorCPUsNeeded > r.WorkerCPUs()
+}
+
+// WorkerCPUs is the CPUs the collector's receive workers can use: one per socket.
+func (r IngestResult) WorkerCPUs() float64 {
+	if r.Sockets <= 0 {
+		return float64(runtime.NumCPU()) // one socket per core
+	}
+	return float64(r.Sockets)
 }
 
 // Ingest runs the measurement. The caller fills Format and DurationS of the result, which

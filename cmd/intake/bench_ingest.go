@@ -142,16 +142,16 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	if *mode == bench.ModeKernel {
 		kc, err := bench.IngestKernel(icfg, inNS.Device())
 		kc.Format, kc.DurationS = gcfg.Format, duration.Seconds()
-		return printResult(stdout, kc, err, *asJSON, kc.WriteText)
+		return printResult(stdout, kc, err, *asJSON, func(w io.Writer) { writeKernelComparison(w, &kc) })
 	}
 	if *mode == ingest.ModeXDP {
 		mc, err := bench.IngestModes(icfg, inNS.Device())
 		mc.Socket.Format, mc.Socket.DurationS, mc.XDP.Format, mc.XDP.DurationS = gcfg.Format, duration.Seconds(), gcfg.Format, duration.Seconds()
-		return printResult(stdout, mc, err, *asJSON, mc.WriteText)
+		return printResult(stdout, mc, err, *asJSON, func(w io.Writer) { writeModeComparison(w, &mc) })
 	}
 	res, err := bench.Ingest(icfg)
 	res.Format, res.DurationS = gcfg.Format, duration.Seconds()
-	return printResult(stdout, res, err, *asJSON, func(w io.Writer) { res.WriteText(w, *baseline != "") })
+	return printResult(stdout, res, err, *asJSON, func(w io.Writer) { writeIngestResult(w, &res, *baseline != "") })
 }
 
 // printResult prints v as one JSON object, or with text, unless err.

@@ -1,21 +1,22 @@
-package bench
+package main
 
 import (
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
 	"time"
 
+	"github.com/intake-int/intake/bench"
 	"github.com/intake-int/intake/ingest"
 )
 
-// WriteText writes r as `intake bench ingest` prints it; baseline says a baseline phase ran.
-func (r IngestResult) WriteText(w io.Writer, baseline bool) {
+// writeIngestResult writes r as `intake bench ingest` prints it; baseline says a baseline
+// phase ran.
+func writeIngestResult(w io.Writer, r *bench.IngestResult, baseline bool) {
 	fmt.Fprintf(w, "bench ingest: %s, %.3g reports/datagram, %s per phase, %d collector sockets, processors: %s\n",
 		r.Format, r.ReportsPerDatagram, seconds(r.DurationS), r.Sockets, processors(r.Processors))
-	writePhase(w, "  ", "drain", r.Drain)
-	writePhase(w, "  ", "collector", r.Full)
+	writePhase(w, "  ", "drain", &r.Drain)
+	writePhase(w, "  ", "collector", &r.Full)
 	fmt.Fprintf(w, "  ratio      %.3f (collector / drain); CPU per datagram: drain %.1f ns; whole machine per report (collector phase): %.1f ns\n",
 		r.Ratio, r.DrainCPUNsPerDatagram, r.SystemCPUNsPerReport)
 	fmt.Fprintf(w, "  CPU share  collector %.2f of a CPU, %.2f needed to take all that was sent; the machine %.0f%% busy (collector phase)\n",
@@ -25,8 +26,8 @@ func (r IngestResult) WriteText(w io.Writer, baseline bool) {
 			100*r.Loss, r.CollectorCPUShare, r.CollectorCPUsNeeded, 100*r.SystemBusy)
 	}
 	if r.TooSlow() {
-		workers := fmt.Sprintf("%.0f sockets' workers", r.workerCPUs())
-		if r.workerCPUs() == 1 {
+		workers := fmt.Sprintf("%.0f sockets' workers", r.WorkerCPUs())
+		if r.WorkerCPUs() == 1 {
 			workers = "1 socket's worker"
 		}
 		fmt.Fprintf(w, "  note: the collector lost %.1f%%: taking all that was sent would need %.2f CPUs at its CPU per report, more than its %s can use (one CPU each)\n",
@@ -38,42 +39,17 @@ func (r IngestResult) WriteText(w io.Writer, baseline bool) {
 	}
 }
 
-// noteLoss is the loss above which the text says why the collector lost datagrams.
-const noteLoss = 0.001
-
-// Starved reports whether the collector lost datagrams that its sockets' workers could have
-// taken (it needed no more than a CPU per socket), while it used less than 90% of what it
-// needed on a machine at least 90% busy: it was short of CPU, not too slow.
-func (r IngestResult) Starved() bool {
-	return r.Loss > noteLoss && r.SystemBusy >= 0.9 && r.CollectorCPUsNeeded <= r.workerCPUs() &&
-		r.CollectorCPUShare < 0.9*r.CollectorCPUsNeeded
-}
-
-// TooSlow reports whether the collector lost datagrams whose taking would have needed more
-// CPUs than its sockets' workers can use.
-func (r IngestResult) TooSlow() bool {
-	return r.Loss > noteLoss && r.CollectorCPUsNeeded > r.workerCPUs()
-}
-
-// workerCPUs is the CPUs the collector's receive workers can use: one per socket.
-func (r IngestResult) workerCPUs() float64 {
-	if r.Sockets <= 0 {
-		return float64(runtime.NumCPU()) // one socket per core
-	}
-	return float64(r.Sockets)
-}
-
-// WriteText writes mc as `intake bench ingest --mode xdp` prints it.
-func (mc ModeComparison) WriteText(w io.Writer) {
+// writeModeComparison writes mc as `intake bench ingest --mode xdp` prints it.
+func writeModeComparison(w io.Writer, mc *bench.ModeComparison) {
 	fmt.Fprintf(w, "bench ingest: %s across a veth pair, %.3g reports/datagram, %s per phase, processors: %s\n",
 		mc.XDP.Format, mc.XDP.ReportsPerDatagram, seconds(mc.XDP.DurationS), processors(mc.XDP.Processors))
 	for _, m := range []struct {
 		name string
-		r    IngestResult
-	}{{"socket", mc.Socket}, {"xdp (" + mc.XDPAttach + ")", mc.XDP}} {
+		r    *bench.IngestResult
+	}{{"socket", &mc.Socket}, {"xdp (" + mc.XDPAttach + ")", &mc.XDP}} {
 		fmt.Fprintf(w, "  %s mode, %d workers:\n", m.name, m.r.Sockets)
-		writePhase(w, "    ", "drain", m.r.Drain)
-		writePhase(w, "    ", "collector", m.r.Full)
+		writePhase(w, "    ", "drain", &m.r.Drain)
+		writePhase(w, "    ", "collector", &m.r.Full)
 		fmt.Fprintf(w, "    ratio      %.3f (collector / drain); drain CPU %.1f ns/datagram\n", m.r.Ratio, m.r.DrainCPUNsPerDatagram)
 	}
 	fmt.Fprintf(w, "  socket / xdp CPU: drain %.2fx per datagram, collector %.2fx per report; collector reports/s xdp / socket %.2f\n",
@@ -81,8 +57,8 @@ func (mc ModeComparison) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "  XDP program: %.1f ns per frame (collector phase); DTA reports written in the kernel: %d\n", mc.BPFNsPerFrame, mc.KernelDTAReports)
 }
 
-// WriteText writes kc as `intake bench ingest --mode kernel` prints it.
-func (kc KernelComparison) WriteText(w io.Writer) {
+// writeKernelComparison writes kc as `intake bench ingest --mode kernel` prints it.
+func writeKernelComparison(w io.Writer, kc *bench.KernelComparison) {
 	fmt.Fprintf(w, "bench ingest: %s across a veth pair, %.3g reports/datagram, %s per phase, %d rounds (medians by machine CPU per report)\n",
 		kc.Format, kc.ReportsPerDatagram, seconds(kc.DurationS), kc.Rounds)
 	fmt.Fprintf(w, "  processors in every mode: %s", processors(kc.Processors))
@@ -95,8 +71,8 @@ func (kc KernelComparison) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "  %-8s %12s %8s %12s %12s %12s %10s %10s\n", "mode", "reports/s", "loss", "ns/report", "ns/report", "ns/report", "ns/report", "in XDP")
 	for _, m := range []struct {
 		name string
-		c    ModeCost
-	}{{"floor", kc.Floor}, {ingest.ModeSocket, kc.Socket}, {ingest.ModeXDP, kc.XDP}, {ModeKernel, kc.Kernel}} {
+		c    bench.ModeCost
+	}{{"floor", kc.Floor}, {ingest.ModeSocket, kc.Socket}, {ingest.ModeXDP, kc.XDP}, {bench.ModeKernel, kc.Kernel}} {
 		fmt.Fprintf(w, "  %-8s %12.0f %8.4f %12.1f %12.1f %12.1f %10.1f %10d\n", m.name, m.c.ReportsPerS, m.c.Loss,
 			m.c.MachineCPU, m.c.AboveFloor, m.c.CollectorCPU, m.c.BPF, m.c.KernelReports)
 	}
@@ -107,7 +83,7 @@ func (kc KernelComparison) WriteText(w io.Writer) {
 	}
 }
 
-func writePhase(w io.Writer, indent, name string, r Phase) {
+func writePhase(w io.Writer, indent, name string, r *bench.Phase) {
 	fmt.Fprintf(w, "%s%-10s %12.0f reports/s  %8.1f CPU ns/report  loss %.4f  (%d of %d datagrams; drops: %d socket, %d host backlog; %d decode errors)\n",
 		indent, name, r.ReportsPS, r.CPUPerReport(), r.Loss, r.Received, r.Sent.Datagrams, r.Kernel, r.Backlog, r.Errors)
 }
