@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/pcap"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
@@ -142,10 +143,7 @@ func TestBatchProcessorSocket(t *testing.T) {
 	for i := 0; i < 3; i++ { // three senders, so that both sockets may see traffic
 		send(t, loopback(c.ListenerAddr(0)), bs...)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Status().ReportsDecoded < 3*40*16 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, "3×40×16 reports decoded", func() bool { return c.Status().ReportsDecoded >= 3*40*16 })
 	if err := c.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intake-int/intake/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,10 +49,7 @@ func TestGRO(t *testing.T) {
 			t.Fatal(err)
 		}
 		sendGSO(t, loopback(c.ListenerAddr(0)), good, 10)
-		deadline := time.Now().Add(3 * time.Second)
-		for c.Status().PacketsReceived < 10 && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		testutil.Eventually(t, 3*time.Second, "10 datagrams received", func() bool { return c.Status().PacketsReceived >= 10 })
 		c.Stop(context.Background())
 		st := c.Status()
 		wantGRO := uint64(0)

@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
+	"go.uber.org/goleak"
 )
 
 // refReport is a TR v2.0 report with an INT-MD inner packet and a 5-hop stack (the wire
@@ -325,7 +327,7 @@ func TestMetricsExposition(t *testing.T) {
 }
 
 func TestStartStopNoLeak(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := goleak.IgnoreCurrent()
 	cfg := testConfig(
 		Listener{Format: "report", Address: "127.0.0.1", Sockets: 3},
 		Listener{Format: "dta", Sockets: 2},
@@ -351,14 +353,7 @@ func TestStartStopNoLeak(t *testing.T) {
 	if st := c.Status(); st.PacketsReceived != 5 || st.Running || st.Listeners[0].Address != "" {
 		t.Errorf("after 5 runs: %d packets, running %v, address %q", st.PacketsReceived, st.Running, st.Listeners[0].Address)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		buf := make([]byte, 1<<16)
-		t.Errorf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
-	}
+	goleak.VerifyNone(t, before) // retries until the goroutines are gone, and names those left
 }
 
 func TestStartErrorLeavesNothingOpen(t *testing.T) {
@@ -468,10 +463,7 @@ func TestCoalesce(t *testing.T) {
 			time.Sleep(2 * time.Millisecond)
 		}
 		conn.Close()
-		deadline := time.Now().Add(3 * time.Second)
-		for c.Status().PacketsReceived < 20 && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		testutil.Eventually(t, 3*time.Second, "20 datagrams received", func() bool { return c.Status().PacketsReceived >= 20 })
 		c.Stop(context.Background())
 		st := c.Status()
 		if st.PacketsReceived != 20 || st.SocketReads < tc.minR || st.SocketReads > tc.maxR {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 	"github.com/intake-int/intake/xdp"
@@ -156,9 +157,7 @@ func TestXDPHotPathAllocs(t *testing.T) {
 	runtime.ReadMemStats(&m0)
 	send(n)
 	// Waiting on the published counter itself: Status and Settle allocate.
-	for deadline := time.Now().Add(3 * time.Second); sum(c.workers, cPackets) < 200+n && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(t, 3*time.Second, "the datagrams received", func() bool { return sum(c.workers, cPackets) >= 200+n })
 	runtime.ReadMemStats(&m1)
 	got := c.Status().Listeners[0].PacketsReceived
 	if got != 200+n {
