@@ -513,11 +513,10 @@ func (d *Detector) stageFlows(b *batch, rs []telemetry.Report) {
 const flowEntryHot = uintptr(unsafe.Offsetof(flowEntry{}.hop)) + 5*uintptr(unsafe.Sizeof(val{}))
 
 // stageFlowsAbove is the flow table size (max_flows entries) above which ProcessBatch
-// prefetches its flows' entries: the L2 cache of one core here. At 32768 resident flows
-// (11 MiB, last-level cache hits) it saves 10% (BenchmarkProcessBatch 47 → 42 cpu-ns/hop),
-// at a million (DRAM) more; with 1024 flows resident in a table of the default size it
-// costs nothing measurable. (It measured no gain at 32768 flows while the shards' tables
-// had no headroom: the evictions then dominated.)
+// prefetches its flows' entries: the L2 cache of one core here. Beyond it the entries miss
+// the core's caches and the prefetch overlaps those misses; below it they stay cached and
+// the prefetch saves nothing (the figures: docs/performance.md, "Figures behind choices in
+// the code").
 const stageFlowsAbove = 2 << 20
 
 // reportOps adds r's operations to b, in order (see opSeq); a flow operation's flow hash is

@@ -110,9 +110,10 @@ type Consumer struct {
 
 // Linger is how long a consumer that has just found events is left to sleep before it is
 // woken for more: while events keep coming it is woken by a timer about once a Linger, not
-// by each publisher's batch. A wake-up is a futex call charged to the ingest worker (about
-// 6 µs a batch of 64 reports when one in two reports raises an event); an event waits at
-// most a Linger longer to reach the exporters and the log.
+// by each publisher's batch. A wake-up is a futex call charged to the ingest worker, a
+// share of its time worth saving when events are frequent (docs/performance.md, "Figures
+// behind choices in the code"); an event waits at most a Linger longer to reach the
+// exporters and the log.
 const Linger = time.Millisecond
 
 type slot struct {

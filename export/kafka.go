@@ -99,7 +99,8 @@ type kafkaReportItem struct {
 	// hops is also where dta and labels keep a DTA report's primitive and an INT-label
 	// export's items: a report has one of the three, and a ring's slot stays the size a
 	// report of hops needs (the slots of the workers' rings are written on the hot path,
-	// and twice their size cost a report 30% more of the worker's time).
+	// and a larger slot makes each report cost the worker more: docs/performance.md,
+	// "Figures behind choices in the code").
 	hops [kafkapb.MaxHops]kafkaHop
 }
 

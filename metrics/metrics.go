@@ -12,11 +12,11 @@
 //     scrape.
 //   - Func: a function read at scrape time. The receive path counts in plain fields private
 //     to its worker, publishes them to the worker's own cache-line padded atomics once per
-//     recvmmsg batch, and registers functions that sum the workers at scrape. Measured on
-//     the 2-core dev VM: an atomic add costs 5.8 ns, a single-writer atomic store the same
-//     (it is an XCHG on amd64), a plain increment under 1 ns, so the per-packet cost is a
-//     plain increment and the atomic cost is paid once per batch (INTCollector §III: keep
-//     the fast path free of shared state).
+//     recvmmsg batch, and registers functions that sum the workers at scrape. An atomic
+//     add or store costs several plain increments (docs/performance.md, "Figures behind
+//     choices in the code"), so the per-packet cost is a plain increment and the atomic
+//     cost is paid once per batch (INTCollector §III: keep the fast path free of shared
+//     state).
 //   - Collect: a function called at scrape time that emits any number of series, for
 //     families whose label sets appear at run time (switches, say).
 //
