@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/wire"
+	"go.uber.org/goleak"
 )
 
 // start serves the receive path's status (ingest registers it) and an echo endpoint.
@@ -159,7 +159,7 @@ func TestHandleOutsideAPIPanics(t *testing.T) {
 }
 
 func TestStartStopNoLeak(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := goleak.IgnoreCurrent()
 	for i := 0; i < 3; i++ {
 		s := api.New("127.0.0.1:0", metrics.NewRegistry())
 		if err := s.Start(context.Background()); err != nil {
@@ -173,11 +173,5 @@ func TestStartStopNoLeak(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		t.Errorf("%d goroutines before, %d after", before, n)
-	}
+	goleak.VerifyNone(t, before) // retries until the goroutines are gone, and names those left
 }

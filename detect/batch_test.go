@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -343,17 +344,9 @@ func TestProcessBatchEventLog(t *testing.T) {
 	defer d.Stop(context.Background())
 	rs := []telemetry.Report{*report(1, 1, hop{node: 1, lat: 10}), *report(1, 2, hop{node: 1, lat: 10})}
 	d.ProcessBatch(0, rs)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testutil.Eventually(t, 5*time.Second, "6 events in the event log", func() bool {
 		d.log.mu.Lock()
-		n := d.log.seq
-		d.log.mu.Unlock()
-		if n == 6 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the event log holds %d events, want 6", n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer d.log.mu.Unlock()
+		return d.log.seq == 6
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/record"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -233,16 +234,11 @@ func TestAgerGoroutine(t *testing.T) {
 	now.Lock()
 	clock = int64(2 * time.Second)
 	now.Unlock()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testutil.Eventually(t, 5*time.Second, "the ager's record", func() bool {
 		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n == 1 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(got) == 1
+	})
 	f.Stop(context.Background())
 	if s := summary(got); s != "1:idle:1@0" {
 		t.Errorf("aged %q", s)

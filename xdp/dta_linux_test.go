@@ -9,6 +9,7 @@ import (
 
 	"github.com/intake-int/intake/dta"
 	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/xdp/xdptest"
 )
@@ -124,11 +125,10 @@ func TestKernelDTAStores(t *testing.T) {
 		}
 	}
 	var c [NumOutcomes]uint64
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if p.Counts(&c); c[DTAKeyWrite]+c[DTAKeyIncrement]+c[DTAAppend] >= uint64(len(kwb)+len(kib)+len(apk)) {
-			break
-		}
-	}
+	testutil.Eventually(t, 2*time.Second, "every DTA report counted", func() bool {
+		p.Counts(&c)
+		return c[DTAKeyWrite]+c[DTAKeyIncrement]+c[DTAAppend] >= uint64(len(kwb)+len(kib)+len(apk))
+	})
 	if c[DTAKeyWrite] != uint64(len(kwb)) || c[DTAKeyIncrement] != uint64(len(kib)) || c[DTAAppend] != uint64(len(apk)) ||
 		c[Redirected] != uint64(len(up)) {
 		t.Fatalf("outcomes %v: want %d key-write, %d key-increment, %d append, %d redirected", c, len(kwb), len(kib), len(apk), len(up))

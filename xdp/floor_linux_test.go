@@ -1,6 +1,7 @@
 package xdp
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/xdp/xdptest"
 )
 
@@ -89,11 +91,12 @@ func TestFloorAttach(t *testing.T) {
 	// The frames are counted in the receiving CPU's softirq, after the send returned. The
 	// peer's kernel may send a frame of its own (IPv6 router solicitation), hence at least.
 	var got uint64
-	for deadline := time.Now().Add(2 * time.Second); got < n && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	testutil.Eventually(t, 2*time.Second, fmt.Sprintf("%d frames counted", n), func() bool {
 		if got, err = f.Count(); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return got >= n
+	})
 	if got < n {
 		t.Errorf("count %d, want at least %d", got, n)
 	}
