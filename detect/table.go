@@ -303,7 +303,8 @@ func newShard(flows, keys int) *shard {
 
 // hopMemo is the hop memo's slot: the entries (index + 1, 0 for none) of the queue key and
 // the port key that a hop of some (switch, queue, port) last used. The memo makes a hop one
-// lookup, not one per key (issue 13: one lookup per switch per report). It is a cache, never
+// lookup, not one per key (the target of one lookup per switch a report: docs/performance.md,
+// "Targets"). It is a cache, never
 // the truth: a slot is only believed when the entries it names hold the hop's keys, so a
 // collision, an eviction or a reused entry costs the general path (swIndex, which refills
 // the slot), never a wrong entry. It holds 4 slots per key the shard can hold: a switch's

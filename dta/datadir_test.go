@@ -13,7 +13,8 @@ import (
 	"time"
 )
 
-// The data directory is trusted only when no other user can change it (issue 15).
+// The data directory is trusted only when no other user can change it (docs/dta.md, "Data
+// directory and store files").
 
 // openErr opens the stores of cfg for writing and returns the error (closing them if the open
 // wrongly succeeded).
@@ -101,7 +102,8 @@ func needRoot(t *testing.T) {
 const nobody = 65534
 
 // A directory, store or parent of another user's is refused: the default's parent
-// (/dev/shm/intake-<uid>) created first by someone else is the attack of issue 15.
+// (/dev/shm/intake-<uid>) created first by someone else is the attack these checks stop: its
+// owner could replace the store files the collector maps.
 func TestDataDirOwners(t *testing.T) {
 	needRoot(t)
 	parent := t.TempDir()

@@ -11,8 +11,8 @@ import (
 	"testing"
 )
 
-// Store files are untrusted input (issue 15): these reproduce the crafted files that crashed
-// `intake query --store` and serve.
+// Store files are untrusted input (docs/dta.md, "Data directory and store files"): these
+// reproduce the crafted files that crashed `intake query --store` and serve.
 
 // craftRegion writes name in dir: header h as given (DataLen included, not computed) and
 // data bytes after it.

@@ -351,7 +351,7 @@ func TestRedisStartAgain(t *testing.T) {
 
 // TestRedisStalled stops redis-server (SIGSTOP) mid-run: offers return at once, the stalled
 // pipeline waits for its replies (a stalled server executes what it has read when it
-// resumes: issue 15 counted 303,206 stream entries against 301,688 "sent"), the queue fills
+// resumes: a run counted 303,206 stream entries against 301,688 "sent"), the queue fills
 // and drops, and after SIGCONT everything is accounted for, exactly: the stream holds what
 // was counted sent, and nothing counted dropped.
 func TestRedisStalled(t *testing.T) {
@@ -1095,7 +1095,7 @@ func startRedisSink(t *testing.T, cfg export.Config) *export.RedisSink {
 
 // TestRedisTerminated stops a redis-server that persists (append-only file) with SIGTERM, three times, while
 // events stream in: it exits having executed and persisted commands whose replies it never
-// sent (the soak of issue 33 found 106 such stream entries counted dropped). After each
+// sent (the one-hour soak, TestSoak, found 106 such stream entries counted dropped). After each
 // restart the sink settles the unreplied XADDs against the stream's newest entry, so the
 // stream holds exactly what was counted sent, and sent + dropped = offered.
 func TestRedisTerminated(t *testing.T) {

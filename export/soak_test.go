@@ -29,7 +29,7 @@ import (
 	"github.com/intake-int/intake/internal/kfaketest"
 )
 
-// TestSoak is issue 33's soak (docs/security.md, "Soak"): a real `intake serve` exporting to
+// TestSoak is the one-hour soak (docs/security.md, "Soak"): a real `intake serve` exporting to
 // a real influxd, redis-server and a Kafka cluster (kfake, its own process) at half the
 // capacity measured at its start, for INTAKE_SOAK_DURATION (default 1h), with a sink outage
 // every sixth of the run (InfluxDB and Redis stopped with SIGTERM and restarted on their
@@ -343,7 +343,7 @@ type writerFunc func([]byte)
 func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
 
 // flood holds n idle connections to the HTTP API for d: 64 per source address, from
-// 127.0.0.4 on (issue 33's finding: 20,000 stopped the API), checking /healthz every ten
+// 127.0.0.4 on (the soak found that 20,000 stopped the API), checking /healthz every ten
 // seconds meanwhile. Connections the collector refuses or closes are simply gone.
 func flood(t *testing.T, addr string, n int, d time.Duration, health func(string)) {
 	t.Helper()

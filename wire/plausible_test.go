@@ -17,7 +17,7 @@ func udpPayload(t testing.TB, name string) []byte {
 	return f[42:]
 }
 
-// An INT data packet's UDP payload sent to a report port (issue 26: `intake decode --port
+// An INT data packet's UDP payload sent to a report port (as found by `intake decode --port
 // 17000=report` on the GEANT testbed capture, `intake replay` of GEANT's DPDK input to a
 // report port) starts with an INT v1.0 shim, 0x01: Ver 0, NProto 1, a TR v0.5 drop report to
 // a decoder that only reads the first nibble. Its reserved bits are not zero; with each

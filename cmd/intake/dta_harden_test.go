@@ -22,7 +22,8 @@ import (
 )
 
 // Store files and the data directory as an attacker or an unlucky operator leaves them
-// (issue 15), through the verbs: query --store, serve, dta reset.
+// (docs/dta.md, "Data directory and store files"), through the verbs: query --store, serve,
+// dta reset.
 
 // craftHeader writes a region file in dir: the header fields at the offsets of
 // docs/dta-layout.md (the rest zero) and data bytes of zeros after the 4 KiB header.

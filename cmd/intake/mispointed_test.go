@@ -12,7 +12,8 @@ import (
 var mispointed = []string{"../../testdata/third-party/geant-2601-double-header.pcap", "../../testdata/third-party/geant-dpdk-int.pcap"}
 
 // TestDecodeMispointedDataPackets: `intake decode --port 17000=report` on the GEANT testbed
-// capture (issue 26), with and without the quirk its INT needs.
+// capture, whose datagrams are INT data packets, not reports (docs/wire-formats.md,
+// "Plausibility"), with and without the quirk its INT needs.
 func TestDecodeMispointedDataPackets(t *testing.T) {
 	want := "frame 1: error: tr0.5 fixed header reserved: bad_value (value 64) at offset 1\n" +
 		"frames 1, reports 0, errors 1 (bad_value 1), skipped 0\n"
@@ -26,7 +27,7 @@ func TestDecodeMispointedDataPackets(t *testing.T) {
 }
 
 // TestReplayMispointedDataPackets: `intake replay` of both captures to a serving collector's
-// report port (issue 26): two decode errors by reason bad_value, no report.
+// report port: two decode errors by reason bad_value, no report.
 func TestReplayMispointedDataPackets(t *testing.T) {
 	trAddr, httpAddr := serveDetect(t, `
 listeners:
