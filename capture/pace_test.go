@@ -54,7 +54,7 @@ func TestPacer(t *testing.T) {
 		{"rate 3/s: from the count", FixedRate, 3, time.Second, []time.Duration{0, 0, 0, 0}, []time.Duration{0, 333333333, 666666666, time.Second}, 0, 0, 0},
 		{"rate 0.5/s: every wait cut", FixedRate, 0.5, time.Second, []time.Duration{0, 0, 0}, []time.Duration{0, time.Second, 2 * time.Second}, 2, 2 * time.Second, 2},
 		{"speed 2", CaptureTiming, 2, time.Second, []time.Duration{0, 30 * ms, 90 * ms}, []time.Duration{0, 15 * ms, 45 * ms}, 0, 0, 0},
-		// A gap of 2^32 s (the capture) and one back in time.
+		// A gap of 2^32 s (a capture whose timestamps wrapped) and one back in time.
 		{"speed 1, gaps cut", CaptureTiming, 1, time.Second, []time.Duration{0, 10 * ms, 1 << 32 * time.Second, 1<<32*time.Second + 5*ms, 5 * ms, 20 * ms},
 			[]time.Duration{0, 10 * ms, 1010 * ms, 1015 * ms, 1015 * ms, 1030 * ms}, 1, 1<<32*time.Second - 10*ms - time.Second, 3},
 		// A tiny speed: the gap divided by it overflows a Duration, and is cut all the same.

@@ -22,8 +22,8 @@ import (
 // (ingest.Dispatcher), ended as a batch every 64 datagrams as a recvmmsg batch is. The ratio
 // of "all" to "decode" is what processing adds to decoding; bench ingest puts the socket
 // around it. vary=1 draws every value anew (a change event nearly everywhere), vary=0.01
-// changes a flow hop's values in one report of a hundred (the steady state).
-// cpu-ns/report is the worker thread's CPU time, the figure to compare on a shared machine.
+// changes a flow hop's values in one report of a hundred (the steady state of
+// docs/performance.md). cpu-ns/report is the worker thread's CPU time, the figure to compare on a shared machine.
 func BenchmarkPipeline(b *testing.B) {
 	for _, flows := range []int{64, 4096} {
 		for _, vary := range []float64{1, 0.01} {

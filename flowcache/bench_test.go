@@ -9,7 +9,7 @@ import (
 	"github.com/intake-int/intake/telemetry"
 )
 
-// The target: a cache update for a 5-hop report at the paper's geometry (2^19 rows ×
+// The target: a cache update for a 5-hop report at the paper's geometry (2^19 rows ×
 // 12 buckets) with about a million flows resident, 0 allocations, ≤ 150 ns. The baselines
 // are a random read of the table (independent misses, which the CPU overlaps)
 // and a dependent read of a resident flow's row (BaselineRowRead: the miss every update pays

@@ -7,7 +7,7 @@ import (
 	"github.com/intake-int/intake/telemetry"
 )
 
-// benchReport is the reference packet: a TR v2.0 packet carrying one INT-MD report
+// benchReport is the benchmarks' reference packet: a TR v2.0 packet carrying one INT-MD report
 // (Ethernet/IPv4/UDP inner packet, INT v2.x shim) with a 5-hop stack of 8 fields per hop.
 func benchReport() telemetry.Report {
 	var r telemetry.Report

@@ -372,7 +372,7 @@ func benchObject(b *testing.B) func() {
 }
 
 // BenchmarkKernelFlowCache runs 5-hop TR v2.0 reports of 4096 flows whose values do not
-// change (INTCollector's replay, the steady state) through the program with the flow
+// change (INTCollector's replay, the steady state) through the program with the flow
 // cache in the kernel, detection, or both, at the default geometry, and reports the
 // program's run time per report (bpf-ns/report): each frame is run 64 times in a row by
 // BPF_PROG_TEST_RUN, which times the runs in the kernel, and the frames go round the flows.

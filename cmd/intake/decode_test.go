@@ -430,8 +430,8 @@ func TestDecodePcapng(t *testing.T) {
 	}
 }
 
-// The producers through the command line: a quirk by --quirk, and a serve
-// configuration's listener (port 8090, GEANT's collector port, with INTCollector's
+// The producers of docs/wire-formats.md through the command line: a quirk by --quirk, and a
+// serve configuration's listener (port 8090, GEANT's collector port, with INTCollector's
 // generator quirk) and DTA layout by --config. The bytes are those of wire's producer
 // tests (wire/producers_test.go), as the producers send them.
 func TestDecodeQuirksAndConfig(t *testing.T) {
