@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/detect"
-	"github.com/intake-int/intake/internal/cli"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -19,15 +18,15 @@ import (
 // cache keeps (query flowcache-flow).
 func writeFlowState(w io.Writer, f *detect.FlowState) error {
 	fmt.Fprintf(w, "flow     %s\n", telemetry.FlowString(f.Src, f.Sport, f.Dst, f.Dport, f.Proto))
-	fmt.Fprintf(w, "path     %s (%d hops, source first)\n", cli.Path(f.Path), f.PathLen)
+	fmt.Fprintf(w, "path     %s (%d hops, source first)\n", pathText(f.Path), f.PathLen)
 	if f.FlowLatency != nil {
-		fmt.Fprintf(w, "latency  %s end to end, latest\n", cli.Nanos(float64(*f.FlowLatency)))
+		fmt.Fprintf(w, "latency  %s end to end, latest\n", nanos(float64(*f.FlowLatency)))
 	}
 	fmt.Fprintf(w, "reports  %d, first seen %s, last seen %s\n", f.Reports, f.FirstSeen.Format(time.RFC3339Nano), f.LastSeen.Format(time.RFC3339Nano))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOP\tSWITCH\tHOP LATENCY latest\tSWITCH QUEUE OCCUPANCY max\tSWITCH TX UTILIZATION max\tSWITCH BUFFER OCCUPANCY max")
 	for _, h := range f.Hops {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", h.Hop, h.SwitchID, cli.Nanos(float64(h.HopLatency)),
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", h.Hop, h.SwitchID, nanos(float64(h.HopLatency)),
 			busiest(f.Queues, h.SwitchID, "queue", func(v detect.SwitchValue) *uint64 { return v.QueueOccupancy }),
 			busiest(f.Ports, h.SwitchID, "port", func(v detect.SwitchValue) *uint64 { return v.TxUtilization }),
 			busiest(f.Buffers, h.SwitchID, "buffer", func(v detect.SwitchValue) *uint64 { return v.BufferOccupancy }))

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/intake-int/intake/dta"
-	"github.com/intake-int/intake/internal/cli"
 )
 
 // writeDTA writes the JSON answer body of a query of primitive prim (kw, ki, postcard,
@@ -26,7 +25,7 @@ func writeDTA(w io.Writer, prim string, body []byte) error {
 		}
 		_, err := fmt.Fprintf(w, "%s key %s: %s (%d votes, %d candidates, threshold %d)\n", a.Store, a.Key, v, a.Votes, a.Candidates, a.Threshold)
 		if len(a.Path) > 0 && err == nil {
-			_, err = fmt.Fprintf(w, "path %s\n", cli.Path(a.Path))
+			_, err = fmt.Fprintf(w, "path %s\n", pathText(a.Path))
 		}
 		return err
 	case "ki":

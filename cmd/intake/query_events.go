@@ -110,7 +110,7 @@ func runQueryEvents(args []string, stdout, stderr io.Writer) error {
 		}
 		prev, val := fmt.Sprint(e.Prev), fmt.Sprint(e.Value)
 		if e.Measurement == "flow_path" {
-			prev, val = "-", cli.Path(e.Path)
+			prev, val = "-", pathText(e.Path)
 		}
 		// Fixed-width nanoseconds (RFC 3339 would trim trailing zeros), so columns align.
 		at := time.Unix(0, e.TimeNS).UTC().Format("2006-01-02T15:04:05.000000000Z07:00")

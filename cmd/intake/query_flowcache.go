@@ -54,7 +54,7 @@ func runQueryFlowCacheFlow(args []string, stdout, stderr io.Writer) error {
 	if done, err := apiQuery(stdout, o, "/api/v1/flowcache/flow", q, &f); done || err != nil {
 		return err
 	}
-	return f.WriteText(stdout)
+	return writeFlowCacheFlow(stdout, &f)
 }
 
 func runQueryTop(args []string, stdout, stderr io.Writer) error {
@@ -72,7 +72,7 @@ func runQueryTop(args []string, stdout, stderr io.Writer) error {
 	if done, err := apiQuery(stdout, o, "/api/v1/flowcache/top", url.Values{"by": {*by}, "n": {strconv.Itoa(*n)}}, &top); done || err != nil {
 		return err
 	}
-	return top.WriteText(stdout)
+	return writeTop(stdout, &top)
 }
 
 func runQueryHistogram(args []string, stdout, stderr io.Writer) error {
@@ -93,7 +93,7 @@ func runQueryHistogram(args []string, stdout, stderr io.Writer) error {
 	if done, err := apiQuery(stdout, o, "/api/v1/histograms/"+url.PathEscape(*sw)+"/"+url.PathEscape(*metric), nil, &h); done || err != nil {
 		return err
 	}
-	return flowcache.WriteHistText(stdout, &h)
+	return writeHistogram(stdout, &h)
 }
 
 func runQueryFlowCacheStats(args []string, stdout, stderr io.Writer) error {
@@ -110,7 +110,7 @@ func runQueryFlowCacheStats(args []string, stdout, stderr io.Writer) error {
 	if done, err := apiQuery(stdout, o, "/api/v1/flowcache/stats", nil, &s); done || err != nil {
 		return err
 	}
-	s.StatsJSON.WriteText(stdout)
+	writeFlowCacheStats(stdout, &s.StatsJSON)
 	if r := s.Redis; r != nil {
 		fmt.Fprintf(stdout, "redis       connected %v, queued %d, reconnects %d; sent event %d, flow %d, hash %d; dropped event %d, flow %d, hash %d\n",
 			r.Connected, r.Queued, r.Reconnects, r.Sent["event"], r.Sent["flow"], r.Sent["hash"],

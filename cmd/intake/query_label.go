@@ -40,7 +40,7 @@ func runQueryPorts(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(tw, "switch\tport\tin\tlabel time\tlatency\tqdepth\tage\tupdates\tstale\tshift\tactive\t\n")
 	for _, p := range pr.Ports {
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%v\t\n", p.SwitchID, p.Port, p.IngressPort, p.LabelTime,
-			cli.Nanos(float64(p.LatencyNs)), p.DeqQDepth, cli.Nanos(p.AgeMs*1e6), p.Updates, p.Stale, p.Shift, p.Active)
+			nanos(float64(p.LatencyNs)), p.DeqQDepth, nanos(p.AgeMs*1e6), p.Updates, p.Stale, p.Shift, p.Active)
 	}
 	tw.Flush()
 	fmt.Fprintf(stdout, "%d ports\n", pr.Count)
@@ -67,7 +67,7 @@ func runQueryCoverage(args []string, stdout, stderr io.Writer) error {
 	// otherwise since the clock's zero.
 	fmt.Fprintf(tw, "start\tupdated\tactive\tcoverage\t\n")
 	for _, w := range cr.Windows {
-		at := "t+" + cli.Nanos(float64(w.StartNs))
+		at := "t+" + nanos(float64(w.StartNs))
 		if w.StartNs > 1e18 {
 			at = time.Unix(0, w.StartNs).UTC().Format("15:04:05.000")
 		}

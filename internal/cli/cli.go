@@ -1,9 +1,8 @@
 // Package cli owns the grammar that intake's verbs share, so that a flag means the same in
 // every one of them: the query verbs' --api, --json and --table; rates named by their unit
 // (--pps, --bps) with the older --rate kept as a deprecated alias that warns; progress bars
-// that only a terminal gets; the version from the build information; and the one way query
-// output writes flows ("10.0.0.1:1000 > 10.0.0.2:80 udp"), paths ("3 > 1 > 7"), protocols
-// and durations.
+// that only a terminal gets; and the version from the build information. How answers are
+// printed is cmd/intake's (print_*.go); flows are written by telemetry.FlowString.
 package cli
 
 import (
@@ -11,8 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
-	"net"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -144,75 +141,4 @@ func Version() string {
 		}
 	}
 	return v + " " + bi.GoVersion
-}
-
-// Proto names an IP protocol as the flow notation writes it (telemetry.FlowKey.String):
-// tcp, udp, otherwise "proto N"; telemetry.ParseProto reads names and numbers back.
-func Proto(p uint8) string {
-	switch p {
-	case 6:
-		return "tcp"
-	case 17:
-		return "udp"
-	}
-	return "proto " + strconv.Itoa(int(p))
-}
-
-// Flow writes a flow as the demo's screen and every query do: "10.0.0.1:1000 >
-// 172.16.0.1:80 udp" (IPv6 addresses in brackets).
-func Flow(src string, sport uint16, dst string, dport uint16, proto uint8) string {
-	return net.JoinHostPort(src, strconv.Itoa(int(sport))) + " > " + net.JoinHostPort(dst, strconv.Itoa(int(dport))) + " " + Proto(proto)
-}
-
-// Path writes a path of switch ids, first hop first: "3 > 1 > 7".
-func Path(p []uint32) string {
-	s := make([]string, len(p))
-	for i, id := range p {
-		s[i] = strconv.FormatUint(uint64(id), 10)
-	}
-	return strings.Join(s, " > ")
-}
-
-// Nanos writes a duration in nanoseconds in the unit that reads best, to three significant
-// digits: 850 ns (a fraction, as of a mean, to three: 10.5 ns), 20.4 µs, 1.25 ms, 2.00 s.
-func Nanos(ns float64) string {
-	a := ns
-	if a < 0 {
-		a = -a
-	}
-	switch {
-	case a >= 1e9:
-		return sig(ns/1e9) + " s"
-	case a >= 1e6:
-		return sig(ns/1e6) + " ms"
-	case a >= 1e3:
-		return sig(ns/1e3) + " µs"
-	}
-	if ns == math.Trunc(ns) || a < 1 {
-		return strconv.FormatFloat(ns, 'f', 0, 64) + " ns"
-	}
-	return sig(ns) + " ns" // a mean: 10.5 ns
-}
-
-// NanosOf writes an optional duration in nanoseconds as Nanos does, "-" when absent.
-func NanosOf[T uint64 | float64](p *T) string {
-	if p == nil {
-		return "-"
-	}
-	return Nanos(float64(*p))
-}
-
-// sig writes v (at least 1 in magnitude) to three significant digits.
-func sig(v float64) string {
-	a := v
-	if a < 0 {
-		a = -a
-	}
-	switch {
-	case a >= 99.95:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a >= 9.995:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
 }

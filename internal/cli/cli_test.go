@@ -9,28 +9,6 @@ import (
 	"testing"
 )
 
-func TestNanosFlowPath(t *testing.T) {
-	for ns, want := range map[float64]string{0: "0 ns", 850: "850 ns", 1000: "1.00 µs", 20412: "20.4 µs", 123456: "123 µs",
-		1.25e6: "1.25 ms", 2e9: "2.00 s", 99.96e3: "100 µs", 10.5: "10.5 ns", 33.25: "33.2 ns", 0.4: "0 ns"} {
-		if got := Nanos(ns); got != want {
-			t.Errorf("Nanos(%g) = %q, want %q", ns, got, want)
-		}
-	}
-	v := uint64(3100)
-	if got := NanosOf(&v) + " " + NanosOf[float64](nil); got != "3.10 µs -" {
-		t.Errorf("NanosOf: %q", got)
-	}
-	if got := Flow("10.0.0.1", 1000, "172.16.0.1", 5201, 17); got != "10.0.0.1:1000 > 172.16.0.1:5201 udp" {
-		t.Errorf("Flow: %q", got)
-	}
-	if got := Flow("2001:db8::1", 1, "2001:db8::2", 2, 47); got != "[2001:db8::1]:1 > [2001:db8::2]:2 proto 47" {
-		t.Errorf("Flow v6: %q", got)
-	}
-	if got := Path([]uint32{14, 2, 10}); got != "14 > 2 > 10" {
-		t.Errorf("Path: %q", got)
-	}
-}
-
 // --pps is a rate with multipliers; --rate, the older name, sets it and warns.
 func TestRateAlias(t *testing.T) {
 	var warn bytes.Buffer

@@ -1,4 +1,4 @@
-package flowcache
+package main
 
 import (
 	"fmt"
@@ -7,29 +7,30 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/intake-int/intake/internal/cli"
+	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/record"
+	"github.com/intake-int/intake/telemetry"
 )
 
-// WriteText writes f as `intake query flowcache-flow` prints it: the flow, its path
+// writeFlowCacheFlow writes f as `intake query flowcache-flow` prints it: the flow, its path
 // (source first), its end-to-end latency and one line a hop, numbered from the source
 // (docs/hops.md), with the latest and the mean of each metric as this flow's reports carried
 // them; a mean is over the flow's reports since it entered the cache (its first seen).
-func (f *FlowJSON) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "flow     %s\n", cli.Flow(f.Src, f.Sport, f.Dst, f.Dport, f.Proto))
+func writeFlowCacheFlow(w io.Writer, f *flowcache.FlowJSON) error {
+	fmt.Fprintf(w, "flow     %s\n", telemetry.FlowString(f.Src, f.Sport, f.Dst, f.Dport, f.Proto))
 	trunc := ""
 	if f.Truncated {
 		trunc = "; longer paths seen: truncated to max_hops"
 	}
-	fmt.Fprintf(w, "path     %s (%d hops, source first%s)\n", cli.Path(f.Path), len(f.Path), trunc)
+	fmt.Fprintf(w, "path     %s (%d hops, source first%s)\n", pathText(f.Path), len(f.Path), trunc)
 	if f.Latency.Latest != nil {
-		fmt.Fprintf(w, "latency  %s end to end, latest; mean %s\n", cli.Nanos(float64(*f.Latency.Latest)), cli.NanosOf(f.Latency.Mean))
+		fmt.Fprintf(w, "latency  %s end to end, latest; mean %s\n", nanos(float64(*f.Latency.Latest)), nanosOf(f.Latency.Mean))
 	}
 	fmt.Fprintf(w, "packets  %d, first seen %s, last seen %s\n", f.Packets, f.FirstSeen, f.LastSeen)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOP\tSWITCH\tHOP LATENCY latest\tmean\tQUEUE OCCUPANCY latest\tmean\tTX UTILIZATION latest\tmean")
 	for _, h := range f.Hops {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Hop, h.NodeID, cli.NanosOf(h.Latest.HopLatency), cli.NanosOf(h.Mean.HopLatency),
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Hop, h.NodeID, nanosOf(h.Latest.HopLatency), nanosOf(h.Mean.HopLatency),
 			optional(h.Latest.QueueOccupancy), meanText(h.Mean.QueueOccupancy), optional(h.Latest.TxUtil), meanText(h.Mean.TxUtil))
 	}
 	if err := tw.Flush(); err != nil {
@@ -47,19 +48,19 @@ func meanText(p *float64) string {
 	return strconv.FormatFloat(*p, 'f', 1, 64)
 }
 
-// WriteText writes t as `intake query top` prints it.
-func (t *TopJSON) WriteText(w io.Writer) error {
+// writeTop writes t as `intake query top` prints it.
+func writeTop(w io.Writer, t *flowcache.TopJSON) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tFLOW\tPACKETS\tLATENCY MEAN\tLATENCY LATEST\tPATH")
 	for i, f := range t.Flows {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\n", i+1, cli.Flow(f.Src, f.Sport, f.Dst, f.Dport, f.Proto), f.Packets,
-			cli.NanosOf(f.Latency.Mean), cli.NanosOf(f.Latency.Latest), cli.Path(f.Path))
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\n", i+1, telemetry.FlowString(f.Src, f.Sport, f.Dst, f.Dport, f.Proto), f.Packets,
+			nanosOf(f.Latency.Mean), nanosOf(f.Latency.Latest), pathText(f.Path))
 	}
 	return tw.Flush()
 }
 
-// WriteHistText writes h as `intake query histogram` prints it: a bar per bin.
-func WriteHistText(w io.Writer, h *record.Histogram) error {
+// writeHistogram writes h as `intake query histogram` prints it: a bar per bin.
+func writeHistogram(w io.Writer, h *record.Histogram) error {
 	fmt.Fprintf(w, "switch %s %s: %d samples, %s scale, %d bins\n", h.Switch, h.Metric, h.Total, h.Scale, h.Bins)
 	var most uint64
 	for _, b := range h.Counts {
@@ -77,8 +78,8 @@ func WriteHistText(w io.Writer, h *record.Histogram) error {
 	return tw.Flush()
 }
 
-// WriteText writes s as `intake query flowcache-stats` prints it.
-func (s *StatsJSON) WriteText(w io.Writer) {
+// writeFlowCacheStats writes s as `intake query flowcache-stats` prints it.
+func writeFlowCacheStats(w io.Writer, s *flowcache.StatsJSON) {
 	fmt.Fprintf(w, "flow cache  %d rows × %d buckets × %d hops: %d of %d flows (%.2f%%), %d bytes (%.1f per flow)\n",
 		s.Rows, s.Buckets, s.MaxHops, s.Flows, s.Capacity, 100*s.Occupancy, s.Bytes, s.BytesPerFlow)
 	fmt.Fprintf(w, "reports     %d (updates %d, new flows %d, no flow %d, no hops %d, truncated paths %d)\n",
