@@ -2,13 +2,13 @@ package collector
 
 import (
 	"context"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/ingest"
+	"go.uber.org/goleak"
 )
 
 func testConfig(t *testing.T) config.Config {
@@ -26,7 +26,7 @@ func testConfig(t *testing.T) config.Config {
 // down in reverse and leaves no goroutine; a failed Start (the API's port taken) stops what
 // it had started, so the receive path is not left running.
 func TestLifecycle(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := goleak.IgnoreCurrent()
 	a, err := New(testConfig(t), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -71,14 +71,7 @@ func TestLifecycle(t *testing.T) {
 	if a.Receiver.Running() {
 		t.Error("the receive path runs after Stop")
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		buf := make([]byte, 1<<16)
-		t.Errorf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
-	}
+	goleak.VerifyNone(t, before) // retries until the goroutines are gone, and names those left
 }
 
 // A configuration with every processor off still runs the receive path and the API.

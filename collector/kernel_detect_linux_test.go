@@ -15,6 +15,7 @@ import (
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/xdp/xdptest"
 )
 
@@ -72,10 +73,10 @@ func testKernelDetect(t *testing.T, flowCache bool) {
 	}
 	for i := 0; i < len(bs); i += step {
 		v.Send(t, "udp4", net.JoinHostPort(v.Host, "32766"), bs[i:min(i+step, len(bs))]...)
-		for deadline := time.Now().Add(5 * time.Second); flowCache && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if c.Receiver.Status().Listeners[0].ReportsDecoded >= uint64(min(i+step, len(bs))) {
-				break
-			}
+		if flowCache {
+			testutil.Eventually(t, 5*time.Second, "the reports sent decoded", func() bool {
+				return c.Receiver.Status().Listeners[0].ReportsDecoded >= uint64(min(i+step, len(bs)))
+			})
 		}
 	}
 	outcome := "kernel"
@@ -93,9 +94,10 @@ func testKernelDetect(t *testing.T, flowCache bool) {
 	ref.Flush(0)
 	want := poll(rsub)
 	var got []event.Event
-	for deadline := time.Now().Add(3 * time.Second); len(got) < len(want) && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	testutil.Eventually(t, 3*time.Second, fmt.Sprintf("the %d events of package detect on the bus", len(want)), func() bool {
 		got = append(got, poll(sub)...)
-	}
+		return len(got) >= len(want)
+	})
 	if len(want) < 500 {
 		t.Fatalf("the reference raised %d events: the stream does not exercise the rules", len(want))
 	}

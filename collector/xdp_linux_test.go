@@ -3,6 +3,7 @@ package collector
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/intake-int/intake/dta"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/xdp/xdptest"
 )
@@ -127,11 +129,10 @@ func TestKernelDTA(t *testing.T) {
 func waitFrames(t *testing.T, c *Collector, outcome string, want uint64) {
 	t.Helper()
 	var got uint64
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if got = c.Receiver.Status().Listeners[0].XDPFrames[outcome]; got >= want {
-			break
-		}
-	}
+	testutil.Eventually(t, 3*time.Second, fmt.Sprintf("%d frames of outcome %s", want, outcome), func() bool {
+		got = c.Receiver.Status().Listeners[0].XDPFrames[outcome]
+		return got >= want
+	})
 	if got != want {
 		t.Fatalf("xdp %s %d, want %d", outcome, got, want)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/partition"
 )
@@ -184,20 +185,13 @@ func TestCluster(t *testing.T) {
 	apTruth := runCollectorsGen(t, dtas, "--format", "dta", "--dta-op", "append", "--flows", fmt.Sprint(flows), "--count", "600", "--rate", "40000")
 	for i, m := range ms {
 		want := trTruth[i].Reports + kiTruth[i].Reports + apTruth[i].Reports
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		testutil.Eventually(t, 10*time.Second, fmt.Sprintf("%s to decode the %d reports sent to it", m.name, want), func() bool {
 			var st struct {
 				Reports uint64 `json:"reports_decoded"`
 			}
 			collectortest.GetJSON(t, "http://"+m.api+"/api/v1/status", &st)
-			if st.Reports == want {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s decoded %d of the %d reports sent to it", m.name, st.Reports, want)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return st.Reports == want
+		})
 	}
 
 	// Every flow and every DTA key through every member: the owner's exact answer.

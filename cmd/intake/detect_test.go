@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
@@ -71,13 +73,10 @@ func TestQueryEventsAndFlow(t *testing.T) {
 	// waitEvents polls until the log holds n events, so each report is in before the next.
 	waitEvents := func(n int) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if _, out, _ := runVerb("query", "events", "--addr", httpAddr, "--json"); strings.Count(out, `"seq":`) == n {
-				return
-			}
-		}
-		_, out, errs := runVerb("query", "events", "--addr", httpAddr, "--json")
-		t.Fatalf("waiting for %d events:\n%s%s", n, out, errs)
+		testutil.Eventually(t, 5*time.Second, fmt.Sprintf("%d events in query events", n), func() bool {
+			_, out, _ := runVerb("query", "events", "--addr", httpAddr, "--json")
+			return strings.Count(out, `"seq":`) == n
+		})
 	}
 	// Report 1: path 1:2:3, every hop latency 1000, queue occupancy 40, tx utilization 55
 	// (serve_test.go's trReport), sequence 1 of (node 5, hw_id 1).
@@ -225,14 +224,15 @@ SWITCH ... max: the largest latest value of the switch's queues, ports, buffers,
 }
 `
 	var body string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if body = httpGet(t, "http://"+httpAddr+"/api/v1/detect/status"); body == want {
-			break
+	defer func() {
+		if body != want {
+			t.Errorf("/api/v1/detect/status:\n%s\nwant\n%s", body, want)
 		}
-	}
-	if body != want {
-		t.Errorf("/api/v1/detect/status:\n%s\nwant\n%s", body, want)
-	}
+	}()
+	testutil.Eventually(t, 5*time.Second, "the detector's status", func() bool {
+		body = httpGet(t, "http://"+httpAddr+"/api/v1/detect/status")
+		return body == want
+	})
 	metricsText := httpGet(t, "http://"+httpAddr+"/metrics")
 	for _, line := range []string{
 		"intake_detect_values_total 24\n",

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/intake-int/intake/internal/testutil"
 )
 
 // TestServeBudget: --check (and start) refuse a configuration that needs more memory than
@@ -66,12 +68,10 @@ http: {address: '127.0.0.1:0', token_file: `+tok+`}
 	}
 	t.Setenv("INTAKE_TOKEN_FILE", tok)
 	var sout string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	testutil.Eventually(t, 5*time.Second, "one drop in status", func() bool {
 		code, sout, serr = runVerb("status", "--addr", httpAddr)
-		if code == 0 && strings.Contains(sout, "\ndrops: 1\n") {
-			break
-		}
-	}
+		return code == 0 && strings.Contains(sout, "\ndrops: 1\n")
+	})
 	if !strings.Contains(sout, "\ndrops: 1\n  ingest: (not_allowed 1)\n") {
 		t.Errorf("status: %d\n%s%s", code, sout, serr)
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/intake-int/intake/internal/testutil"
 )
 
 // The two GEANT captures hold INT data packets (UDP, INT v1.0 shim first). Sent to a report
@@ -42,11 +44,10 @@ export: {period: 0s}
 	}
 	const want = `intake_decode_errors_total{listener="tr",reason="bad_value"} 2`
 	var m string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if m = httpGet(t, "http://"+httpAddr+"/metrics"); strings.Contains(m, want+"\n") {
-			break
-		}
-	}
+	testutil.Eventually(t, 5*time.Second, want, func() bool {
+		m = httpGet(t, "http://"+httpAddr+"/metrics")
+		return strings.Contains(m, want+"\n")
+	})
 	var lines []string
 	reports := false
 	for _, l := range strings.Split(m, "\n") {

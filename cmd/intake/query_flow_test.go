@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"reflect"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/intake-int/intake/detect"
 	"github.com/intake-int/intake/flowcache"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
@@ -90,14 +92,9 @@ func TestFlowViewsAgree(t *testing.T) {
 		datagrams = append(datagrams, b)
 		conn.Write(b)
 		// Each report in both processors before the next: they are compared at one state.
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			if query("flow", &ds) != "" && query("flowcache-flow", &fc) != "" && ds.Reports == uint64(i+1) && fc.Packets == uint64(i+1) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("report %d not in both processors: detector %d reports, flow cache %d", i+1, ds.Reports, fc.Packets)
-			}
-		}
+		testutil.Eventually(t, 5*time.Second, fmt.Sprintf("report %d in both processors", i+1), func() bool {
+			return query("flow", &ds) != "" && query("flowcache-flow", &fc) != "" && ds.Reports == uint64(i+1) && fc.Packets == uint64(i+1)
+		})
 	}
 
 	// What each view holds, exactly.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/intake-int/intake/internal/testutil"
 )
 
 // TestServeINTCollectorQueueIDs: reports in INTCollector's layout (TR v1.0, INT v1.0 with the
@@ -51,11 +53,10 @@ export: {period: 0s}
 		}
 		want = append(want, fmt.Sprintf("TIME new_key switch queue_occupancy switch 4, queue %d 0 %d -", q, 100+i))
 		var got []string
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if got = queueEvents(); len(got) >= len(want) {
-				break
-			}
-		}
+		testutil.Eventually(t, 5*time.Second, fmt.Sprintf("%d queue events", len(want)), func() bool {
+			got = queueEvents()
+			return len(got) >= len(want)
+		})
 		// The order of one report's switch events is not the point here: compare as sets.
 		if !sameSet(got, want) {
 			t.Fatalf("after queue %d: queue events\n%s\nwant\n%s", q, strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/pcap"
 	"github.com/intake-int/intake/wire"
@@ -183,21 +184,19 @@ func (s *syncBuffer) String() string {
 // and returns the addresses of its first report listener and of its HTTP API.
 func serveReady(t *testing.T, errb *syncBuffer, d time.Duration) (trAddr, httpAddr string) {
 	t.Helper()
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if s := errb.String(); strings.Contains(s, "ready;") {
-			for _, line := range strings.Split(s, "\n") {
-				if a, ok := strings.CutPrefix(line, "intake serve: listening for report on udp "); ok && trAddr == "" {
-					trAddr, _, _ = strings.Cut(a, " ")
-				}
-				if a, ok := strings.CutPrefix(line, "intake serve: http on "); ok {
-					httpAddr, _, _ = strings.Cut(a, " ")
-				}
-			}
-			break
+	defer func() {
+		if trAddr == "" || httpAddr == "" {
+			t.Fatalf("serve did not come up:\n%s", errb.String())
 		}
-	}
-	if trAddr == "" || httpAddr == "" {
-		t.Fatalf("serve did not come up:\n%s", errb.String())
+	}()
+	testutil.Eventually(t, d, "serve to say it is ready", func() bool { return strings.Contains(errb.String(), "ready;") })
+	for _, line := range strings.Split(errb.String(), "\n") {
+		if a, ok := strings.CutPrefix(line, "intake serve: listening for report on udp "); ok && trAddr == "" {
+			trAddr, _, _ = strings.Cut(a, " ")
+		}
+		if a, ok := strings.CutPrefix(line, "intake serve: http on "); ok {
+			httpAddr, _, _ = strings.Cut(a, " ")
+		}
 	}
 	return trAddr, httpAddr
 }
@@ -245,12 +244,10 @@ http: {address: '127.0.0.1:0'}
 
 	// status sees 13 datagrams once the workers have published them.
 	var sout string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	testutil.Eventually(t, 5*time.Second, "13 datagrams in status --json", func() bool {
 		code, sout, _ = runVerb("status", "--addr", httpAddr, "--json")
-		if code == 0 && strings.Contains(sout, `"packets_received": 13,`) {
-			break
-		}
-	}
+		return code == 0 && strings.Contains(sout, `"packets_received": 13,`)
+	})
 	if !strings.Contains(sout, `"reports_decoded": 8,`) || !strings.Contains(sout, `"kernel_drops": 0,`) {
 		t.Errorf("status --json:\n%s", sout)
 	}
