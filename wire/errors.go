@@ -8,27 +8,26 @@ import (
 // Reason classifies a decode error. Its String form is a stable counter label.
 type Reason uint8
 
+// The line comments are the names (String, generated with Input's, wire.go): counter
+// labels.
 const (
-	ReasonNone     Reason = iota
-	Truncated             // the input ended inside a header or a length points past it
-	UnknownVersion        // a version field holds a value no decoder knows
-	BadLength             // a length field is inconsistent with the data or the spec
-	BadValue              // a field holds a value the spec forbids
-	Unsupported           // well-formed, but a feature intake does not decode
-	TooMany               // more hops, items or reports than a Report can hold
-	NotTelemetry          // the input carries no telemetry (no INT where INT was required)
+	ReasonNone Reason = iota // none
+	// the input ended inside a header or a length points past it
+	Truncated // truncated
+	// a version field holds a value no decoder knows
+	UnknownVersion // unknown_version
+	// a length field is inconsistent with the data or the spec
+	BadLength // bad_length
+	// a field holds a value the spec forbids
+	BadValue // bad_value
+	// well-formed, but a feature intake does not decode
+	Unsupported // unsupported
+	// more hops, items or reports than a Report can hold
+	TooMany // too_many
+	// the input carries no telemetry (no INT where INT was required)
+	NotTelemetry // not_telemetry
 	numReasons
 )
-
-var reasonNames = [...]string{"none", "truncated", "unknown_version", "bad_length", "bad_value",
-	"unsupported", "too_many", "not_telemetry"}
-
-func (r Reason) String() string {
-	if int(r) < len(reasonNames) {
-		return reasonNames[r]
-	}
-	return "unknown"
-}
 
 // Reasons lists every reason a decoder can return, for callers that preallocate counters.
 func Reasons() []Reason {

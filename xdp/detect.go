@@ -34,26 +34,27 @@ const MaxDSCP = 4
 // lift of bpf/report.h: bindings_linux.go checks each value against bpf2go's).
 type Lift int
 
+// The line comments are the names (String, generated with Outcome's, outcome.go): the
+// lifted counts' keys in the status.
 const (
-	LiftVersion Lift = iota // not a TR v0.5, v1.0 or v2.0 report the parser reads (reserved bits set, a quirk's layout)
-	LiftBatch               // several individual reports in one packet, or no packet inside
-	LiftRepType             // a RepType or RepMdBits the parser does not read
-	LiftInner               // the inner packet: two VLAN tags, fragments, IPv6 extension headers, not TCP/UDP, cut short
-	LiftTunnel              // VXLAN-GPE, Geneve or the INT port: user space decodes tunnels
-	LiftINT                 // INT that is neither v2.x MD with NPT 0 nor v1.0, or that user space must judge
-	LiftHops                // more than KernelMaxHops hops
-	LiftLong                // a datagram longer than the parser reads
+	// not a TR v0.5, v1.0 or v2.0 report the parser reads (reserved bits set, a quirk's layout)
+	LiftVersion Lift = iota // version
+	// several individual reports in one packet, or no packet inside
+	LiftBatch // batch
+	// a RepType or RepMdBits the parser does not read
+	LiftRepType // rep_type
+	// the inner packet: two VLAN tags, fragments, IPv6 extension headers, not TCP/UDP, cut short
+	LiftInner // inner
+	// VXLAN-GPE, Geneve or the INT port: user space decodes tunnels
+	LiftTunnel // tunnel
+	// INT that is neither v2.x MD with NPT 0 nor v1.0, or that user space must judge
+	LiftINT // int
+	// more than KernelMaxHops hops
+	LiftHops // hops
+	// a datagram longer than the parser reads
+	LiftLong // long
 	NumLifts
 )
-
-var liftNames = [...]string{"version", "batch", "rep_type", "inner", "tunnel", "int", "hops", "long"}
-
-func (l Lift) String() string {
-	if l >= 0 && int(l) < len(liftNames) {
-		return liftNames[l]
-	}
-	return "unknown"
-}
 
 // The marks on a frame's time (Socket.FrameTime) of a report the program has handled and
 // redirected too (Detect.Lift): MetaDetected, it has detected it, and MetaCached, its flow
