@@ -214,16 +214,6 @@ func NewClusterSummary(gens []*Generator, addrs []string, sts []Stats) ClusterSu
 	return s
 }
 
-// WriteText prints a line per collector and the totals.
-func (s *ClusterSummary) WriteText(w io.Writer) error {
-	for _, c := range s.Collectors {
-		fmt.Fprintf(w, "gen: sent %d datagrams (%d reports) to %s\n", c.Datagrams, c.Reports, c.To)
-	}
-	_, err := fmt.Fprintf(w, "gen: sent %d datagrams (%d reports) to %d collectors; %d send errors\n",
-		s.Datagrams, s.Reports, len(s.Collectors), s.SendErrors)
-	return err
-}
-
 // StartDemo starts `intake demo`'s generators: the report stream of cfg as send says to
 // to[0], and DTA Key-Writes and INT-label exports at a tenth of its rate (and count) to
 // to[1] and to[2], until ctx is done. The three streams share one generated clock: with

@@ -141,5 +141,5 @@ func runGenCluster(cfg gen.Config, send gen.SendConfig, addrs []string, asJSON, 
 		return err
 	}
 	sum := gen.NewClusterSummary(gens, addrs, sts)
-	return printResult(stdout, sum, nil, asJSON, func(w io.Writer) { sum.WriteText(w) })
+	return printResult(stdout, sum, nil, asJSON, func(w io.Writer) { writeClusterSummary(w, &sum) })
 }

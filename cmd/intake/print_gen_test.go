@@ -1,16 +1,18 @@
-package gen
+package main
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/intake-int/intake/gen"
 )
 
 // TestClusterSummaryText: `intake gen --collectors`' text, byte for byte.
-func TestClusterSummaryText(t *testing.T) {
-	s := ClusterSummary{Collectors: []Summary{{To: "10.0.0.1:32766", Datagrams: 10, Reports: 20}, {To: "10.0.0.2:32766", Datagrams: 5, Reports: 9}},
+func TestGenClusterSummaryText(t *testing.T) {
+	s := gen.ClusterSummary{Collectors: []gen.Summary{{To: "10.0.0.1:32766", Datagrams: 10, Reports: 20}, {To: "10.0.0.2:32766", Datagrams: 5, Reports: 9}},
 		Datagrams: 15, Reports: 29, SendErrors: 1}
 	var b strings.Builder
-	if err := s.WriteText(&b); err != nil {
+	if err := writeClusterSummary(&b, &s); err != nil {
 		t.Fatal(err)
 	}
 	want := "gen: sent 10 datagrams (20 reports) to 10.0.0.1:32766\n" +
