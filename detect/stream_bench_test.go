@@ -13,6 +13,7 @@ import (
 
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -75,12 +76,7 @@ func benchStreams(b *testing.B, streams, rate int) {
 		}()
 	}
 	l := d.Log()
-	for deadline := time.Now().Add(30 * time.Second); l.StreamStats().Open != int64(streams); {
-		if time.Now().After(deadline) {
-			b.Fatalf("streams open: %+v", l.StreamStats())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(b, 30*time.Second, fmt.Sprintf("%d streams open", streams), func() bool { return l.StreamStats().Open == int64(streams) })
 	// A flow event of the kind detection raises most: a hop latency change.
 	e := event.Event{Kind: event.KindChange, Scope: event.ScopeSwitch, Measurement: event.FlowHopLatency,
 		Prev: 1200, Value: 5400, Threshold: 50}
@@ -98,18 +94,14 @@ func benchStreams(b *testing.B, streams, rate int) {
 		d.bus.Publish(&e)
 		l.Drain(buf)
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
-		all := true
+	testutil.Eventually(b, time.Minute, fmt.Sprintf("every stream to deliver %d events", b.N), func() bool {
 		for i := range got {
-			all = all && got[i].Load() >= int64(1+b.N) // the opening comment, then the events
+			if got[i].Load() < int64(1+b.N) { // the opening comment, then the events
+				return false
+			}
 		}
-		if all {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("the streams did not deliver %d events in a minute: %+v", b.N, l.StreamStats())
-		}
-	}
+		return true
+	})
 	cpu := cpuTime(b) - cpu0
 	b.StopTimer()
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/event")

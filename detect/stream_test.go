@@ -16,6 +16,7 @@ import (
 
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -134,17 +135,20 @@ func TestStreamSlowClient(t *testing.T) {
 	defer conn.Close()
 	conn.(*net.TCPConn).SetReadBuffer(4096)
 	fmt.Fprintf(conn, "GET /api/v1/events/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-	deadline := time.Now().Add(20 * time.Second)
-	for f.log.StreamStats().Open != 1 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	for i := 0; f.log.StreamStats().Open == 1 && time.Now().Before(deadline); i++ {
+	testutil.Eventually(t, 20*time.Second, "the stream open", func() bool { return f.log.StreamStats().Open == 1 })
+	i := 0
+	testutil.Eventually(t, 20*time.Second, "the slow stream closed", func() bool {
+		if f.log.StreamStats().Open != 1 {
+			return true
+		}
 		// 10,000 events/s, far within the ring at the pace the stream writes (even under the
 		// race detector): it is never behind while its writes go through.
 		publish(f.d, 200, t0+int64(i)*200)
 		f.log.Drain(f.buf)
+		i++
 		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
 	if st := f.log.StreamStats(); st.Open != 0 || st.Dropped["slow"] != 1 || st.Dropped["behind"] != 0 {
 		t.Errorf("stats %+v", st)
 	}
@@ -183,12 +187,7 @@ func TestStreamStop(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("stop took %s with two streams open", d)
 	}
-	for deadline := time.Now().Add(time.Second); f.log.StreamStats().Open != 0 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
-	if st := f.log.StreamStats(); st.Open != 0 {
-		t.Errorf("after stop: %+v", st)
-	}
+	testutil.Eventually(t, time.Second, "no stream open after stop", func() bool { return f.log.StreamStats().Open == 0 })
 }
 
 // newTestServer serves srv's handler on a loopback port for the test; it returns the URL.

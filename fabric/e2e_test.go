@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/label"
 	"github.com/intake-int/intake/wire"
 )
@@ -56,10 +57,7 @@ func TestCollectorCoverageEqualsGroundTruth(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent, errs := f.UDPSent()
-	deadline := time.Now().Add(3 * time.Second)
-	for ctl.Counters().Reports < sent && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 3*time.Second, "the collector to install every export sent", func() bool { return ctl.Counters().Reports >= sent })
 	if got := ctl.Counters().Reports; got != sent || errs != 0 || sent < 50 {
 		t.Fatalf("collector installed %d exports, fabric sent %d (%d errors)", got, sent, errs)
 	}

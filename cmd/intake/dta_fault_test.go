@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/dta"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
@@ -107,21 +108,14 @@ func (s *serveChild) alive(t *testing.T) {
 // waitDecoded waits until serve has decoded n reports.
 func (s *serveChild) waitDecoded(t *testing.T, n uint64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.Eventually(t, 10*time.Second, fmt.Sprintf("serve to decode %d reports", n), func() bool {
 		s.alive(t)
 		var st struct {
 			Reports uint64 `json:"reports_decoded"`
 		}
 		collectortest.GetJSON(t, "http://"+s.http+"/api/v1/status", &st)
-		if st.Reports == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve decoded %d of %d reports", st.Reports, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return st.Reports == n
+	})
 }
 
 // dtaDrops is the status's drops.dta[reason].
