@@ -13,6 +13,7 @@ import (
 
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/internal/testutil"
 )
 
 func labelExport() []byte {
@@ -59,7 +60,7 @@ func TestStatusDrops(t *testing.T) {
 	sendFrom(t, "127.0.0.2:0", c.Receiver.ListenerAddr(1), x)             // the switch
 	sendFrom(t, "127.0.0.1:0", c.Receiver.ListenerAddr(0), make([]byte, 600))
 	var st Status
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	testutil.Eventually(t, 5*time.Second, "the 7 datagrams in the status", func() bool {
 		resp, err := http.Get("http://" + c.API.Addr() + "/api/v1/status")
 		if err != nil {
 			t.Fatal(err)
@@ -70,13 +71,14 @@ func TestStatusDrops(t *testing.T) {
 		if err := json.Unmarshal(b, &st); err != nil {
 			t.Fatal(err)
 		}
-		if st.PacketsReceived == 7 {
-			if !strings.Contains(string(b), "\n  \"drops\": {\n    \"total\": 6,\n    \"ingest\": {\n") {
-				t.Errorf("status:\n%s", b)
-			}
-			break
+		if st.PacketsReceived != 7 {
+			return false
 		}
-	}
+		if !strings.Contains(string(b), "\n  \"drops\": {\n    \"total\": 6,\n    \"ingest\": {\n") {
+			t.Errorf("status:\n%s", b)
+		}
+		return true
+	})
 	d := st.Drops
 	if d.Total != 6 || d.Ingest["not_allowed"] != 5 || d.Ingest["oversize"] != 1 || d.Ingest["kernel"] != 0 || len(d.Ingest) != 7 {
 		t.Errorf("drops %+v", d)
