@@ -16,7 +16,7 @@ import (
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/internal/testutil"
-	"github.com/intake-int/intake/xdp/xdptest"
+	"github.com/intake-int/intake/internal/testutil/xdptest"
 )
 
 // byKey groups events by metric key, each key's in order, without their receive times.

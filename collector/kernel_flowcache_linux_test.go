@@ -13,8 +13,8 @@ import (
 	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/internal/testutil/xdptest"
 	"github.com/intake-int/intake/telemetry"
-	"github.com/intake-int/intake/xdp/xdptest"
 )
 
 // TestKernelFlowCache runs the collector with flowcache.kernel and detect.kernel on an xdp

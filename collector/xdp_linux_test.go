@@ -14,8 +14,8 @@ import (
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/internal/testutil"
+	"github.com/intake-int/intake/internal/testutil/xdptest"
 	"github.com/intake-int/intake/telemetry"
-	"github.com/intake-int/intake/xdp/xdptest"
 )
 
 func dtaStream(t *testing.T, op string, batch, n int, seed uint64) ([][]byte, []telemetry.Report) {

@@ -11,10 +11,10 @@ import (
 
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/internal/testutil"
+	"github.com/intake-int/intake/internal/testutil/xdptest"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 	"github.com/intake-int/intake/xdp"
-	"github.com/intake-int/intake/xdp/xdptest"
 )
 
 // genDatagrams returns n datagrams of a gen format, with the listener input they go to.

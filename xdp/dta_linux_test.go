@@ -10,8 +10,8 @@ import (
 	"github.com/intake-int/intake/dta"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/internal/testutil"
+	"github.com/intake-int/intake/internal/testutil/xdptest"
 	"github.com/intake-int/intake/telemetry"
-	"github.com/intake-int/intake/xdp/xdptest"
 )
 
 // dtaStream returns a gen DTA stream's datagrams and reports.

@@ -10,7 +10,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/intake-int/intake/internal/testutil"
-	"github.com/intake-int/intake/xdp/xdptest"
+	"github.com/intake-int/intake/internal/testutil/xdptest"
 )
 
 // TestFloorFrames runs the floor program on frames of every kind with BPF_PROG_TEST_RUN:

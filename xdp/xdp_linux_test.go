@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/intake-int/intake/xdp/xdptest"
+	"github.com/intake-int/intake/internal/testutil/xdptest"
 )
 
 // attachOrSkip attaches the program, skipping the test when the kernel refuses XDP itself
