@@ -174,9 +174,7 @@ func TestStreamStop(t *testing.T) {
 	defer conn.Close()
 	conn.(*net.TCPConn).SetReadBuffer(4096)
 	fmt.Fprintf(conn, "GET /api/v1/events/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-	for f.log.StreamStats().Open != 2 {
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(t, 20*time.Second, "two streams open", func() bool { return f.log.StreamStats().Open == 2 })
 	publish(f.d, 3000, t0)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

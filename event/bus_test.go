@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/intake-int/intake/internal/testutil"
 )
 
 func TestNames(t *testing.T) {
@@ -394,9 +396,7 @@ func TestLinger(t *testing.T) {
 	if n := c.Poll(buf); n != 0 {
 		t.Fatalf("poll of an empty ring: %d events", n)
 	}
-	for c.lingering.Load() {
-		time.Sleep(Linger / 4)
-	}
+	testutil.Eventually(t, 5*time.Second, "the linger to end", func() bool { return !c.lingering.Load() })
 	p.Publish(make([]Event, 1))
 	p.Wake()
 	if len(c.notify) != 1 {
