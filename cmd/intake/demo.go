@@ -126,7 +126,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	scr, err := coll.NewScreen(stdout, "intake demo", "demo", *top)
+	scr, err := newScreen(coll, stdout, "intake demo", "demo", *top)
 	if err != nil {
 		return err
 	}

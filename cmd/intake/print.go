@@ -10,6 +10,15 @@ import (
 // print them for people; the runtime packages give only the data (their JSON types). Flows
 // are written with telemetry.FlowString, the notation the API's parsers read back.
 
+// sum adds a breakdown's counts.
+func sum(m map[string]uint64) uint64 {
+	var n uint64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
 // pathText writes a path of switch ids, first hop first: "3 > 1 > 7".
 func pathText(p []uint32) string {
 	s := make([]string, len(p))

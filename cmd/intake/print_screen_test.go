@@ -1,10 +1,12 @@
-package collector
+package main
 
 import (
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/intake-int/intake/collector"
+	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -15,14 +17,17 @@ import (
 // switches (mean hop latency: switch 1's (2000+40+2e9)/3 ns, switch 2's (1000+500+1.5e6)/3),
 // and the source's lines.
 func TestScreenText(t *testing.T) {
-	cfg := testConfig(t)
-	cfg.HTTP.Address = ""
-	c, err := New(cfg, Options{NoHTTP: true})
+	cfg, err := config.Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HTTP.Address, cfg.DTA.DataDir = "", t.TempDir()
+	c, err := collector.New(cfg, collector.Options{NoHTTP: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	scr, err := c.NewScreen(&b, "intake demo", "screen", 2)
+	scr, err := newScreen(c, &b, "intake demo", "screen", 2)
 	if err != nil {
 		t.Fatal(err)
 	}

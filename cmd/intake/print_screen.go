@@ -1,4 +1,4 @@
-package collector
+package main
 
 import (
 	"errors"
@@ -8,17 +8,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/internal/cli"
 )
 
-// Screen is a one-screen live summary of a running collector, the one `intake demo` draws
+// screen is a one-screen live summary of a running collector, the one `intake demo` draws
 // every second: reports/s by format, counters and drops, events by kind, the active flows
 // and the slowest flows and switches (from the flow cache). Over a terminal it redraws in
 // place, otherwise it prints one block per Draw.
-type Screen struct {
-	c         *Collector
+type screen struct {
+	c         *collector.Collector
 	w         io.Writer
 	title     string
 	tty       bool
@@ -32,32 +33,32 @@ type Screen struct {
 	recent    *flowcache.Recent
 }
 
-// NewScreen returns a screen of c, which must have a flow cache, written to w under title,
+// newScreen returns a screen of c, which must have a flow cache, written to w under title,
 // with the top slowest flows and switches. It reads the events from a bus consumer of its own
 // (named consumer) until Close.
-func (c *Collector) NewScreen(w io.Writer, title, consumer string, top int) (*Screen, error) {
+func newScreen(c *collector.Collector, w io.Writer, title, consumer string, top int) (*screen, error) {
 	if c.FlowCache == nil {
 		return nil, errors.New("flowcache.enabled: false: the screen reads the flow cache; turn it on")
 	}
 	// Only a terminal gets the screen redrawn in place; /dev/null, a character device too,
 	// and logs get it appended.
 	tty := cli.IsTerminal(w)
-	return &Screen{c: c, w: w, title: title, tty: tty, top: top, buf: make([]event.Event, 4096), lastByFmt: map[string]uint64{},
+	return &screen{c: c, w: w, title: title, tty: tty, top: top, buf: make([]event.Event, 4096), lastByFmt: map[string]uint64{},
 		lastT: time.Now(), recent: c.FlowCache.NewRecent(), events: c.Bus.Subscribe(consumer, 1<<14)}, nil
 }
 
 // Close stops reading events.
-func (d *Screen) Close() { d.c.Bus.Unsubscribe(d.events) }
+func (d *screen) Close() { d.c.Bus.Unsubscribe(d.events) }
 
 // Final makes the next Draw the last: its rates are the means since start, and it says the
 // run has stopped.
-func (d *Screen) Final(start time.Time) {
+func (d *screen) Final(start time.Time) {
 	d.lastByFmt, d.lastT, d.final = map[string]uint64{}, start, true
 }
 
 // Draw writes the screen: up is the time since the start, httpLine where the API is, source
 // a few lines about the traffic's source (may be empty).
-func (d *Screen) Draw(up time.Duration, httpLine, source string) {
+func (d *screen) Draw(up time.Duration, httpLine, source string) {
 	events := d.events
 	st := d.c.Receiver.Status()
 	now := time.Now()
@@ -112,7 +113,7 @@ func (d *Screen) Draw(up time.Duration, httpLine, source string) {
 		for i, h := range f.Hops {
 			path[i] = h.NodeID
 		}
-		fmt.Fprintf(&b, "  %-44s %10s   path %s\n", f.Flow.String(), nsString(f.LatLatest), pathString(path))
+		fmt.Fprintf(&b, "  %-44s %10s   path %s\n", f.Flow.String(), nsString(f.LatLatest), pathText(path))
 	}
 	sort.Slice(switches, func(i, j int) bool { return switches[i].Sum*switches[j].N > switches[j].Sum*switches[i].N })
 	fmt.Fprintf(&b, "\nslowest hops (hop latency by switch, last second)\n")
@@ -125,15 +126,8 @@ func (d *Screen) Draw(up time.Duration, httpLine, source string) {
 	io.WriteString(d.w, b.String())
 }
 
-func pathString(p []uint32) string {
-	s := make([]string, len(p))
-	for i, n := range p {
-		s[i] = fmt.Sprint(n)
-	}
-	return strings.Join(s, " > ")
-}
-
-// nsString prints nanoseconds in the unit that reads best.
+// nsString prints nanoseconds in the unit that reads best, as the screen has always written
+// them (two decimals; the query verbs' nanos gives three significant digits).
 func nsString(ns uint64) string {
 	switch {
 	case ns >= 1e9:
