@@ -38,14 +38,14 @@ func TestControlEndpoint(t *testing.T) {
 		}
 	}()
 
-	hc := label.NewHTTPControl(base)
+	hc := label.NewHTTPControl(base, label.ControlDeps{})
 	hc.SetShift(3, 1, 2)  // tor3 port 1
 	hc.SetShift(9, 2, 1)  // spine1 port 2
 	hc.SetShift(3, 1, 0)  // back to 0: not listed
 	hc.SetShift(5, 9, 1)  // leaf1 has 4 ports: 404
 	hc.SetShift(12, 2, 3) // spine4 port 2 (a spine has 2 ports)
 	hc.Close()
-	if s, e, d := hc.Sent.Load(), hc.Errors.Load(), hc.Drops.Load(); s != 4 || e != 1 || d != 0 {
+	if s, e, d := hc.Sent.Load(), hc.Errors.Load(), hc.Dropped.Load(); s != 4 || e != 1 || d != 0 {
 		t.Fatalf("sent %d, errors %d, drops %d", s, e, d)
 	}
 	get := func(method, path, body string) (int, string) {

@@ -114,11 +114,14 @@ func TestProFeedbackOverControlEndpoint(t *testing.T) {
 	ln.Close()
 	lc := label.DefaultConfig()
 	lc.K, lc.LabelingInterval, lc.FeedbackPeriod = 1, 50*time.Millisecond, 5*time.Millisecond
-	hc := label.NewHTTPControl("http://" + ctlAddr)
+	hc := label.NewHTTPControl("http://"+ctlAddr, label.ControlDeps{})
 	ctl := label.New(lc, label.Deps{Setter: hc})
 	cfg := ingest.Config{Listeners: []ingest.Listener{{Name: "int-label", Format: "int-label", Address: "127.0.0.1", Sockets: 1, Batch: 16, RcvBuf: 4 << 20, MaxDatagram: 2048}}, Decoder: wire.DefaultConfig()}
 	coll, err := ingest.New(cfg, ingest.Deps{Processors: []ingest.Processor{ctl}})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := ctl.Start(context.Background()); err != nil {
@@ -138,12 +141,15 @@ func TestProFeedbackOverControlEndpoint(t *testing.T) {
 	if err := coll.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := ctl.Stop(context.Background()); err != nil { // stops Algorithm 3 and flushes the sender
+	if err := ctl.Stop(context.Background()); err != nil { // stops Algorithm 3
+		t.Fatal(err)
+	}
+	if err := hc.Stop(context.Background()); err != nil { // flushes the sender
 		t.Fatal(err)
 	}
 	k := ctl.Counters()
-	if k.ShiftsUp == 0 || hc.Sent.Load() != k.ShiftsUp+k.ShiftsDown || hc.Errors.Load() != 0 || hc.Drops.Load() != 0 {
-		t.Fatalf("controller %+v; control sent %d, errors %d, drops %d", k, hc.Sent.Load(), hc.Errors.Load(), hc.Drops.Load())
+	if k.ShiftsUp == 0 || hc.Sent.Load() != k.ShiftsUp+k.ShiftsDown || hc.Errors.Load() != 0 || hc.Dropped.Load() != 0 {
+		t.Fatalf("controller %+v; control sent %d, errors %d, drops %d", k, hc.Sent.Load(), hc.Errors.Load(), hc.Dropped.Load())
 	}
 	want := map[[2]uint8]uint8{}
 	for _, p := range ctl.Ports(ctl.Now(), -1) {

@@ -56,9 +56,4 @@ func (c *Controller) registerMetrics(reg *metrics.Registry) {
 		}
 		return r.Windows[0].Coverage
 	})
-	if hc, ok := c.setter.(*HTTPControl); ok {
-		reg.Counter("intake_label_control_sent_total", "shift updates sent to the control endpoint").Func(func() float64 { return float64(hc.Sent.Load()) })
-		reg.Counter("intake_label_control_errors_total", "shift updates the control endpoint refused or did not answer").Func(func() float64 { return float64(hc.Errors.Load()) })
-		reg.Counter("intake_label_control_drops_total", "shift updates dropped because the send queue was full").Func(func() float64 { return float64(hc.Drops.Load()) })
-	}
 }

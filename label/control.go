@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/intake-int/intake/metrics"
 )
 
 // The control channel (docs/fabric.md, "Control endpoint"): the controller tells a switch to
@@ -43,33 +46,78 @@ type Shifts struct {
 }
 
 // HTTPControl sends shift updates to a control endpoint from its own goroutine through a
-// bounded queue, so that Algorithm 3's loop never waits on the network.
+// bounded queue, so that Algorithm 3's loop never waits on the network. It is a component of
+// its own: the collector starts it before the Controller that feeds it and stops it after.
 type HTTPControl struct {
 	url    string
 	client *http.Client
+	log    *slog.Logger
 	q      chan Shift
 	done   chan struct{}
 	start  sync.Once
 	once   sync.Once
 
-	Sent, Errors, Drops atomic.Uint64
+	// Sent, Errors: updates the endpoint took and refused (or did not answer); Dropped:
+	// updates the queue had no room for.
+	Sent, Errors, Dropped atomic.Uint64
+
+	errMu     sync.Mutex
+	errLogged time.Time // when the last send error was logged (at most one per errLogEvery)
+	errSince  uint64    // errors not logged since then
 }
 
-// NewHTTPControl returns a sender to base (e.g. http://127.0.0.1:8050); Start starts it
-// (the Controller's Start does), and updates queued before are sent then.
-func NewHTTPControl(base string) *HTTPControl {
-	return &HTTPControl{
+// errLogEvery bounds how often a failing endpoint is logged: every send fails while it is
+// down, and the queue holds thousands.
+const errLogEvery = 10 * time.Second
+
+// ControlDeps are what an HTTPControl uses beside its URL; every field is optional.
+type ControlDeps struct {
+	Metrics *metrics.Registry // intake_label_control_*_total go on it
+	Logger  *slog.Logger      // send errors, at most one line per 10 s
+}
+
+// NewHTTPControl returns a sender to base (e.g. http://127.0.0.1:8050); Start starts it,
+// and updates queued before are sent then.
+func NewHTTPControl(base string, deps ControlDeps) *HTTPControl {
+	h := &HTTPControl{
 		url:    strings.TrimSuffix(base, "/") + ControlPath,
 		client: &http.Client{Timeout: 2 * time.Second},
+		log:    deps.Logger,
 		q:      make(chan Shift, controlQueue),
 		done:   make(chan struct{}),
 	}
+	if reg := deps.Metrics; reg != nil {
+		reg.Counter("intake_label_control_sent_total", "shift updates sent to the control endpoint").Func(func() float64 { return float64(h.Sent.Load()) })
+		reg.Counter("intake_label_control_errors_total", "shift updates the control endpoint refused or did not answer").Func(func() float64 { return float64(h.Errors.Load()) })
+		reg.Counter("intake_label_control_drops_total", "shift updates dropped because the send queue was full").Func(func() float64 { return float64(h.Dropped.Load()) })
+	}
+	return h
 }
+
+// Name is the component's name.
+func (h *HTTPControl) Name() string { return "label-control" }
 
 // Start starts the sending goroutine; later calls do nothing.
 func (h *HTTPControl) Start(context.Context) error {
 	h.start.Do(func() { go h.loop() })
 	return nil
+}
+
+// Stop sends what is queued, within ctx's deadline, and stops the sender.
+func (h *HTTPControl) Stop(ctx context.Context) error {
+	h.Start(ctx)
+	h.once.Do(func() { close(h.q) })
+	select {
+	case <-h.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%d shift updates not sent: %w", len(h.q), ctx.Err())
+	}
+}
+
+// Drops is the control queue's drops, for the collector's status.
+func (h *HTTPControl) Drops() map[string]uint64 {
+	return map[string]uint64{"label.control_queue": h.Dropped.Load()}
 }
 
 // SetShift implements ShiftSetter: it queues the update, counting it as dropped when the
@@ -78,7 +126,7 @@ func (h *HTTPControl) SetShift(sw, port, shift uint8) {
 	select {
 	case h.q <- Shift{sw, port, shift}:
 	default:
-		h.Drops.Add(1)
+		h.Dropped.Add(1)
 	}
 }
 
@@ -87,6 +135,7 @@ func (h *HTTPControl) loop() {
 	for s := range h.q {
 		if err := h.send(s); err != nil {
 			h.Errors.Add(1)
+			h.logError(err)
 		} else {
 			h.Sent.Add(1)
 		}
@@ -106,10 +155,22 @@ func (h *HTTPControl) send(s Shift) error {
 	return nil
 }
 
+// logError logs err unless an error was logged less than errLogEvery ago; the next line
+// says how many were not.
+func (h *HTTPControl) logError(err error) {
+	if h.log == nil {
+		return
+	}
+	h.errMu.Lock()
+	defer h.errMu.Unlock()
+	if time.Since(h.errLogged) < errLogEvery {
+		h.errSince++
+		return
+	}
+	h.log.Warn("label control: sending a shift update", "err", err, "errors_not_logged", h.errSince)
+	h.errLogged, h.errSince = time.Now(), 0
+}
+
 // Close sends what is queued and stops the sender; a sender never started is started for
 // that.
-func (h *HTTPControl) Close() {
-	h.Start(context.Background())
-	h.once.Do(func() { close(h.q) })
-	<-h.done
-}
+func (h *HTTPControl) Close() { h.Stop(context.Background()) }

@@ -422,11 +422,6 @@ func (c *Controller) Start(ctx context.Context) error {
 	if c.setter == nil || c.stop != nil {
 		return nil
 	}
-	if s, ok := c.setter.(interface{ Start(context.Context) error }); ok {
-		if err := s.Start(ctx); err != nil {
-			return err
-		}
-	}
 	c.stop, c.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(c.done)
@@ -450,9 +445,6 @@ func (c *Controller) Stop(context.Context) error {
 		close(c.stop)
 		<-c.done
 		c.stop = nil
-	}
-	if h, ok := c.setter.(interface{ Close() }); ok {
-		h.Close()
 	}
 	return nil
 }
