@@ -62,13 +62,26 @@ type Server struct {
 func New(addr string, reg *metrics.Registry) *Server {
 	cfg := DefaultConfig()
 	cfg.Address = addr
-	s, _ := NewFromConfig(cfg, reg) // no file to read: cannot fail
+	s, _ := NewFromConfig(cfg, Deps{Metrics: reg}) // no file to read: cannot fail
 	return s
+}
+
+// Deps are what a Server uses beside its configuration; every field is optional.
+type Deps struct {
+	// Metrics is the registry /metrics serves and the server's own series go on (nil:
+	// /metrics answers 503).
+	Metrics *metrics.Registry
+	// Logger is where the server logs (nil: slog.Default()).
+	Logger *slog.Logger
 }
 
 // NewFromConfig builds a server from the http section (validated: it reads the token file
 // again, so that an error here is one that appeared since).
-func NewFromConfig(cfg Config, reg *metrics.Registry) (*Server, error) {
+func NewFromConfig(cfg Config, deps Deps) (*Server, error) {
+	reg, log := deps.Metrics, deps.Logger
+	if log == nil {
+		log = slog.Default()
+	}
 	tok, err := cfg.BearerToken()
 	if err != nil {
 		return nil, fmt.Errorf("http.token_file: %w", err)
@@ -86,7 +99,7 @@ func NewFromConfig(cfg Config, reg *metrics.Registry) (*Server, error) {
 	if cfg.MaxConnectionsPerSource <= 0 {
 		cfg.MaxConnectionsPerSource = min(def.MaxConnectionsPerSource, cfg.MaxConnections)
 	}
-	s := &Server{cfg: cfg, addr: cfg.Address, reg: reg, log: slog.Default(), mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, addr: cfg.Address, reg: reg, log: log, mux: http.NewServeMux()}
 	s.guard.init(tok, cfg.TokenReads, cfg.AllowedHosts)
 	s.guard.register(reg)
 	s.conns = newConnLimit(cfg.MaxConnections, cfg.MaxConnectionsPerSource, s.log)
@@ -98,9 +111,6 @@ func NewFromConfig(cfg Config, reg *metrics.Registry) (*Server, error) {
 	})
 	return s, nil
 }
-
-// SetLogger sets where the server logs (default slog.Default()).
-func (s *Server) SetLogger(l *slog.Logger) { s.log, s.conns.log = l, l }
 
 // Handle registers a handler for pattern (http.ServeMux syntax, e.g. "GET /api/v1/flow").
 // Call it before Start. Paths must be under /api/v1/.

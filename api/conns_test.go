@@ -29,7 +29,7 @@ func limitedServer(t *testing.T, cfg api.Config) (*api.Server, chan struct{}) {
 	if cfg.Address == "" {
 		cfg.Address = "127.0.0.1:0"
 	}
-	s, err := api.NewFromConfig(cfg, metrics.NewRegistry())
+	s, err := api.NewFromConfig(cfg, api.Deps{Metrics: metrics.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

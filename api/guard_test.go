@@ -33,7 +33,7 @@ func guarded(t *testing.T, cfg api.Config) *api.Server {
 	if cfg.Address == "" {
 		cfg.Address = "127.0.0.1:0"
 	}
-	s, err := api.NewFromConfig(cfg, metrics.NewRegistry())
+	s, err := api.NewFromConfig(cfg, api.Deps{Metrics: metrics.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,7 @@ func TestConfigValidate(t *testing.T) {
 // but still pass the Host check; every API path, /metrics and every write keep the token.
 func TestPages(t *testing.T) {
 	cfg := api.Config{Address: "127.0.0.1:0", Token: testToken, TokenReads: true}
-	s, err := api.NewFromConfig(cfg, metrics.NewRegistry())
+	s, err := api.NewFromConfig(cfg, api.Deps{Metrics: metrics.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

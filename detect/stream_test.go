@@ -230,7 +230,7 @@ func TestStreamMetrics(t *testing.T) {
 func TestStreamOutlivesTimeouts(t *testing.T) {
 	hc := api.DefaultConfig()
 	hc.Address, hc.ReadTimeout, hc.WriteTimeout = "127.0.0.1:0", 100*time.Millisecond, 100*time.Millisecond
-	srv, err := api.NewFromConfig(hc, nil)
+	srv, err := api.NewFromConfig(hc, api.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
