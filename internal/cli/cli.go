@@ -10,10 +10,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/intake-int/intake/internal/buildinfo"
 )
 
 // DefaultAPI is the collector's default HTTP API address (config's http.address).
@@ -116,28 +117,18 @@ func Bar(w io.Writer, label string) func(done, total int) {
 // "(devel)" for a build from a checkout), the VCS revision and time when the build
 // recorded them, and the Go version.
 func Version() string {
-	bi, ok := debug.ReadBuildInfo()
+	bi, ok := buildinfo.Read()
 	if !ok {
 		return "intake (no build information)"
 	}
-	v := "intake " + bi.Main.Version
-	var rev, at, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			at = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = " (modified)"
-			}
+	v := "intake " + bi.Version
+	if bi.Revision != "" {
+		v += " " + bi.Revision[:min(12, len(bi.Revision))]
+		if bi.Modified {
+			v += " (modified)"
 		}
-	}
-	if rev != "" {
-		v += " " + rev[:min(12, len(rev))] + dirty
-		if at != "" {
-			v += " " + at
+		if bi.Time != "" {
+			v += " " + bi.Time
 		}
 	}
 	return v + " " + bi.GoVersion
