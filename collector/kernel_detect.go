@@ -1,9 +1,9 @@
 package collector
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -15,21 +15,23 @@ import (
 	"github.com/intake-int/intake/xdp"
 )
 
-// kernelDetectComp runs detection in the kernel (detect.kernel, docs/xdp.md "Detection in the
-// kernel"): at Start it creates the kernel detector's state, links it to the detector (rules
-// and counters) and the receiver (whose report listeners' XDP programs detect with it), and
-// publishes the program's events on the bus until Stop.
-type kernelDetectComp struct {
+// kernelDetect is the detector's state in the kernel (detect.kernel, docs/xdp.md "Detection
+// in the kernel"), the detector's detect.KernelState: the detector opens it at its Start
+// (it is then created, and its events published on the bus until Close) and closes it at
+// its Stop. The receiver, which starts after the detector and stops before, hands it to its
+// report listeners' XDP programs, which detect with it.
+type kernelDetect struct {
 	spec xdp.Detect
-	c    *Collector
+	bus  *event.Bus
+	log  *slog.Logger
 	st   *xdp.DetectState
 	done chan struct{}
 	wg   sync.WaitGroup
 }
 
-// kernelDetect returns the component of detect.kernel, nil when it is off. It needs a
+// kernelDetect returns the state of detect.kernel, nil when it is off. It needs a
 // listener with format report in mode xdp, whose decoder the program's parser can follow.
-func (c *Collector) kernelDetect() (*kernelDetectComp, error) {
+func (c *Collector) kernelDetect() (*kernelDetect, error) {
 	cfg := &c.Config.Detect
 	if !cfg.Enabled || !cfg.Kernel {
 		return nil, nil
@@ -45,7 +47,7 @@ func (c *Collector) kernelDetect() (*kernelDetectComp, error) {
 		}
 		spec := xdp.Detect{MaxFlows: detect.Capacity(cfg.MaxFlows, cfg.Shards), MaxKeys: detect.Capacity(cfg.MaxKeys, cfg.Shards),
 			Lift: c.needsEveryReport(), Parser: p}
-		return &kernelDetectComp{spec: spec, c: c}, nil
+		return &kernelDetect{spec: spec, bus: c.Bus, log: c.log}, nil
 	}
 	return nil, errors.New("detect.kernel: true: needs a listener with format report and mode xdp (its XDP program detects)")
 }
@@ -76,23 +78,39 @@ func (c *Collector) needsEveryReport() bool {
 	return fc.Enabled && !fc.Kernel || det.Enabled && !det.Kernel || c.Config.DTA.Enabled || c.Kafka != nil && c.Kafka.Reports() != nil
 }
 
-func (k *kernelDetectComp) Name() string { return "detect-kernel" }
-
-func (k *kernelDetectComp) Start(context.Context) error {
+// Open creates the state and starts publishing its events (detect.KernelState).
+func (k *kernelDetect) Open() (detect.Kernel, error) {
 	st, err := xdp.NewDetectState(k.spec)
 	if err != nil {
-		return fmt.Errorf("detect.kernel: %w (it needs root and a kernel with BPF ring buffers, 5.8+)", err)
-	}
-	if err := k.c.Detector.SetKernel(kernelDetector{st}); err != nil {
-		st.Close()
-		return fmt.Errorf("detect.kernel: writing the rules: %w", err)
+		return nil, fmt.Errorf("%w (it needs root and a kernel with BPF ring buffers, 5.8+)", err)
 	}
 	k.st = st
-	k.c.Receiver.SetDetectState(st)
 	k.done = make(chan struct{})
 	k.wg.Add(1)
 	go k.read()
-	return nil
+	return kernelDetector{st}, nil
+}
+
+// Close stops publishing, frees the state and returns its last counters
+// (detect.KernelState).
+func (k *kernelDetect) Close() (detect.KernelCounts, error) {
+	if k.st == nil {
+		return detect.KernelCounts{}, errors.New("not open")
+	}
+	close(k.done)
+	k.wg.Wait()
+	kc, err := kernelDetector{k.st}.Counts()
+	err = errors.Join(err, k.st.Close())
+	k.st = nil
+	return kc, err
+}
+
+// state is what the receiver's report listeners' programs detect with: nil unless open.
+func (k *kernelDetect) state() *xdp.DetectState {
+	if k == nil {
+		return nil
+	}
+	return k.st
 }
 
 // kernelPoll and kernelPollIdle bound how long the reader waits before it looks at an empty
@@ -107,9 +125,9 @@ const (
 )
 
 // read publishes the program's events on the bus until Stop.
-func (k *kernelDetectComp) read() {
+func (k *kernelDetect) read() {
 	defer k.wg.Done()
-	pub := k.c.Bus.NewPublisher()
+	pub := k.bus.NewPublisher()
 	kev := make([]xdp.Event, 256)
 	evs := make([]event.Event, 256)
 	off, offAt := xdp.MonoOffset(), time.Now()
@@ -123,7 +141,7 @@ func (k *kernelDetectComp) read() {
 		n, err := k.st.Read(kev, wait)
 		if err != nil {
 			if !errors.Is(err, xdp.ErrClosed) {
-				k.c.log.Error("detect.kernel: reading the event ring", "err", err)
+				k.log.Error("detect.kernel: reading the event ring", "err", err)
 			}
 			return
 		}
@@ -143,30 +161,11 @@ func (k *kernelDetectComp) read() {
 	}
 }
 
-func (k *kernelDetectComp) Stop(context.Context) error {
-	if k.st == nil {
-		return nil
-	}
-	close(k.done)
-	k.wg.Wait()
-	k.c.Receiver.SetDetectState(nil)
-	// The detector keeps the program's last counters, for the stop summary and the status.
-	kc, cerr := kernelDetector{k.st}.Counts()
-	if cerr == nil {
-		k.c.Detector.SetKernel(stoppedKernel{kc})
-	} else {
-		k.c.Detector.SetKernel(nil)
-	}
-	err := k.st.Close()
-	k.st = nil
-	return err
-}
-
 // kernelDetector is an xdp.DetectState as package detect's Kernel: its rules, counters and tables, times in Unix ns.
 type kernelDetector struct{ st *xdp.DetectState }
 
-func (r kernelDetector) SetRules(change, above *[event.NumMeasurements]uint64) error {
-	return r.st.SetRules(change, above)
+func (r kernelDetector) WriteRules(change, above *[event.NumMeasurements]uint64) error {
+	return r.st.WriteRules(change, above)
 }
 
 func (r kernelDetector) Counts() (detect.KernelCounts, error) {
@@ -225,16 +224,3 @@ func (r kernelDetector) Keys(fn func(*detect.KernelKey) bool) error {
 func (r kernelDetector) DeleteKey(k *detect.KernelKey) error {
 	return r.st.DeleteKey(xdp.KernelKey{Switch: k.Switch, ID: k.ID, Kind: k.Kind})
 }
-
-// stoppedKernel is the kernel detector once stopped: its last counters, no tables.
-type stoppedKernel struct{ c detect.KernelCounts }
-
-func (k stoppedKernel) SetRules(_, _ *[event.NumMeasurements]uint64) error { return nil }
-func (k stoppedKernel) Counts() (detect.KernelCounts, error)               { return k.c, nil }
-func (k stoppedKernel) Flows(func(*detect.KernelFlow) bool) error          { return nil }
-func (k stoppedKernel) Keys(func(*detect.KernelKey) bool) error            { return nil }
-func (k stoppedKernel) Flow(telemetry.FlowKey) (detect.KernelFlow, bool) {
-	return detect.KernelFlow{}, false
-}
-func (k stoppedKernel) DeleteFlow(telemetry.FlowKey) error { return nil }
-func (k stoppedKernel) DeleteKey(*detect.KernelKey) error  { return nil }

@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -10,21 +9,19 @@ import (
 	"github.com/intake-int/intake/xdp"
 )
 
-// kernelFlowCacheComp keeps the flow cache in the kernel (flowcache.kernel, docs/flowcache.md
-// "In the kernel"): at Start it creates the kernel flow cache's state and links it to the
-// flow cache (whose queries, drain, ager, histograms and counters then read it) and to the
-// receiver (whose report listeners' XDP programs update it). It stops after the receiver:
-// the program is detached, and the kernel's last evicted records go to the sinks before the
-// state is freed.
-type kernelFlowCacheComp struct {
+// kernelFlowCache is the flow cache in the kernel (flowcache.kernel, docs/flowcache.md "In
+// the kernel"), the flow cache's flowcache.KernelState: the cache opens it at its Start
+// (it is then created) and closes it at its Stop, after the kernel's last evicted records
+// went to the sinks. The receiver, which starts after the cache and stops before, hands it
+// to its report listeners' XDP programs, which update it.
+type kernelFlowCache struct {
 	spec xdp.FlowCache
-	c    *Collector
 	st   *xdp.FlowCacheState
 }
 
-// kernelFlowCache returns the component of flowcache.kernel, nil when it is off. It needs a
+// kernelFlowCache returns the state of flowcache.kernel, nil when it is off. It needs a
 // listener with format report in mode xdp, whose decoder the program's parser can follow.
-func (c *Collector) kernelFlowCache() (*kernelFlowCacheComp, error) {
+func (c *Collector) kernelFlowCache() (*kernelFlowCache, error) {
 	cfg := &c.Config.FlowCache
 	if !cfg.Enabled || !cfg.Kernel {
 		return nil, nil
@@ -46,37 +43,37 @@ func (c *Collector) kernelFlowCache() (*kernelFlowCacheComp, error) {
 			LogBins: h.Scale == "log", Bins: h.Bins, MaxSwitches: h.MaxSwitches,
 			Widths:    [4]uint64{h.Width.HopLatency, h.Width.QueueOccupancy, h.Width.TxUtil, h.Width.Latency},
 			EvictRing: cfg.KernelRing(), Lift: c.needsEveryReport(), Parser: parser}
-		return &kernelFlowCacheComp{spec: spec, c: c}, nil
+		return &kernelFlowCache{spec: spec}, nil
 	}
 	return nil, errors.New("flowcache.kernel: true: needs a listener with format report and mode xdp (its XDP program keeps the flow cache)")
 }
 
-func (k *kernelFlowCacheComp) Name() string { return "flowcache-kernel" }
-
-func (k *kernelFlowCacheComp) Start(context.Context) error {
+// Open creates the state (flowcache.KernelState).
+func (k *kernelFlowCache) Open() (flowcache.Kernel, error) {
 	st, err := xdp.NewFlowCacheState(k.spec)
 	if err != nil {
-		return fmt.Errorf("flowcache.kernel: %w (it needs root and Linux 5.18+)", err)
-	}
-	if err := k.c.FlowCache.SetKernel(kernelCache{st}); err != nil {
-		st.Close()
-		return fmt.Errorf("flowcache.kernel: %w", err)
+		return nil, fmt.Errorf("%w (it needs root and Linux 5.18+)", err)
 	}
 	k.st = st
-	k.c.Receiver.SetFlowCacheState(st)
-	return nil
+	return kernelCache{st}, nil
 }
 
-func (k *kernelFlowCacheComp) Stop(context.Context) error {
+// Close frees the state (flowcache.KernelState).
+func (k *kernelFlowCache) Close() error {
 	if k.st == nil {
 		return nil
 	}
-	k.c.Receiver.SetFlowCacheState(nil)
-	k.c.FlowCache.DrainNow()
-	k.c.FlowCache.SetKernel(nil)
 	err := k.st.Close()
 	k.st = nil
 	return err
+}
+
+// state is what the receiver's report listeners' programs update: nil unless open.
+func (k *kernelFlowCache) state() *xdp.FlowCacheState {
+	if k == nil {
+		return nil
+	}
+	return k.st
 }
 
 // kernelCache is an xdp.FlowCacheState as package flowcache's Kernel.

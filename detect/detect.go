@@ -34,6 +34,7 @@ package detect
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/bits"
 	"sync/atomic"
@@ -68,7 +69,8 @@ type Detector struct {
 	workers []workerCounts
 	stageAt int // ProcessBatch prefetches flow entries with more flows resident (stageFlowsAbove)
 
-	kern kernelLink // detect.kernel: the XDP program's detector (SetKernel)
+	kern   kernelLink  // detect.kernel: the XDP program's detector, linked between Start and Stop
+	kstate KernelState // detect.kernel: what opens it
 }
 
 // Counter slots per worker.
@@ -97,6 +99,17 @@ type Deps struct {
 	Workers int
 	// Metrics, when set, gets the detector's series.
 	Metrics *metrics.Registry
+	// Kernel, with detect.kernel, is the detector's state in the XDP program: the detector
+	// opens it at Start, writes its rules into it and reads its counters and tables, and
+	// closes it at Stop, keeping its last counters.
+	Kernel KernelState
+}
+
+// KernelState is the detector's state in the kernel (detect.kernel), opened and closed by
+// the detector that uses it. Close returns the last counters.
+type KernelState interface {
+	Open() (Kernel, error)
+	Close() (KernelCounts, error)
 }
 
 // New builds a detector publishing to deps.Bus. cfg must have passed Validate. It starts
@@ -107,7 +120,7 @@ func New(cfg Config, deps Deps) *Detector {
 	if bus == nil {
 		bus = &event.Bus{}
 	}
-	d := &Detector{cfg: cfg, bus: bus, shards: make([]*shard, cfg.Shards), mask: uint64(cfg.Shards - 1)}
+	d := &Detector{cfg: cfg, bus: bus, kstate: deps.Kernel, shards: make([]*shard, cfg.Shards), mask: uint64(cfg.Shards - 1)}
 	perFlows, perKeys := shardCap(cfg.MaxFlows, cfg.Shards), shardCap(cfg.MaxKeys, cfg.Shards)
 	for i := range d.shards {
 		d.shards[i] = newShard(perFlows, perKeys)
@@ -144,6 +157,17 @@ func (d *Detector) Name() string { return "detect" }
 
 // Start runs the event log.
 func (d *Detector) Start(context.Context) error {
+	if d.kstate != nil {
+		k, err := d.kstate.Open()
+		if err != nil {
+			return fmt.Errorf("detect.kernel: %w", err)
+		}
+		if err := d.SetKernel(k); err != nil {
+			d.SetKernel(nil)
+			d.kstate.Close()
+			return fmt.Errorf("detect.kernel: writing the rules: %w", err)
+		}
+	}
 	if d.log != nil {
 		d.log.start()
 	}
@@ -152,10 +176,21 @@ func (d *Detector) Start(context.Context) error {
 
 // Stop ends the event log (the log keeps what it holds for queries).
 func (d *Detector) Stop(context.Context) error {
+	var err error
+	if d.kstate != nil && d.withKernel(func(Kernel) {}) {
+		// The detector keeps the program's last counters, for the stop summary and the
+		// status.
+		var kc KernelCounts
+		if kc, err = d.kstate.Close(); err == nil {
+			d.SetKernel(stoppedKernel{kc})
+		} else {
+			d.SetKernel(nil)
+		}
+	}
 	if d.log != nil {
 		d.log.stop()
 	}
-	return nil
+	return err
 }
 
 // Flush implements ingest.Flusher: it publishes the worker's counters.

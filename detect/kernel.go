@@ -14,9 +14,9 @@ import (
 // detector keeps the program's rules equal to its own (SetThreshold, ClearThreshold) and
 // adds the program's counters to its own (Stats).
 type Kernel interface {
-	// SetRules writes the rules in force: levels by measurement, never for a rule that is
+	// WriteRules writes the rules in force: levels by measurement, never for a rule that is
 	// off.
-	SetRules(change, above *[event.NumMeasurements]uint64) error
+	WriteRules(change, above *[event.NumMeasurements]uint64) error
 	// Counts returns the program's counters.
 	Counts() (KernelCounts, error)
 	// Flows calls fn with every flow the program holds until fn returns false; Keys the
@@ -139,7 +139,7 @@ func (d *Detector) pushRules() error {
 		for m := range ch {
 			ch[m], ab[m] = d.change[m].Load(), d.above[m].Load()
 		}
-		err = k.SetRules(&ch, &ab)
+		err = k.WriteRules(&ch, &ab)
 	})
 	return err
 }
@@ -188,3 +188,14 @@ func (d *Detector) kernelCounts() (c KernelCounts, ok bool) {
 // Capacity is the most keys a table of max keys in shards shards holds (each shard has its
 // share plus headroom): the size of the kernel's table of the same configuration.
 func Capacity(max, shards int) int { return shardCap(max, shards) * shards }
+
+// stoppedKernel is the kernel's detector once stopped: its last counters, no tables.
+type stoppedKernel struct{ c KernelCounts }
+
+func (k stoppedKernel) WriteRules(_, _ *[event.NumMeasurements]uint64) error { return nil }
+func (k stoppedKernel) Counts() (KernelCounts, error)                        { return k.c, nil }
+func (k stoppedKernel) Flows(func(*KernelFlow) bool) error                   { return nil }
+func (k stoppedKernel) Keys(func(*KernelKey) bool) error                     { return nil }
+func (k stoppedKernel) Flow(telemetry.FlowKey) (KernelFlow, bool)            { return KernelFlow{}, false }
+func (k stoppedKernel) DeleteFlow(telemetry.FlowKey) error                   { return nil }
+func (k stoppedKernel) DeleteKey(*KernelKey) error                           { return nil }

@@ -29,10 +29,6 @@ func (t *Translator) RegisterAPI(s *api.Server) {
 	a.RegisterAPI(s)
 }
 
-// SetKeyLen sets the DTA key length of the reports (decoder.dta.key_len), which keys in
-// queries are parsed to. Call before RegisterAPI.
-func (t *Translator) SetKeyLen(n int) { t.keyLen = n }
-
 // RegisterAPI adds /api/v1/dta/kw/{key}, /ki/{key}, /postcard/{key}, /list/{id} and /stats.
 func (a *API) RegisterAPI(s *api.Server) {
 	s.HandleFunc("GET /api/v1/dta/kw/{key}", a.guarded(a.handleKW, false))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime/debug"
 	"sync"
@@ -114,8 +115,8 @@ type Translator struct {
 	batchers []*Batcher
 	stats    []workerStats
 
-	keyLen   int        // decoder.dta.key_len, for API queries
-	kernel   *KernelMem // dta.kernel: the Key-Write, Key-Increment and Append data (SetKernel)
+	keyLen   int          // decoder.dta.key_len, for API queries
+	kernel   KernelStores // dta.kernel: the Key-Write, Key-Increment and Append data's owner
 	bus      *event.Bus
 	consumer *event.Consumer // the event list's, between Start and Stop
 	evCancel context.CancelFunc
@@ -141,17 +142,35 @@ type Deps struct {
 	Metrics *metrics.Registry
 	// Logger logs a memory fault on the stores (fault.go); nil: slog.Default().
 	Logger *slog.Logger
+	// KeyLen is the DTA key length of the reports (decoder.dta.key_len), which keys in the
+	// API's queries are parsed to.
+	KeyLen int
+	// Kernel, with dta.kernel, is the kernel-written stores (package xdp's DTAStores): the
+	// translator opens them at Start, before its own stores over their memory, and closes
+	// them at Stop, after.
+	Kernel KernelStores
+}
+
+// KernelStores is the stores an XDP program writes (dta.kernel), opened and closed by the
+// translator that reads them.
+type KernelStores interface {
+	Open() (*KernelMem, error)
+	Close() error
 }
 
 // NewTranslator builds the translator of cfg (which must have passed Validate). It opens
 // nothing: Start opens (or creates) the stores.
 func NewTranslator(cfg Config, deps Deps) *Translator {
-	t := &Translator{Cfg: cfg, stats: make([]workerStats, max(deps.Workers, 1)), bus: deps.Bus, log: deps.Logger}
+	t := &Translator{Cfg: cfg, stats: make([]workerStats, max(deps.Workers, 1)), bus: deps.Bus, log: deps.Logger,
+		keyLen: deps.KeyLen, kernel: deps.Kernel}
 	for i := range t.stats {
 		t.stats[i].stage = &stage{}
 	}
 	if deps.Metrics != nil {
 		t.registerMetrics(deps.Metrics)
+	}
+	if deps.Bus != nil && cfg.INT.EventList >= 0 {
+		deps.Bus.Declare("dta") // its consumer subscribes at Start (startEvents)
 	}
 	return t
 }
@@ -159,19 +178,24 @@ func NewTranslator(cfg Config, deps Deps) *Translator {
 // Name implements ingest.Processor.
 func (t *Translator) Name() string { return "dta" }
 
-// SetKernel puts the Key-Write, Key-Increment and Append stores' data in km, memory the kernel's
-// XDP program writes too (dta.kernel), from the next Start on. The composition root calls
-// it before Start.
-func (t *Translator) SetKernel(km *KernelMem) { t.kernel = km }
-
 // Start opens the stores, allocates the per-worker batches and starts the reset and
 // snapshot timers and the event list's consumer.
 func (t *Translator) Start(context.Context) error {
 	if t.stop != nil {
 		return nil
 	}
-	st, err := openStores(&t.Cfg, t.kernel)
+	var km *KernelMem
+	if t.kernel != nil {
+		var err error
+		if km, err = t.kernel.Open(); err != nil {
+			return fmt.Errorf("dta.kernel: %w", err)
+		}
+	}
+	st, err := openStores(&t.Cfg, km)
 	if err != nil {
+		if t.kernel != nil {
+			t.kernel.Close()
+		}
 		return err
 	}
 	t.St, t.Cache = st, st.PC.NewCache(t.Cfg.Postcard.Cache)
@@ -259,7 +283,11 @@ func (t *Translator) Stop(context.Context) error {
 			t.Cache.Flush()
 		})
 	}
-	return errors.Join(werr, t.St.Close())
+	err := errors.Join(werr, t.St.Close())
+	if t.kernel != nil { // after the stores over its memory
+		err = errors.Join(err, t.kernel.Close())
+	}
+	return err
 }
 
 // flushBatcher writes worker's partial Append batches, guarded: the ingest worker's call
@@ -559,4 +587,14 @@ func (t *Translator) Written(i int) uint64 {
 		n += t.stats[w].pwritten[i].Load()
 	}
 	return n
+}
+
+// Drops is the reports the translator did not write, by reason (BadReasons), for the
+// collector's status.
+func (t *Translator) Drops() map[string]uint64 {
+	m := make(map[string]uint64, len(BadReasons))
+	for i, n := range BadReasons {
+		m["dta."+n] = t.Bad(i)
+	}
+	return m
 }

@@ -64,6 +64,20 @@ type Deps struct {
 	Processors []Processor
 	// Logger (slog.Default() when nil).
 	Logger *slog.Logger
+	// Kernel is the state the listeners' XDP programs work on beside parsing, each owned
+	// (opened at its Start) by a processor: read at the Receiver's Start.
+	Kernel KernelState
+}
+
+// KernelState gives the XDP programs' state, each function nil when off and returning nil
+// while the state is not open: DTA, the stores the programs of the listeners with format
+// dta write (dta.kernel); Detect, the state the programs of the listeners with format report
+// detect with (detect.kernel); FlowCache, the flow cache those programs keep
+// (flowcache.kernel).
+type KernelState struct {
+	DTA       func() *xdp.DTAStores
+	Detect    func() *xdp.DetectState
+	FlowCache func() *xdp.FlowCacheState
 }
 
 // Receiver receives, decodes and dispatches telemetry for every configured listener.
@@ -87,29 +101,8 @@ type Receiver struct {
 	rates rateState
 	ports portState
 
-	dtaStores *xdp.DTAStores // dta.kernel: what the dta listeners' XDP programs write (SetDTAStores)
-	// detectState: detect.kernel, the state the report listeners' XDP programs detect with
-	// (SetDetectState).
-	detectState *xdp.DetectState
-	// flowCacheState: flowcache.kernel, the flow cache the report listeners' XDP programs
-	// keep (SetFlowCacheState).
-	flowCacheState *xdp.FlowCacheState
+	kernel KernelState
 }
-
-// SetDTAStores makes the XDP programs of the listeners with format dta and mode xdp write
-// DTA Key-Write, Key-Increment and Append reports into st (dta.kernel), from the next Start on. The
-// composition root calls it before Start, with the stores it gave the DTA translator.
-func (c *Receiver) SetDTAStores(st *xdp.DTAStores) { c.dtaStores = st }
-
-// SetDetectState makes the XDP programs of the listeners with format report and mode xdp
-// detect the reports they parse with st (detect.kernel; nil: they do not). It takes effect
-// at the next Start.
-func (c *Receiver) SetDetectState(st *xdp.DetectState) { c.detectState = st }
-
-// SetFlowCacheState makes the XDP programs of the listeners with format report and mode xdp
-// keep the flow cache of the reports they parse in st (flowcache.kernel; nil: they do not).
-// It takes effect at the next Start.
-func (c *Receiver) SetFlowCacheState(st *xdp.FlowCacheState) { c.flowCacheState = st }
 
 // New builds a Receiver from a configuration (defaults are filled in, then it is
 // validated). It registers its metrics and opens nothing: see Start.
@@ -126,7 +119,7 @@ func New(cfg Config, deps Deps) (*Receiver, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &Receiver{cfg: cfg, reg: reg, log: log.With("component", "ingest"), procs: procs, created: time.Now(),
+	c := &Receiver{cfg: cfg, reg: reg, log: log.With("component", "ingest"), procs: procs, kernel: deps.Kernel, created: time.Now(),
 		ports: portState{seen: map[uint64]bool{}, lastLog: map[string]time.Time{}}}
 	for i, lc := range cfg.Listeners {
 		in, _ := wire.ParseInput(lc.Format)

@@ -34,12 +34,15 @@ type xdpState struct {
 // on receive queue i.
 func (c *Receiver) openXDP(l *listener) error {
 	var opt xdp.Options
-	if l.in == wire.InputDTA {
-		opt.Stores = c.dtaStores
+	k := &c.kernel
+	if l.in == wire.InputDTA && k.DTA != nil {
+		opt.Stores = k.DTA()
 	}
-	if l.in == wire.InputReport {
-		opt.Detect = c.detectState
-		opt.FlowCache = c.flowCacheState
+	if l.in == wire.InputReport && k.Detect != nil {
+		opt.Detect = k.Detect()
+	}
+	if l.in == wire.InputReport && k.FlowCache != nil {
+		opt.FlowCache = k.FlowCache()
 	}
 	p, err := xdp.Attach(l.cfg.Interface, uint16(l.cfg.Port), opt)
 	if err != nil {

@@ -128,9 +128,9 @@ func (s *DetectState) replacements() map[string]*ebpf.Map {
 		intakeMapD_events: s.events, intakeMapD_counts: s.count, intakeMapLifts: s.lifts}
 }
 
-// SetRules writes the rules in force: change and above levels by measurement, ^0 for a
+// WriteRules writes the rules in force: change and above levels by measurement, ^0 for a
 // rule that is off (nothing exceeds it, as in package detect).
-func (s *DetectState) SetRules(change, above *[event.NumMeasurements]uint64) error {
+func (s *DetectState) WriteRules(change, above *[event.NumMeasurements]uint64) error {
 	v := [2][event.NumMeasurements]uint64{*change, *above}
 	return s.rules.Put(uint32(0), v)
 }

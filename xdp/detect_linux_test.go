@@ -196,7 +196,7 @@ func setKernelRules(tb testing.TB, d *detect.Detector, st *DetectState) {
 			ab[m] = v
 		}
 	}
-	if err := st.SetRules(&ch, &ab); err != nil {
+	if err := st.WriteRules(&ch, &ab); err != nil {
 		tb.Fatal(err)
 	}
 }

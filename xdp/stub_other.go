@@ -91,8 +91,8 @@ type DetectState struct{ D Detect }
 // NewDetectState refuses: BPF maps are Linux's.
 func NewDetectState(Detect) (*DetectState, error) { return nil, errNotLinux }
 
-func (s *DetectState) SetRules(_, _ *[event.NumMeasurements]uint64) error { return errNotLinux }
-func (s *DetectState) Read([]Event, time.Duration) (int, error)           { return 0, ErrClosed }
+func (s *DetectState) WriteRules(_, _ *[event.NumMeasurements]uint64) error { return errNotLinux }
+func (s *DetectState) Read([]Event, time.Duration) (int, error)             { return 0, ErrClosed }
 func (s *DetectState) Counts() (DetectCounts, [NumLifts]uint64, error) {
 	return DetectCounts{}, [NumLifts]uint64{}, errNotLinux
 }
