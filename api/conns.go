@@ -267,3 +267,13 @@ func (ll limitListener) Accept() (net.Conn, error) {
 		}
 	}
 }
+
+// Drops is the connections closed at once because every connection under a cap was busy,
+// by cap, for the collector's status.
+func (s *Server) Drops() map[string]uint64 {
+	m := map[string]uint64{}
+	for k, n := range s.ConnStats().Refused {
+		m["http."+k] = n
+	}
+	return m
+}

@@ -3,7 +3,7 @@
 // aggregate configuration (package config), and owns its lifecycle (docs/design.md, "The
 // data flow"):
 //
-//	sinks (Kafka, Redis, InfluxDB flow records, histogram writer, export pipeline)
+//	sinks (Kafka, Redis, InfluxDB flow records), the export pipeline
 //	→ processors (detect, dta, flowcache, label), in the order ingest calls them
 //	→ the receive path (ingest) → the HTTP API, with the web console (package console) at /
 //
@@ -36,6 +36,7 @@ import (
 	"github.com/intake-int/intake/label"
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/pcap"
+	"github.com/intake-int/intake/record"
 	"github.com/intake-int/intake/xdp"
 )
 
@@ -52,6 +53,10 @@ type Options struct {
 	NoHTTP bool
 	// Logger (slog.Default() when nil).
 	Logger *slog.Logger
+	// Sinks are components beside the sinks the configuration turns on (tests): each is
+	// offered what it takes, as those are (export.EventSink, RecordSink, LatestSink,
+	// HistogramSink, ReportSink).
+	Sinks []Component
 }
 
 // Collector is the whole pipeline. Its fields are the components, for the commands and
@@ -71,9 +76,11 @@ type Collector struct {
 	Redis      *export.RedisSink
 	Kafka      *export.KafkaSink
 
-	records      *export.InfluxRecords
-	labelControl *label.HTTPControl
-	busConsumers []string // the bus consumers the components will subscribe, for Drops
+	records *export.InfluxRecords
+	sinkIn  sinkInputs       // the sinks, sorted by what they take (buildSinks)
+	kdta    *kernelDTA       // dta.kernel
+	kdet    *kernelDetect    // detect.kernel
+	kfc     *kernelFlowCache // flowcache.kernel
 
 	log     *slog.Logger
 	comps   []Component // in start order, without the receiver and the API
@@ -96,56 +103,40 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 	in := cfg.Ingest()
 	workers := in.Workers()
 	if cfg.HTTP.Address != "" && !opts.NoHTTP {
-		srv, err := api.NewFromConfig(cfg.HTTP, c.Metrics)
+		srv, err := api.NewFromConfig(cfg.HTTP, api.Deps{Metrics: c.Metrics, Logger: log.With("component", "http")})
 		if err != nil {
 			return nil, err
 		}
 		c.API = srv
-		c.API.SetLogger(log.With("component", "http"))
 	}
 	var procs []ingest.Processor
-	if err := c.buildKafka(workers, &procs); err != nil {
+	if err := c.buildSinks(workers, opts.Sinks, &procs); err != nil {
+		return nil, err
+	}
+	// The kernel's state: each processor opens its own at Start and closes it at Stop; the
+	// receiver, which starts after them and stops before, hands it to the XDP programs.
+	var err error
+	if c.kdta, err = c.kernelDTA(); err != nil {
+		return nil, err
+	}
+	if c.kdet, err = c.kernelDetect(); err != nil {
+		return nil, err
+	}
+	if c.kfc, err = c.kernelFlowCache(); err != nil {
 		return nil, err
 	}
 	if err := c.buildDetect(workers, &procs); err != nil {
 		return nil, err
 	}
 	c.buildDTA(workers, &procs)
-	kd, err := c.kernelDTA()
-	if err != nil {
-		return nil, err
-	}
 	c.buildFlowCache(workers, &procs)
 	c.buildLabel(&procs)
-	kdet, err := c.kernelDetect()
-	if err != nil {
-		return nil, err
-	}
-	kfc, err := c.kernelFlowCache()
-	if err != nil {
-		return nil, err
-	}
-	recv, err := ingest.New(in, ingest.Deps{Metrics: c.Metrics, Processors: procs, Logger: log})
+	recv, err := ingest.New(in, ingest.Deps{Metrics: c.Metrics, Processors: procs, Logger: log,
+		Kernel: ingest.KernelState{DTA: c.kdta.stores, Detect: c.kdet.state, FlowCache: c.kfc.state}})
 	if err != nil {
 		return nil, err
 	}
 	c.Receiver = recv
-	if kd != nil {
-		// First in start order: the stores exist before the translator opens its regions
-		// over them, and are freed after the receiver and the translator have stopped.
-		c.comps = append([]Component{kd}, c.comps...)
-	}
-	if kdet != nil {
-		// After the detector and its export pipeline (which consume its events), before the
-		// receiver (whose programs detect with its state).
-		c.comps = append(c.comps, kdet)
-	}
-	if kfc != nil {
-		// After the flow cache and its sinks, before the receiver (whose programs update its
-		// state): it stops after the receiver, and hands the kernel's last evicted records
-		// to the sinks, which stop after it.
-		c.comps = append(c.comps, kfc)
-	}
 	if c.API != nil {
 		c.API.HandleFunc("GET /api/v1/status", c.statusHandler())
 		for _, x := range procs {
@@ -192,7 +183,11 @@ func (c *Collector) buildDetect(workers int, procs *[]ingest.Processor) error {
 	if !cfg.Enabled {
 		return nil
 	}
-	d := detect.New(cfg, detect.Deps{Bus: c.Bus, Workers: workers, Metrics: c.Metrics})
+	dd := detect.Deps{Bus: c.Bus, Workers: workers, Metrics: c.Metrics}
+	if c.kdet != nil {
+		dd.Kernel = c.kdet
+	}
+	d := detect.New(cfg, dd)
 	var gauges *metrics.Registry
 	if c.API != nil { // the gauges are for /metrics: without HTTP nobody scrapes them
 		gauges = c.Metrics
@@ -201,42 +196,80 @@ func (c *Collector) buildDetect(workers int, procs *[]ingest.Processor) error {
 	if cfg.Expire > 0 {
 		expireTick = max(cfg.Expire/2, 10*time.Millisecond)
 	}
-	var extra []export.Sink
-	if c.Kafka != nil {
-		extra = append(extra, c.Kafka.Events())
-	}
 	pipe, err := export.New(c.Config.Export, export.Deps{Bus: c.Bus, Ring: cfg.Ring, Source: d, Metrics: c.Metrics,
 		Gauges: gauges, Values: func() uint64 { return d.Stats().Values }, ExpireTick: expireTick,
-		Extra: extra, Logger: c.log.With("component", "export")})
+		Sinks: c.sinkIn.events, Logger: c.log.With("component", "export")})
 	if err != nil {
 		return err
 	}
 	c.Detector, c.Export = d, pipe
-	c.busConsumers = append(c.busConsumers, "export")
-	if c.API != nil {
-		c.busConsumers = append(c.busConsumers, "log")
-	}
 	c.comps = append(c.comps, pipe, d)
 	*procs = append(*procs, d)
 	return nil
 }
 
-// buildKafka builds the Kafka sink (export.kafka) and its reports processor. It is the
-// first component: it starts before, and stops after, everything that offers to it (the
-// export pipeline's events and snapshots, the flow cache's records, the workers' reports).
-func (c *Collector) buildKafka(workers int, procs *[]ingest.Processor) error {
-	if !c.Config.Export.Kafka.Enabled() {
-		return nil
+// sinkInputs are the sinks sorted by the inputs they take (export's interfaces).
+type sinkInputs struct {
+	events     []export.EventSink
+	records    []func(*record.Record)
+	latest     export.LatestSink
+	histograms export.HistogramSink
+}
+
+// buildSinks builds the sinks that are components of their own: Kafka (export.kafka), and
+// with the flow cache Redis (export.redis) and the InfluxDB flow records (export.influxdb),
+// then extra. In one loop it sorts them by what they take, as ingest sorts its processors:
+// a reports processor goes to procs, the rest to c.sinkIn, which buildDetect (events) and
+// buildFlowCache (records, latest values, histograms) hand on. They are the first
+// components: each starts before, and stops after, everything that offers to it (the
+// export pipeline, the flow cache, the workers).
+func (c *Collector) buildSinks(workers int, extra []Component, procs *[]ingest.Processor) error {
+	ex := c.Config.Export
+	sd := export.SinkDeps{Metrics: c.Metrics, Logger: c.log.With("component", "export")}
+	var sinks []Component
+	if ex.Kafka.Enabled() {
+		k, err := export.NewKafka(ex, export.KafkaDeps{Workers: workers, Metrics: sd.Metrics, Logger: sd.Logger,
+			Member: c.Config.Cluster.Self})
+		if err != nil {
+			return err
+		}
+		c.Kafka = k
+		sinks = append(sinks, k)
 	}
-	k, err := export.NewKafka(c.Config.Export, export.KafkaDeps{Workers: workers, Metrics: c.Metrics,
-		Logger: c.log.With("component", "export"), Member: c.Config.Cluster.Self})
-	if err != nil {
-		return err
+	if c.Config.FlowCache.Enabled && ex.Redis.Enabled() {
+		c.Redis = export.NewRedis(ex, sd)
+		sinks = append(sinks, c.Redis)
 	}
-	c.Kafka = k
-	c.comps = append(c.comps, k)
-	if p := k.Reports(); p != nil {
-		*procs = append(*procs, p)
+	if c.Config.FlowCache.Enabled && ex.InfluxDB.URL != "" {
+		c.records = export.NewInfluxRecords(ex, sd)
+		sinks = append(sinks, c.records)
+	}
+	in := &c.sinkIn
+	for _, s := range append(sinks, extra...) {
+		c.comps = append(c.comps, s)
+		if x, ok := s.(export.EventSink); ok {
+			in.events = append(in.events, x)
+		}
+		if x, ok := s.(export.RecordSink); ok {
+			in.records = append(in.records, x.OfferRecord)
+		}
+		if x, ok := s.(export.LatestSink); ok && x.LatestPeriod() > 0 {
+			if in.latest != nil { // flowcache.Deps has room for one
+				return fmt.Errorf("sinks %s and %s both take the flow cache's latest values", in.latest.(Component).Name(), s.Name())
+			}
+			in.latest = x
+		}
+		if x, ok := s.(export.HistogramSink); ok && x.HistogramPeriod() > 0 {
+			if in.histograms != nil {
+				return fmt.Errorf("sinks %s and %s both take the flow cache's histograms", in.histograms.(Component).Name(), s.Name())
+			}
+			in.histograms = x
+		}
+		if x, ok := s.(export.ReportSink); ok {
+			if p := x.Reports(); p != nil {
+				*procs = append(*procs, p)
+			}
+		}
 	}
 	return nil
 }
@@ -245,51 +278,38 @@ func (c *Collector) buildDTA(workers int, procs *[]ingest.Processor) {
 	if !c.Config.DTA.Enabled {
 		return
 	}
-	t := dta.NewTranslator(c.Config.DTA, dta.Deps{Workers: workers, Bus: c.Bus, Metrics: c.Metrics, Logger: c.log})
-	t.SetKeyLen(c.Config.Decoder.DTA.KeyLen)
-	c.Translator = t
-	if c.Config.DTA.INT.EventList >= 0 {
-		c.busConsumers = append(c.busConsumers, "dta")
+	td := dta.Deps{Workers: workers, Bus: c.Bus, Metrics: c.Metrics, Logger: c.log, KeyLen: c.Config.Decoder.DTA.KeyLen}
+	if c.kdta != nil {
+		td.Kernel = c.kdta
 	}
+	t := dta.NewTranslator(c.Config.DTA, td)
+	c.Translator = t
 	c.comps = append(c.comps, t)
 	*procs = append(*procs, t)
 }
 
-// buildFlowCache builds the flow cache and the sinks of its evicted records: Redis (with the
-// detector's threshold and change events, the latest per-flow hashes and the histograms),
-// InfluxDB and Kafka.
+// buildFlowCache builds the flow cache, which pushes its evicted records, latest values and
+// histograms to the sinks that take them (buildSinks).
 func (c *Collector) buildFlowCache(workers int, procs *[]ingest.Processor) {
 	cfg := c.Config.FlowCache
 	if !cfg.Enabled {
 		return
 	}
-	fc := flowcache.New(cfg, flowcache.Deps{Workers: workers, Metrics: c.Metrics, Bus: c.Bus})
-	ex := c.Config.Export
-	// Sinks start before the cache that feeds them.
-	if ex.InfluxDB.URL != "" {
-		rec := export.NewInfluxRecords(ex, c.Metrics)
-		rec.SetLogger(c.log.With("component", "export"))
-		c.records = rec
-		fc.AddSink(rec.OfferRecord)
-		c.comps = append(c.comps, rec)
+	in := c.sinkIn
+	fd := flowcache.Deps{Workers: workers, Metrics: c.Metrics, Bus: c.Bus, Records: in.records}
+	if c.kfc != nil {
+		fd.Kernel = c.kfc
 	}
-	if c.Kafka != nil {
-		fc.AddSink(c.Kafka.OfferRecord)
+	if in.latest != nil {
+		fd.Latest, fd.LatestPeriod = in.latest.OfferLatest, in.latest.LatestPeriod()
 	}
-	if ex.Redis.Enabled() {
-		r := export.NewRedis(ex, c.Metrics)
-		r.SetLogger(c.log.With("component", "export"))
-		c.Redis = r
-		fc.AddSink(r.OfferRecord)
-		fc.SetSinkStatus(func() any { cs := r.Counts(); return &cs })
-		r.Events(c.Bus, c.Config.Detect.Ring)
-		c.busConsumers = append(c.busConsumers, "redis")
-		c.comps = append(c.comps, r)
-		if p := ex.Redis.HashPeriod; p > 0 {
-			fc.SetLatestSink(p, r.OfferLatest)
-			c.comps = append(c.comps, export.NewHistogramWriter(p, fc.Histograms(), r.OfferHistogram))
-		}
+	if in.histograms != nil {
+		fd.Histograms, fd.HistogramPeriod = in.histograms.OfferHistogram, in.histograms.HistogramPeriod()
 	}
+	if r := c.Redis; r != nil { // the stats endpoint's "redis"
+		fd.SinkStatus = func() any { cs := r.Counts(); return &cs }
+	}
+	fc := flowcache.New(cfg, fd)
 	c.FlowCache = fc
 	c.comps = append(c.comps, fc)
 	*procs = append(*procs, fc)
@@ -302,8 +322,10 @@ func (c *Collector) buildLabel(procs *[]ingest.Processor) {
 	}
 	var setter label.ShiftSetter
 	if cfg.Control != "" {
-		c.labelControl = label.NewHTTPControl(cfg.Control)
-		setter = c.labelControl
+		// A component of its own, started before the controller that feeds it.
+		hc := label.NewHTTPControl(cfg.Control, label.ControlDeps{Metrics: c.Metrics, Logger: c.log.With("component", "label")})
+		c.comps = append(c.comps, hc)
+		setter = hc
 	}
 	l := label.New(cfg, label.Deps{Setter: setter, Metrics: c.Metrics})
 	c.Label = l
@@ -435,17 +457,18 @@ func ScratchDTA(cfg *config.Config) (cleanup func(), err error) {
 	return func() { os.RemoveAll(dir) }, nil
 }
 
-// kernelDTAComp creates the kernel-written DTA stores (dta.kernel) at Start and hands them to
-// the translator and the receiver; it frees them at Stop (docs/xdp.md, "DTA in the kernel").
-type kernelDTAComp struct {
+// kernelDTA is the kernel-written DTA stores (dta.kernel; docs/xdp.md, "DTA in the
+// kernel"): the translator opens them at its Start and closes them at its Stop (its
+// dta.KernelStores); the receiver, which starts after the translator and stops before,
+// hands them to its dta listeners' XDP programs.
+type kernelDTA struct {
 	spec xdp.DTA
-	c    *Collector
 	st   *xdp.DTAStores
 }
 
-// kernelDTA returns the component of dta.kernel, nil when it is off. It needs an xdp
-// listener of format dta: the program of that listener writes the stores.
-func (c *Collector) kernelDTA() (*kernelDTAComp, error) {
+// kernelDTA returns the stores of dta.kernel, nil when it is off. It needs an xdp listener
+// of format dta: the program of that listener writes the stores.
+func (c *Collector) kernelDTA() (*kernelDTA, error) {
 	d := &c.Config.DTA
 	if !d.Enabled || !d.Kernel {
 		return nil, nil
@@ -465,35 +488,39 @@ func (c *Collector) kernelDTA() (*kernelDTAComp, error) {
 		if err := spec.Check(); err != nil {
 			return nil, fmt.Errorf("dta.kernel: listeners[%d]: %w", i, err)
 		}
-		return &kernelDTAComp{spec: spec, c: c}, nil
+		return &kernelDTA{spec: spec}, nil
 	}
 	return nil, errors.New("dta.kernel: true: needs a listener with format dta and mode xdp (its XDP program writes the stores)")
 }
 
-func (k *kernelDTAComp) Name() string { return "dta-kernel" }
-
-func (k *kernelDTAComp) Start(context.Context) error {
+// Open creates the stores (dta.KernelStores).
+func (k *kernelDTA) Open() (*dta.KernelMem, error) {
 	st, err := xdp.NewDTAStores(k.spec)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	k.st = st
 	km := &dta.KernelMem{KW: st.KW, KI: st.KI, KWID: st.KWID(), KIID: st.KIID()}
 	if k.spec.APLists > 0 {
 		km.AP, km.APID = st.AP, st.APID()
 	}
-	k.c.Translator.SetKernel(km)
-	k.c.Receiver.SetDTAStores(st)
-	return nil
+	return km, nil
 }
 
-func (k *kernelDTAComp) Stop(context.Context) error {
+// Close frees the stores (dta.KernelStores).
+func (k *kernelDTA) Close() error {
 	if k.st == nil {
 		return nil
 	}
-	k.c.Translator.SetKernel(nil)
-	k.c.Receiver.SetDTAStores(nil)
 	err := k.st.Close()
 	k.st = nil
 	return err
+}
+
+// stores is what the receiver's dta listeners' programs write: nil unless open.
+func (k *kernelDTA) stores() *xdp.DTAStores {
+	if k == nil {
+		return nil
+	}
+	return k.st
 }

@@ -82,7 +82,7 @@ func TestKafka(t *testing.T) {
 		}
 	}
 	d := c.Drops()
-	if d.Kafka == nil || d.Kafka["flow.failed"] != 0 || d.Export["kafka.queue_full"] != 0 {
+	if k := d.Sections["kafka"]; k == nil || k["flow.failed"] != 0 || d.Sections["export"]["kafka.queue_full"] != 0 {
 		t.Errorf("drops %+v", d)
 	}
 	got := map[string]uint64{}

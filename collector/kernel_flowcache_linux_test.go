@@ -14,6 +14,7 @@ import (
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/internal/testutil/xdptest"
+	"github.com/intake-int/intake/record"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -34,17 +35,11 @@ func TestKernelFlowCache(t *testing.T) {
 	// One ring: the user-space cache's records then come out in the order it evicted them,
 	// as the kernel's do.
 	cfg.FlowCache.Rings, cfg.FlowCache.RingEntries = 1, 1<<14
-	c, err := New(cfg, Options{NoHTTP: true})
+	sink := &recordSink{}
+	c, err := New(cfg, Options{NoHTTP: true, Sinks: []Component{sink}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var evicted []flowcache.Record
-	c.FlowCache.AddSink(func(r *flowcache.Record) {
-		mu.Lock()
-		evicted = append(evicted, *r)
-		mu.Unlock()
-	})
 	ctx := context.Background()
 	start := time.Now().UnixNano()
 	if err := c.Start(ctx); err != nil {
@@ -63,9 +58,9 @@ func TestKernelFlowCache(t *testing.T) {
 
 	refCfg := cfg.FlowCache
 	refCfg.Kernel = false
-	ref := flowcache.New(refCfg, flowcache.Deps{Workers: 1})
-	var want []flowcache.Record
-	ref.AddSink(func(r *flowcache.Record) { want = append(want, *r) })
+	var want []record.Record
+	ref := flowcache.New(refCfg, flowcache.Deps{Workers: 1,
+		Records: []func(*record.Record){func(r *record.Record) { want = append(want, *r) }}})
 	keys := map[telemetry.FlowKey]bool{}
 	for i := range rs {
 		rs[i].RecvTime = int64(i + 1)
@@ -78,16 +73,16 @@ func TestKernelFlowCache(t *testing.T) {
 	// Times: the kernel's are receive times (Unix ns) in the reports' order, the
 	// reference's the reports' numbers; compared apart from the rest.
 	var pairs [][2]int64
-	untime := func(got, want *flowcache.Record) {
+	untime := func(got, want *record.Record) {
 		if got.First < start || got.Last > end || got.First > got.Last {
 			t.Errorf("flow %v: first %d, last %d: not receive times of the run (%d-%d)", got.Flow, got.First, got.Last, start, end)
 		}
 		pairs = append(pairs, [2]int64{got.First, want.First}, [2]int64{got.Last, want.Last})
 		got.First, got.Last = want.First, want.Last
 	}
-	mu.Lock()
-	got := append([]flowcache.Record(nil), evicted...)
-	mu.Unlock()
+	sink.mu.Lock()
+	got := append([]record.Record(nil), sink.got...)
+	sink.mu.Unlock()
 	if len(got) != len(want) || len(want) < 500 {
 		t.Fatalf("%d evicted records reached the sink, user space evicted %d (want at least 500)", len(got), len(want))
 	}
@@ -136,7 +131,7 @@ func TestKernelFlowCache(t *testing.T) {
 		t.Errorf("switches with histograms: kernel %v, user space %v", g, w)
 	}
 	for _, sw := range wh.Switches() {
-		for m := range flowcache.NumMetrics {
+		for m := range record.NumMetrics {
 			a, _ := gh.Histogram(sw, m)
 			b, _ := wh.Histogram(sw, m)
 			if !reflect.DeepEqual(a, b) {
@@ -199,4 +194,21 @@ func TestKernelFlowCacheConfig(t *testing.T) {
 	if _, err := New(cfg, Options{NoHTTP: true}); err == nil || err.Error() != "flowcache.kernel: listeners[0]: the decoder reads INT before the TCP options (quirks.host_int or tcp_shim_before_options); the XDP parser reads it after them only: use the flow cache in user space (flowcache.kernel: false)" {
 		t.Errorf("host_int: %v", err)
 	}
+}
+
+// recordSink is a sink component that keeps the flow cache's evicted records (an
+// export.RecordSink).
+type recordSink struct {
+	mu  sync.Mutex
+	got []record.Record
+}
+
+func (s *recordSink) Name() string                { return "records" }
+func (s *recordSink) Start(context.Context) error { return nil }
+func (s *recordSink) Stop(context.Context) error  { return nil }
+
+func (s *recordSink) OfferRecord(r *record.Record) {
+	s.mu.Lock()
+	s.got = append(s.got, *r)
+	s.mu.Unlock()
 }

@@ -1,10 +1,13 @@
 package collector
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/intake-int/intake/api"
-	"github.com/intake-int/intake/dta"
 	"github.com/intake-int/intake/ingest"
 )
 
@@ -17,43 +20,86 @@ type Status struct {
 	HTTP *api.ConnStats `json:"http,omitempty"`
 }
 
-// Drops lists every counter of something lost or refused for lack of room, by component
-// and reason (docs/ingest.md, "Drops"). Components that are off are absent. Decode errors
-// are not here: they are the reports' fault, in decode_errors.
+// Drops lists every counter of something lost or refused for lack of room, by section and
+// reason (docs/ingest.md, "Drops"), and their Total. Components that are off are absent.
+// Decode errors are not here: they are the reports' fault, in decode_errors.
+//
+// The sections, each a JSON key beside "total": ingest (datagrams ingest dropped, by
+// reason, and kernel: datagrams the kernel dropped because a socket's receive buffer was
+// full), processor_queues (reports a processor's queue had no room for), event_rings
+// (events a bus consumer's ring had no room for, by consumer), event_streams (live event
+// streams dropped: behind, slow; or refused), export ("<sink>.<reason>" of the export
+// pipeline's and the flow records' sinks), kafka ("<kind>.<reason>" of reports and flow
+// records; events and snapshots are under export), redis ("<kind>.<reason>"), flowcache,
+// dta, label (control_queue) and http (connections refused at once, by cap). Each
+// component names its own (its Drops method); the collector only adds them up.
 type Drops struct {
-	// Total is the sum of everything below.
-	Total uint64 `json:"total"`
-	// Ingest: datagrams ingest dropped, by reason (oversize, not_allowed, ...), and kernel:
-	// datagrams the kernel dropped because a socket's receive buffer was full.
-	Ingest map[string]uint64 `json:"ingest"`
-	// ProcessorQueues: reports a processor's queue had no room for.
-	ProcessorQueues map[string]uint64 `json:"processor_queues,omitempty"`
-	// EventRings: events a bus consumer's ring had no room for, by consumer, over the
-	// collector's life.
-	EventRings map[string]uint64 `json:"event_rings,omitempty"`
-	// EventStreams: live event streams dropped (behind: the client fell a whole ring
-	// behind; slow: a write to it blocked too long) or refused (max_streams open).
-	EventStreams map[string]uint64 `json:"event_streams,omitempty"`
-	// Export: points each sink of the export pipeline dropped, "<sink>.<reason>".
-	Export map[string]uint64 `json:"export,omitempty"`
-	// Kafka: messages the Kafka sink dropped, "<kind>.<reason>", of the kinds not counted
-	// above: reports (but report.queue_full, which is processor_queues.kafka) and flow
-	// records; events and snapshots are under export as kafka.<reason>.
-	Kafka map[string]uint64 `json:"kafka,omitempty"`
-	// Redis: writes the Redis sink dropped, "<kind>.<reason>".
-	Redis map[string]uint64 `json:"redis,omitempty"`
-	// FlowCache: evicted flow records a full ring dropped (rings), samples of switches past
-	// histograms.max_switches (histogram_switch_overflow), and with flowcache.kernel updates
-	// the program could not apply (kernel_lock_busy).
-	FlowCache map[string]uint64 `json:"flowcache,omitempty"`
-	// DTA: reports the translator did not write, by reason.
-	DTA map[string]uint64 `json:"dta,omitempty"`
-	// Label: shift updates dropped because the control queue was full.
-	Label map[string]uint64 `json:"label,omitempty"`
-	// HTTP: connections the API server closed at once because every connection under a
-	// cap was busy, by cap (total: http.max_connections; source:
-	// http.max_connections_per_source).
-	HTTP map[string]uint64 `json:"http,omitempty"`
+	Total    uint64
+	Sections map[string]map[string]uint64
+}
+
+// sectionOrder is the order of the known sections in the JSON and the text: the pipeline's.
+var sectionOrder = []string{"ingest", "processor_queues", "event_rings", "event_streams", "export", "kafka", "redis", "flowcache", "dta", "label", "http"}
+
+// SectionNames returns the sections d has, the known ones in the pipeline's order, then
+// any other sorted.
+func (d *Drops) SectionNames() []string {
+	var known, other []string
+	for _, s := range sectionOrder {
+		if _, ok := d.Sections[s]; ok {
+			known = append(known, s)
+		}
+	}
+	for s := range d.Sections {
+		if !slices.Contains(sectionOrder, s) {
+			other = append(other, s)
+		}
+	}
+	slices.Sort(other)
+	return append(known, other...)
+}
+
+// MarshalJSON writes {"total": n, "<section>": {"<reason>": n, ...}, ...}, the sections in
+// SectionNames' order.
+func (d Drops) MarshalJSON() ([]byte, error) {
+	b := fmt.Appendf(nil, `{"total":%d`, d.Total)
+	for _, s := range d.SectionNames() {
+		m, err := json.Marshal(d.Sections[s])
+		if err != nil {
+			return nil, err
+		}
+		b = fmt.Appendf(b, ",%q:%s", s, m)
+	}
+	return append(b, '}'), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (d *Drops) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*d = Drops{Sections: map[string]map[string]uint64{}}
+	for k, v := range m {
+		var err error
+		if k == "total" {
+			err = json.Unmarshal(v, &d.Total)
+		} else {
+			var sec map[string]uint64
+			err = json.Unmarshal(v, &sec)
+			d.Sections[k] = sec
+		}
+		if err != nil {
+			return fmt.Errorf("drops.%s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// dropper is a component that counts what it loses for lack of room. Its Drops keys are
+// "<section>.<reason>": the section is the JSON key under drops.
+type dropper interface {
+	Drops() map[string]uint64
 }
 
 // Drops collects the drop counters of every component now.
@@ -63,91 +109,37 @@ func (c *Collector) Drops() Drops {
 }
 
 func (c *Collector) drops(st *ingest.Status) Drops {
-	d := Drops{Ingest: map[string]uint64{}}
-	for k, v := range st.IngestDrops.ByReason {
-		d.Ingest[k] = v
-	}
-	d.Ingest["kernel"] = st.KernelDrops
-	if len(st.ProcessorQueueDrops) > 0 {
-		d.ProcessorQueues = st.ProcessorQueueDrops
-	}
-	names := map[string]bool{}
-	for _, r := range c.Bus.Rings() {
-		names[r.Consumer] = true
-	}
-	for _, n := range c.busConsumers { // before Start, and after Stop, they are not on the bus
-		names[n] = true
-	}
-	if len(names) > 0 {
-		d.EventRings = map[string]uint64{}
-		for n := range names {
-			d.EventRings[n] = c.Bus.Overflow(n)
+	d := Drops{Sections: map[string]map[string]uint64{}}
+	srcs := []map[string]uint64{ingestDrops(st), c.Bus.Drops()}
+	for _, x := range c.all() {
+		if dr, ok := x.(dropper); ok {
+			srcs = append(srcs, dr.Drops())
 		}
 	}
-	if c.Detector != nil && c.Detector.Log() != nil {
-		ss := c.Detector.Log().StreamStats()
-		d.EventStreams = map[string]uint64{"behind": ss.Dropped["behind"], "slow": ss.Dropped["slow"], "refused": ss.Refused}
-	}
-	if c.Export != nil {
-		d.Export = map[string]uint64{}
-		for _, s := range c.Export.Status().Sinks {
-			for r, n := range s.Dropped {
-				d.Export[s.Name+"."+r] = n
+	for _, m := range srcs {
+		for k, n := range m {
+			sec, reason, _ := strings.Cut(k, ".")
+			if d.Sections[sec] == nil {
+				d.Sections[sec] = map[string]uint64{}
 			}
-		}
-	}
-	if c.records != nil {
-		if d.Export == nil {
-			d.Export = map[string]uint64{}
-		}
-		s := c.records.SinkStatus()
-		for r, n := range s.Dropped {
-			d.Export[s.Name+"."+r] = n
-		}
-	}
-	if c.Kafka != nil {
-		d.Kafka = map[string]uint64{}
-		for kind, byReason := range c.Kafka.Counts().Dropped {
-			for r, n := range byReason {
-				if kind == "flow" || kind == "report" && r != "queue_full" {
-					d.Kafka[kind+"."+r] = n
-				}
-			}
-		}
-	}
-	if c.Redis != nil {
-		d.Redis = map[string]uint64{}
-		for kind, byReason := range c.Redis.Counts().Dropped {
-			for r, n := range byReason {
-				d.Redis[kind+"."+r] = n
-			}
-		}
-	}
-	if c.FlowCache != nil {
-		fs := c.FlowCache.Stats()
-		d.FlowCache = map[string]uint64{"rings": fs.Rings.Drops, "histogram_switch_overflow": fs.SwitchOverflow}
-		if k := fs.Kernel; k != nil { // flowcache.kernel: updates the program could not apply
-			d.FlowCache["kernel_lock_busy"] = k.LockBusy
-		}
-	}
-	if c.Translator != nil {
-		d.DTA = map[string]uint64{}
-		for i, n := range dta.BadReasons {
-			d.DTA[n] = c.Translator.Bad(i)
-		}
-	}
-	if c.labelControl != nil {
-		d.Label = map[string]uint64{"control_queue": c.labelControl.Drops.Load()}
-	}
-	if c.API != nil {
-		d.HTTP = c.API.ConnStats().Refused
-	}
-	for _, m := range []map[string]uint64{d.Ingest, d.ProcessorQueues, d.EventRings, d.EventStreams, d.Export, d.Kafka, d.Redis, d.FlowCache, d.DTA, d.Label, d.HTTP} {
-		for _, n := range m {
+			d.Sections[sec][reason] += n
 			d.Total += n
 		}
 	}
 	return d
+}
+
+// ingestDrops is the receive path's drops in st: the ingest section (always there) and the
+// processors' queues.
+func ingestDrops(st *ingest.Status) map[string]uint64 {
+	m := map[string]uint64{"ingest.kernel": st.KernelDrops}
+	for k, n := range st.IngestDrops.ByReason {
+		m["ingest."+k] = n
+	}
+	for k, n := range st.ProcessorQueueDrops {
+		m["processor_queues."+k] = n
+	}
+	return m
 }
 
 // FullStatus is the receive path's status with every component's drops.

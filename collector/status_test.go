@@ -79,16 +79,16 @@ func TestStatusDrops(t *testing.T) {
 		}
 		return true
 	})
-	d := st.Drops
-	if d.Total != 6 || d.Ingest["not_allowed"] != 5 || d.Ingest["oversize"] != 1 || d.Ingest["kernel"] != 0 || len(d.Ingest) != 7 {
-		t.Errorf("drops %+v", d)
+	d := st.Drops.Sections
+	if ing := d["ingest"]; st.Drops.Total != 6 || ing["not_allowed"] != 5 || ing["oversize"] != 1 || ing["kernel"] != 0 || len(ing) != 7 {
+		t.Errorf("drops %+v", st.Drops)
 	}
 	for _, k := range []string{"export", "log"} {
-		if _, ok := d.EventRings[k]; !ok {
-			t.Errorf("event_rings has no %s: %v", k, d.EventRings)
+		if _, ok := d["event_rings"][k]; !ok {
+			t.Errorf("event_rings has no %s: %v", k, d["event_rings"])
 		}
 	}
-	if len(d.EventStreams) != 3 || len(d.FlowCache) != 2 || len(d.DTA) == 0 || d.Export == nil {
+	if len(d["event_streams"]) != 3 || len(d["flowcache"]) != 2 || len(d["dta"]) == 0 || d["export"] == nil {
 		t.Errorf("drops %+v", d)
 	}
 	if n := c.Label.Counters().Items; n != 1 {
@@ -180,7 +180,7 @@ func TestStatusHTTP(t *testing.T) {
 		h.Refused["source"] != 1 || h.Refused["total"] != 0 || h.Evicted != 0 {
 		t.Errorf("http %+v", h)
 	}
-	if st.Drops.HTTP["source"] != 1 || st.Drops.Total != 1 {
+	if st.Drops.Sections["http"]["source"] != 1 || st.Drops.Total != 1 {
 		t.Errorf("drops %+v", st.Drops)
 	}
 }
@@ -188,7 +188,7 @@ func TestStatusHTTP(t *testing.T) {
 // TestStatusHTTPText: `intake status` prints the API server's connections and its refused
 // ones with the drops.
 func TestStatusHTTPText(t *testing.T) {
-	st := Status{Drops: Drops{Total: 3, HTTP: map[string]uint64{"total": 1, "source": 2}},
+	st := Status{Drops: Drops{Total: 3, Sections: map[string]map[string]uint64{"http": {"total": 1, "source": 2}}},
 		HTTP: &api.ConnStats{Listening: "0.0.0.0:8040 (all IPv4 addresses)", Open: 5, Max: 1024, MaxPerSource: 64,
 			Refused: map[string]uint64{"total": 1, "source": 2}, Evicted: 7}}
 	var b strings.Builder
@@ -198,5 +198,36 @@ func TestStatusHTTPText(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("status text lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestDropsJSON: drops are written total first, then the sections in the pipeline's order
+// and any other sorted, and read back the same; the text lists every section (kafka
+// included) with what it lost.
+func TestDropsJSON(t *testing.T) {
+	d := Drops{Total: 6, Sections: map[string]map[string]uint64{
+		"zeta": {"x": 1}, "http": {"total": 0}, "kafka": {"flow.queue_full": 2}, "ingest": {"kernel": 0, "oversize": 3}}}
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"total":6,"ingest":{"kernel":0,"oversize":3},"kafka":{"flow.queue_full":2},"http":{"total":0},"zeta":{"x":1}}`
+	if string(b) != want {
+		t.Fatalf("JSON\n%s\nwant\n%s", b, want)
+	}
+	var back Drops
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Total != 6 || len(back.Sections) != 4 || back.Sections["kafka"]["flow.queue_full"] != 2 {
+		t.Fatalf("read back %+v", back)
+	}
+	if err := json.Unmarshal([]byte(`{"total":1,"ingest":3}`), &back); err == nil || !strings.Contains(err.Error(), "drops.ingest") {
+		t.Fatalf("a malformed section: %v", err)
+	}
+	var s strings.Builder
+	(&Status{Drops: d}).WriteText(&s, "x")
+	if !strings.Contains(s.String(), "\ndrops: 6\n  ingest: (oversize 3)\n  kafka: (flow.queue_full 2)\n  zeta: (x 1)\n") {
+		t.Fatalf("text:\n%s", s.String())
 	}
 }

@@ -137,16 +137,16 @@ func (s *Status) WriteText(w io.Writer, addr string) {
 	}
 }
 
-// writeDrops prints the drops total and every component's non-zero counters.
+// writeDrops prints the drops total and every section's non-zero counters.
 func writeDrops(w io.Writer, d *Drops) {
 	fmt.Fprintf(w, "\ndrops: %d\n", d.Total)
-	for _, c := range []struct {
-		name string
-		m    map[string]uint64
-	}{{"ingest", d.Ingest}, {"processor queues", d.ProcessorQueues}, {"event rings", d.EventRings}, {"event streams", d.EventStreams},
-		{"export", d.Export}, {"redis", d.Redis}, {"flowcache", d.FlowCache}, {"dta", d.DTA}, {"label", d.Label}, {"http connections", d.HTTP}} {
-		if s := nonZero(c.m); s != "" {
-			fmt.Fprintf(w, "  %s:%s\n", c.name, s)
+	for _, sec := range d.SectionNames() {
+		name := strings.ReplaceAll(sec, "_", " ")
+		if sec == "http" {
+			name = "http connections"
+		}
+		if s := nonZero(d.Sections[sec]); s != "" {
+			fmt.Fprintf(w, "  %s:%s\n", name, s)
 		}
 	}
 }

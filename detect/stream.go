@@ -371,3 +371,14 @@ func (d *Detector) handleStream(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
+
+// Drops is the live event streams dropped (behind, slow) and refused, for the collector's
+// status; nil when the detector has no event log.
+func (d *Detector) Drops() map[string]uint64 {
+	if d.log == nil {
+		return nil
+	}
+	ss := d.log.StreamStats()
+	return map[string]uint64{"event_streams.behind": ss.Dropped["behind"], "event_streams.slow": ss.Dropped["slow"],
+		"event_streams.refused": ss.Refused}
+}

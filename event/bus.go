@@ -80,6 +80,16 @@ func (b *Bus) Names() []string {
 	return slices.Compact(out)
 }
 
+// Drops is every consumer's overflow by name, "event_rings.<name>", for the collector's
+// status.
+func (b *Bus) Drops() map[string]uint64 {
+	m := map[string]uint64{}
+	for _, n := range b.Names() {
+		m["event_rings."+n] = b.Overflow(n)
+	}
+	return m
+}
+
 // Rings returns every current consumer's ring status.
 func (b *Bus) Rings() []RingStatus {
 	cs := b.Consumers()
