@@ -127,7 +127,7 @@ func (s *serveChild) dtaDrops(t *testing.T, reason string) uint64 {
 		} `json:"drops"`
 	}
 	collectortest.GetJSON(t, "http://"+s.http+"/api/v1/status", &st)
-	return st.Drops.Sections["dta"][reason]
+	return st.Drops.DTA[reason]
 }
 
 // get is GET path of serve's API: the status code and the body.
