@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/intake-int/intake/internal/testutil"
@@ -218,31 +219,35 @@ func TestAging(t *testing.T) {
 	}
 }
 
+// TestAgerGoroutine runs in a synctest bubble: the ager's ticker and the wait run on the
+// bubble's fake clock, so the test takes no wall time and cannot race a loaded machine.
 func TestAgerGoroutine(t *testing.T) {
-	c := small(1, 4)
-	c.IdleTimeout, c.AgeInterval = time.Second, 10*time.Millisecond
-	var mu sync.Mutex
-	var got []record.Record
-	f := New(c, Deps{Records: []func(*record.Record){func(r *record.Record) { mu.Lock(); got = append(got, *r); mu.Unlock() }}})
-	var now sync.Mutex
-	clock := int64(0)
-	f.SetClock(func() int64 { now.Lock(); defer now.Unlock(); return clock })
-	f.Process(0, report(flow(1), 0, hop{1, 1, 1, 1}))
-	if err := f.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	now.Lock()
-	clock = int64(2 * time.Second)
-	now.Unlock()
-	testutil.Eventually(t, 5*time.Second, "the ager's record", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(got) == 1
+	synctest.Test(t, func(t *testing.T) {
+		c := small(1, 4)
+		c.IdleTimeout, c.AgeInterval = time.Second, 10*time.Millisecond
+		var mu sync.Mutex
+		var got []record.Record
+		f := New(c, Deps{Records: []func(*record.Record){func(r *record.Record) { mu.Lock(); got = append(got, *r); mu.Unlock() }}})
+		var now sync.Mutex
+		clock := int64(0)
+		f.SetClock(func() int64 { now.Lock(); defer now.Unlock(); return clock })
+		f.Process(0, report(flow(1), 0, hop{1, 1, 1, 1}))
+		if err := f.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		now.Lock()
+		clock = int64(2 * time.Second)
+		now.Unlock()
+		testutil.Eventually(t, 5*time.Second, "the ager's record", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got) == 1
+		})
+		f.Stop(context.Background())
+		if s := summary(got); s != "1:idle:1@0" {
+			t.Errorf("aged %q", s)
+		}
 	})
-	f.Stop(context.Background())
-	if s := summary(got); s != "1:idle:1@0" {
-		t.Errorf("aged %q", s)
-	}
 }
 
 func TestRingOverflow(t *testing.T) {
