@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unsafe"
 
@@ -357,51 +358,55 @@ func TestPublisherWakeup(t *testing.T) {
 
 // TestLinger: a consumer that has just found events is not woken by publishers; its linger
 // timer sends the token after Linger, covering what was published meanwhile. A consumer
-// that found nothing is woken by the next publish at once.
+// that found nothing is woken by the next publish at once. In a synctest bubble: the linger
+// timer runs on the fake clock, and a token that never comes is a deadlock the bubble
+// reports, not a test that hangs.
 func TestLinger(t *testing.T) {
-	var b Bus
-	c := b.Subscribe("c", 64)
-	p := b.NewPublisher()
-	buf := make([]Event, 8)
-	p.Publish(make([]Event, 1))
-	p.Wake()
-	if len(c.notify) != 1 {
-		t.Fatal("idle consumer: no token after the first publish")
-	}
-	<-c.Notify()
-	if n := c.Poll(buf); n != 1 {
-		t.Fatalf("poll: %d events, want 1", n)
-	}
-	start := time.Now()
-	p.Publish(make([]Event, 3))
-	p.Wake()
-	b.Publish(&Event{})
-	if len(c.notify) != 0 {
-		t.Fatal("lingering consumer was woken by a publisher")
-	}
-	select {
-	case <-c.Notify():
-	case <-time.After(5 * time.Second):
-		t.Fatal("no token after the linger")
-	}
-	if d := time.Since(start); d < Linger/2 {
-		t.Fatalf("token after %v, before the linger (%v) ended", d, Linger)
-	}
-	if n := c.Poll(buf); n != 4 {
-		t.Fatalf("poll after the linger: %d events, want 4", n)
-	}
-	// That poll started another linger; once it ends with nothing found, the consumer is
-	// idle again and the next publish wakes it directly.
-	<-c.Notify()
-	if n := c.Poll(buf); n != 0 {
-		t.Fatalf("poll of an empty ring: %d events", n)
-	}
-	testutil.Eventually(t, 5*time.Second, "the linger to end", func() bool { return !c.lingering.Load() })
-	p.Publish(make([]Event, 1))
-	p.Wake()
-	if len(c.notify) != 1 {
-		t.Fatal("idle consumer: no token from the publisher after the linger ended")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var b Bus
+		c := b.Subscribe("c", 64)
+		p := b.NewPublisher()
+		buf := make([]Event, 8)
+		p.Publish(make([]Event, 1))
+		p.Wake()
+		if len(c.notify) != 1 {
+			t.Fatal("idle consumer: no token after the first publish")
+		}
+		<-c.Notify()
+		if n := c.Poll(buf); n != 1 {
+			t.Fatalf("poll: %d events, want 1", n)
+		}
+		start := time.Now()
+		p.Publish(make([]Event, 3))
+		p.Wake()
+		b.Publish(&Event{})
+		if len(c.notify) != 0 {
+			t.Fatal("lingering consumer was woken by a publisher")
+		}
+		select {
+		case <-c.Notify():
+		case <-time.After(5 * time.Second):
+			t.Fatal("no token after the linger")
+		}
+		if d := time.Since(start); d < Linger/2 {
+			t.Fatalf("token after %v, before the linger (%v) ended", d, Linger)
+		}
+		if n := c.Poll(buf); n != 4 {
+			t.Fatalf("poll after the linger: %d events, want 4", n)
+		}
+		// That poll started another linger; once it ends with nothing found, the consumer is
+		// idle again and the next publish wakes it directly.
+		<-c.Notify()
+		if n := c.Poll(buf); n != 0 {
+			t.Fatalf("poll of an empty ring: %d events", n)
+		}
+		testutil.Eventually(t, 5*time.Second, "the linger to end", func() bool { return !c.lingering.Load() })
+		p.Publish(make([]Event, 1))
+		p.Wake()
+		if len(c.notify) != 1 {
+			t.Fatal("idle consumer: no token from the publisher after the linger ended")
+		}
+	})
 }
 
 func TestPublisherNoAlloc(t *testing.T) {
