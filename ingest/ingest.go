@@ -7,7 +7,9 @@
 //     datagrams over them by flow hash), each read by its own goroutine with recvmmsg into
 //     buffers allocated at Start and reused for every batch;
 //   - each worker owns a wire.Reader and a telemetry.Report, decodes in place and calls the
-//     processors in the same goroutine: nothing is allocated, locked or queued per packet;
+//     processors in the same goroutine: nothing is allocated, locked or queued per packet.
+//     That dispatch is the exported Dispatcher (worker.go), which the socket worker, the
+//     AF_XDP worker, RunCapture and collector's BenchmarkPipeline all run;
 //   - everything that moves is counted: datagrams and bytes per listener, reports per format,
 //     decode errors per reason, datagrams ingest drops per reason, the kernel's own socket
 //     drops (SO_RXQ_OVFL, SO_MEMINFO at Stop), processor queue drops;
