@@ -31,6 +31,10 @@ import (
 	"github.com/intake-int/intake/dta"
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/export/influx"
+	"github.com/intake-int/intake/export/kafka"
+	"github.com/intake-int/intake/export/prom"
+	"github.com/intake-int/intake/export/redis"
 	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/label"
@@ -73,10 +77,10 @@ type Collector struct {
 	FlowCache  *flowcache.FlowCache
 	Translator *dta.Translator
 	Label      *label.Controller
-	Redis      *export.RedisSink
-	Kafka      *export.KafkaSink
+	Redis      *redis.Sink
+	Kafka      *kafka.Sink
 
-	records *export.InfluxRecords
+	records *influx.Records
 	sinkIn  sinkInputs       // the sinks, sorted by what they take (buildSinks)
 	kdta    *kernelDTA       // dta.kernel
 	kdet    *kernelDetect    // detect.kernel
@@ -188,17 +192,12 @@ func (c *Collector) buildDetect(workers int, procs *[]ingest.Processor) error {
 		dd.Kernel = c.kdet
 	}
 	d := detect.New(cfg, dd)
-	var gauges *metrics.Registry
-	if c.API != nil { // the gauges are for /metrics: without HTTP nobody scrapes them
-		gauges = c.Metrics
-	}
 	expireTick := time.Duration(0)
 	if cfg.Expire > 0 {
 		expireTick = max(cfg.Expire/2, 10*time.Millisecond)
 	}
-	pipe, err := export.New(c.Config.Export, export.Deps{Bus: c.Bus, Ring: cfg.Ring, Source: d, Metrics: c.Metrics,
-		Gauges: gauges, Values: func() uint64 { return d.Stats().Values }, ExpireTick: expireTick,
-		Sinks: c.sinkIn.events, Logger: c.log.With("component", "export")})
+	pipe, err := export.New(c.Config.Export.Config, export.Deps{Bus: c.Bus, Ring: cfg.Ring, Source: d, Metrics: c.Metrics,
+		Values: func() uint64 { return d.Stats().Values }, ExpireTick: expireTick, Sinks: c.sinkIn.events})
 	if err != nil {
 		return err
 	}
@@ -216,19 +215,32 @@ type sinkInputs struct {
 	histograms export.HistogramSink
 }
 
-// buildSinks builds the sinks that are components of their own: Kafka (export.kafka), and
-// with the flow cache Redis (export.redis) and the InfluxDB flow records (export.influxdb),
-// then extra. In one loop it sorts them by what they take, as ingest sorts its processors:
+// buildSinks builds the sinks the configuration turns on, then extra: with the detector
+// (whose export pipeline offers events and periodic values) the Prometheus gauges (with
+// HTTP: they are for /metrics), InfluxDB and remote write; Kafka; with the flow cache
+// Redis and the InfluxDB flow records. In one loop it sorts them by what they take, as
+// ingest sorts its processors:
 // a reports processor goes to procs, the rest to c.sinkIn, which buildDetect (events) and
 // buildFlowCache (records, latest values, histograms) hand on. They are the first
 // components: each starts before, and stops after, everything that offers to it (the
 // export pipeline, the flow cache, the workers).
 func (c *Collector) buildSinks(workers int, extra []Component, procs *[]ingest.Processor) error {
-	ex := c.Config.Export
+	ex := &c.Config.Export
 	sd := export.SinkDeps{Metrics: c.Metrics, Logger: c.log.With("component", "export")}
 	var sinks []Component
+	if c.Config.Detect.Enabled { // the pipeline's own sinks, in the order of its status
+		if ex.Prometheus.Gauges && c.API != nil {
+			sinks = append(sinks, prom.NewGauges(c.Metrics, ex.Prometheus.SeriesLimit, c.Metrics))
+		}
+		if ex.InfluxDB.URL != "" {
+			sinks = append(sinks, influx.New(ex.InfluxDB, ex.Batching(), sd))
+		}
+		if ex.Prometheus.RemoteWrite != "" {
+			sinks = append(sinks, prom.NewRemoteWrite(ex.Prometheus, ex.Batching(), sd))
+		}
+	}
 	if ex.Kafka.Enabled() {
-		k, err := export.NewKafka(ex, export.KafkaDeps{Workers: workers, Metrics: sd.Metrics, Logger: sd.Logger,
+		k, err := kafka.New(ex.Kafka, kafka.Deps{Workers: workers, Metrics: sd.Metrics, Logger: sd.Logger,
 			Member: c.Config.Cluster.Self})
 		if err != nil {
 			return err
@@ -237,11 +249,11 @@ func (c *Collector) buildSinks(workers int, extra []Component, procs *[]ingest.P
 		sinks = append(sinks, k)
 	}
 	if c.Config.FlowCache.Enabled && ex.Redis.Enabled() {
-		c.Redis = export.NewRedis(ex, sd)
+		c.Redis = redis.New(ex.Redis, ex.Retry(), sd)
 		sinks = append(sinks, c.Redis)
 	}
 	if c.Config.FlowCache.Enabled && ex.InfluxDB.URL != "" {
-		c.records = export.NewInfluxRecords(ex, sd)
+		c.records = influx.NewRecords(ex.InfluxDB, ex.Batching(), sd)
 		sinks = append(sinks, c.records)
 	}
 	in := &c.sinkIn

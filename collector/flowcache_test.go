@@ -17,7 +17,7 @@ import (
 	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/event"
-	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/export/redis"
 	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/internal/testutil/collectortest"
@@ -179,9 +179,9 @@ func TestFlowCacheRedis(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); logf.Close() })
 	raddr := fmt.Sprintf("127.0.0.1:%d", port)
-	var rc *export.RedisConn
+	var rc *testutil.RedisConn
 	testutil.Eventually(t, 20*time.Second, "redis-server to accept a connection", func() bool {
-		rc, err = export.DialRedis(raddr, "", 0, time.Second)
+		rc, err = testutil.DialRedis(raddr, "", 0, time.Second)
 		return err == nil
 	})
 	defer rc.Close()
@@ -291,7 +291,7 @@ func TestFlowCacheRedis(t *testing.T) {
 	}
 	rc.Close()
 	testutil.Eventually(t, 20*time.Second, "redis-server to accept a connection again", func() bool {
-		rc, err = export.DialRedis(raddr, "", 0, time.Second)
+		rc, err = testutil.DialRedis(raddr, "", 0, time.Second)
 		return err == nil
 	})
 	accounted := func(st flowCacheStats) uint64 {
@@ -320,11 +320,11 @@ func TestFlowCacheRedis(t *testing.T) {
 // flowCacheStats is the flow cache's stats with the Redis sink's counters typed.
 type flowCacheStats struct {
 	flowcache.Stats
-	Redis *export.RedisCounts
+	Redis *redis.Counts
 }
 
 func fcStats(c *collector.Collector) flowCacheStats {
 	s := c.FlowCache.StatsJSON()
-	rc, _ := s.Redis.(*export.RedisCounts)
+	rc, _ := s.Redis.(*redis.Counts)
 	return flowCacheStats{s.Stats, rc}
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/cluster"
-	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/export/kafka"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/internal/kfaketest"
@@ -96,8 +96,8 @@ func TestKafkaClusterMembers(t *testing.T) {
 	got := map[string]uint64{}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := export.KafkaConsume(ctx, export.ConsumeOptions{Kafka: export.Kafka{Brokers: k.Brokers},
-		Topics: []string{"intake.events"}, Idle: 3 * time.Second}, func(c *export.Consumed) error {
+	if _, err := (kafka.Consumer{Config: kafka.Config{Brokers: k.Brokers},
+		Topics: []string{"intake.events"}, Idle: 3 * time.Second}).Consume(ctx, func(c *kafka.Consumed) error {
 		if c.Err != nil {
 			return c.Err
 		}
@@ -120,7 +120,7 @@ func TestKafkaClusterMembers(t *testing.T) {
 	}
 	both := 0
 	for id, by := range announced {
-		flow := len(id) > 2*export.FlowKeyLen && id[2*export.FlowKeyLen] == ' '
+		flow := len(id) > 2*kafka.FlowKeyLen && id[2*kafka.FlowKeyLen] == ' '
 		for member, n := range by {
 			if n != 1 || (member != "c0" && member != "c1") {
 				t.Errorf("%s announced %v, want once by each member that sees it", id, by)

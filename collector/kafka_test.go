@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/export/kafka"
 	"github.com/intake-int/intake/gen"
 	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/internal/kfaketest"
@@ -88,9 +88,9 @@ func TestKafka(t *testing.T) {
 	got := map[string]uint64{}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := export.KafkaConsume(ctx, export.ConsumeOptions{Kafka: export.Kafka{Brokers: k.Brokers},
-		Topics: []string{"intake.reports", "intake.events", "intake.flows"}, Group: "check", Idle: 3 * time.Second},
-		func(m *export.Consumed) error {
+	if _, err := (kafka.Consumer{Config: kafka.Config{Brokers: k.Brokers},
+		Topics: []string{"intake.reports", "intake.events", "intake.flows"}, Group: "check", Idle: 3 * time.Second}).Consume(ctx,
+		func(m *kafka.Consumed) error {
 			if m.Err != nil {
 				t.Fatalf("%s@%d: %v", m.Topic, m.Offset, m.Err)
 			}

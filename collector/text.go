@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/export/kafka"
 	"github.com/intake-int/intake/ingest"
 )
 
@@ -84,7 +84,7 @@ func sortedKeys(m map[string]uint64) []string {
 
 // writeKafkaSummary prints the Kafka sink's counters, one line per topic (kind): messages
 // acknowledged (sent), dropped by reason, and offered, which after Stop is their sum.
-func writeKafkaSummary(w io.Writer, kc export.KafkaCounts) {
+func writeKafkaSummary(w io.Writer, kc kafka.Counts) {
 	for _, kind := range []string{"report", "event", "snapshot", "flow"} {
 		topic, ok := kc.Topics[kind]
 		if !ok {

@@ -24,7 +24,6 @@ import (
 	"github.com/intake-int/intake/cluster"
 	"github.com/intake-int/intake/detect"
 	"github.com/intake-int/intake/dta"
-	"github.com/intake-int/intake/export"
 	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/internal/confkey"
@@ -56,7 +55,7 @@ type Config struct {
 	FlowCache flowcache.Config `yaml:"flowcache"`
 	DTA       dta.Config       `yaml:"dta"`
 	Label     label.Config     `yaml:"label"`
-	Export    export.Config    `yaml:"export"`
+	Export    Export           `yaml:"export"`
 	// Cluster partitions keys across collectors (docs/scale-out.md).
 	Cluster cluster.Config `yaml:"cluster"`
 }
@@ -75,7 +74,7 @@ func (c *Config) sections() []struct {
 // withSectionDefaults sets every component section to its package's defaults.
 func (c *Config) withSectionDefaults() {
 	c.Detect, c.FlowCache, c.DTA = detect.DefaultConfig(), flowcache.DefaultConfig(), dta.DefaultConfig()
-	c.Label, c.Export = label.DefaultConfig(), export.DefaultConfig()
+	c.Label, c.Export = label.DefaultConfig(), DefaultExport()
 	c.Cluster = cluster.DefaultConfig()
 }
 
@@ -352,23 +351,45 @@ func tagName(f reflect.StructField) string {
 	return name
 }
 
+// field is the field of struct t whose yaml key is key, looking into inline fields (the
+// export section's pipeline keys).
 func field(t reflect.Type, key string) (reflect.StructField, bool) {
 	for i := 0; i < t.NumField(); i++ {
-		if f := t.Field(i); f.IsExported() && tagName(f) == key {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if inline(f) {
+			if g, ok := field(f.Type, key); ok {
+				return g, true
+			}
+		} else if tagName(f) == key {
 			return f, true
 		}
 	}
 	return reflect.StructField{}, false
 }
 
+// keys are the yaml keys of struct t, its inline fields' included.
 func keys(t reflect.Type) []string {
 	var ks []string
 	for i := 0; i < t.NumField(); i++ {
-		if f := t.Field(i); f.IsExported() && tagName(f) != "" && tagName(f) != "-" {
+		f := t.Field(i)
+		switch {
+		case !f.IsExported():
+		case inline(f):
+			ks = append(ks, keys(f.Type)...)
+		case tagName(f) != "" && tagName(f) != "-":
 			ks = append(ks, tagName(f))
 		}
 	}
 	return ks
+}
+
+// inline reports whether f's fields are its parent's (yaml ",inline").
+func inline(f reflect.StructField) bool {
+	_, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	return opts == "inline"
 }
 
 func kindName(t reflect.Type) string {

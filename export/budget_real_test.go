@@ -1,10 +1,16 @@
-package export
+package export_test
 
 import (
 	"testing"
 
 	"github.com/intake-int/intake/budget/budgettest"
+	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/export/influx"
+	"github.com/intake-int/intake/export/kafka"
+	"github.com/intake-int/intake/export/prom"
+	"github.com/intake-int/intake/export/redis"
 )
 
 // TestBudgetReal: the sinks' queues filled to their configured sizes with the largest items
@@ -13,14 +19,14 @@ import (
 // Nothing is started: the queues fill as with a server down. (kafka in flight, the
 // client's records, needs a broker and is not measured here.)
 func TestBudgetReal(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := config.DefaultExport()
 	cfg.Queue, cfg.Kafka.Queue, cfg.Redis.Queue = 4096, 4096, 4096
 	cfg.InfluxDB.URL, cfg.Prometheus.RemoteWrite = "http://127.0.0.1:1", "http://127.0.0.1:1/api/v1/write"
 	cfg.Kafka.Brokers, cfg.Kafka.Reports = []string{"127.0.0.1:1"}, "full"
 	cfg.Redis.Address = "127.0.0.1:1"
-	fc := Records{Enabled: true, MaxHops: 8, HistogramBins: 64} // flowcache.histograms.bins' default
+	fc := export.Records{Enabled: true, MaxHops: 8, HistogramBins: 64} // flowcache.histograms.bins' default
 	const workers = 2
-	rec, ev := worstRecord(fc), worstEvent()
+	rec, ev := export.WorstRecord(fc), export.WorstEvent()
 	snap := ev
 	snap.Kind = event.KindPeriodic
 	b := cfg.Budget(fc, workers)
@@ -29,28 +35,28 @@ func TestBudgetReal(t *testing.T) {
 		fill  func() any
 	}{
 		{[]string{"influxdb queue"}, func() any {
-			s := NewInfluxDB(cfg, SinkDeps{})
+			s := influx.New(cfg.InfluxDB, cfg.Batching(), export.SinkDeps{})
 			for range cfg.Queue {
 				s.Offer(&ev)
 			}
 			return s
 		}},
 		{[]string{"influxdb records queue"}, func() any {
-			s := NewInfluxRecords(cfg, SinkDeps{})
+			s := influx.NewRecords(cfg.InfluxDB, cfg.Batching(), export.SinkDeps{})
 			for range cfg.Queue {
 				s.OfferRecord(rec)
 			}
 			return s
 		}},
 		{[]string{"remote write queue"}, func() any {
-			s := NewRemoteWrite(cfg, SinkDeps{})
+			s := prom.NewRemoteWrite(cfg.Prometheus, cfg.Batching(), export.SinkDeps{})
 			for range cfg.Queue {
 				s.Offer(&ev)
 			}
 			return s
 		}},
 		{[]string{"kafka queues", "kafka flows queue", "kafka report rings"}, func() any {
-			s, err := NewKafka(cfg, KafkaDeps{Workers: workers})
+			s, err := kafka.New(cfg.Kafka, kafka.Deps{Workers: workers})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +68,7 @@ func TestBudgetReal(t *testing.T) {
 			return s
 		}},
 		{[]string{"redis queue"}, func() any {
-			s := NewRedis(cfg, SinkDeps{})
+			s := redis.New(cfg.Redis, cfg.Retry(), export.SinkDeps{})
 			for range cfg.Redis.Queue {
 				s.OfferRecord(rec)
 			}

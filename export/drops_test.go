@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/export/influx"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/metrics"
 )
 
@@ -29,7 +31,7 @@ func TestInfluxDBRejected(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("CREATE DATABASE: %s %s", resp.Status, b)
 	}
-	waitFor(t, 10*time.Second, "database conflict listed", func() bool {
+	testutil.Eventually(t, 10*time.Second, "database conflict listed", func() bool {
 		return strings.Contains(influxQuery(t, s, "", "SHOW DATABASES"), "[conflict]")
 	})
 	// flow_hop_latency's value becomes a float: intake's integer values conflict.
@@ -43,7 +45,7 @@ func TestInfluxDBRejected(t *testing.T) {
 	cfg.InfluxDB.URL, cfg.InfluxDB.Database = s.url, "conflict"
 	reg := metrics.NewRegistry()
 	p := run(t, cfg, reg, nil)
-	in := p.Sinks()[0].(*export.InfluxSink)
+	in := p.Sinks()[0].(*influx.Sink)
 	// 22 points (8 events × 2 + 6 periodic); flow_hop_latency: 2 new keys, 1 change, 2
 	// periodic values refused.
 	st := in.SinkStatus()
@@ -71,7 +73,7 @@ func TestSinkAbsentShutdown(t *testing.T) {
 	cfg := exportConfig()
 	cfg.InfluxDB.URL = "http://127.0.0.1:" + strconv.Itoa(freePort(t)) // nobody listens
 	d, bus := detector()
-	p, err := export.New(cfg, export.Deps{Bus: bus, Source: d, Metrics: metrics.NewRegistry(), Ring: 1024})
+	p, err := newPipeline(cfg, nil, export.Deps{Bus: bus, Source: d, Metrics: metrics.NewRegistry(), Ring: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +82,8 @@ func TestSinkAbsentShutdown(t *testing.T) {
 		d.Process(0, report(i, lat))
 	}
 	d.Flush(0)
-	in := p.Sinks()[0].(*export.InfluxSink)
-	waitFor(t, 10*time.Second, "events through the pipeline and a retry", func() bool {
+	in := p.Sinks()[0].(*influx.Sink)
+	testutil.Eventually(t, 10*time.Second, "events through the pipeline and a retry", func() bool {
 		ev, _ := p.Offered()
 		return ev == 8 && in.Retried.Load() > 0
 	})

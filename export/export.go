@@ -1,12 +1,17 @@
-// Package export owns the sinks intake pushes events and periodic snapshots to: InfluxDB line
-// protocol over HTTP (1.x and 2.x), Prometheus gauges on /metrics, Prometheus remote write
-// (and Redis). It is INTCollector's exporter (§III-E1: push on every event and
+// Package export is the sink side's contract and its shared parts: the input interfaces a
+// sink implements (EventSink, RecordSink, LatestSink, HistogramSink, ReportSink), the
+// Pipeline that carries events and periodic values to the event sinks, the bounded batching
+// queue of the HTTP sinks (Queued) and a sink's last error (LastError). The sinks are its
+// subpackages, each owning its configuration section: influx (InfluxDB line protocol over
+// HTTP, 1.x and 2.x, events and flow records), prom (Prometheus gauges on /metrics, remote
+// write), redis (the flow cache's Redis export) and kafka (every kind of message to Kafka,
+// and the `intake consume` reader). It is INTCollector's exporter (§III-E1: push on every event and
 // periodically, so that the database knows a silent key is alive) and its database choice
 // (§III-E2: a push-capable database with custom timestamps).
 //
 // The Pipeline is one goroutine on the normal path: it consumes the event bus (an
 // event.Consumer ring, overflow counted), takes the detector's Snapshot every export.period,
-// and offers each value to every sink. A network sink buffers in a bounded queue, batches,
+// and offers each value to every event sink: events reach every sink this one way. A network sink buffers in a bounded queue, batches,
 // retries a failed batch with exponential backoff and counts points sent, retried and
 // dropped (by reason: queue_full, rejected, shutdown). Nothing here ever blocks ingest: the
 // detector only publishes into the ring, and the pipeline only offers to queues.
@@ -21,7 +26,6 @@ package export
 
 import (
 	"context"
-	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -34,16 +38,6 @@ import (
 // Source is what the pipeline pulls periodic values from (detect.Detector).
 type Source interface {
 	Snapshot(now int64, fn func(*event.Event)) int
-}
-
-// Sink is an EventSink the pipeline builds from its configuration and runs: it starts and
-// stops it.
-type Sink interface {
-	Name() string
-	EventSink
-	Start(ctx context.Context) error
-	// Stop flushes what it can until ctx ends, then drops (and counts) the rest.
-	Stop(ctx context.Context) error
 }
 
 // StatusSink is an EventSink with counters: the pipeline lists it in its Status and reports
@@ -79,9 +73,9 @@ const (
 	numSources
 )
 
-// valueSource is the source e counts in as a value, or -1 for what is not a value (a key's
+// ValueSource is the source e counts in as a value, or -1 for what is not a value (a key's
 // expiry).
-func valueSource(e *event.Event) int {
+func ValueSource(e *event.Event) int {
 	switch e.Kind {
 	case event.KindPeriodic:
 		return srcPeriodic
@@ -91,15 +85,15 @@ func valueSource(e *event.Event) int {
 	return srcEvent
 }
 
-// sourceCounts are values by source.
-type sourceCounts [numSources]uint64
+// SourceCounts are values by source.
+type SourceCounts [numSources]uint64
 
-func (c sourceCounts) total() uint64 { return c[srcEvent] + c[srcPeriodic] }
+func (c SourceCounts) total() uint64 { return c[srcEvent] + c[srcPeriodic] }
 
 // refuse splits c, a batch's values, when the server refused n of its points and stored the
 // rest: a refused point may be any value's, so as many values as points (at most all) are
 // counted refused, events first. What is counted stored is then never more than what was.
-func (c sourceCounts) refuse(n uint64) (stored, refused sourceCounts) {
+func (c SourceCounts) refuse(n uint64) (stored, refused SourceCounts) {
 	for src := range c {
 		refused[src] = min(c[src], n)
 		stored[src] = c[src] - refused[src]
@@ -108,19 +102,19 @@ func (c sourceCounts) refuse(n uint64) (stored, refused sourceCounts) {
 	return stored, refused
 }
 
-// valueCount keeps a sink's ValueCounts: added to by the sink's goroutines, read by the
+// ValueCount keeps a sink's ValueCounts: added to by the sink's goroutines, read by the
 // status and /metrics.
-type valueCount struct {
+type ValueCount struct {
 	stored  [numSources]atomic.Uint64
 	reasons []string
 	dropped []atomic.Uint64 // by reasons' index
 }
 
-func newValueCount(reasons ...string) *valueCount {
-	return &valueCount{reasons: reasons, dropped: make([]atomic.Uint64, len(reasons))}
+func NewValueCount(reasons ...string) *ValueCount {
+	return &ValueCount{reasons: reasons, dropped: make([]atomic.Uint64, len(reasons))}
 }
 
-func (v *valueCount) store(c sourceCounts) {
+func (v *ValueCount) Store(c SourceCounts) {
 	for src, n := range c {
 		if n > 0 {
 			v.stored[src].Add(n)
@@ -129,7 +123,7 @@ func (v *valueCount) store(c sourceCounts) {
 }
 
 // drop counts n values dropped for reason, one of v's reasons.
-func (v *valueCount) drop(reason string, n uint64) {
+func (v *ValueCount) Drop(reason string, n uint64) {
 	for i, r := range v.reasons {
 		if r == reason {
 			v.dropped[i].Add(n)
@@ -139,7 +133,7 @@ func (v *valueCount) drop(reason string, n uint64) {
 	panic("export: unknown drop reason " + reason)
 }
 
-func (v *valueCount) counts() ValueCounts {
+func (v *ValueCount) Counts() ValueCounts {
 	c := ValueCounts{Events: v.stored[srcEvent].Load(), Periodic: v.stored[srcPeriodic].Load(), Dropped: map[string]uint64{}}
 	for i, r := range v.reasons {
 		c.Dropped[r] = v.dropped[i].Load()
@@ -152,8 +146,7 @@ type Pipeline struct {
 	cfg   Config
 	bus   *event.Bus
 	src   Source
-	owned []Sink      // built from the configuration: started and stopped with the pipeline
-	sinks []EventSink // owned, then Deps.Sinks: offered every value
+	sinks []EventSink // offered every value
 	cons  *event.Consumer
 
 	values     func() uint64 // M_all, from the detector; nil: unknown
@@ -172,43 +165,27 @@ type Deps struct {
 	Bus    *event.Bus
 	Ring   int
 	Source Source
-	// Metrics gets the pipeline's and the sinks' counters; Gauges, when set, gets the
-	// latest-value gauges of export.prometheus.gauges (the registry /metrics serves).
-	Metrics, Gauges *metrics.Registry
+	// Metrics gets the pipeline's counters.
+	Metrics *metrics.Registry
 	// Values returns the detector's M_all for the reduction factor (nil leaves it out).
 	Values func() uint64
 	// ExpireTick is how often a snapshot runs for expiry alone when the periodic push is
 	// off (0: never).
 	ExpireTick time.Duration
-	// Sinks are offered every value beside those the configuration turns on. They are
-	// components of their own (the Kafka and Redis sinks): the pipeline does not start or
-	// stop them; they must run before Start and until after Stop.
+	// Sinks are offered every value, in this order. They are components of their own
+	// (export/influx, export/prom, export/redis, export/kafka): the pipeline does not start
+	// or stop them; they run from before Start until after Stop.
 	Sinks []EventSink
-	// Logger is where the pipeline's sinks log their errors (slog.Default() when nil).
-	Logger *slog.Logger
 }
 
-// New builds a pipeline with the sinks the configuration turns on. It starts nothing.
+// New builds a pipeline over deps.Sinks. It starts nothing.
 func New(cfg Config, deps Deps) (*Pipeline, error) {
-	bus, src, reg, gaugeReg, values := deps.Bus, deps.Source, deps.Metrics, deps.Gauges, deps.Values
-	p := &Pipeline{cfg: cfg, bus: bus, src: src, values: values, expireTick: deps.ExpireTick, ring: max(deps.Ring, 2)}
+	bus, reg := deps.Bus, deps.Metrics
+	p := &Pipeline{cfg: cfg, bus: bus, src: deps.Source, values: deps.Values, expireTick: deps.ExpireTick,
+		ring: max(deps.Ring, 2), sinks: deps.Sinks}
 	if bus != nil {
 		bus.Declare("export") // subscribed at Start
 	}
-	sd := SinkDeps{Metrics: reg, Logger: deps.Logger}
-	if cfg.Prometheus.Gauges && gaugeReg != nil {
-		p.owned = append(p.owned, NewGauges(gaugeReg, cfg.Prometheus.SeriesLimit, reg))
-	}
-	if cfg.InfluxDB.URL != "" {
-		p.owned = append(p.owned, NewInfluxDB(cfg, sd))
-	}
-	if cfg.Prometheus.RemoteWrite != "" {
-		p.owned = append(p.owned, NewRemoteWrite(cfg, sd))
-	}
-	for _, s := range p.owned {
-		p.sinks = append(p.sinks, s)
-	}
-	p.sinks = append(p.sinks, deps.Sinks...)
 	if reg != nil {
 		p.registerMetrics(reg)
 	}
@@ -249,8 +226,7 @@ func (p *Pipeline) registerMetrics(reg *metrics.Registry) {
 	}
 }
 
-// Sinks returns the pipeline's sinks: those it built from the configuration, then
-// Deps.Sinks.
+// Sinks returns the pipeline's sinks (Deps.Sinks).
 func (p *Pipeline) Sinks() []EventSink { return p.sinks }
 
 // Exported returns the values exported from events and from periodic pushes: stored by a
@@ -262,8 +238,8 @@ func (p *Pipeline) Exported() (events, periodic uint64) {
 	return ex[srcEvent], ex[srcPeriodic]
 }
 
-func (p *Pipeline) exported() sourceCounts {
-	var ex sourceCounts
+func (p *Pipeline) exported() SourceCounts {
+	var ex SourceCounts
 	for _, s := range p.sinks {
 		if vs, ok := s.(ValueSink); ok {
 			c := vs.ValueCounts()
@@ -367,14 +343,14 @@ func (p *Pipeline) Drops() map[string]uint64 {
 	d := map[string]uint64{}
 	for _, s := range p.sinks {
 		if c, ok := s.(StatusSink); ok {
-			c.SinkStatus().addDrops(d)
+			c.SinkStatus().AddDrops(d)
 		}
 	}
 	return d
 }
 
-// addDrops adds st's drops to d as "export.<name>.<reason>".
-func (st SinkStatus) addDrops(d map[string]uint64) {
+// AddDrops adds st's drops to d as "export.<name>.<reason>".
+func (st SinkStatus) AddDrops(d map[string]uint64) {
 	for r, n := range st.Dropped {
 		d["export."+st.Name+"."+r] = n
 	}
@@ -394,22 +370,13 @@ func (p *Pipeline) Consumer() *event.Consumer { return p.cons }
 // Name is the pipeline's component name.
 func (p *Pipeline) Name() string { return "export" }
 
-// Start subscribes to the bus and runs the pipeline and the sinks it built.
-func (p *Pipeline) Start(ctx context.Context) error {
+// Start subscribes to the bus and runs the pipeline.
+func (p *Pipeline) Start(context.Context) error {
 	if p.cancel != nil {
 		return nil
 	}
-	ring := p.ring
-	for i, s := range p.owned {
-		if err := s.Start(ctx); err != nil {
-			for _, t := range p.owned[:i] {
-				t.Stop(context.Background())
-			}
-			return err
-		}
-	}
 	if p.bus != nil {
-		p.cons = p.bus.Subscribe("export", ring)
+		p.cons = p.bus.Subscribe("export", p.ring)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
@@ -418,9 +385,8 @@ func (p *Pipeline) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop ends the pipeline after draining the ring, then stops the sinks it built, each
-// flushing until ctx ends.
-func (p *Pipeline) Stop(ctx context.Context) error {
+// Stop ends the pipeline after draining the ring into the sinks (which stop after it).
+func (p *Pipeline) Stop(context.Context) error {
 	if p.cancel == nil {
 		return nil
 	}
@@ -430,13 +396,7 @@ func (p *Pipeline) Stop(ctx context.Context) error {
 	if p.cons != nil {
 		p.bus.Unsubscribe(p.cons)
 	}
-	var first error
-	for _, s := range p.owned {
-		if err := s.Stop(ctx); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
+	return nil
 }
 
 // PushNow runs one periodic push at time now, for tests and for a final push.
@@ -455,7 +415,7 @@ func (p *Pipeline) push(now int64, periodic bool) {
 }
 
 func (p *Pipeline) offer(e *event.Event) {
-	if src := valueSource(e); src >= 0 {
+	if src := ValueSource(e); src >= 0 {
 		p.offered[src].Add(1)
 	}
 	for _, s := range p.sinks {

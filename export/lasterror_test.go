@@ -13,16 +13,16 @@ import (
 // logEvery, the next line counting those not logged.
 func TestLastErrorLogsRateLimited(t *testing.T) {
 	var buf bytes.Buffer
-	l := lastError{log: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+	l := LastError{Log: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 		if a.Key == slog.TimeKey {
 			return slog.Attr{}
 		}
 		return a
 	}}))}
-	l.set("influxdb", errors.New("401 Unauthorized: authorization failed"))
-	l.set("influxdb", errors.New("401 again"))
-	l.set("influxdb", errors.New("401 once more"))
-	if msg, at := l.get(); msg != "401 once more" || at == "" {
+	l.Set("influxdb", errors.New("401 Unauthorized: authorization failed"))
+	l.Set("influxdb", errors.New("401 again"))
+	l.Set("influxdb", errors.New("401 once more"))
+	if msg, at := l.Get(); msg != "401 once more" || at == "" {
 		t.Errorf("last error %q at %q", msg, at)
 	}
 	want := `level=WARN msg="export failed" sink=influxdb error="401 Unauthorized: authorization failed" errors_not_logged=0` + "\n"
@@ -31,11 +31,11 @@ func TestLastErrorLogsRateLimited(t *testing.T) {
 	}
 	buf.Reset()
 	l.logged = l.logged.Add(-logEvery) // as if logEvery had passed
-	l.set("influxdb", errors.New("timeout"))
+	l.Set("influxdb", errors.New("timeout"))
 	if want := "errors_not_logged=2"; !strings.Contains(buf.String(), want) || !strings.Contains(buf.String(), `error=timeout`) {
 		t.Errorf("after %s: %q", logEvery, buf.String())
 	}
-	if _, err := time.Parse(time.RFC3339Nano, func() string { _, at := l.get(); return at }()); err != nil {
+	if _, err := time.Parse(time.RFC3339Nano, func() string { _, at := l.Get(); return at }()); err != nil {
 		t.Error(err)
 	}
 }

@@ -14,56 +14,54 @@ import (
 	"time"
 )
 
-// encoder turns items (events, or flow records already in line protocol) into a request
+// Encoder turns items (events, or flow records already in line protocol) into a request
 // body for one kind of sink.
-type encoder[T any] interface {
-	// points is the number of points e becomes (0: the sink skips it).
-	points(e *T) int
-	// encode appends the batch's body to dst.
-	encode(dst []byte, batch []T) []byte
+type Encoder[T any] interface {
+	// Points is the number of points e becomes (0: the sink skips it).
+	Points(e *T) int
+	// Encode appends the batch's body to dst.
+	Encode(dst []byte, batch []T) []byte
 }
 
-// poster sends one body. A *permanentError is not retried (the server refused the data).
-type poster func(ctx context.Context, body []byte) error
+// Poster sends one body. A *PermanentError is not retried (the server refused the data).
+type Poster func(ctx context.Context, body []byte) error
 
-type permanentError struct {
-	msg string
-	// partial is the number of points the server refused when it stored the rest of the
+type PermanentError struct {
+	Msg string
+	// Partial is the number of points the server refused when it stored the rest of the
 	// batch (InfluxDB's "partial write: ... dropped=N"); 0: all refused.
-	partial uint64
+	Partial uint64
 }
 
-func (e *permanentError) Error() string { return e.msg }
+func (e *PermanentError) Error() string { return e.Msg }
 
 // Drop reasons of the dropped-points counter.
 const (
 	dropQueueFull = "queue_full"
 	dropRejected  = "rejected"
 	dropShutdown  = "shutdown"
-	// dropSeriesLimit: a gauge for a key beyond export.prometheus.series_limit.
-	dropSeriesLimit = "series_limit"
 )
 
-// queued is the sink framework: a bounded queue filled by Offer, a goroutine that batches up
+// Queued is the sink framework of the HTTP sinks (export/influx, export/prom): a bounded queue filled by Offer, a goroutine that batches up
 // to batch points or flush time, posts, and retries with backoff.
-type queued[T any] struct {
+type Queued[T any] struct {
 	name  string
-	cfg   Config
+	cfg   Batching
 	batch int
-	enc   encoder[T]
-	post  poster
+	enc   Encoder[T]
+	post  Poster
 	q     chan T
 
 	Sent, Retried, Failures          atomic.Uint64
 	DropQueue, DropRejected, DropEnd atomic.Uint64
 	Batches                          atomic.Uint64
-	lastErr                          lastError
+	lastErr                          LastError
 
-	// source says which reduction-accounting source an item is a value of (valueSource),
+	// source says which reduction-accounting source an item is a value of (ValueSource),
 	// for a sink of the pipeline's events; nil for a sink of other items (flow records),
 	// whose vals stay zero.
 	source func(*T) int
-	vals   *valueCount
+	vals   *ValueCount
 
 	stop     chan struct{}
 	stopCtx  context.Context
@@ -71,12 +69,12 @@ type queued[T any] struct {
 	done     chan struct{}
 }
 
-func newQueued[T any](name string, cfg Config, batch int, enc encoder[T], post poster, deps SinkDeps) *queued[T] {
-	s := &queued[T]{name: name, cfg: cfg, batch: batch, enc: enc, post: post, q: make(chan T, cfg.Queue),
-		stop: make(chan struct{}), done: make(chan struct{}), vals: newValueCount(dropQueueFull, dropRejected, dropShutdown)}
-	s.lastErr.log = deps.Logger
+func NewQueued[T any](name string, cfg Batching, batch int, enc Encoder[T], post Poster, deps SinkDeps) *Queued[T] {
+	s := &Queued[T]{name: name, cfg: cfg, batch: batch, enc: enc, post: post, q: make(chan T, cfg.Queue),
+		stop: make(chan struct{}), done: make(chan struct{}), vals: NewValueCount(dropQueueFull, dropRejected, dropShutdown)}
+	s.lastErr.Log = deps.Logger
 	reg := deps.Metrics
-	s.source, _ = any(valueSource).(func(*T) int) // T is event.Event: a sink of the pipeline
+	s.source, _ = any(ValueSource).(func(*T) int) // T is event.Event: a sink of the pipeline
 	if reg != nil {
 		reg.Counter("intake_export_sent_points_total", "Points a sink delivered.", "sink").
 			Func(func() float64 { return float64(s.Sent.Load()) }, name)
@@ -92,11 +90,11 @@ func newQueued[T any](name string, cfg Config, batch int, enc encoder[T], post p
 	return s
 }
 
-func (s *queued[T]) Name() string { return s.name }
+func (s *Queued[T]) Name() string { return s.name }
 
 // Offer queues e, or counts its points (and its value) as dropped when the queue is full.
-func (s *queued[T]) Offer(e *T) {
-	n := s.enc.points(e)
+func (s *Queued[T]) Offer(e *T) {
+	n := s.enc.Points(e)
 	if n == 0 {
 		return
 	}
@@ -104,16 +102,16 @@ func (s *queued[T]) Offer(e *T) {
 	case s.q <- *e:
 	default:
 		s.DropQueue.Add(uint64(n))
-		var v sourceCounts
+		var v SourceCounts
 		s.count(e, &v)
-		s.vals.drop(dropQueueFull, v.total())
+		s.vals.Drop(dropQueueFull, v.total())
 	}
 }
 
 // count adds e to v when it is a value (a sink of the pipeline's events, e taken: it has
 // points) and returns its points.
-func (s *queued[T]) count(e *T, v *sourceCounts) int {
-	n := s.enc.points(e)
+func (s *Queued[T]) count(e *T, v *SourceCounts) int {
+	n := s.enc.Points(e)
 	if s.source != nil && n > 0 {
 		if src := s.source(e); src >= 0 {
 			v[src]++
@@ -124,39 +122,39 @@ func (s *queued[T]) count(e *T, v *sourceCounts) int {
 
 // ValueCounts returns the values the sink stored (its server accepted their batch) and
 // dropped; zero for a sink of flow records.
-func (s *queued[T]) ValueCounts() ValueCounts { return s.vals.counts() }
+func (s *Queued[T]) ValueCounts() ValueCounts { return s.vals.Counts() }
 
 // Dropped returns all points dropped.
-func (s *queued[T]) Dropped() uint64 {
+func (s *Queued[T]) Dropped() uint64 {
 	return s.DropQueue.Load() + s.DropRejected.Load() + s.DropEnd.Load()
 }
 
 // SinkStatus returns the sink's counters and its last error.
-func (s *queued[T]) SinkStatus() SinkStatus {
+func (s *Queued[T]) SinkStatus() SinkStatus {
 	st := SinkStatus{Name: s.name, Sent: s.Sent.Load(), Retried: s.Retried.Load(), Queued: len(s.q),
 		Dropped: map[string]uint64{dropQueueFull: s.DropQueue.Load(), dropRejected: s.DropRejected.Load(), dropShutdown: s.DropEnd.Load()}}
-	st.LastError, st.LastErrorTime = s.lastErr.get()
+	st.LastError, st.LastErrorTime = s.lastErr.Get()
 	return st
 }
 
-// lastError is a sink's most recent error and its time. It is set on the error path only
+// LastError is a sink's most recent error and its time. It is set on the error path only
 // (a failed or refused batch), so its mutex costs nothing while writes succeed. Errors are
 // also logged (level warn, to log or slog.Default), at most one line per sink every logEvery, with the
 // count of those not logged since: a server that is down for an hour is a few hundred lines,
 // not one per retry.
-type lastError struct {
+type LastError struct {
 	mu         sync.Mutex
 	msg        string
 	at         time.Time
 	logged     time.Time
 	suppressed int
-	log        *slog.Logger
+	Log        *slog.Logger // nil: slog.Default()
 }
 
 // logEvery is the least time between two logged errors of one sink.
 const logEvery = 10 * time.Second
 
-func (l *lastError) set(sink string, err error) {
+func (l *LastError) Set(sink string, err error) {
 	now := time.Now()
 	l.mu.Lock()
 	l.msg, l.at = err.Error(), now
@@ -169,7 +167,7 @@ func (l *lastError) set(sink string, err error) {
 	}
 	l.mu.Unlock()
 	if log {
-		lg := l.log
+		lg := l.Log
 		if lg == nil {
 			lg = slog.Default()
 		}
@@ -178,7 +176,7 @@ func (l *lastError) set(sink string, err error) {
 }
 
 // get returns the message and its time as RFC 3339 (both empty before any error).
-func (l *lastError) get() (msg, at string) {
+func (l *LastError) Get() (msg, at string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.at.IsZero() {
@@ -188,7 +186,7 @@ func (l *lastError) get() (msg, at string) {
 }
 
 // Start starts the sender; after Stop it may be started again (a collector restarted).
-func (s *queued[T]) Start(context.Context) error {
+func (s *Queued[T]) Start(context.Context) error {
 	select {
 	case <-s.done:
 		s.stop, s.done, s.stopCtx, s.stopOnce = make(chan struct{}), make(chan struct{}), nil, sync.Once{}
@@ -198,7 +196,7 @@ func (s *queued[T]) Start(context.Context) error {
 	return nil
 }
 
-func (s *queued[T]) Stop(ctx context.Context) error {
+func (s *Queued[T]) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.stopCtx = ctx
 		close(s.stop)
@@ -207,7 +205,7 @@ func (s *queued[T]) Stop(ctx context.Context) error {
 	return nil
 }
 
-func (s *queued[T]) stopping() bool {
+func (s *Queued[T]) stopping() bool {
 	select {
 	case <-s.stop:
 		return true
@@ -216,7 +214,7 @@ func (s *queued[T]) stopping() bool {
 	}
 }
 
-func (s *queued[T]) run() {
+func (s *Queued[T]) run() {
 	defer close(s.done)
 	batch := make([]T, 0, s.batch)
 	var body []byte
@@ -225,7 +223,7 @@ func (s *queued[T]) run() {
 	for {
 		// Gather: the first event waits for anything; the rest until full or flush time.
 		batch, points := batch[:0], 0
-		var vals sourceCounts
+		var vals SourceCounts
 		select {
 		case e := <-s.q:
 			batch = append(batch, e)
@@ -261,7 +259,7 @@ func (s *queued[T]) run() {
 			}
 		}
 		timer.Stop()
-		body = s.enc.encode(body[:0], batch)
+		body = s.enc.Encode(body[:0], batch)
 		s.send(body, uint64(points), vals)
 	}
 }
@@ -269,7 +267,7 @@ func (s *queued[T]) run() {
 // send posts one batch, of points points holding vals values, until it is accepted,
 // refused, or the sink stops and its context ends; every point and every value is counted
 // exactly once as sent (stored) or dropped.
-func (s *queued[T]) send(body []byte, points uint64, vals sourceCounts) {
+func (s *Queued[T]) send(body []byte, points uint64, vals SourceCounts) {
 	backoff := s.cfg.BackoffMin
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -281,28 +279,28 @@ func (s *queued[T]) send(body []byte, points uint64, vals sourceCounts) {
 		if err == nil {
 			s.Sent.Add(points)
 			s.Batches.Add(1)
-			s.vals.store(vals)
+			s.vals.Store(vals)
 			return
 		}
 		s.Failures.Add(1)
-		s.lastErr.set(s.name, err)
-		var perm *permanentError
+		s.lastErr.Set(s.name, err)
+		var perm *PermanentError
 		if errors.As(err, &perm) {
-			if perm.partial > 0 && perm.partial < points {
-				s.Sent.Add(points - perm.partial)
-				s.DropRejected.Add(perm.partial)
-				stored, refused := vals.refuse(perm.partial)
-				s.vals.store(stored)
-				s.vals.drop(dropRejected, refused.total())
+			if perm.Partial > 0 && perm.Partial < points {
+				s.Sent.Add(points - perm.Partial)
+				s.DropRejected.Add(perm.Partial)
+				stored, refused := vals.refuse(perm.Partial)
+				s.vals.Store(stored)
+				s.vals.Drop(dropRejected, refused.total())
 				return
 			}
 			s.DropRejected.Add(points)
-			s.vals.drop(dropRejected, vals.total())
+			s.vals.Drop(dropRejected, vals.total())
 			return
 		}
 		if s.stopping() && (s.stopCtx == nil || s.stopCtx.Err() != nil) {
 			s.DropEnd.Add(points)
-			s.vals.drop(dropShutdown, vals.total())
+			s.vals.Drop(dropShutdown, vals.total())
 			s.dropQueued()
 			return
 		}
@@ -322,23 +320,23 @@ func (s *queued[T]) send(body []byte, points uint64, vals sourceCounts) {
 }
 
 // dropQueued empties the queue into the shutdown drop counter (past the stop deadline).
-func (s *queued[T]) dropQueued() {
+func (s *Queued[T]) dropQueued() {
 	for {
 		select {
 		case e := <-s.q:
-			var v sourceCounts
+			var v SourceCounts
 			s.DropEnd.Add(uint64(s.count(&e, &v)))
-			s.vals.drop(dropShutdown, v.total())
+			s.vals.Drop(dropShutdown, v.total())
 		default:
 			return
 		}
 	}
 }
 
-// httpPost is a poster for POST url with headers; 2xx is success, 4xx except 404/408/429 is
+// HTTPPost is a Poster for POST url with headers; 2xx is success, 4xx except 404/408/429 is
 // permanent, anything else (5xx, network) is retried. onStatus may turn a response into a
 // different error (InfluxDB's "database not found").
-func httpPost(client *http.Client, url string, header http.Header, gz bool, onStatus func(code int, body []byte) error) poster {
+func HTTPPost(client *http.Client, url string, header http.Header, gz bool, onStatus func(code int, body []byte) error) Poster {
 	var zbuf bytes.Buffer
 	var zw *gzip.Writer
 	return func(ctx context.Context, body []byte) error {
@@ -356,7 +354,7 @@ func httpPost(client *http.Client, url string, header http.Header, gz bool, onSt
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
 		if err != nil {
-			return &permanentError{msg: err.Error()}
+			return &PermanentError{Msg: err.Error()}
 		}
 		for k, v := range header {
 			req.Header[k] = v
@@ -383,7 +381,7 @@ func httpPost(client *http.Client, url string, header http.Header, gz bool, onSt
 		case c == 404 || c == 408 || c == 429 || c >= 500:
 			return err
 		default:
-			return &permanentError{msg: err.Error()}
+			return &PermanentError{Msg: err.Error()}
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/export/influx"
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/record"
 )
@@ -28,7 +29,7 @@ func evicted() *record.Record {
 }
 
 func TestRecordLines(t *testing.T) {
-	b, n := export.AppendRecordLines(nil, evicted())
+	b, n := influx.AppendRecordLines(nil, evicted())
 	want := "flow_record,dport=80,dst=10.0.0.2,proto=6,reason=idle,sport=5000,src=10.0.0.1 packets=4i,latency_latest=300i,latency_mean=250,path=\"7:9:11\",first=" + sec(0) + "i,last=" + sec(3) + "i,duration_ns=3000000000i " + sec(3) + "\n" +
 		"flow_record_hop,dport=80,dst=10.0.0.2,hop=1,proto=6,reason=idle,sport=5000,src=10.0.0.1,switch_id=7 hop_latency_latest=100i,hop_latency_mean=102.5,queue_occupancy_latest=12i,queue_occupancy_mean=12.5,tx_util_latest=50i,tx_util_mean=50 " + sec(3) + "\n" +
 		"flow_record_hop,dport=80,dst=10.0.0.2,hop=2,proto=6,reason=idle,sport=5000,src=10.0.0.1,switch_id=9 hop_latency_latest=200i,hop_latency_mean=147.5 " + sec(3) + "\n"
@@ -43,7 +44,7 @@ func TestInfluxRecords(t *testing.T) {
 	cfg := exportConfig()
 	cfg.InfluxDB.URL, cfg.InfluxDB.Database = s.url, "records"
 	reg := metrics.NewRegistry()
-	sink := export.NewInfluxRecords(cfg, export.SinkDeps{Metrics: reg})
+	sink := influx.NewRecords(cfg.InfluxDB, cfg.Batching(), export.SinkDeps{Metrics: reg})
 	if err := sink.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestInfluxRecordsRestart(t *testing.T) {
 	s := startInflux(t)
 	cfg := exportConfig()
 	cfg.InfluxDB.URL, cfg.InfluxDB.Database = s.url, "restart"
-	sink := export.NewInfluxRecords(cfg, export.SinkDeps{})
+	sink := influx.NewRecords(cfg.InfluxDB, cfg.Batching(), export.SinkDeps{})
 	for i := 0; i < 2; i++ {
 		if err := sink.Start(context.Background()); err != nil {
 			t.Fatal(err)
@@ -103,7 +104,7 @@ func TestInfluxRecordsSameTime(t *testing.T) {
 	s := startInflux(t)
 	cfg := exportConfig()
 	cfg.InfluxDB.URL, cfg.InfluxDB.Database = s.url, "records_same"
-	sink := export.NewInfluxRecords(cfg, export.SinkDeps{Metrics: metrics.NewRegistry()})
+	sink := influx.NewRecords(cfg.InfluxDB, cfg.Batching(), export.SinkDeps{Metrics: metrics.NewRegistry()})
 	if err := sink.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

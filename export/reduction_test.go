@@ -12,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/detect"
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/export/influx"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -36,12 +39,12 @@ func TestReductionSynthetic(t *testing.T) {
 	bus := &event.Bus{}
 	reg := metrics.NewRegistry()
 	d := detect.New(detect.DefaultConfig(), detect.Deps{Bus: bus, Metrics: reg}) // T(m) = 50, expire 1 min
-	cfg := export.DefaultConfig()
+	cfg := config.DefaultExport()
 	cfg.Period = 0 // pushed below, at the run's own times
 	cfg.Prometheus.Gauges = false
 	// A value is exported when a sink stored it: a sink that keeps every value it is
 	// offered stands in for a database that takes every measurement.
-	p, err := export.New(cfg, export.Deps{Bus: bus, Source: d, Metrics: reg, Values: func() uint64 { return d.Stats().Values }, Ring: 1 << 16,
+	p, err := newPipeline(cfg, nil, export.Deps{Bus: bus, Source: d, Metrics: reg, Values: func() uint64 { return d.Stats().Values }, Ring: 1 << 16,
 		Sinks: []export.EventSink{&keepAll{}}})
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +172,7 @@ func TestReductionPaperSetup(t *testing.T) {
 	// drops the excess, and the values exported are only those stored: TestExportedIsStored):
 	// the paper's K needs a queue above it.
 	cfg.Queue = 1 << 17
-	p, err := export.New(cfg, export.Deps{Bus: bus, Source: d, Metrics: reg, Values: func() uint64 { return d.Stats().Values }, Ring: 1 << 17})
+	p, err := newPipeline(cfg, nil, export.Deps{Bus: bus, Source: d, Metrics: reg, Values: func() uint64 { return d.Stats().Values }, Ring: 1 << 17})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,8 +217,8 @@ func TestReductionPaperSetup(t *testing.T) {
 	// exported once the server accepted it, and on a loaded machine 70,000 points of the
 	// warm-up take InfluxDB longer than the pipeline.
 	drain := func(want uint64) {
-		waitFor(t, 30*time.Second, fmt.Sprintf("%d events offered", want), func() bool { ev, _ := p.Offered(); return ev >= want })
-		waitFor(t, 3*time.Minute, fmt.Sprintf("%d events stored", want), func() bool { ev, _ := p.Exported(); return ev >= want })
+		testutil.Eventually(t, 30*time.Second, fmt.Sprintf("%d events offered", want), func() bool { ev, _ := p.Offered(); return ev >= want })
+		testutil.Eventually(t, 3*time.Minute, fmt.Sprintf("%d events stored", want), func() bool { ev, _ := p.Exported(); return ev >= want })
 	}
 	round(0)
 	drain(paperK)
@@ -255,7 +258,7 @@ func TestReductionPaperSetup(t *testing.T) {
 		t.Fatalf("ring overflow %d", st.RingOverflow)
 	}
 	// What InfluxDB stored in the window: every value exported, no more.
-	in := p.Sinks()[0].(*export.InfluxSink)
+	in := p.Sinks()[0].(*influx.Sink)
 	if in.Dropped() != 0 {
 		t.Fatalf("influx sink dropped %d", in.Dropped())
 	}
@@ -332,7 +335,7 @@ func TestExportedIsStored(t *testing.T) {
 	cfg.Queue = 100
 	cfg.InfluxDB.URL, cfg.InfluxDB.Database = influx.url, "stored"
 	cfg.Prometheus.RemoteWrite = vm.url + "/api/v1/write"
-	p, err := export.New(cfg, export.Deps{Bus: bus, Source: d, Metrics: reg, Values: func() uint64 { return d.Stats().Values }, Ring: 1 << 14})
+	p, err := newPipeline(cfg, nil, export.Deps{Bus: bus, Source: d, Metrics: reg, Values: func() uint64 { return d.Stats().Values }, Ring: 1 << 14})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +349,7 @@ func TestExportedIsStored(t *testing.T) {
 		d.Process(0, flowReport(f, base))
 	}
 	d.Flush(0)
-	waitFor(t, 10*time.Second, "the new_key events offered", func() bool { ev, _ := p.Offered(); return ev == K })
+	testutil.Eventually(t, 10*time.Second, "the new_key events offered", func() bool { ev, _ := p.Offered(); return ev == K })
 	push := base + 10*int64(time.Second)
 	p.PushNow(push)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -376,7 +379,7 @@ func TestExportedIsStored(t *testing.T) {
 		}
 	}
 	var vmEv, vmPer uint64
-	waitFor(t, 20*time.Second, "VictoriaMetrics to show what it took", func() bool {
+	testutil.Eventually(t, 20*time.Second, "VictoriaMetrics to show what it took", func() bool {
 		vmEv, vmPer = 0, 0
 		for _, sample := range strings.Fields(vmExport(t, vm, `{__name__=~"intake_.*"}`)) {
 			_, at, _ := strings.Cut(sample, "@")

@@ -9,7 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/export/influx"
+	"github.com/intake-int/intake/export/prom"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/metrics"
 )
 
@@ -17,10 +21,10 @@ import (
 // (the reports of one datagram), switch 1's hop latency swinging by 200 each time: every
 // report raises a change of flow_hop_latency and of flow_latency, all of one series and
 // one time. It returns the pipeline, stopped (every sink flushed).
-func sameTimeReports(t *testing.T, cfg export.Config, n int) *export.Pipeline {
+func sameTimeReports(t *testing.T, cfg config.Export, n int) *testPipeline {
 	t.Helper()
 	d, bus := detector()
-	p, err := export.New(cfg, export.Deps{Bus: bus, Source: d, Metrics: metrics.NewRegistry(), Ring: 4096})
+	p, err := newPipeline(cfg, nil, export.Deps{Bus: bus, Source: d, Metrics: metrics.NewRegistry(), Ring: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +38,7 @@ func sameTimeReports(t *testing.T, cfg export.Config, n int) *export.Pipeline {
 	d.Flush(0)
 	// new keys: path, flow latency, 2 hop latencies, 2 queues; then 2 changes a report.
 	want := uint64(6 + 2*(n-1))
-	waitFor(t, 10*time.Second, "events through the pipeline", func() bool { ev, _ := p.Offered(); return ev == want })
+	testutil.Eventually(t, 10*time.Second, "events through the pipeline", func() bool { ev, _ := p.Offered(); return ev == want })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := p.Stop(ctx); err != nil {
@@ -53,7 +57,7 @@ func TestInfluxDBSameTime(t *testing.T) {
 		cfg := exportConfig()
 		cfg.InfluxDB.URL, cfg.InfluxDB.Database, cfg.InfluxDB.Schema = s.url, "same_"+schema, schema
 		p := sameTimeReports(t, cfg, n)
-		in := p.Sinks()[0].(*export.InfluxSink)
+		in := p.Sinks()[0].(*influx.Sink)
 		sent := in.Sent.Load()
 		if in.Dropped() != 0 || sent == 0 {
 			t.Fatalf("%s: sent %d dropped %d", schema, sent, in.Dropped())
@@ -92,12 +96,12 @@ func TestRemoteWriteSameTime(t *testing.T) {
 	cfg := exportConfig()
 	cfg.Prometheus.RemoteWrite = s.url + "/api/v1/write"
 	p := sameTimeReports(t, cfg, n)
-	rw := p.Sinks()[0].(*export.RemoteWrite)
+	rw := p.Sinks()[0].(*prom.RemoteWrite)
 	if st := rw.SinkStatus(); rw.Dropped() != 0 || st.Sent == 0 {
 		t.Fatalf("remote write: %+v", st)
 	}
 	var got int
-	waitFor(t, 20*time.Second, "remote-written samples in Prometheus", func() bool {
+	testutil.Eventually(t, 20*time.Second, "remote-written samples in Prometheus", func() bool {
 		var r struct {
 			Data struct {
 				Result []struct {

@@ -2,7 +2,7 @@ package export
 
 import "hash/maphash"
 
-// seriesClock keeps a sink from writing two points of one series with one timestamp. A
+// SeriesClock keeps a sink from writing two points of one series with one timestamp. A
 // time-series store keeps one point per series and time (InfluxDB, VictoriaMetrics and
 // Prometheus overwrite or refuse the second), so two events of one series that arrive in
 // one datagram, one GRO super-datagram or one millisecond would silently lose all but
@@ -15,7 +15,7 @@ import "hash/maphash"
 // A series is named by a 64-bit hash of its identity (measurement, tags and field names as
 // the sink writes them); two series that hash alike are only kept apart less finely. Series
 // not written for horizon units are forgotten, so memory follows the live series.
-type seriesClock struct {
+type SeriesClock struct {
 	unit    int64 // the sink's time unit in ns: 1 (line protocol in ns), 1e6 (remote write in ms)
 	horizon int64 // in units
 	last    map[uint64]int64
@@ -24,16 +24,16 @@ type seriesClock struct {
 	pruneAt int // prune when last holds this many series
 }
 
-// newSeriesClock returns a clock for a sink writing times in units of unit ns.
-func newSeriesClock(unit int64) *seriesClock {
+// NewSeriesClock returns a clock for a sink writing times in units of unit ns.
+func NewSeriesClock(unit int64) *SeriesClock {
 	const horizonNs = 60e9 // far beyond any reordering between workers
-	return &seriesClock{unit: unit, horizon: horizonNs / unit, last: map[uint64]int64{},
+	return &SeriesClock{unit: unit, horizon: horizonNs / unit, last: map[uint64]int64{},
 		seed: maphash.MakeSeed(), pruneAt: 1 << 12}
 }
 
 // at returns the time, in the sink's units, at which to write the point of series id
 // (its identity's bytes) whose own time is t units.
-func (c *seriesClock) at(id []byte, t int64) int64 {
+func (c *SeriesClock) At(id []byte, t int64) int64 {
 	h := c.hash(id)
 	if last, ok := c.last[h]; ok && t <= last {
 		t = last + 1
@@ -48,11 +48,11 @@ func (c *seriesClock) at(id []byte, t int64) int64 {
 	return t
 }
 
-func (c *seriesClock) hash(id []byte) uint64 { return maphash.Bytes(c.seed, id) }
+func (c *SeriesClock) hash(id []byte) uint64 { return maphash.Bytes(c.seed, id) }
 
 // prune forgets the series not written within the horizon of the newest time, and lets the
 // map grow to twice what is left before the next prune.
-func (c *seriesClock) prune() {
+func (c *SeriesClock) prune() {
 	for h, t := range c.last {
 		if c.newest-t > c.horizon {
 			delete(c.last, h)

@@ -11,6 +11,9 @@ import (
 
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/export/influx"
+	"github.com/intake-int/intake/export/prom"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/metrics"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -23,7 +26,7 @@ func TestInfluxDBTimestampINT(t *testing.T) {
 	cfg := exportConfig()
 	cfg.InfluxDB.URL, cfg.InfluxDB.Database, cfg.InfluxDB.Timestamp, cfg.InfluxDB.Gzip = s.url, "inttime", "int", false
 	d, bus := detector()
-	p, err := export.New(cfg, export.Deps{Bus: bus, Source: d, Metrics: metrics.NewRegistry(), Ring: 1024})
+	p, err := newPipeline(cfg, nil, export.Deps{Bus: bus, Source: d, Metrics: metrics.NewRegistry(), Ring: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +52,11 @@ func TestInfluxDBTimestampINT(t *testing.T) {
 		d.Process(0, &r)
 	}
 	d.Flush(0)
-	waitFor(t, 10*time.Second, "events through the pipeline", func() bool { ev, _ := p.Offered(); return ev == 6 })
+	testutil.Eventually(t, 10*time.Second, "events through the pipeline", func() bool { ev, _ := p.Offered(); return ev == 6 })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	p.Stop(ctx)
-	in := p.Sinks()[0].(*export.InfluxSink)
+	in := p.Sinks()[0].(*influx.Sink)
 	if st := in.SinkStatus(); st.Sent != 12 || in.Dropped() != 0 {
 		t.Fatalf("sink status %+v, want 12 sent", st)
 	}
@@ -75,7 +78,7 @@ func TestInfluxDBTimestampINT(t *testing.T) {
 // further key is dropped and counted, an expired key's series is deleted and frees its place.
 func TestGaugesSeriesLimit(t *testing.T) {
 	reg, counters := metrics.NewRegistry(), metrics.NewRegistry()
-	g := export.NewGauges(reg, 2, counters)
+	g := prom.NewGauges(reg, 2, counters)
 	ev := func(kind event.Kind, sw uint32, v uint64) *event.Event {
 		e := &event.Event{Kind: kind, Measurement: event.QueueOccupancy, Value: v}
 		e.Key.Switch, e.Key.Queue = sw, 1

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/internal/smallfile/smallfiletest"
 )
 
@@ -28,24 +28,24 @@ func TestTLSFilesRefusedAtOnce(t *testing.T) {
 	}
 	for _, p := range []string{fifo, "/dev/zero", big} {
 		for _, tc := range []struct {
-			set  func(*export.Config)
+			set  func(*config.Export)
 			want string
 		}{
-			{func(c *export.Config) { c.Redis.Address, c.Redis.TLS, c.Redis.TLSCA = "h:1", true, p },
+			{func(c *config.Export) { c.Redis.Address, c.Redis.TLS, c.Redis.TLSCA = "h:1", true, p },
 				fmt.Sprintf("redis.tls_ca: %q: must be a readable PEM file of CA certificates: %s", p, why[p])},
-			{func(c *export.Config) {
+			{func(c *config.Export) {
 				c.Redis.Address, c.Redis.TLS, c.Redis.TLSCert, c.Redis.TLSKey = "h:1", true, p, key
 			},
 				fmt.Sprintf("redis.tls_cert: %q: must be a PEM certificate with its key in redis.tls_key (%q): %s", p, key, why[p])},
-			{func(c *export.Config) {
+			{func(c *config.Export) {
 				c.Kafka.Brokers, c.Kafka.TLS.Enabled, c.Kafka.TLS.CA = []string{"127.0.0.1:9092"}, true, p
 			},
 				fmt.Sprintf("kafka.tls.ca: %q: must be a readable PEM file of CA certificates: %s", p, why[p])},
-			{func(c *export.Config) {
+			{func(c *config.Export) {
 				c.Kafka.Brokers, c.Kafka.TLS.Enabled, c.Kafka.TLS.Cert, c.Kafka.TLS.Key = []string{"127.0.0.1:9092"}, true, p, key
 			}, fmt.Sprintf("kafka.tls.cert: %q: must be a PEM certificate with its key in kafka.tls.key (%q): %s", p, key, why[p])},
 		} {
-			cfg := export.DefaultConfig()
+			cfg := config.DefaultExport()
 			tc.set(&cfg)
 			if err := smallfiletest.Within(t, 2*time.Second, tc.want, cfg.Validate); fmt.Sprint(err) != tc.want {
 				t.Errorf("got  %v\nwant %s", err, tc.want)

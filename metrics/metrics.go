@@ -93,6 +93,11 @@ func NewRegistry() *Registry {
 // testutil, or merging with other gatherers (prometheus.Gatherers).
 func (r *Registry) Gatherer() prometheus.Gatherer { return r.prom }
 
+// Registerer returns the registry as the client library's Registerer, for a library's own
+// collectors (the Kafka client's, kprom): their metrics are served with the registry's.
+// Their names must start with intake_ as the registry's own do.
+func (r *Registry) Registerer() prometheus.Registerer { return r.prom }
+
 // Handler serves the registry at /metrics (promhttp.HandlerFor): the Prometheus text format
 // 0.0.4 by default, OpenMetrics 1.0.0 to a scraper whose Accept header asks for
 // application/openmetrics-text, gzip-compressed when the Accept-Encoding header allows.

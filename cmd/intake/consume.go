@@ -4,10 +4,10 @@ import (
 	"io"
 	"strings"
 
-	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/export/kafka"
 )
 
-// consume: read a Kafka topic the Kafka sink writes (export.KafkaConsume) and print it.
+// consume: read a Kafka topic the Kafka sink writes (kafka.Consumer) and print it.
 
 func init() {
 	register(verb{name: "consume", summary: "read intake's messages from a Kafka topic (docs/kafka.md)", run: runConsume})
@@ -42,7 +42,7 @@ func runConsume(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := runContext(0)
 	defer cancel()
-	_, err = export.KafkaConsume(ctx, export.ConsumeOptions{Kafka: k, Topics: []string{k.Topic(*topic)}, Group: *group,
-		FromEnd: *fromEnd, Max: *n, Idle: *idle}, export.ConsumePrinter(stdout, *asJSON))
+	_, err = kafka.Consumer{Config: k, Topics: []string{k.Topic(*topic)}, Group: *group,
+		FromEnd: *fromEnd, Max: *n, Idle: *idle}.Consume(ctx, kafka.ConsumePrinter(stdout, *asJSON))
 	return err
 }

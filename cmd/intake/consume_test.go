@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/event"
-	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/export/kafka"
 	"github.com/intake-int/intake/internal/kfaketest"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -17,9 +18,9 @@ import (
 // reads them back with intake consume, as a table and as JSON.
 func TestConsume(t *testing.T) {
 	k := kfaketest.Start(t, 3, 2)
-	cfg := export.DefaultConfig()
+	cfg := config.DefaultExport()
 	cfg.Kafka.Brokers, cfg.Kafka.Reports = k.Brokers, "full"
-	s, err := export.NewKafka(cfg, export.KafkaDeps{Workers: 2})
+	s, err := kafka.New(cfg.Kafka, kafka.Deps{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,10 +84,10 @@ func TestConsume(t *testing.T) {
 // and the member of a cluster's events, from topics the sink created.
 func TestConsumeContent(t *testing.T) {
 	k := kfaketest.StartTopics(t, 1, 2)
-	cfg := export.DefaultConfig()
+	cfg := config.DefaultExport()
 	cfg.Kafka.Brokers, cfg.Kafka.Reports, cfg.Kafka.CreateTopics = k.Brokers, "full", true
-	cfg.Kafka.Topics = export.KafkaTopics{Reports: "lab.reports", Events: "lab.events"}
-	s, err := export.NewKafka(cfg, export.KafkaDeps{Workers: 1, Member: "c1"})
+	cfg.Kafka.Topics = kafka.Topics{Reports: "lab.reports", Events: "lab.events"}
+	s, err := kafka.New(cfg.Kafka, kafka.Deps{Workers: 1, Member: "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/intake-int/intake/export"
+	"github.com/intake-int/intake/export/redis"
 	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/internal/cli"
 	"github.com/intake-int/intake/record"
@@ -105,7 +105,7 @@ func runQueryFlowCacheStats(args []string, stdout, stderr io.Writer) error {
 	// The stats endpoint's body, with the Redis sink's counters typed.
 	var s struct {
 		flowcache.StatsJSON
-		Redis *export.RedisCounts `json:"redis,omitempty"`
+		Redis *redis.Counts `json:"redis,omitempty"`
 	}
 	if done, err := apiQuery(stdout, o, "/api/v1/flowcache/stats", nil, &s); done || err != nil {
 		return err

@@ -1,4 +1,4 @@
-package export
+package kafka
 
 import (
 	"github.com/intake-int/intake/event"

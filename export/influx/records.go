@@ -1,21 +1,22 @@
-package export
+package influx
 
 import (
 	"strconv"
 	"sync"
 
+	"github.com/intake-int/intake/export"
 	"github.com/intake-int/intake/record"
 )
 
-// InfluxRecords writes the flow cache's evicted flow records (SmartNIC sink §III-C: a flow's
+// Records writes the flow cache's evicted flow records (SmartNIC sink §III-C: a flow's
 // final aggregates when it leaves the cache) to the InfluxDB of export.influxdb, in the
 // measurements flow_record (one point per flow) and flow_record_hop (one per hop, source
 // first), through the same bounded, batching, retrying queue as the event sink. Its counters
 // are those of every sink, labelled sink="influxdb_records".
-type InfluxRecords struct {
-	*queued[lineBatch]
+type Records struct {
+	*export.Queued[lineBatch]
 	mu    sync.Mutex // OfferRecord may be called from more than one goroutine
-	clock *seriesClock
+	clock *export.SeriesClock
 }
 
 // lineBatch is one record already in line protocol, and how many points (lines) it holds:
@@ -28,24 +29,25 @@ type lineBatch struct {
 
 type lineBatchEncoder struct{}
 
-func (lineBatchEncoder) points(l *lineBatch) int { return l.n }
+func (lineBatchEncoder) Points(l *lineBatch) int { return l.n }
 
-func (lineBatchEncoder) encode(dst []byte, batch []lineBatch) []byte {
+func (lineBatchEncoder) Encode(dst []byte, batch []lineBatch) []byte {
 	for i := range batch {
 		dst = append(dst, batch[i].b...)
 	}
 	return dst
 }
 
-// NewInfluxRecords builds the records sink for cfg.InfluxDB.
-func NewInfluxRecords(cfg Config, deps SinkDeps) *InfluxRecords {
-	return &InfluxRecords{queued: newQueued[lineBatch]("influxdb_records", cfg, cfg.InfluxDB.Batch, lineBatchEncoder{},
-		newInfluxWriter(cfg.InfluxDB).write, deps), clock: newSeriesClock(1)}
+// NewRecords builds the records sink for cfg (its URL set), with the export section's queue,
+// flush and retry settings q.
+func NewRecords(cfg Config, q export.Batching, deps export.SinkDeps) *Records {
+	return &Records{Queued: export.NewQueued[lineBatch]("influxdb_records", q, cfg.Batch, lineBatchEncoder{},
+		newInfluxWriter(cfg).write, deps), clock: export.NewSeriesClock(1)}
 }
 
 // OfferRecord queues r's points (a RecordSink). Two records of one flow and one time (a flow evicted between two reports of one datagram) are written a
-// nanosecond apart (seriesClock).
-func (s *InfluxRecords) OfferRecord(r *record.Record) {
+// nanosecond apart (SeriesClock).
+func (s *Records) OfferRecord(r *record.Record) {
 	s.mu.Lock()
 	b, n := appendRecordLines(nil, r, s.clock)
 	s.mu.Unlock()
@@ -54,9 +56,9 @@ func (s *InfluxRecords) OfferRecord(r *record.Record) {
 
 // Drops returns the points dropped by "export.influxdb_records.<reason>" (the export
 // section of GET /api/v1/status's drops), zero counts included.
-func (s *InfluxRecords) Drops() map[string]uint64 {
+func (s *Records) Drops() map[string]uint64 {
 	d := map[string]uint64{}
-	s.SinkStatus().addDrops(d)
+	s.SinkStatus().AddDrops(d)
 	return d
 }
 
@@ -74,18 +76,18 @@ func AppendRecordLines(b []byte, r *record.Record) ([]byte, int) {
 // appendRecordLines is AppendRecordLines with the record's time taken from clock (nil: its
 // last report's): the hop lines' series are the flow_record series' with a hop added, so one
 // time a record keeps them all apart.
-func appendRecordLines(b []byte, r *record.Record, clock *seriesClock) ([]byte, int) {
+func appendRecordLines(b []byte, r *record.Record, clock *export.SeriesClock) ([]byte, int) {
 	k := &r.Flow
-	var tb [8]tag
-	tags := append(tb[:0], tag{"dport", strconv.Itoa(int(k.DstPort))}, tag{"dst", k.DstAddr().String()},
-		tag{"proto", strconv.Itoa(int(k.Proto))}, tag{"reason", r.Reason.String()},
-		tag{"sport", strconv.Itoa(int(k.SrcPort))}, tag{"src", k.SrcAddr().String()})
+	var tb [8]export.Tag
+	tags := append(tb[:0], export.Tag{K: "dport", V: strconv.Itoa(int(k.DstPort))}, export.Tag{K: "dst", V: k.DstAddr().String()},
+		export.Tag{K: "proto", V: strconv.Itoa(int(k.Proto))}, export.Tag{K: "reason", V: r.Reason.String()},
+		export.Tag{K: "sport", V: strconv.Itoa(int(k.SrcPort))}, export.Tag{K: "src", V: k.SrcAddr().String()})
 	start := len(b)
 	b = append(b, "flow_record"...)
 	b = appendTags(b, tags)
 	ts := r.Last
 	if clock != nil {
-		ts = clock.at(b[start:], ts)
+		ts = clock.At(b[start:], ts)
 	}
 	b = appendIntField(b, ' ', "packets", r.Packets)
 	if r.LatCount > 0 {
@@ -103,8 +105,8 @@ func appendRecordLines(b []byte, r *record.Record, clock *seriesClock) ([]byte, 
 	var line []byte
 	for i := range r.Hops {
 		h := &r.Hops[i]
-		ht := append(tags[:len(tags):len(tags)], tag{"hop", strconv.Itoa(i + 1)}, tag{"switch_id", strconv.FormatUint(uint64(h.NodeID), 10)})
-		sortTags(ht)
+		ht := append(tags[:len(tags):len(tags)], export.Tag{K: "hop", V: strconv.Itoa(i + 1)}, export.Tag{K: "switch_id", V: strconv.FormatUint(uint64(h.NodeID), 10)})
+		export.SortTags(ht)
 		line = appendTags(append(line[:0], "flow_record_hop"...), ht)
 		sep := byte(' ')
 		for m := range record.NumMetrics {

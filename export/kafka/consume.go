@@ -1,4 +1,4 @@
-package export
+package kafka
 
 import (
 	"context"
@@ -17,10 +17,10 @@ import (
 	"github.com/intake-int/intake/export/kafkapb"
 )
 
-// ConsumeOptions say what KafkaConsume reads.
-type ConsumeOptions struct {
-	// Kafka gives the brokers and their SASL and TLS settings (export.kafka).
-	Kafka Kafka
+// Consumer is the `intake consume` reader: what it reads (Consume reads it).
+type Consumer struct {
+	// Config gives the brokers and their SASL and TLS settings (export.kafka).
+	Config Config
 	// Topics are read together.
 	Topics []string
 	// Group joins this consumer group, sharing the partitions with its other members and
@@ -47,17 +47,17 @@ type Consumed struct {
 	Err       error
 }
 
-// KafkaConsume reads messages and calls fn with each until ctx ends, Max messages were
-// read, Idle passed without one, or fn returns an error; it returns the number read. With a
+// Consume reads messages and calls fn with each until ctx ends, Max messages were read,
+// Idle passed without one, or fn returns an error; it returns the number read. With a
 // group, the offsets of the messages handed to fn are committed before it returns.
-func KafkaConsume(ctx context.Context, o ConsumeOptions, fn func(*Consumed) error) (int, error) {
-	if len(o.Kafka.Brokers) == 0 {
+func (o Consumer) Consume(ctx context.Context, fn func(*Consumed) error) (int, error) {
+	if len(o.Config.Brokers) == 0 {
 		return 0, errors.New("kafka: no brokers")
 	}
 	if len(o.Topics) == 0 {
 		return 0, errors.New("kafka: no topic")
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(o.Kafka.Brokers...), kgo.ConsumeTopics(o.Topics...)}
+	opts := []kgo.Opt{kgo.SeedBrokers(o.Config.Brokers...), kgo.ConsumeTopics(o.Topics...)}
 	if o.FromEnd {
 		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
 	}
@@ -69,7 +69,7 @@ func KafkaConsume(ctx context.Context, o ConsumeOptions, fn func(*Consumed) erro
 	} else {
 		close(assigned)
 	}
-	auth, err := o.Kafka.authOpts()
+	auth, err := o.Config.authOpts()
 	if err != nil {
 		return 0, err
 	}
@@ -168,7 +168,7 @@ func FormatRow(f []string) string {
 	return strings.TrimRight(fmt.Sprintf("%-16s %4s %8s %-8s %-19s %-44s %-28s %s", a...), " ")
 }
 
-// ConsumePrinter returns a KafkaConsume callback that prints each message to w, as one
+// ConsumePrinter returns a Consume callback that prints each message to w, as one
 // JSON object a line (JSONLine) or as a table line (Row) under a header it prints now.
 func ConsumePrinter(w io.Writer, asJSON bool) func(*Consumed) error {
 	if !asJSON {
@@ -212,7 +212,7 @@ func (c *Consumed) JSONLine() ([]byte, error) {
 
 // Topic resolves a topic argument: reports, events, snapshots and flows stand for the
 // topics of k; anything else is a topic's name.
-func (k *Kafka) Topic(name string) string {
+func (k *Config) Topic(name string) string {
 	switch name {
 	case "reports":
 		return k.Topics.Reports

@@ -1,4 +1,4 @@
-package export
+package kafka
 
 import (
 	"google.golang.org/protobuf/encoding/protowire"

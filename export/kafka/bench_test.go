@@ -1,4 +1,4 @@
-package export
+package kafka
 
 import (
 	"bytes"
@@ -30,15 +30,15 @@ func benchReport() telemetry.Report {
 
 // drained is a sink whose queues a goroutine empties (the sender's side left out): the
 // benchmarks below measure the offering side only.
-func drained(b *testing.B, reports string) (*KafkaSink, *KafkaReports, func()) {
+func drained(b *testing.B, reports string) (*Sink, *Reports, func()) {
 	cfg := DefaultConfig()
-	cfg.Kafka.Brokers, cfg.Kafka.Reports, cfg.Kafka.Queue = []string{"127.0.0.1:1"}, reports, 1<<16
-	s, err := NewKafka(cfg, KafkaDeps{Workers: 1})
+	cfg.Brokers, cfg.Reports, cfg.Queue = []string{"127.0.0.1:1"}, reports, 1<<16
+	s, err := New(cfg, Deps{Workers: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
 	done := make(chan struct{})
-	p := s.Reports().(*KafkaReports)
+	p := s.Reports().(*Reports)
 	go func() {
 		for {
 			n := 0
@@ -65,12 +65,12 @@ func drained(b *testing.B, reports string) (*KafkaSink, *KafkaReports, func()) {
 // dropped) and the ring's memory is reused as the sender's reading would let it be.
 func BenchmarkKafkaProcess(b *testing.B) {
 	cfg := DefaultConfig()
-	cfg.Kafka.Brokers, cfg.Kafka.Reports, cfg.Kafka.Queue = []string{"127.0.0.1:1"}, "full", 4096
-	s, err := NewKafka(cfg, KafkaDeps{Workers: 1})
+	cfg.Brokers, cfg.Reports, cfg.Queue = []string{"127.0.0.1:1"}, "full", 4096
+	s, err := New(cfg, Deps{Workers: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := s.Reports().(*KafkaReports)
+	p := s.Reports().(*Reports)
 	q := s.rings[0]
 	r := benchReport()
 	b.ReportAllocs()
@@ -148,7 +148,7 @@ func BenchmarkKafkaEncodeDTA(b *testing.B) {
 func benchEncode(b *testing.B, r *telemetry.Report) {
 	var it kafkaReportItem
 	fillReportItem(&it, r)
-	s := &KafkaSink{}
+	s := &Sink{}
 	var buf []byte
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,4 +1,8 @@
-package export
+// Package influx is the InfluxDB sinks (export.influxdb): INTCollector's time-series
+// export (§III-E) of the pipeline's events and periodic values in line protocol (Sink), and
+// the flow cache's evicted flow records (Records), both over HTTP to a 1.x or 2.x server
+// through export's bounded, batching, retrying queue (export.Queued).
+package influx
 
 import (
 	"bytes"
@@ -13,31 +17,32 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/export"
 )
 
-// InfluxSink writes InfluxDB line protocol over HTTP, to 1.x /write or 2.x /api/v2/write,
+// Sink writes InfluxDB line protocol over HTTP, to 1.x /write or 2.x /api/v2/write,
 // gzip-compressed, in batches of at most influxdb.batch (≤ 5000) lines. With the 1.x API the
 // database is created at start and again whenever a write finds it missing.
-type InfluxSink struct {
-	*queued[event.Event]
+type Sink struct {
+	*export.Queued[event.Event]
 }
 
-// NewInfluxDB builds the sink for cfg.InfluxDB.
-func NewInfluxDB(cfg Config, deps SinkDeps) *InfluxSink {
-	ic := cfg.InfluxDB
-	enc := &lineEncoder{schema: ic.Schema, intTime: ic.Timestamp == "int", clock: newSeriesClock(1)}
-	return &InfluxSink{newQueued[event.Event]("influxdb", cfg, ic.Batch, enc, newInfluxWriter(ic).write, deps)}
+// New builds the events sink for cfg (its URL set), with the export section's queue, flush
+// and retry settings q.
+func New(cfg Config, q export.Batching, deps export.SinkDeps) *Sink {
+	enc := &lineEncoder{schema: cfg.Schema, intTime: cfg.Timestamp == "int", clock: export.NewSeriesClock(1)}
+	return &Sink{export.NewQueued[event.Event]("influxdb", q, cfg.Batch, enc, newInfluxWriter(cfg).write, deps)}
 }
 
 // influxWriter posts line protocol to the configured server.
 type influxWriter struct {
-	ic      InfluxDB
+	ic      Config
 	client  *http.Client
 	created atomic.Bool
-	post    poster
+	post    export.Poster
 }
 
-func newInfluxWriter(ic InfluxDB) *influxWriter {
+func newInfluxWriter(ic Config) *influxWriter {
 	w := &influxWriter{ic: ic, client: &http.Client{Timeout: 15 * time.Second}}
 	base := strings.TrimSuffix(ic.URL, "/")
 	q := url.Values{"precision": {"ns"}}
@@ -54,7 +59,7 @@ func newInfluxWriter(ic InfluxDB) *influxWriter {
 	if ic.Token != "" {
 		h.Set("Authorization", "Token "+ic.Token)
 	}
-	w.post = httpPost(w.client, target, h, ic.Gzip, func(code int, body []byte) error {
+	w.post = export.HTTPPost(w.client, target, h, ic.Gzip, func(code int, body []byte) error {
 		// 1.x answers 404 {"error":"database not found: ..."}: create it, then retry.
 		if ic.API == "v1" && code == http.StatusNotFound && strings.Contains(string(body), "database not found") {
 			w.created.Store(false)
@@ -64,7 +69,7 @@ func newInfluxWriter(ic InfluxDB) *influxWriter {
 		// the retention policy) is written but for those: 400 "partial write: ... dropped=N".
 		if m := partialWrite.FindSubmatch(body); code == http.StatusBadRequest && m != nil {
 			n, _ := strconv.ParseUint(string(m[1]), 10, 64)
-			return &permanentError{msg: fmt.Sprintf("%s: %d %s", target, code, bytes.TrimSpace(body)), partial: n}
+			return &export.PermanentError{Msg: fmt.Sprintf("%s: %d %s", target, code, bytes.TrimSpace(body)), Partial: n}
 		}
 		return nil
 	})
@@ -110,25 +115,23 @@ func quoteIdent(s string) string {
 type lineEncoder struct {
 	schema  string // "intake" or "intcollector"
 	intTime bool
-	// clock keeps two points of one series from sharing a timestamp (seriesClock); id is
+	// clock keeps two points of one series from sharing a timestamp (SeriesClock); id is
 	// its scratch for a series' identity.
-	clock *seriesClock
+	clock *export.SeriesClock
 	id    []byte
 }
 
-// at returns the time to write a point of series id at (its own time ts): see seriesClock.
+// at returns the time to write a point of series id at (its own time ts): see SeriesClock.
 func (l *lineEncoder) at(id []byte, ts int64) int64 {
 	if l.clock == nil {
 		return ts
 	}
-	return l.clock.at(id, ts)
+	return l.clock.At(id, ts)
 }
 
 // tag is one tag; tags are written in the order given, which appendTags keeps sorted by key
 // (InfluxDB's recommendation for write speed).
-type tag struct{ k, v string }
-
-func (l *lineEncoder) points(e *event.Event) int {
+func (l *lineEncoder) Points(e *event.Event) int {
 	if e.Kind == event.KindExpire || e.Kind == event.KindNone {
 		return 0
 	}
@@ -146,7 +149,7 @@ func (l *lineEncoder) points(e *event.Event) int {
 	return 2 // the value, and the event in `events`
 }
 
-func (l *lineEncoder) encode(dst []byte, batch []event.Event) []byte {
+func (l *lineEncoder) Encode(dst []byte, batch []event.Event) []byte {
 	for i := range batch {
 		dst = l.append(dst, &batch[i])
 	}
@@ -161,15 +164,15 @@ func (l *lineEncoder) ts(e *event.Event) int64 {
 }
 
 func (l *lineEncoder) append(b []byte, e *event.Event) []byte {
-	if l.points(e) == 0 {
+	if l.Points(e) == 0 {
 		return b
 	}
 	if l.schema == "intcollector" {
 		return l.appendINTCollector(b, e)
 	}
 	ts := l.ts(e)
-	var tb [8]tag
-	tags := keyTags(tb[:0], e)
+	var tb [8]export.Tag
+	tags := export.KeyTags(tb[:0], e)
 	// The value, in its measurement; the series (measurement and tags) has one field set.
 	start := len(b)
 	b = append(b, e.Measurement.String()...)
@@ -185,10 +188,10 @@ func (l *lineEncoder) append(b []byte, e *event.Event) []byte {
 		return b
 	}
 	// The event: kind, scope and metric (the measurement; "measurement" is an InfluxQL keyword) as tags with the key's; the values as fields.
-	var eb [11]tag
+	var eb [11]export.Tag
 	et := append(eb[:0], tags...)
-	et = append(et, tag{"kind", e.Kind.String()}, tag{"metric", e.Measurement.String()}, tag{"scope", e.Scope.String()})
-	sortTags(et)
+	et = append(et, export.Tag{K: "kind", V: e.Kind.String()}, export.Tag{K: "metric", V: e.Measurement.String()}, export.Tag{K: "scope", V: e.Scope.String()})
+	export.SortTags(et)
 	start = len(b)
 	b = append(b, "events"...)
 	b = appendTags(b, et)
@@ -287,56 +290,13 @@ func (l *lineEncoder) appendINTCollector(b []byte, e *event.Event) []byte {
 	return appendTime(b, ts)
 }
 
-// keyTags returns the tags of e's metric key, sorted by tag key: src, dst, sport, dport,
-// proto for flow keys; switch_id; queue_id, port, buffer_id, reason or hw_id.
-func keyTags(dst []tag, e *event.Event) []tag {
-	k := &e.Key
-	m := e.Measurement
-	if m == event.BufferOccupancy {
-		dst = append(dst, tag{"buffer_id", strconv.Itoa(int(k.Buffer))})
-	}
-	if m.HasFlow() {
-		dst = append(dst, tag{"dport", strconv.Itoa(int(k.Flow.DstPort))}, tag{"dst", k.Flow.DstAddr().String()})
-	}
-	if m == event.SeqGaps {
-		dst = append(dst, tag{"hw_id", strconv.Itoa(int(k.HWID))})
-	}
-	if m == event.TxUtilization {
-		dst = append(dst, tag{"port", strconv.FormatUint(uint64(k.Port), 10)})
-	}
-	if m.HasFlow() {
-		dst = append(dst, tag{"proto", strconv.Itoa(int(k.Flow.Proto))})
-	}
-	if m == event.QueueOccupancy || m == event.QueueCongestion {
-		dst = append(dst, tag{"queue_id", strconv.Itoa(int(k.Queue))})
-	}
-	if m == event.Drops {
-		dst = append(dst, tag{"reason", strconv.Itoa(int(k.Reason))})
-	}
-	if m.HasFlow() {
-		dst = append(dst, tag{"sport", strconv.Itoa(int(k.Flow.SrcPort))}, tag{"src", k.Flow.SrcAddr().String()})
-	}
-	if m.HasSwitch() {
-		dst = append(dst, tag{"switch_id", strconv.FormatUint(uint64(k.Switch), 10)})
-	}
-	return dst
-}
-
-func sortTags(ts []tag) {
-	for i := 1; i < len(ts); i++ {
-		for j := i; j > 0 && ts[j].k < ts[j-1].k; j-- {
-			ts[j], ts[j-1] = ts[j-1], ts[j]
-		}
-	}
-}
-
-func appendTags(b []byte, ts []tag) []byte {
+func appendTags(b []byte, ts []export.Tag) []byte {
 	for _, t := range ts {
 		b = append(b, ',')
-		b = append(b, t.k...)
+		b = append(b, t.K...)
 		b = append(b, '=')
-		for i := 0; i < len(t.v); i++ {
-			switch c := t.v[i]; c {
+		for i := 0; i < len(t.V); i++ {
+			switch c := t.V[i]; c {
 			case ',', ' ', '=':
 				b = append(b, '\\', c)
 			default:
