@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/ingest"
 	"github.com/intake-int/intake/internal/testutil"
 )
@@ -185,25 +184,9 @@ func TestStatusHTTP(t *testing.T) {
 	}
 }
 
-// TestStatusHTTPText: `intake status` prints the API server's connections and its refused
-// ones with the drops.
-func TestStatusHTTPText(t *testing.T) {
-	st := Status{Drops: Drops{Total: 3, Sections: map[string]map[string]uint64{"http": {"total": 1, "source": 2}}},
-		HTTP: &api.ConnStats{Listening: "0.0.0.0:8040 (all IPv4 addresses)", Open: 5, Max: 1024, MaxPerSource: 64,
-			Refused: map[string]uint64{"total": 1, "source": 2}, Evicted: 7}}
-	var b strings.Builder
-	st.WriteText(&b, "127.0.0.1:8040")
-	for _, want := range []string{"\ndrops: 3\n  http connections: (source 2, total 1)\n",
-		"\nhttp: on 0.0.0.0:8040 (all IPv4 addresses), 5 connections open (max 1024, 64 per source), 7 idle closed to make room\n"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("status text lacks %q:\n%s", want, b.String())
-		}
-	}
-}
-
 // TestDropsJSON: drops are written total first, then the sections in the pipeline's order
-// and any other sorted, and read back the same; the text lists every section (kafka
-// included) with what it lost.
+// and any other sorted, and read back the same (cmd/intake's TestDropsText: the text lists
+// every section, kafka included, with what it lost).
 func TestDropsJSON(t *testing.T) {
 	d := Drops{Total: 6, Sections: map[string]map[string]uint64{
 		"zeta": {"x": 1}, "http": {"total": 0}, "kafka": {"flow.queue_full": 2}, "ingest": {"kernel": 0, "oversize": 3}}}
@@ -224,10 +207,5 @@ func TestDropsJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"total":1,"ingest":3}`), &back); err == nil || !strings.Contains(err.Error(), "drops.ingest") {
 		t.Fatalf("a malformed section: %v", err)
-	}
-	var s strings.Builder
-	(&Status{Drops: d}).WriteText(&s, "x")
-	if !strings.Contains(s.String(), "\ndrops: 6\n  ingest: (oversize 3)\n  kafka: (flow.queue_full 2)\n  zeta: (x 1)\n") {
-		t.Fatalf("text:\n%s", s.String())
 	}
 }

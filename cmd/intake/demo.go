@@ -202,6 +202,6 @@ loop:
 	defer cancel()
 	err = coll.Stop(sctx)
 	fmt.Fprintf(stdout, "intake demo: stopped after %s\n", time.Since(start).Round(time.Millisecond))
-	coll.WriteSummary(stdout)
+	writeSummary(stdout, new(coll.Summary()))
 	return errors.Join(runErr, err)
 }

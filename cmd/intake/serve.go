@@ -127,7 +127,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	err = coll.Stop(ctx)
 	fmt.Fprintf(stdout, "intake serve: stopped after %s\n", time.Since(start).Round(time.Millisecond))
-	coll.WriteSummary(stdout)
+	writeSummary(stdout, new(coll.Summary()))
 	return err
 }
 
@@ -152,7 +152,7 @@ func serveCapture(coll *collector.Collector, path string, stdout io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "intake serve: %s: %d frames, %d telemetry datagrams in %s (%.0f reports/s)\n",
 		path, sum.Frames, sum.Datagram, sum.Elapsed.Round(time.Microsecond), rate)
-	coll.WriteSummary(stdout)
+	writeSummary(stdout, new(coll.Summary()))
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

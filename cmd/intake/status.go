@@ -36,6 +36,6 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	if done, err := apiQuery(stdout, o, "/api/v1/status", nil, &st); done || err != nil {
 		return err
 	}
-	st.WriteText(stdout, o.API)
+	writeStatus(stdout, &st, o.API)
 	return nil
 }

@@ -1,4 +1,4 @@
-package collector
+package main
 
 import (
 	"fmt"
@@ -8,54 +8,44 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/export/kafka"
 	"github.com/intake-int/intake/ingest"
 )
 
-// WriteSummary prints the final counters as serve and demo end with them, one line per
+// writeSummary prints the final counters as serve and demo end with them, one line per
 // family, reasons that are not zero: every datagram or report not taken is in one of them
 // (decode errors, inner packet errors of reports kept, ingest drops, kernel drops,
 // processors' rejections, queue drops).
-func (c *Collector) WriteSummary(w io.Writer) {
-	st, rejected := c.Status(), c.Rejections()
+func writeSummary(w io.Writer, s *collector.Summary) {
+	st := &s.Status
 	fmt.Fprintf(w, "  packets received  %d (%d bytes)\n", st.PacketsReceived, st.BytesReceived)
 	fmt.Fprintf(w, "  reports decoded   %d%s\n", st.ReportsDecoded, nonZero(st.ReportsByFormat))
 	fmt.Fprintf(w, "  decode errors     %d%s\n", st.DecodeErrors.Total, nonZero(st.DecodeErrors.ByReason))
 	if st.InnerErrors.Total > 0 {
 		fmt.Fprintf(w, "  inner errors      %d%s (reports kept without their data packet)\n", st.InnerErrors.Total, nonZero(st.InnerErrors.ByReason))
 	}
-	nrej := sum(rejected)
-	fmt.Fprintf(w, "  rejected          %d%s\n", nrej, nonZero(rejected))
+	fmt.Fprintf(w, "  rejected          %d%s\n", sum(s.Rejected), nonZero(s.Rejected))
 	fmt.Fprintf(w, "  ingest drops      %d%s\n", st.IngestDrops.Total, nonZero(st.IngestDrops.ByReason))
 	fmt.Fprintf(w, "  kernel drops      %d\n", st.KernelDrops)
 	if len(st.ProcessorQueueDrops) > 0 {
-		n := sum(st.ProcessorQueueDrops)
-		fmt.Fprintf(w, "  queue drops       %d%s\n", n, nonZero(st.ProcessorQueueDrops))
+		fmt.Fprintf(w, "  queue drops       %d%s\n", sum(st.ProcessorQueueDrops), nonZero(st.ProcessorQueueDrops))
 	}
-	if c.Detector != nil {
-		if k := c.Detector.Stats().Kernel; k != nil {
-			// Reports detected in the XDP program never reach the counters above.
-			fmt.Fprintf(w, "  detected in XDP   %d reports; went up unparsed %d%s; lost %d events (ring full), %d updates (table full)\n",
-				k.Reports, sum(k.Lifted), nonZero(k.Lifted), k.RingFull, k.TableFull)
-		}
+	if k := s.KernelDetect; k != nil {
+		// Reports detected in the XDP program never reach the counters above.
+		fmt.Fprintf(w, "  detected in XDP   %d reports; went up unparsed %d%s; lost %d events (ring full), %d updates (table full)\n",
+			k.Reports, sum(k.Lifted), nonZero(k.Lifted), k.RingFull, k.TableFull)
 	}
-	if c.Export != nil {
-		for _, sk := range c.Export.Status().Sinks {
-			writeSinkSummary(w, "export "+sk.Name, sk.Sent, sk.Dropped)
-		}
-	}
-	if c.records != nil {
-		sk := c.records.SinkStatus()
+	for _, sk := range s.Sinks {
 		writeSinkSummary(w, "export "+sk.Name, sk.Sent, sk.Dropped)
 	}
-	if c.Redis != nil {
-		rc := c.Redis.Counts()
+	if rc := s.Redis; rc != nil {
 		for _, kind := range sortedKeys(rc.Sent) {
 			writeSinkSummary(w, "redis "+plural(kind), rc.Sent[kind], rc.Dropped[kind])
 		}
 	}
-	if c.Kafka != nil {
-		writeKafkaSummary(w, c.Kafka.Counts())
+	if s.Kafka != nil {
+		writeKafkaSummary(w, s.Kafka)
 	}
 }
 
@@ -84,7 +74,7 @@ func sortedKeys(m map[string]uint64) []string {
 
 // writeKafkaSummary prints the Kafka sink's counters, one line per topic (kind): messages
 // acknowledged (sent), dropped by reason, and offered, which after Stop is their sum.
-func writeKafkaSummary(w io.Writer, kc kafka.Counts) {
+func writeKafkaSummary(w io.Writer, kc *kafka.Counts) {
 	for _, kind := range []string{"report", "event", "snapshot", "flow"} {
 		topic, ok := kc.Topics[kind]
 		if !ok {
@@ -96,15 +86,6 @@ func writeKafkaSummary(w io.Writer, kc kafka.Counts) {
 	if kc.Queued > 0 || kc.InFlight > 0 {
 		fmt.Fprintf(w, "  kafka pending     %d queued, %d in flight\n", kc.Queued, kc.InFlight)
 	}
-}
-
-// sum adds a breakdown's counts.
-func sum(m map[string]uint64) uint64 {
-	var n uint64
-	for _, v := range m {
-		n += v
-	}
-	return n
 }
 
 // nonZero formats " (a 1, b 2)" from the non-zero entries of m, sorted by key.
@@ -126,10 +107,10 @@ func nonZero(m map[string]uint64) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// WriteText prints a status as `intake status` does: the counters and their rates, the
+// writeStatus prints a status as `intake status` does: the counters and their rates, the
 // listeners, and the drops (addr names the collector).
-func (s *Status) WriteText(w io.Writer, addr string) {
-	writeStatus(w, addr, &s.Status)
+func writeStatus(w io.Writer, s *collector.Status, addr string) {
+	writeIngestStatus(w, addr, &s.Status)
 	writeDrops(w, &s.Drops)
 	if h := s.HTTP; h != nil {
 		fmt.Fprintf(w, "\nhttp: on %s, %d connections open (max %d, %d per source), %d idle closed to make room\n",
@@ -138,7 +119,7 @@ func (s *Status) WriteText(w io.Writer, addr string) {
 }
 
 // writeDrops prints the drops total and every section's non-zero counters.
-func writeDrops(w io.Writer, d *Drops) {
+func writeDrops(w io.Writer, d *collector.Drops) {
 	fmt.Fprintf(w, "\ndrops: %d\n", d.Total)
 	for _, sec := range d.SectionNames() {
 		name := strings.ReplaceAll(sec, "_", " ")
@@ -151,7 +132,8 @@ func writeDrops(w io.Writer, d *Drops) {
 	}
 }
 
-func writeStatus(w io.Writer, addr string, st *ingest.Status) {
+// writeIngestStatus prints the receive path's counters, their rates and the listeners.
+func writeIngestStatus(w io.Writer, addr string, st *ingest.Status) {
 	state := "stopped"
 	if st.Running {
 		state = "running"
