@@ -78,14 +78,13 @@ var allow = map[string][]string{
 	// The composition root and what runs it.
 	"collector": {"api", "cluster", "config", "console", "detect", "dta", "event", "export/...", "flowcache", "ingest", "label",
 		"metrics", "pcap", "record", "telemetry", "wire", "xdp"},
-	"bench":        {"collector", "config", "gen", "ingest", "internal/textfmt", "xdp"},
+	"bench":        {"collector", "config", "gen", "ingest", "xdp"},
 	"sim/plot":     nil,
 	"sim/dtasim":   {"dta", "sim/plot"},
 	"sim/labelsim": {"fabric", "label", "sim/plot", "telemetry"},
 
 	// The commands and the test tools may import anything of the module.
 	"cmd/...":               {"..."},
-	"internal/textfmt":      {"..."},
 	"internal/testutil/...": {"...", redis, sys, franz},
 	"internal/tools/...":    {"...", franz},
 	"internal/kfaketest":    {"..."},
