@@ -35,7 +35,9 @@ func TestLifecycle(t *testing.T) {
 	for _, c := range a.all() {
 		names = append(names, c.Name())
 	}
-	if got, want := strings.Join(names, " "), "export detect dta flowcache label ingest http"; got != want {
+	// The sinks first (here the Prometheus gauges, a component of its own), then the
+	// pipeline that feeds them.
+	if got, want := strings.Join(names, " "), "prometheus export detect dta flowcache label ingest http"; got != want {
 		t.Errorf("start order %q, want %q", got, want)
 	}
 	ctx := context.Background()
@@ -93,8 +95,9 @@ func TestNothingOn(t *testing.T) {
 	}
 }
 
-// A Redis sink configured by URL alone (no address) is built and wired to the flow cache
-// and the event bus.
+// A Redis sink configured by URL alone (no address) is built, started before the export
+// pipeline and the flow cache, and wired to both: it takes the pipeline's events and the
+// flow cache's records, latest values and histograms.
 func TestRedisByURL(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Export.Redis.URL = "redis://127.0.0.1:1/0"
@@ -106,7 +109,11 @@ func TestRedisByURL(t *testing.T) {
 	for _, x := range c.all() {
 		names = append(names, x.Name())
 	}
-	if c.Redis == nil || !strings.Contains(strings.Join(names, " "), "redis histogram-writer flowcache") {
-		t.Errorf("redis %v, components %v", c.Redis, names)
+	if c.Redis == nil || !strings.Contains(strings.Join(names, " "), "redis export detect dta flowcache") {
+		t.Fatalf("redis %v, components %v", c.Redis, names)
+	}
+	in := c.sinkIn
+	if len(in.events) != 1 || in.events[0] != c.Redis || len(in.records) != 1 || in.latest != c.Redis || in.histograms != c.Redis {
+		t.Errorf("the sink's inputs: events %v, records %d, latest %v, histograms %v", in.events, len(in.records), in.latest, in.histograms)
 	}
 }

@@ -156,7 +156,8 @@ func compact(t *testing.T, s string) string {
 // TestFlowCacheRedis runs the processor with the Redis export against a real redis-server:
 // a collision eviction and the ager's eviction reach the flows stream, the periodic walk
 // writes the live flow's hash, and the detector's events published on the bus reach the
-// events stream through the sink's own ring.
+// events stream through the export pipeline (the one way events reach a sink: the detector
+// is on, so that the pipeline is).
 func TestFlowCacheRedis(t *testing.T) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -188,6 +189,7 @@ func TestFlowCacheRedis(t *testing.T) {
 
 	p, addr := collectortest.StartFlowCache(t, func(c *config.Config) {
 		c.FlowCache.Rows, c.FlowCache.Buckets = 1, 1
+		c.Detect.Enabled = true
 		c.Export.Redis.Address = raddr
 		c.Export.Redis.HashPeriod = 20 * time.Millisecond
 		c.Export.Redis.Queue = 1000
@@ -239,7 +241,7 @@ func TestFlowCacheRedis(t *testing.T) {
 		t.Errorf("flow record\n got %q\nwant %q", got, want)
 	}
 	_, body := get(t, addr, "/api/v1/flowcache/stats")
-	for _, s := range []string{`"consumer": "redis"`, `"collision": 1`, `"exported": 1`, `"connected": true`} {
+	for _, s := range []string{`"consumer": "export"`, `"collision": 1`, `"exported": 1`, `"connected": true`} {
 		if !strings.Contains(body, s) {
 			t.Errorf("stats lack %s:\n%s", s, body)
 		}
