@@ -410,7 +410,7 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatal("no flow in the cache")
 	}
 	rec := top[0]
-	j := rec.JSON()
+	j := flowcache.RecordJSON(&rec)
 	q := fmt.Sprintf("src=%s&dst=%s&sport=%d&dport=%d&proto=%d", j.Src, j.Dst, j.Sport, j.Dport, j.Proto)
 	b.run(t, "open the flow", chromedp.Navigate(base+"#/flow?"+q))
 	b.waitJS(t, "its hops", fmt.Sprintf(`document.querySelectorAll('#flow-hops tr').length === %d`, len(rec.Hops)))
