@@ -29,7 +29,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/internal/metrics"
 )
 
 // Registrar is implemented by components that serve endpoints of their own. The collector

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/api"
-	"github.com/intake-int/intake/ingest"
-	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/internal/ingest"
+	"github.com/intake-int/intake/internal/metrics"
 	"github.com/intake-int/intake/wire"
 	"go.uber.org/goleak"
 )

@@ -3,7 +3,7 @@ package api
 import (
 	"fmt"
 
-	"github.com/intake-int/intake/budget"
+	"github.com/intake-int/intake/internal/budget"
 )
 
 // connBytes is what one connection the server holds takes at most: its goroutine's stack,

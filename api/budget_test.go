@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/api"
-	"github.com/intake-int/intake/budget/budgettest"
+	"github.com/intake-int/intake/internal/budget/budgettest"
 )
 
 // TestBudgetReal: max_connections connections, each with a request in progress (the most a

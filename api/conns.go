@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/internal/metrics"
 )
 
 // connLimit caps the server's connections: at most max open at once, and at most perSource

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/api"
-	"github.com/intake-int/intake/config"
-	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/internal/config"
+	"github.com/intake-int/intake/internal/metrics"
 )
 
 // limitedServer starts a server of cfg with GET /api/v1/thing and GET /api/v1/block, which

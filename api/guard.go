@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/internal/metrics"
 )
 
 // MaxBody is the largest request body the server reads; a longer one is refused with 413.

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/api"
-	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/internal/metrics"
 )
 
 const testToken = "s3cret-token-0123456789"

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/intake-int/intake/metrics"
+	"github.com/intake-int/intake/internal/metrics"
 )
 
 // Bus fans events out to its consumers; see the package doc. The zero Bus is ready to use.

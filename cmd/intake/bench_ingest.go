@@ -12,11 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intake-int/intake/bench"
-	"github.com/intake-int/intake/collector"
-	"github.com/intake-int/intake/gen"
-	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/internal/bench"
 	"github.com/intake-int/intake/internal/cli"
+	"github.com/intake-int/intake/internal/collector"
+	"github.com/intake-int/intake/internal/gen"
+	"github.com/intake-int/intake/internal/ingest"
 )
 
 // bench ingest measures the receive path against its ceiling (package bench); this file

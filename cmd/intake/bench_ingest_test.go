@@ -73,7 +73,7 @@ func TestBenchIngest(t *testing.T) {
 // as single datagrams.
 func TestBenchIngestBaselineGSO(t *testing.T) {
 	exe := filepath.Join(t.TempDir(), "recvmmsg")
-	if out, err := exec.Command("gcc", "-O2", "-o", exe, "../../bench/testdata/recvmmsg.c").CombinedOutput(); err != nil {
+	if out, err := exec.Command("gcc", "-O2", "-o", exe, "../../internal/bench/testdata/recvmmsg.c").CombinedOutput(); err != nil {
 		t.Fatalf("gcc (installed by .ci/run): %v\n%s", err, out)
 	}
 	code, out, errs := runVerb("bench", "ingest", "--duration", "400ms", "--pps", "2500", "--collector-sockets", "1",

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/budget"
+	"github.com/intake-int/intake/internal/budget"
 )
 
 var budgetSoak = flag.Bool("budget-soak", false, "run TestBudgetSoak: drive serve's components to their limits and compare its peak RSS with the printed budget")

@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/cluster"
-	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/internal/cluster"
+	"github.com/intake-int/intake/internal/gen"
 	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/partition"

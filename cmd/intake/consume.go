@@ -4,7 +4,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/intake-int/intake/export/kafka"
+	"github.com/intake-int/intake/internal/export/kafka"
 )
 
 // consume: read a Kafka topic the Kafka sink writes (kafka.Consumer) and print it.

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/event"
-	"github.com/intake-int/intake/export/kafka"
+	"github.com/intake-int/intake/internal/config"
+	"github.com/intake-int/intake/internal/export/kafka"
 	"github.com/intake-int/intake/internal/kfaketest"
 	"github.com/intake-int/intake/telemetry"
 )

@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/intake-int/intake/capture"
-	"github.com/intake-int/intake/config"
-	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/internal/capture"
+	"github.com/intake-int/intake/internal/config"
+	"github.com/intake-int/intake/internal/ingest"
 	"github.com/intake-int/intake/wire"
 )
 

@@ -7,11 +7,11 @@ import (
 	"io"
 	"time"
 
-	"github.com/intake-int/intake/collector"
-	"github.com/intake-int/intake/config"
-	"github.com/intake-int/intake/fabric"
-	"github.com/intake-int/intake/gen"
-	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/internal/collector"
+	"github.com/intake-int/intake/internal/config"
+	"github.com/intake-int/intake/internal/fabric"
+	"github.com/intake-int/intake/internal/gen"
+	"github.com/intake-int/intake/internal/ingest"
 )
 
 // demo is intake's main job on its defaults, with nothing to set up: the collector serve runs

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/event"
-	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/internal/collector"
+	"github.com/intake-int/intake/internal/gen"
 )
 
 // TestDemo runs the demo for a few seconds: every stream arrives and decodes, the screen

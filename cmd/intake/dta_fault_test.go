@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/dta"
+	"github.com/intake-int/intake/internal/dta"
 	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/telemetry"

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/collector"
-	"github.com/intake-int/intake/config"
-	"github.com/intake-int/intake/dta"
+	"github.com/intake-int/intake/internal/collector"
+	"github.com/intake-int/intake/internal/config"
+	"github.com/intake-int/intake/internal/dta"
 	"github.com/intake-int/intake/internal/testutil/collectortest"
 )
 

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/intake-int/intake/config"
-	"github.com/intake-int/intake/dta"
+	"github.com/intake-int/intake/internal/config"
+	"github.com/intake-int/intake/internal/dta"
 )
 
 // intake dta reset: remove a data directory's stores on purpose (a writer refuses an empty

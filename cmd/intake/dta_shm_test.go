@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/intake-int/intake/dta"
+	"github.com/intake-int/intake/internal/dta"
 )
 
 // withTestDataDir runs the tests with dta.data_dir's default pointed at a directory of the

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intake-int/intake/cluster"
-	"github.com/intake-int/intake/fabric"
 	"github.com/intake-int/intake/internal/cli"
-	"github.com/intake-int/intake/label"
+	"github.com/intake-int/intake/internal/cluster"
+	"github.com/intake-int/intake/internal/fabric"
+	"github.com/intake-int/intake/internal/label"
 )
 
 // intake fabric: run the emulated INT fabric in real time against a collector.

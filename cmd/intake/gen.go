@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intake-int/intake/cluster"
-	"github.com/intake-int/intake/config"
-	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/internal/cluster"
+	"github.com/intake-int/intake/internal/config"
+	"github.com/intake-int/intake/internal/gen"
 )
 
 // gen blasts a collector with a reproducible telemetry stream (package gen): the load for

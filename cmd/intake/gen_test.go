@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/internal/gen"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/api"
-	"github.com/intake-int/intake/label"
+	"github.com/intake-int/intake/internal/label"
 	"github.com/intake-int/intake/telemetry"
 )
 

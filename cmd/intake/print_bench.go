@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intake-int/intake/bench"
-	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/internal/bench"
+	"github.com/intake-int/intake/internal/ingest"
 )
 
 // writeIngestResult writes r as `intake bench ingest` prints it; baseline says a baseline

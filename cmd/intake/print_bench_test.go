@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/bench"
-	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/internal/bench"
+	"github.com/intake-int/intake/internal/gen"
 )
 
 // TestBenchIngestCPUShareText: the text gives the collector's CPU share, the CPUs it needed and

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/intake-int/intake/cluster"
+	"github.com/intake-int/intake/internal/cluster"
 )
 
 // memberCounts are the parts of a member's /api/v1/status the table shows.

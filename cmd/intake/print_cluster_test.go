@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/intake-int/intake/cluster"
+	"github.com/intake-int/intake/internal/cluster"
 )
 
 // TestClusterStatusText: `intake status --cluster`'s text, byte for byte: a member up (self), one up

@@ -8,9 +8,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/intake-int/intake/collector"
-	"github.com/intake-int/intake/export/kafka"
-	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/internal/collector"
+	"github.com/intake-int/intake/internal/export/kafka"
+	"github.com/intake-int/intake/internal/ingest"
 )
 
 // writeSummary prints the final counters as serve and demo end with them, one line per

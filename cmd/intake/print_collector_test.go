@@ -5,12 +5,12 @@ import (
 	"testing"
 
 	"github.com/intake-int/intake/api"
-	"github.com/intake-int/intake/collector"
-	"github.com/intake-int/intake/detect"
-	"github.com/intake-int/intake/export"
-	"github.com/intake-int/intake/export/kafka"
-	"github.com/intake-int/intake/export/redis"
-	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/internal/collector"
+	"github.com/intake-int/intake/internal/detect"
+	"github.com/intake-int/intake/internal/export"
+	"github.com/intake-int/intake/internal/export/kafka"
+	"github.com/intake-int/intake/internal/export/redis"
+	"github.com/intake-int/intake/internal/ingest"
 )
 
 // TestStatusText: `intake status`' text, byte for byte: the counters and their rates, the

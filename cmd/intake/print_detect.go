@@ -6,7 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/intake-int/intake/detect"
+	"github.com/intake-int/intake/internal/detect"
 	"github.com/intake-int/intake/telemetry"
 )
 

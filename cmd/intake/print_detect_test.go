@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/detect"
+	"github.com/intake-int/intake/internal/detect"
 )
 
 // TestFlowStateText: `intake query flow`'s text, byte for byte: a hop whose switch has

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/intake-int/intake/dta"
+	"github.com/intake-int/intake/internal/dta"
 )
 
 // writeDTA writes the JSON answer body of a query of primitive prim (kw, ki, postcard,

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intake-int/intake/fabric"
+	"github.com/intake-int/intake/internal/fabric"
 )
 
 // fabricProgress is a one-line summary of a run so far, for a progress line.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/fabric"
+	"github.com/intake-int/intake/internal/fabric"
 )
 
 func TestFabricStatsText(t *testing.T) {

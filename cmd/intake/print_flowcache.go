@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/intake-int/intake/flowcache"
+	"github.com/intake-int/intake/internal/flowcache"
 	"github.com/intake-int/intake/record"
 	"github.com/intake-int/intake/telemetry"
 )

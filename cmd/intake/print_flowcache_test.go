@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/intake-int/intake/event"
-	"github.com/intake-int/intake/flowcache"
+	"github.com/intake-int/intake/internal/flowcache"
 )
 
 // TestFlowCacheStatsText: `intake query flowcache-stats`'s text, byte for byte, with the kernel's part

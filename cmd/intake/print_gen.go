@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/internal/gen"
 )
 
 // writeClusterSummary prints `intake gen --collectors`' run: a line per collector and the

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/intake-int/intake/gen"
+	"github.com/intake-int/intake/internal/gen"
 )
 
 // TestClusterSummaryText: `intake gen --collectors`' text, byte for byte.

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/event"
-	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/internal/cli"
+	"github.com/intake-int/intake/internal/collector"
+	"github.com/intake-int/intake/internal/flowcache"
 )
 
 // screen is a one-screen live summary of a running collector, the one `intake demo` draws

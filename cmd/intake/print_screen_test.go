@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/collector"
-	"github.com/intake-int/intake/config"
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/internal/collector"
+	"github.com/intake-int/intake/internal/config"
 	"github.com/intake-int/intake/telemetry"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strconv"
 
 	"github.com/intake-int/intake/api"
-	"github.com/intake-int/intake/dta"
 	"github.com/intake-int/intake/internal/cli"
+	"github.com/intake-int/intake/internal/dta"
 )
 
 // intake query kw|ki|postcard|list: ask a running collector's /api/v1/dta endpoints, or

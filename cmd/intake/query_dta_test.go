@@ -22,7 +22,7 @@ func queryJSON(t *testing.T, args ...string) map[string]any {
 	return m
 }
 
-// intake query kw|ki|postcard|list against a collector (collector/dta_api_test.go holds the
+// intake query kw|ki|postcard|list against a collector (internal/collector/dta_api_test.go holds the
 // API's contract): the key as an address, the answer as text with --table or JSON, and the
 // collector's refusal of a parameter (400) as the user's misuse, exit 2.
 func TestQueryDTA(t *testing.T) {

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/api"
-	"github.com/intake-int/intake/cluster"
-	"github.com/intake-int/intake/detect"
 	"github.com/intake-int/intake/internal/cli"
+	"github.com/intake-int/intake/internal/cluster"
+	"github.com/intake-int/intake/internal/detect"
 )
 
 // query events: GET /api/v1/events of a running collector.

@@ -6,8 +6,8 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/intake-int/intake/detect"
 	"github.com/intake-int/intake/internal/cli"
+	"github.com/intake-int/intake/internal/detect"
 	"github.com/intake-int/intake/telemetry"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/detect"
-	"github.com/intake-int/intake/flowcache"
+	"github.com/intake-int/intake/internal/detect"
+	"github.com/intake-int/intake/internal/flowcache"
 	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/telemetry"

@@ -6,9 +6,9 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/intake-int/intake/export/redis"
-	"github.com/intake-int/intake/flowcache"
 	"github.com/intake-int/intake/internal/cli"
+	"github.com/intake-int/intake/internal/export/redis"
+	"github.com/intake-int/intake/internal/flowcache"
 	"github.com/intake-int/intake/record"
 )
 

@@ -7,7 +7,7 @@ import (
 	"github.com/intake-int/intake/internal/testutil/collectortest"
 )
 
-// The query verbs of the flow cache read the endpoints collector/flowcache_test.go checks,
+// The query verbs of the flow cache read the endpoints internal/collector/flowcache_test.go checks,
 // and print them as text.
 func TestQueryFlowCache(t *testing.T) {
 	p, addr := collectortest.StartFlowCache(t, nil)

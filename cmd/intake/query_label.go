@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/internal/cli"
-	"github.com/intake-int/intake/label"
+	"github.com/intake-int/intake/internal/label"
 )
 
 // intake query ports | coverage: the INT-label database of a running collector.

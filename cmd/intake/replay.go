@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/intake-int/intake/capture"
+	"github.com/intake-int/intake/internal/capture"
 	"github.com/intake-int/intake/internal/cli"
 	"github.com/intake-int/intake/pcap"
 )

@@ -11,10 +11,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/intake-int/intake/budget"
-	"github.com/intake-int/intake/collector"
-	"github.com/intake-int/intake/config"
-	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/internal/budget"
+	"github.com/intake-int/intake/internal/collector"
+	"github.com/intake-int/intake/internal/config"
+	"github.com/intake-int/intake/internal/ingest"
 	"github.com/intake-int/intake/pcap"
 )
 

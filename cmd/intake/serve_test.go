@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intake-int/intake/config"
+	"github.com/intake-int/intake/internal/config"
 	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/pcap"

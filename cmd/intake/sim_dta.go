@@ -8,8 +8,8 @@ import (
 	"os"
 
 	"github.com/intake-int/intake/internal/cli"
-	"github.com/intake-int/intake/sim/dtasim"
-	"github.com/intake-int/intake/sim/plot"
+	"github.com/intake-int/intake/internal/sim/dtasim"
+	"github.com/intake-int/intake/internal/sim/plot"
 )
 
 // intake sim dta-bounds: the DTA appendix's bounds (eqs. 1-8). intake sim dta: the Monte

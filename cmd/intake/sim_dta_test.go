@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/intake-int/intake/sim/dtasim"
+	"github.com/intake-int/intake/internal/sim/dtasim"
 )
 
 // intake sim dta-bounds: --json's keys are exactly kw_empty, kw_wrong (and with --values and

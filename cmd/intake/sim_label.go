@@ -11,8 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/intake-int/intake/label"
-	"github.com/intake-int/intake/sim/labelsim"
+	"github.com/intake-int/intake/internal/label"
+	"github.com/intake-int/intake/internal/sim/labelsim"
 )
 
 // intake sim label-dist: the labeling-times analysis of INT-label §4.3.

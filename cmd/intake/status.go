@@ -3,9 +3,9 @@ package main
 import (
 	"io"
 
-	"github.com/intake-int/intake/cluster"
-	"github.com/intake-int/intake/collector"
 	"github.com/intake-int/intake/internal/cli"
+	"github.com/intake-int/intake/internal/cluster"
+	"github.com/intake-int/intake/internal/collector"
 )
 
 // status reads a running collector's /api/v1/status and prints it.

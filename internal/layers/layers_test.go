@@ -34,54 +34,55 @@ const (
 // composition root; the commands.
 var allow = map[string][]string{
 	// The floor: formats, the Report, counters, small helpers.
-	"telemetry":              nil,
-	"budget":                 {sys},
-	"metrics":                {prom},
-	"pcap":                   nil,
-	"internal/prefetch":      nil,
-	"internal/cbpf":          nil,
-	"internal/smallfile/...": {sys},
-	"internal/benchclock":    nil,
-	"internal/buildinfo":     nil,
-	"internal/confkey":       nil,
-	"internal/cli":           {"internal/buildinfo", sys},
-	"wire":                   {"telemetry"},
-	"event":                  {"metrics", "telemetry"},
-	"record":                 {"event", "telemetry"},
-	"partition":              {"telemetry"},
-	"xdp":                    {"event", "telemetry", ebpf, sys},
-	"api":                    {"budget", "internal/smallfile", "metrics", "telemetry"},
-	"budget/budgettest":      {"budget"},
+	"telemetry":                  nil,
+	"internal/budget":            {sys},
+	"internal/metrics":           {prom},
+	"pcap":                       nil,
+	"internal/prefetch":          nil,
+	"internal/cbpf":              nil,
+	"internal/smallfile/...":     {sys},
+	"internal/benchclock":        nil,
+	"internal/buildinfo":         nil,
+	"internal/confkey":           nil,
+	"internal/cli":               {"internal/buildinfo", sys},
+	"wire":                       {"telemetry"},
+	"event":                      {"internal/metrics", "telemetry"},
+	"record":                     {"event", "telemetry"},
+	"partition":                  {"telemetry"},
+	"kafkapb":                    {protobuf},
+	"internal/xdp":               {"event", "telemetry", ebpf, sys},
+	"api":                        {"internal/budget", "internal/smallfile", "internal/metrics", "telemetry"},
+	"internal/budget/budgettest": {"internal/budget"},
 
 	// The receive path and the processors: each registers on api, none imports another.
-	"ingest":    {"api", "budget", "internal/buildinfo", "internal/cbpf", "internal/confkey", "internal/prefetch", "metrics", "pcap", "telemetry", "wire", "xdp", sys},
-	"capture":   {"ingest", "pcap", "telemetry", "wire"},
-	"detect":    {"api", "budget", "event", "internal/prefetch", "metrics", "telemetry"},
-	"dta":       {"api", "budget", "event", "internal/prefetch", "metrics", "telemetry", sys},
-	"flowcache": {"api", "budget", "event", "internal/prefetch", "metrics", "record", "telemetry", sys},
-	"label":     {"api", "budget", "metrics", "telemetry"},
+	"internal/ingest":    {"api", "internal/budget", "internal/buildinfo", "internal/cbpf", "internal/confkey", "internal/prefetch", "internal/metrics", "pcap", "telemetry", "wire", "internal/xdp", sys},
+	"internal/capture":   {"internal/ingest", "pcap", "telemetry", "wire"},
+	"internal/detect":    {"api", "internal/budget", "event", "internal/prefetch", "internal/metrics", "telemetry"},
+	"internal/dta":       {"api", "internal/budget", "event", "internal/prefetch", "internal/metrics", "telemetry", sys},
+	"internal/flowcache": {"api", "internal/budget", "event", "internal/prefetch", "internal/metrics", "record", "telemetry", sys},
+	"internal/label":     {"api", "internal/budget", "internal/metrics", "telemetry"},
 
 	// The sinks: fed through their interfaces (events, records, latest values, histograms,
 	// reports), they know no processor.
-	"export/...": {"export/...", "budget", "event", "ingest", "internal/smallfile", "metrics", "record", "telemetry",
+	"internal/export/...": {"internal/export/...", "kafkapb", "internal/budget", "event", "internal/ingest", "internal/smallfile", "internal/metrics", "record", "telemetry",
 		redis, franz, protobuf, snappy},
 
 	// Beside the processors: the cluster's routing, the console's pages, the tools.
-	"cluster": {"api", "partition", "telemetry"},
-	"console": {"api"},
-	"fabric":  {"api", "label", "partition", "telemetry", "wire"},
-	"gen":     {"internal/cli", "partition", "telemetry", "wire", sys},
+	"internal/cluster": {"api", "partition", "telemetry"},
+	"internal/console": {"api"},
+	"internal/fabric":  {"api", "internal/label", "partition", "telemetry", "wire"},
+	"internal/gen":     {"internal/cli", "partition", "telemetry", "wire", sys},
 
 	// The configuration file: every component's section.
-	"config": {"api", "budget", "cluster", "detect", "dta", "export/...", "flowcache", "ingest", "internal/confkey", "internal/smallfile", "label", "wire", yaml},
+	"internal/config": {"api", "internal/budget", "internal/cluster", "internal/detect", "internal/dta", "internal/export/...", "internal/flowcache", "internal/ingest", "internal/confkey", "internal/smallfile", "internal/label", "wire", yaml},
 
 	// The composition root and what runs it.
-	"collector": {"api", "cluster", "config", "console", "detect", "dta", "event", "export/...", "flowcache", "ingest", "label",
-		"metrics", "pcap", "record", "telemetry", "wire", "xdp"},
-	"bench":        {"collector", "config", "gen", "ingest", "xdp"},
-	"sim/plot":     nil,
-	"sim/dtasim":   {"dta", "sim/plot"},
-	"sim/labelsim": {"fabric", "label", "sim/plot", "telemetry"},
+	"internal/collector": {"api", "internal/cluster", "internal/config", "internal/console", "internal/detect", "internal/dta", "event", "internal/export/...", "internal/flowcache", "internal/ingest", "internal/label",
+		"internal/metrics", "pcap", "record", "telemetry", "wire", "internal/xdp"},
+	"internal/bench":        {"internal/collector", "internal/config", "internal/gen", "internal/ingest", "internal/xdp"},
+	"internal/sim/plot":     nil,
+	"internal/sim/dtasim":   {"internal/dta", "internal/sim/plot"},
+	"internal/sim/labelsim": {"internal/fabric", "internal/label", "internal/sim/plot", "telemetry"},
 
 	// The commands and the test tools may import anything of the module.
 	"cmd/...":               {"..."},
@@ -166,15 +167,15 @@ func granted(grants []string, imp string) bool {
 // TestLayersCatches: the check refuses an import outside a line (detect importing cluster,
 // which would put a processor above the cluster's routing), and grants what a line lists.
 func TestLayersCatches(t *testing.T) {
-	g, _ := lookup("detect")
-	if granted(g, module+"/cluster") {
+	g, _ := lookup("internal/detect")
+	if granted(g, module+"/internal/cluster") {
 		t.Error("detect may import cluster")
 	}
 	if !granted(g, module+"/event") {
 		t.Error("detect may not import event")
 	}
-	g, _ = lookup("export/kafka")
-	if !granted(g, franz+"/pkg/kgo") || granted(g, module+"/flowcache") {
+	g, _ = lookup("internal/export/kafka")
+	if !granted(g, franz+"/pkg/kgo") || granted(g, module+"/internal/flowcache") {
 		t.Error("export/kafka's grants are wrong")
 	}
 	if _, ok := lookup("newpkg"); ok {

@@ -13,10 +13,10 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/intake-int/intake/collector"
-	"github.com/intake-int/intake/config"
-	"github.com/intake-int/intake/dta"
-	"github.com/intake-int/intake/ingest"
+	"github.com/intake-int/intake/internal/collector"
+	"github.com/intake-int/intake/internal/config"
+	"github.com/intake-int/intake/internal/dta"
+	"github.com/intake-int/intake/internal/ingest"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
