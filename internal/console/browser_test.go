@@ -33,7 +33,7 @@ import (
 	"github.com/intake-int/intake/internal/fabric"
 	"github.com/intake-int/intake/internal/flowcache"
 	"github.com/intake-int/intake/internal/gen"
-	"github.com/intake-int/intake/internal/ingest"
+	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/record"
 )
 
@@ -56,31 +56,7 @@ func chromium(t *testing.T) string {
 // with token on its API unless it is empty.
 func startCollector(t *testing.T, token string) *collector.Collector {
 	t.Helper()
-	cfg, err := config.Parse(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Listeners = []ingest.Listener{
-		{Format: "report", Address: "127.0.0.1", Sockets: 1},
-		{Format: "dta", Address: "127.0.0.1", Sockets: 1},
-		{Format: "int-label", Address: "127.0.0.1", Sockets: 1},
-	}
-	cfg.HTTP.Address = "127.0.0.1:0"
-	cfg.HTTP.Token, cfg.HTTP.TokenReads = token, true
-	cfg.DTA.DataDir = t.TempDir()
-	c, err := collector.New(cfg, collector.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		c.Stop(ctx)
-	})
-	return c
+	return collectortest.Start(t, func(cfg *config.Config) { cfg.HTTP.Token, cfg.HTTP.TokenReads = token, true })
 }
 
 // startTraffic sends the demo's streams (TR v2.0 over 16 switches, DTA, INT-label) until
