@@ -27,19 +27,19 @@ const captureFlush = 64
 // on the first listener, datagrams from a source the listener's allow list lacks as
 // not_allowed on that listener. RecvTime is the capture timestamp. The processors must be started
 // (and are flushed, not stopped, at the end); the Receiver must not be running.
-func (c *Receiver) RunCapture(rd *pcap.Reader) (CaptureSummary, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.running {
+func (rcv *Receiver) RunCapture(rd *pcap.Reader) (CaptureSummary, error) {
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if rcv.running {
 		return CaptureSummary{}, errors.New("ingest: RunCapture while the collector is running")
 	}
 	var byPort [65536]*worker
-	for _, l := range c.listeners {
+	for _, l := range rcv.listeners {
 		if l.cfg.Port != 0 && byPort[l.cfg.Port] == nil {
 			byPort[l.cfg.Port] = l.workers[0]
 		}
 	}
-	first := c.listeners[0].workers[0]
+	first := rcv.listeners[0].workers[0]
 	var sum CaptureSummary
 	start := time.Now()
 	var touched []*worker

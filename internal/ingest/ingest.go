@@ -151,87 +151,87 @@ func New(cfg Config, deps Deps) (*Receiver, error) {
 // SetDrainOnly makes the workers count datagrams and bytes without decoding them or calling
 // processors: the same sockets and recvmmsg loop as the collector, so its rate is the
 // ceiling the collector is measured against (`intake bench ingest`). Call before Start.
-func (c *Receiver) SetDrainOnly(drain bool) {
-	for _, w := range c.workers {
+func (rcv *Receiver) SetDrainOnly(drain bool) {
+	for _, w := range rcv.workers {
 		w.drain = drain
 	}
 }
 
 // Registry returns the registry the Receiver's metrics are on.
-func (c *Receiver) Registry() *metrics.Registry { return c.reg }
+func (rcv *Receiver) Registry() *metrics.Registry { return rcv.reg }
 
 // Workers returns the number of workers, the bound on the worker argument of Process.
-func (c *Receiver) Workers() int { return len(c.workers) }
+func (rcv *Receiver) Workers() int { return len(rcv.workers) }
 
 // Processors returns the processors in call order.
-func (c *Receiver) Processors() []Processor { return c.procs }
+func (rcv *Receiver) Processors() []Processor { return rcv.procs }
 
 // Start opens every listener's sockets and starts their workers. On error nothing is left
 // open. The processors must be started already.
-func (c *Receiver) Start(context.Context) (err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.running {
+func (rcv *Receiver) Start(context.Context) (err error) {
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if rcv.running {
 		return errors.New("ingest: already running")
 	}
 	defer func() {
 		if err != nil {
-			for _, w := range c.workers {
+			for _, w := range rcv.workers {
 				if w.sock != nil {
 					w.sock.close()
 					w.sock = nil
 				}
 			}
-			for _, l := range c.listeners {
+			for _, l := range rcv.listeners {
 				l.closeXDP()
 			}
 		}
 	}()
-	for _, l := range c.listeners {
-		if err := c.open(l); err != nil {
+	for _, l := range rcv.listeners {
+		if err := rcv.open(l); err != nil {
 			return fmt.Errorf("listener %s: %w", l.cfg.Name, err)
 		}
-		c.log.Debug("listening", "listener", l.cfg.Name, "format", l.cfg.Format, "address", l.boundAddr, "sockets", len(l.workers))
+		rcv.log.Debug("listening", "listener", l.cfg.Name, "format", l.cfg.Format, "address", l.boundAddr, "sockets", len(l.workers))
 	}
-	fs, err := c.ForeignSockets()
+	fs, err := rcv.ForeignSockets()
 	if err != nil {
 		return fmt.Errorf("checking the ports for other sockets: %w", err)
 	}
 	if len(fs) > 0 {
 		return foreignError(fs)
 	}
-	for _, l := range c.listeners {
+	for _, l := range rcv.listeners {
 		if len(l.cfg.Allow) == 0 {
-			c.log.Info("accepting datagrams from every source (listeners[].allow is empty)", "listener", l.cfg.Name, "address", l.boundAddr)
+			rcv.log.Info("accepting datagrams from every source (listeners[].allow is empty)", "listener", l.cfg.Name, "address", l.boundAddr)
 		} else {
-			c.log.Info("accepting datagrams only from the allowed sources", "listener", l.cfg.Name, "allow", strings.Join(l.cfg.Allow, ","))
+			rcv.log.Info("accepting datagrams only from the allowed sources", "listener", l.cfg.Name, "allow", strings.Join(l.cfg.Allow, ","))
 		}
 	}
-	c.stopping.Store(false)
-	c.running = true
-	c.started.Store(time.Now().UnixNano())
-	for _, w := range c.workers {
-		c.wg.Add(1)
+	rcv.stopping.Store(false)
+	rcv.running = true
+	rcv.started.Store(time.Now().UnixNano())
+	for _, w := range rcv.workers {
+		rcv.wg.Add(1)
 		go func() {
-			defer c.wg.Done()
+			defer rcv.wg.Done()
 			if w.xsk != nil {
-				w.runXDP(&c.stopping)
+				w.runXDP(&rcv.stopping)
 				return
 			}
-			w.run(&c.stopping)
+			w.run(&rcv.stopping)
 		}()
 	}
-	c.sampler = make(chan struct{})
-	c.wg.Add(1)
-	go c.sample(c.sampler)
+	rcv.sampler = make(chan struct{})
+	rcv.wg.Add(1)
+	go rcv.sample(rcv.sampler)
 	return nil
 }
 
 // open binds the listener's sockets. With port 0 the first socket's port, picked by the
 // kernel, is the port of the others.
-func (c *Receiver) open(l *listener) error {
+func (rcv *Receiver) open(l *listener) error {
 	if l.cfg.Mode == ModeXDP {
-		if err := c.openXDP(l); err != nil {
+		if err := rcv.openXDP(l); err != nil {
 			return xdpError(l, err)
 		}
 		return nil
@@ -256,13 +256,13 @@ func (c *Receiver) open(l *listener) error {
 	if l.cfg.spreads() {
 		// Attached once every socket is in the reuseport group: the program's answer is an
 		// index into the group, which is the workers' order.
-		prog, err := spreadProgram(l.in, c.cfg.DecoderFor(l.idx), len(l.workers))
+		prog, err := spreadProgram(l.in, rcv.cfg.DecoderFor(l.idx), len(l.workers))
 		if err == nil {
 			err = l.workers[0].sock.attachSpread(prog)
 		}
 		if err != nil {
 			spread = SpreadSource + ": " + err.Error()
-			c.log.Warn("datagrams are spread by their source, not by flow: one exporter uses one worker",
+			rcv.log.Warn("datagrams are spread by their source, not by flow: one exporter uses one worker",
 				"listener", l.cfg.Name, "error", err)
 		} else {
 			spread = SpreadFlow
@@ -277,48 +277,48 @@ func (c *Receiver) open(l *listener) error {
 // Stop makes every worker drain what its socket holds and return, and closes the sockets.
 // It returns once no worker runs: a worker blocked in its read is woken at once, and its
 // drain is bounded, so the context's deadline is not needed to bound it.
-func (c *Receiver) Stop(context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.running {
+func (rcv *Receiver) Stop(context.Context) error {
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if !rcv.running {
 		return nil
 	}
-	c.stopping.Store(true)
-	for _, w := range c.workers {
+	rcv.stopping.Store(true)
+	for _, w := range rcv.workers {
 		if w.xsk != nil {
 			w.xsk.Wake()
 		} else {
 			w.sock.wake()
 		}
 	}
-	close(c.sampler)
-	c.wg.Wait()
-	for _, w := range c.workers {
+	close(rcv.sampler)
+	rcv.wg.Wait()
+	for _, w := range rcv.workers {
 		if w.xsk != nil {
 			w.finishXDP()
 		} else {
 			w.finish()
 		}
 	}
-	for _, l := range c.listeners {
+	for _, l := range rcv.listeners {
 		l.closeXDP()
 	}
-	c.running = false
-	c.started.Store(0)
+	rcv.running = false
+	rcv.started.Store(0)
 	return nil
 }
 
 // Running reports whether the Receiver is between Start and Stop.
-func (c *Receiver) Running() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.running
+func (rcv *Receiver) Running() bool {
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	return rcv.running
 }
 
 // ListenerAddr returns the address listener i is bound to ("[::]:32766"), empty when the
 // Receiver is not running.
-func (c *Receiver) ListenerAddr(i int) string {
-	l := c.listeners[i]
+func (rcv *Receiver) ListenerAddr(i int) string {
+	l := rcv.listeners[i]
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.boundAddr
@@ -335,8 +335,8 @@ func sum(ws []*worker, i int) uint64 {
 
 // register puts the Receiver's series on the registry. The functions read the workers'
 // published counters at scrape time.
-func (c *Receiver) register() {
-	r := c.reg
+func (rcv *Receiver) register() {
+	r := rcv.reg
 	pk := r.Counter("intake_packets_received_total", "Datagrams received (captured frames, offline), by listener and input format.", "listener", "format")
 	by := r.Counter("intake_bytes_received_total", "Bytes of datagram payload received, by listener and input format.", "listener", "format")
 	rep := r.Counter("intake_reports_decoded_total", "Reports decoded, by listener and report format.", "listener", "format")
@@ -351,7 +351,7 @@ func (c *Receiver) register() {
 	gr := r.Counter("intake_gro_datagrams_total", "Datagrams that arrived coalesced in GRO super-datagrams (UDP_GRO), after splitting; included in packets received.", "listener")
 	xf := r.Counter("intake_xdp_frames_total", "Frames the XDP program of an xdp listener handled, by outcome: redirected to an AF_XDP socket, or passed to the kernel (pass_*: another port or protocol, a fragment, malformed headers, a queue without a socket, IPv6 extension headers).", "listener", "outcome")
 	so := r.Gauge("intake_listener_sockets", "SO_REUSEPORT sockets (and workers) per listener.", "listener")
-	for _, l := range c.listeners {
+	for _, l := range rcv.listeners {
 		l := l
 		name, format := l.cfg.Name, l.cfg.Format
 		pk.Func(func() float64 { return float64(sum(l.workers, cPackets)) }, name, format)
@@ -393,20 +393,20 @@ func (c *Receiver) register() {
 		}
 	}
 	qd := r.Counter("intake_processor_queue_drops_total", "Reports a processor dropped because its queue was full.", "processor")
-	for _, p := range c.procs {
+	for _, p := range rcv.procs {
 		if q, ok := p.(QueueDropper); ok {
 			qd.Func(func() float64 { return float64(q.QueueDrops()) }, p.Name())
 		}
 	}
 	r.Gauge("intake_uptime_seconds", "Seconds since the collector started receiving (0 when stopped).").Func(func() float64 {
-		return c.uptime().Seconds()
+		return rcv.uptime().Seconds()
 	})
-	r.Gauge("intake_workers", "Receive workers over all listeners.").Func(func() float64 { return float64(len(c.workers)) })
+	r.Gauge("intake_workers", "Receive workers over all listeners.").Func(func() float64 { return float64(len(rcv.workers)) })
 	// Deprecated, kept for the dashboards and alerts that name them: the registry's Go and
 	// process collectors serve the same as go_goroutines and process_start_time_seconds.
 	r.Gauge("intake_goroutines", "Goroutines of the process. Deprecated: use go_goroutines.").Func(func() float64 { return float64(runtime.NumGoroutine()) })
 	r.Gauge("intake_process_start_time_seconds", "Unix time the process created its collector. Deprecated: use process_start_time_seconds.").Func(func() float64 {
-		return float64(c.created.UnixNano()) / 1e9
+		return float64(rcv.created.UnixNano()) / 1e9
 	})
 	version, revision := buildLabels()
 	r.Gauge("intake_build_info", "Constant 1, labelled with the Go version, intake's version and its VCS revision.", "go_version", "version", "revision").
@@ -448,8 +448,8 @@ func formatOn(in wire.Input, f telemetry.Format) bool {
 	return false
 }
 
-func (c *Receiver) uptime() time.Duration {
-	s := c.started.Load()
+func (rcv *Receiver) uptime() time.Duration {
+	s := rcv.started.Load()
 	if s == 0 {
 		return 0
 	}
@@ -457,4 +457,4 @@ func (c *Receiver) uptime() time.Duration {
 }
 
 // Name is the Receiver's component name.
-func (c *Receiver) Name() string { return "ingest" }
+func (rcv *Receiver) Name() string { return "ingest" }

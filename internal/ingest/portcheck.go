@@ -64,15 +64,15 @@ func overlaps(a, b netip.Addr) bool {
 }
 
 // foreign returns the sockets of table on the listeners' ports that are not theirs.
-func (c *Receiver) foreign(table []udpSocket) []ForeignSocket {
+func (rcv *Receiver) foreign(table []udpSocket) []ForeignSocket {
 	own := map[uint64]bool{}
-	for _, w := range c.workers {
+	for _, w := range rcv.workers {
 		if w.sock != nil && w.sock.ino != 0 {
 			own[w.sock.ino] = true
 		}
 	}
 	var out []ForeignSocket
-	for _, l := range c.listeners {
+	for _, l := range rcv.listeners {
 		l.mu.Lock()
 		bound := l.boundAddr
 		l.mu.Unlock()
@@ -92,12 +92,12 @@ func (c *Receiver) foreign(table []udpSocket) []ForeignSocket {
 
 // ForeignSockets reads the kernel's socket table now and returns the sockets that share a
 // listener's port without being its own. The Receiver must be running.
-func (c *Receiver) ForeignSockets() ([]ForeignSocket, error) {
+func (rcv *Receiver) ForeignSockets() ([]ForeignSocket, error) {
 	table, err := udpTable()
 	if err != nil {
 		return nil, err
 	}
-	return c.foreign(table), nil
+	return rcv.foreign(table), nil
 }
 
 // foreignError is Start's error for sockets found at start.
@@ -116,12 +116,12 @@ func foreignError(fs []ForeignSocket) error {
 
 // checkPorts is the periodic check: new foreign sockets are counted, and logged at most once
 // per listener every foreignLogEvery.
-func (c *Receiver) checkPorts(now time.Time) {
-	fs, err := c.ForeignSockets()
+func (rcv *Receiver) checkPorts(now time.Time) {
+	fs, err := rcv.ForeignSockets()
 	if err != nil {
 		return
 	}
-	ps := &c.ports
+	ps := &rcv.ports
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	ps.found = fs
@@ -129,7 +129,7 @@ func (c *Receiver) checkPorts(now time.Time) {
 	for _, f := range fs {
 		if !ps.seen[f.Inode] {
 			ps.seen[f.Inode] = true
-			for _, l := range c.listeners {
+			for _, l := range rcv.listeners {
 				if l.cfg.Name == f.Listener {
 					l.foreign.Add(1)
 				}
@@ -146,7 +146,7 @@ func (c *Receiver) checkPorts(now time.Time) {
 		for _, f := range list {
 			ss = append(ss, f.String())
 		}
-		c.log.Error("port shared with a socket that is not intake's: it takes a share of the datagrams",
+		rcv.log.Error("port shared with a socket that is not intake's: it takes a share of the datagrams",
 			"listener", name, "port", list[0].Local.Port(), "sockets", strings.Join(ss, ", "))
 	}
 }

@@ -116,9 +116,9 @@ type rateState struct {
 	total Rates
 }
 
-func (c *Receiver) snap() snapshot {
-	s := snapshot{t: time.Now(), v: make([][5]uint64, len(c.listeners)), d: make([][2]uint64, len(c.listeners))}
-	for i, l := range c.listeners {
+func (rcv *Receiver) snap() snapshot {
+	s := snapshot{t: time.Now(), v: make([][5]uint64, len(rcv.listeners)), d: make([][2]uint64, len(rcv.listeners))}
+	for i, l := range rcv.listeners {
 		s.v[i] = [5]uint64{sum(l.workers, cPackets), sum(l.workers, cBytes), sum(l.workers, cReports), sum(l.workers, cErrors)}
 		var drops uint64
 		for r := 0; r < int(numDropReasons); r++ {
@@ -147,12 +147,12 @@ func rate(a, b snapshot, i int) Rates {
 }
 
 // sample recomputes the rates every second until done is closed.
-func (c *Receiver) sample(done chan struct{}) {
-	defer c.wg.Done()
-	c.rates.mu.Lock()
-	c.rates.prev = c.snap()
-	c.rates.rates = nil
-	c.rates.mu.Unlock()
+func (rcv *Receiver) sample(done chan struct{}) {
+	defer rcv.wg.Done()
+	rcv.rates.mu.Lock()
+	rcv.rates.prev = rcv.snap()
+	rcv.rates.rates = nil
+	rcv.rates.mu.Unlock()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	lastCheck := time.Now()
@@ -165,15 +165,15 @@ func (c *Receiver) sample(done chan struct{}) {
 		}
 		if now.Sub(lastCheck) >= portCheckEvery {
 			lastCheck = now
-			c.checkPorts(now)
+			rcv.checkPorts(now)
 		}
-		s := c.snap()
-		c.rates.mu.Lock()
-		c.rates.rates = make([]Rates, len(c.listeners))
+		s := rcv.snap()
+		rcv.rates.mu.Lock()
+		rcv.rates.rates = make([]Rates, len(rcv.listeners))
 		var tot Rates
-		for i := range c.listeners {
-			r := rate(c.rates.prev, s, i)
-			c.rates.rates[i] = r
+		for i := range rcv.listeners {
+			r := rate(rcv.rates.prev, s, i)
+			rcv.rates.rates[i] = r
 			tot.IntervalS = r.IntervalS
 			tot.PacketsPerS += r.PacketsPerS
 			tot.BytesPerS += r.BytesPerS
@@ -182,9 +182,9 @@ func (c *Receiver) sample(done chan struct{}) {
 			tot.IngestDropsPerS += r.IngestDropsPerS
 			tot.KernelDropsPerS += r.KernelDropsPerS
 		}
-		c.rates.total = tot
-		c.rates.prev = s
-		c.rates.mu.Unlock()
+		rcv.rates.total = tot
+		rcv.rates.prev = s
+		rcv.rates.mu.Unlock()
 	}
 }
 
@@ -226,23 +226,23 @@ func totals(ws []*worker, in []wire.Input) Totals {
 }
 
 // Status returns the counters as of now. The rates are those of the last sampling interval.
-func (c *Receiver) Status() Status {
+func (rcv *Receiver) Status() Status {
 	st := Status{
-		Running:             c.started.Load() != 0,
-		UptimeS:             c.uptime().Seconds(),
-		Workers:             len(c.workers),
+		Running:             rcv.started.Load() != 0,
+		UptimeS:             rcv.uptime().Seconds(),
+		Workers:             len(rcv.workers),
 		ProcessorQueueDrops: map[string]uint64{},
 	}
-	ins := make([]wire.Input, len(c.listeners))
-	for i, l := range c.listeners {
+	ins := make([]wire.Input, len(rcv.listeners))
+	for i, l := range rcv.listeners {
 		ins[i] = l.in
 	}
-	st.Totals = totals(c.workers, ins)
-	c.rates.mu.Lock()
-	st.Rates = c.rates.total
-	rates := c.rates.rates
-	c.rates.mu.Unlock()
-	for i, l := range c.listeners {
+	st.Totals = totals(rcv.workers, ins)
+	rcv.rates.mu.Lock()
+	st.Rates = rcv.rates.total
+	rates := rcv.rates.rates
+	rcv.rates.mu.Unlock()
+	for i, l := range rcv.listeners {
 		l.mu.Lock()
 		ls := ListenerStatus{
 			Name: l.cfg.Name, Format: l.cfg.Format, Port: l.cfg.Port, Sockets: len(l.workers),
@@ -270,7 +270,7 @@ func (c *Receiver) Status() Status {
 		}
 		st.Listeners = append(st.Listeners, ls)
 	}
-	for _, p := range c.procs {
+	for _, p := range rcv.procs {
 		if q, ok := p.(QueueDropper); ok {
 			st.ProcessorQueueDrops[p.Name()] = q.QueueDrops()
 		}
@@ -279,19 +279,19 @@ func (c *Receiver) Status() Status {
 }
 
 // RegisterAPI serves GET /api/v1/status.
-func (c *Receiver) RegisterAPI(s *api.Server) {
-	s.HandleFunc("GET /api/v1/status", c.StatusHandler(nil))
+func (rcv *Receiver) RegisterAPI(s *api.Server) {
+	s.HandleFunc("GET /api/v1/status", rcv.StatusHandler(nil))
 }
 
 // StatusHandler is GET /api/v1/status: the Status, ?listener=NAME narrowing the listeners
 // shown. wrap, when set, turns it into what is served (the collector adds the other
 // components' counters).
-func (c *Receiver) StatusHandler(wrap func(Status) any) http.HandlerFunc {
+func (rcv *Receiver) StatusHandler(wrap func(Status) any) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !api.CheckParams(w, r, "listener") {
 			return
 		}
-		st := c.Status()
+		st := rcv.Status()
 		if name := r.URL.Query().Get("listener"); name != "" {
 			var names []string
 			var keep []ListenerStatus
@@ -317,11 +317,11 @@ func (c *Receiver) StatusHandler(wrap func(Status) any) http.HandlerFunc {
 
 // Settle waits until the receiver has read what the kernel still held when the senders
 // stopped: the received count stops moving for 200 ms (at most 3 s).
-func (c *Receiver) Settle() {
-	last, still := c.Status().PacketsReceived, 0
+func (rcv *Receiver) Settle() {
+	last, still := rcv.Status().PacketsReceived, 0
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && still < 4; {
 		time.Sleep(50 * time.Millisecond)
-		if n := c.Status().PacketsReceived; n != last {
+		if n := rcv.Status().PacketsReceived; n != last {
 			last, still = n, 0
 		} else {
 			still++

@@ -32,9 +32,9 @@ type xdpState struct {
 
 // openXDP attaches the listener's program and binds an AF_XDP socket per worker, worker i
 // on receive queue i.
-func (c *Receiver) openXDP(l *listener) error {
+func (rcv *Receiver) openXDP(l *listener) error {
 	var opt xdp.Options
-	k := &c.kernel
+	k := &rcv.kernel
 	if l.in == wire.InputDTA && k.DTA != nil {
 		opt.Stores = k.DTA()
 	}
@@ -67,7 +67,7 @@ func (c *Receiver) openXDP(l *listener) error {
 	l.boundAddr = "xdp:" + l.cfg.Interface + ":" + strconv.Itoa(l.cfg.Port)
 	l.x.zc = zc
 	l.mu.Unlock()
-	c.log.Info("XDP attached", "listener", l.cfg.Name, "interface", l.cfg.Interface, "attach", p.Mode(),
+	rcv.log.Info("XDP attached", "listener", l.cfg.Name, "interface", l.cfg.Interface, "attach", p.Mode(),
 		"queues", len(l.workers), "zero_copy", zc, "rx_queues", xdp.RxQueues(l.cfg.Interface))
 	return nil
 }
