@@ -158,8 +158,10 @@ func (b *Bus) Subscribe(name string, size int) *Consumer {
 	return c
 }
 
-// Unsubscribe removes c; events published afterwards no longer reach it.
+// Unsubscribe removes c; events published afterwards no longer reach it. Its linger timer
+// is stopped, so that nothing keeps c (and its ring) alive once its owner lets it go.
 func (b *Bus) Unsubscribe(c *Consumer) {
+	c.linger.Stop()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	cur := b.subs.Load()

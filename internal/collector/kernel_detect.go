@@ -91,18 +91,17 @@ func (k *kernelDetect) Open() (detect.Kernel, error) {
 	return kernelDetector{st}, nil
 }
 
-// Close stops publishing, frees the state and returns its last counters
-// (detect.KernelState).
-func (k *kernelDetect) Close() (detect.KernelCounts, error) {
+// Close stops publishing and frees the state (detect.KernelState); the detector has taken
+// its last counters and stopped using it.
+func (k *kernelDetect) Close() error {
 	if k.st == nil {
-		return detect.KernelCounts{}, errors.New("not open")
+		return nil
 	}
 	close(k.done)
 	k.wg.Wait()
-	kc, err := kernelDetector{k.st}.Counts()
-	err = errors.Join(err, k.st.Close())
+	err := k.st.Close()
 	k.st = nil
-	return kc, err
+	return err
 }
 
 // state is what the receiver's report listeners' programs detect with: nil unless open.

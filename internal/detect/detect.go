@@ -34,6 +34,7 @@ package detect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -71,6 +72,7 @@ type Detector struct {
 
 	kern   kernelLink  // detect.kernel: the XDP program's detector, linked between Start and Stop
 	kstate KernelState // detect.kernel: what opens it
+	kopen  bool        // kstate is open (between Start and Stop)
 }
 
 // Counter slots per worker.
@@ -106,10 +108,10 @@ type Deps struct {
 }
 
 // KernelState is the detector's state in the kernel (detect.kernel), opened and closed by
-// the detector that uses it. Close returns the last counters.
+// the detector that uses it.
 type KernelState interface {
 	Open() (Kernel, error)
-	Close() (KernelCounts, error)
+	Close() error
 }
 
 // New builds a detector publishing to deps.Bus. cfg must have passed Validate. It starts
@@ -167,6 +169,7 @@ func (d *Detector) Start(context.Context) error {
 			d.kstate.Close()
 			return fmt.Errorf("detect.kernel: writing the rules: %w", err)
 		}
+		d.kopen = true
 	}
 	if d.log != nil {
 		d.log.start()
@@ -177,15 +180,19 @@ func (d *Detector) Start(context.Context) error {
 // Stop ends the event log (the log keeps what it holds for queries).
 func (d *Detector) Stop(context.Context) error {
 	var err error
-	if d.kstate != nil && d.withKernel(func(Kernel) {}) {
+	if d.kopen {
 		// The detector keeps the program's last counters, for the stop summary and the
-		// status.
+		// status. SetKernel returns once nothing uses the open state (a snapshot, a
+		// query): only then is it freed.
 		var kc KernelCounts
-		if kc, err = d.kstate.Close(); err == nil {
+		d.withKernel(func(k Kernel) { kc, err = k.Counts() })
+		if err == nil {
 			d.SetKernel(stoppedKernel{kc})
 		} else {
 			d.SetKernel(nil)
 		}
+		err = errors.Join(err, d.kstate.Close())
+		d.kopen = false
 	}
 	if d.log != nil {
 		d.log.stop()

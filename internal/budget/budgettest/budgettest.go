@@ -7,6 +7,7 @@ package budgettest
 import (
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/intake-int/intake/internal/budget"
 )
@@ -22,8 +23,7 @@ func HeapStacks(build func() any) int64 { return measure(build, true) }
 
 func measure(build func() any, stacks bool) int64 {
 	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
+	settle(&before)
 	v := build()
 	runtime.GC()
 	runtime.ReadMemStats(&after)
@@ -33,6 +33,30 @@ func measure(build func() any, stacks bool) int64 {
 		n += int64(after.StackInuse) - int64(before.StackInuse)
 	}
 	return n
+}
+
+// settle collects until the live heap holds still, and reads it into ms. What an earlier
+// test left winding down (a goroutine that notices its stop on its next 10 ms tick, a timer
+// about to fire) can let go of megabytes a moment later, inside the next measurement: a
+// package's test saw its heap shrink by 10.8 MiB that way. So the heap must agree, within a
+// sixteenth of Slack, over 30 ms of collections 5 ms apart (up to half a second).
+func settle(ms *runtime.MemStats) {
+	runtime.GC()
+	runtime.ReadMemStats(ms)
+	still := 0
+	for range 100 {
+		prev := int64(ms.HeapAlloc)
+		time.Sleep(5 * time.Millisecond)
+		runtime.GC()
+		runtime.ReadMemStats(ms)
+		if d := int64(ms.HeapAlloc) - prev; d > -Slack/16 && d < Slack/16 {
+			if still++; still == 6 {
+				return
+			}
+		} else {
+			still = 0
+		}
+	}
 }
 
 // Memory is the sum of the memory of b's items whose part is one of parts (all of b's
