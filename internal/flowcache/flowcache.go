@@ -208,33 +208,56 @@ func (f *FlowCache) Start(context.Context) error {
 		return nil
 	}
 	f.t.prefault()
-	if k := f.deps.Kernel; k != nil {
-		kern, err := k.Open()
-		if err == nil {
-			if err = f.SetKernel(kern); err != nil {
-				k.Close()
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("flowcache.kernel: %w", err)
-		}
+	if err := f.openKernel(); err != nil {
+		return fmt.Errorf("flowcache.kernel: %w", err)
 	}
 	f.stop = make(chan struct{})
-	f.wg.Add(1)
-	go f.drainLoop()
+	f.every(5*time.Millisecond, func() { f.DrainNow() })
 	if f.cfg.IdleTimeout > 0 {
-		f.wg.Add(1)
-		go f.agerLoop()
+		f.every(f.cfg.AgeInterval, func() { f.Age(f.now()) })
 	}
 	if f.deps.Latest != nil && f.deps.LatestPeriod > 0 {
-		f.wg.Add(1)
-		go f.latestLoop()
+		f.every(f.deps.LatestPeriod, f.latestWalk())
 	}
 	if f.deps.Histograms != nil && f.deps.HistogramPeriod > 0 {
-		f.wg.Add(1)
-		go f.histogramLoop()
+		f.every(f.deps.HistogramPeriod, f.PushHistograms)
 	}
 	return nil
+}
+
+// openKernel opens and links the kernel's cache (flowcache.kernel), when there is one.
+func (f *FlowCache) openKernel() error {
+	k := f.deps.Kernel
+	if k == nil {
+		return nil
+	}
+	kern, err := k.Open()
+	if err != nil {
+		return err
+	}
+	if err := f.SetKernel(kern); err != nil {
+		k.Close()
+		return err
+	}
+	return nil
+}
+
+// every runs fn every period on a goroutine of its own until Stop.
+func (f *FlowCache) every(period time.Duration, fn func()) {
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-f.stop:
+				return
+			case <-t.C:
+				fn()
+			}
+		}
+	}()
 }
 
 // Stop stops the goroutines and drains the rings once more into the sinks (whose queues the
@@ -594,34 +617,6 @@ func (f *FlowCache) DrainNow() int {
 	return n + f.drainKernel(&rec)
 }
 
-func (f *FlowCache) drainLoop() {
-	defer f.wg.Done()
-	t := time.NewTicker(5 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-f.stop:
-			return
-		case <-t.C:
-			f.DrainNow()
-		}
-	}
-}
-
-func (f *FlowCache) agerLoop() {
-	defer f.wg.Done()
-	t := time.NewTicker(f.cfg.AgeInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-f.stop:
-			return
-		case <-t.C:
-			f.Age(f.now())
-		}
-	}
-}
-
 // WalkUpdated calls fn with every flow updated at or after since (Reason none).
 func (f *FlowCache) WalkUpdated(since int64, fn func(*record.Record)) int {
 	n := 0
@@ -634,39 +629,18 @@ func (f *FlowCache) WalkUpdated(since int64, fn func(*record.Record)) int {
 	return n
 }
 
-func (f *FlowCache) latestLoop() {
-	defer f.wg.Done()
+// latestWalk returns the periodic latest-values push: every flow updated since the last
+// walk, to Deps.Latest.
+func (f *FlowCache) latestWalk() func() {
 	every := f.deps.LatestPeriod
-	t := time.NewTicker(every)
-	defer t.Stop()
 	since := int64(-1 << 63)
-	for {
-		select {
-		case <-f.stop:
-			return
-		case <-t.C:
-			now := f.now()
-			f.WalkUpdated(since, f.deps.Latest)
-			// The next walk overlaps this one by a period: a report stamped before now but
-			// applied after the walk passed its row is taken next time, not lost until the
-			// flow's next update. A flow written twice costs one idempotent write.
-			since = now - int64(every)
-		}
-	}
-}
-
-// histogramLoop hands every non-empty histogram to Deps.Histograms once per period.
-func (f *FlowCache) histogramLoop() {
-	defer f.wg.Done()
-	t := time.NewTicker(f.deps.HistogramPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-f.stop:
-			return
-		case <-t.C:
-			f.PushHistograms()
-		}
+	return func() {
+		now := f.now()
+		f.WalkUpdated(since, f.deps.Latest)
+		// The next walk overlaps this one by a period: a report stamped before now but
+		// applied after the walk passed its row is taken next time, not lost until the
+		// flow's next update. A flow written twice costs one idempotent write.
+		since = now - int64(every)
 	}
 }
 
