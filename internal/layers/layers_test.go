@@ -93,6 +93,7 @@ var allow = map[string][]string{
 	"internal/testutil/...": {"...", redis, sys, franz},
 	"internal/tools/...":    {"...", franz},
 	"internal/kfaketest":    {"..."},
+	"internal/docstest":     {"..."},
 	"internal/layers":       nil,
 }
 
