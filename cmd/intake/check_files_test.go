@@ -31,7 +31,7 @@ func TestServeCheckFiles(t *testing.T) {
 			code, out, errs := runVerb("serve", "--config", config, "--check")
 			return [3]any{code, out, errs}
 		})
-		if r[0] != 1 || r[2] != want {
+		if r[0] != 2 || r[2] != want { // a configuration refused exits 2 (issue 31)
 			t.Errorf("--check %s: %d %q %q, want %q", config, r[0], r[1], r[2], want)
 		}
 	}

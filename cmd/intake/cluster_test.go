@@ -430,16 +430,19 @@ func TestCluster(t *testing.T) {
 			t.Errorf("top through %s with c2 down: partial %v missing %v, %d flows (want %d)", m.name, top.Partial, top.Missing, len(got), len(alive))
 		}
 	}
-	code, out, errs := runVerb("query", "top", "--addr", ms[1].api, "--n", "3")
+	code, out, errs := runVerb("query", "top", "--api", ms[1].api, "--n", "3")
 	if code != 0 || !strings.HasPrefix(out, "partial answer: c2 did not answer\n") {
 		t.Errorf("query top with c2 down: %d %q %s", code, out, errs)
 	}
-	code, out, errs = runVerb("status", "--cluster", "--addr", ms[0].api)
+	code, out, errs = runVerb("status", "--cluster", "--api", ms[0].api)
 	t.Logf("intake status --cluster:\n%s", out)
 	for _, want := range []string{"cluster of 3 members (hash: crc32c mod members), asked through c0", "c0 (self)  up", "c2         DOWN", "c2 is down: ", "partial: 2 of 3 members answered (missing: c2)"} {
-		if code != 0 || !strings.Contains(out, want) {
+		if code != 1 || !strings.Contains(out, want) { // a member down exits 1 (issue 31)
 			t.Errorf("status --cluster: %d %q lacks %q (%s)", code, out, want, errs)
 		}
+	}
+	if errs != "intake status: 1 of 3 members down: c2\n" {
+		t.Errorf("status --cluster with c2 down: stderr %q", errs)
 	}
 }
 
@@ -460,7 +463,7 @@ func TestClusterFlags(t *testing.T) {
 		}
 	}
 	coll := collectortest.Start(t, nil)
-	code, _, errs := runVerb("status", "--cluster", "--addr", coll.API.Addr())
+	code, _, errs := runVerb("status", "--cluster", "--api", coll.API.Addr())
 	if want := "404 Not Found: this collector is not in a cluster (cluster.members is empty)"; code != 1 || !strings.Contains(errs, want) {
 		t.Errorf("status --cluster of a collector alone: %d %q", code, errs)
 	}

@@ -74,7 +74,7 @@ func TestQueryEventsAndFlow(t *testing.T) {
 	waitEvents := func(n int) {
 		t.Helper()
 		testutil.Eventually(t, 5*time.Second, fmt.Sprintf("%d events in query events", n), func() bool {
-			_, out, _ := runVerb("query", "events", "--addr", httpAddr, "--json")
+			_, out, _ := runVerb("query", "events", "--api", httpAddr, "--json")
 			return strings.Count(out, `"seq":`) == n
 		})
 	}
@@ -89,7 +89,7 @@ func TestQueryEventsAndFlow(t *testing.T) {
 	send(r)
 	waitEvents(15) // + seq_gaps 0→1, flow latency 3000→3100, switch 2's hop latency
 
-	code, out, errs := runVerb("query", "events", "--addr", httpAddr)
+	code, out, errs := runVerb("query", "events", "--api", httpAddr)
 	want := `TIME                            KIND     SCOPE   MEASUREMENT       KEY                                          PREV  VALUE      THRESHOLD
 TIME  new_key  switch  seq_gaps          switch 5, hw_id 1                            0     0          -
 TIME  new_key  switch  queue_occupancy   switch 3, queue 3                            0     40         -
@@ -112,7 +112,7 @@ TIME  change   switch  flow_hop_latency  10.0.0.1:40000 > 10.0.1.2:443 udp, swit
 		t.Errorf("query events: %d %s\n%s\nwant\n%s", code, errs, untime(out), want)
 	}
 
-	code, out, errs = runVerb("query", "events", "--addr", httpAddr, "--kind", "change", "--limit", "1", "--json")
+	code, out, errs = runVerb("query", "events", "--api", httpAddr, "--kind", "change", "--limit", "1", "--json")
 	want = `{
   "events": [
     {
@@ -142,7 +142,7 @@ TIME  change   switch  flow_hop_latency  10.0.0.1:40000 > 10.0.1.2:443 udp, swit
 		t.Errorf("query events --kind change --limit 1 --json: %d %s\n%s", code, errs, untime(out))
 	}
 
-	flow := []string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1", "--dst", "10.0.1.2", "--sport", "40000", "--dport", "443", "--proto", "17"}
+	flow := []string{"query", "flow", "--api", httpAddr, "--src", "10.0.0.1", "--dst", "10.0.1.2", "--sport", "40000", "--dport", "443", "--proto", "17"}
 	code, out, errs = runVerb(flow...)
 	want = `flow     10.0.0.1:40000 > 10.0.1.2:443 udp
 path     1 > 2 > 3 (3 hops, source first)
@@ -254,28 +254,28 @@ SWITCH ... max: the largest latest value of the switch's queues, ports, buffers,
 		code int
 		want string
 	}{
-		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1", "--dst", "10.0.1.2", "--sport", "40001", "--dport", "443", "--proto", "17"},
+		{[]string{"query", "flow", "--api", httpAddr, "--src", "10.0.0.1", "--dst", "10.0.1.2", "--sport", "40001", "--dport", "443", "--proto", "17"},
 			1, "intake query flow: 404 Not Found: no such flow (unknown, expired or evicted)\n"},
 		// The flow as the demo and the queries write it, the same flow as flags.
 		{[]string{"query", "flow", "--api", httpAddr, "10.0.0.1:40001 > 10.0.1.2:443 udp"},
 			1, "intake query flow: 404 Not Found: no such flow (unknown, expired or evicted)\n"},
-		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1", "--dst", "::1", "--sport", "1", "--dport", "2", "--proto", "udp"},
+		{[]string{"query", "flow", "--api", httpAddr, "--src", "10.0.0.1", "--dst", "::1", "--sport", "1", "--dport", "2", "--proto", "udp"},
 			2, "intake query flow: 400 Bad Request: parameter src: \"10.0.0.1,::1\": must be IPv4 or IPv6 addresses of one family for src and dst\n"},
-		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1"}, 2,
+		{[]string{"query", "flow", "--api", httpAddr, "--src", "10.0.0.1"}, 2,
 			"intake query flow: the flow is required: \"SRC:SPORT > DST:DPORT PROTO\", or --src, --dst, --sport, --dport and --proto\n"},
 		// Without ports a flow is not a flow: a usage error, not a 404.
-		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1", "--dst", "10.0.1.2", "--proto", "udp"}, 2,
+		{[]string{"query", "flow", "--api", httpAddr, "--src", "10.0.0.1", "--dst", "10.0.1.2", "--proto", "udp"}, 2,
 			"intake query flow: --sport, --dport and --proto are required with --src and --dst (a flow is its 5-tuple)\n"},
-		{[]string{"query", "flow", "--addr", httpAddr, "10.0.0.1 > 10.0.1.2 udp"}, 2,
+		{[]string{"query", "flow", "--api", httpAddr, "10.0.0.1 > 10.0.1.2 udp"}, 2,
 			"intake query flow: \"10.0.0.1 > 10.0.1.2 udp\": a 5-tuple is \"SRC:SPORT > DST:DPORT PROTO\" or src,dst,sport,dport,proto, with addresses of one family\n"},
-		{[]string{"query", "flow", "--addr", httpAddr, "--json", "--table", "10.0.0.1:1 > 10.0.1.2:2 udp"}, 2,
+		{[]string{"query", "flow", "--api", httpAddr, "--json", "--table", "10.0.0.1:1 > 10.0.1.2:2 udp"}, 2,
 			"intake query flow: --json and --table exclude each other\n"},
-		{[]string{"query", "flow", "--addr", httpAddr, "--src", "10.0.0.1", "--dst", "10.0.1.2", "--sport", "1", "--dport", "2", "--proto", "gre"}, 2,
+		{[]string{"query", "flow", "--api", httpAddr, "--src", "10.0.0.1", "--dst", "10.0.1.2", "--sport", "1", "--dport", "2", "--proto", "gre"}, 2,
 			"intake query flow: invalid value \"gre\" for flag -proto: protocol \"gre\": want tcp, udp, icmp, icmpv6, sctp or a number 0-255\n"},
 		// The collector's 400, the user's misuse: exit 2 as for every misuse.
-		{[]string{"query", "events", "--addr", httpAddr, "--kind", "bogus"},
+		{[]string{"query", "events", "--api", httpAddr, "--kind", "bogus"},
 			2, "intake query events: 400 Bad Request: parameter kind: \"bogus\": must be a comma-separated list of new_key, path_change, change, above, below, expire\n"},
-		{[]string{"query", "events", "--addr", httpAddr, "--since", "soon"},
+		{[]string{"query", "events", "--api", httpAddr, "--since", "soon"},
 			2, "intake query events: 400 Bad Request: parameter since: \"soon\": must be an RFC 3339 time, Unix nanoseconds, or a duration such as 5m\n"},
 	} {
 		code, _, errs := runVerb(tc.args...)
@@ -300,7 +300,7 @@ func TestDetectConfigErrors(t *testing.T) {
 	} {
 		p := writeFile(t, "detect.yaml", tc.yaml)
 		code, _, errs := runVerb("serve", "--config", p, "--check")
-		if want := "intake serve: " + p + ": " + tc.want + "\n"; code != 1 || errs != want {
+		if want := "intake serve: " + p + ": " + tc.want + "\n"; code != 2 || errs != want { // a config error is misuse (issue 31)
 			t.Errorf("%q: %d %q\nwant %q", tc.yaml, code, errs, want)
 		}
 	}

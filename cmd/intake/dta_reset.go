@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/intake-int/intake/internal/config"
 	"github.com/intake-int/intake/internal/dta"
 )
 
@@ -29,7 +28,7 @@ func runDTAReset(args []string, stdout, stderr io.Writer) error {
 	case *dir == "" && *cfgPath == "":
 		return usageErr("--data-dir DIR or --config FILE is required (the default data directory is %s)", dta.DefaultDataDir)
 	case *cfgPath != "":
-		cfg, err := config.Load(*cfgPath)
+		cfg, err := loadConfig(*cfgPath)
 		if err != nil {
 			return err
 		}

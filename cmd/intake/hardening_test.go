@@ -34,7 +34,7 @@ func TestServeBudget(t *testing.T) {
 	}
 	start := time.Now()
 	code, _, errs = runVerb("serve", "--config", "/dev/zero", "--check")
-	if code != 1 || errs != "intake serve: open /dev/zero: a character device, not a regular file\n" || time.Since(start) > 2*time.Second {
+	if code != 2 || errs != "intake serve: open /dev/zero: a character device, not a regular file\n" || time.Since(start) > 2*time.Second {
 		t.Errorf("/dev/zero: %d %q after %s", code, errs, time.Since(start))
 	}
 }
@@ -62,20 +62,20 @@ http: {address: '127.0.0.1:0', token_file: `+tok+`}
 	}
 	send([]byte{0xff})
 
-	code, _, serr := runVerb("status", "--addr", httpAddr)
+	code, _, serr := runVerb("status", "--api", httpAddr)
 	if code != 1 || serr != "intake status: 401 Unauthorized: a bearer token is required: Authorization: Bearer TOKEN (http.token) (set INTAKE_TOKEN or INTAKE_TOKEN_FILE)\n" {
 		t.Errorf("status without a token: %d %q", code, serr)
 	}
 	t.Setenv("INTAKE_TOKEN_FILE", tok)
 	var sout string
 	testutil.Eventually(t, 5*time.Second, "one drop in status", func() bool {
-		code, sout, serr = runVerb("status", "--addr", httpAddr)
+		code, sout, serr = runVerb("status", "--api", httpAddr)
 		return code == 0 && strings.Contains(sout, "\ndrops: 1\n")
 	})
 	if !strings.Contains(sout, "\ndrops: 1\n  ingest: (not_allowed 1)\n") {
 		t.Errorf("status: %d\n%s%s", code, sout, serr)
 	}
-	if code, qout, qerr := runVerb("query", "events", "--addr", httpAddr, "--json"); code != 0 || !strings.Contains(qout, `"events"`) {
+	if code, qout, qerr := runVerb("query", "events", "--api", httpAddr, "--json"); code != 0 || !strings.Contains(qout, `"events"`) {
 		t.Errorf("query events with the token: %d %q %q", code, qout, qerr)
 	}
 

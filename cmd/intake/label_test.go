@@ -39,7 +39,7 @@ func TestQueryPortsCoverage(t *testing.T) {
 	export(360*ms, telemetry.LabelItem{SwitchID: 4, EgressPort: 2, EgressTS: 250})
 	addr := srv.Addr()
 
-	code, out, errs := runVerb("query", "ports", "--addr", addr)
+	code, out, errs := runVerb("query", "ports", "--api", addr)
 	want := `  switch  port  in  label time  latency  qdepth     age  updates  stale  shift  active
        3     1   2         200   900 ns       5  300 ms        2      0      0    true
        4     2   0         300    50 ns       0  100 ms        2      1      0    true
@@ -48,13 +48,13 @@ func TestQueryPortsCoverage(t *testing.T) {
 	if code != 0 || out != want {
 		t.Fatalf("query ports: exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errs, out, want)
 	}
-	code, out, _ = runVerb("query", "ports", "--addr", addr, "--switch", "4", "--json")
+	code, out, _ = runVerb("query", "ports", "--api", addr, "--switch", "4", "--json")
 	var pr label.PortsResponse
 	if err := json.Unmarshal([]byte(out), &pr); code != 0 || err != nil || pr.Count != 1 || len(pr.Ports) != 1 ||
 		pr.Ports[0] != (label.PortState{SwitchID: 4, Port: 2, LabelTime: 300, LatencyNs: 50, AgeMs: 100, Updates: 2, Stale: 1, Active: true, LastReceived: 360 * ms}) {
 		t.Fatalf("query ports --switch 4 --json: exit %d, %v, %s", code, err, out)
 	}
-	code, out, _ = runVerb("query", "coverage", "--addr", addr, "--windows", "4")
+	code, out, _ = runVerb("query", "coverage", "--api", addr, "--windows", "4")
 	// Windows by their start on the collector's clock (here since its zero), coverage in
 	// percent.
 	want = `telemetry interval 100 ms, clock receive, 2 ports known
@@ -68,13 +68,13 @@ mean 50.00% over 4 windows
 	if code != 0 || out != want {
 		t.Fatalf("query coverage: exit %d, stdout\n%s\nwant\n%s", code, out, want)
 	}
-	code, out, _ = runVerb("query", "coverage", "--addr", addr, "--windows", "1", "--json")
+	code, out, _ = runVerb("query", "coverage", "--api", addr, "--windows", "1", "--json")
 	var cr label.CoverageReport
 	if err := json.Unmarshal([]byte(out), &cr); code != 0 || err != nil || len(cr.Windows) != 1 || cr.Windows[0] != (label.Window{Index: 3, StartNs: 300 * ms, Updated: 1, Active: 2, Coverage: 0.5}) {
 		t.Fatalf("query coverage --json: exit %d, %v, %s", code, err, out)
 	}
 	// Bad parameters: 400 with the API's error, and the verbs' own checks.
-	code, _, errs = runVerb("query", "coverage", "--addr", addr, "--windows", "0")
+	code, _, errs = runVerb("query", "coverage", "--api", addr, "--windows", "0")
 	if code != 2 || !strings.Contains(errs, "--windows 0: must be in [1, 1000]") {
 		t.Fatalf("--windows 0: exit %d, %q", code, errs)
 	}

@@ -25,18 +25,18 @@ func init() {
 	} {
 		name := s.name
 		registerSub("query", verb{name: name, summary: s.summary, run: func(args []string, stdout, stderr io.Writer) error {
-			return runQueryDTA(name, args, stdout)
+			return runQueryDTA(name, args, stdout, stderr)
 		}})
 	}
 }
 
-func runQueryDTA(prim string, args []string, stdout io.Writer) error {
+func runQueryDTA(prim string, args []string, stdout, stderr io.Writer) error {
 	arg := "KEY"
 	if prim == "list" {
 		arg = "LIST_ID"
 	}
 	fs := newFlags("query "+prim, "[--api HOST:PORT | --store DIR] [--json|--table] [flags] "+arg, stdout)
-	o := cli.AddQuery(fs, true)
+	o := cli.AddQuery(fs, true, stderr)
 	store := fs.String("store", "", "open the DTA store `directory` read-only instead of asking a collector (dta.data_dir, or an epochs/<time> snapshot)")
 	keyLen := fs.Int("key-len", 4, "`bytes` a numeric key is widened to (the decoder's dta.key_len)")
 	var t *int

@@ -43,7 +43,7 @@ func TestQueryDTA(t *testing.T) {
 			t.Errorf("%v: %d %q %s, want %q", args, code, out, errs, c.want)
 		}
 	}
-	if code, _, errs := runVerb("query", "list", "--addr", srv.Addr(), "--cursor", "7", "3"); code != 2 || !strings.Contains(errs, "cursor") {
+	if code, _, errs := runVerb("query", "list", "--api", srv.Addr(), "--cursor", "7", "3"); code != 2 || !strings.Contains(errs, "cursor") {
 		t.Errorf("cursor past head: %d %s", code, errs)
 	}
 }
@@ -62,7 +62,7 @@ func TestQueryDTAUsage(t *testing.T) {
 		{[]string{"ki"}, 2, "one KEY is required"},
 		{[]string{"kw", "--json", "--table", "1"}, 2, "--json and --table exclude each other"},
 		{[]string{"list", "--store", t.TempDir(), "1"}, 1, "no DTA region files"},
-		{[]string{"postcard", "--addr", "127.0.0.1:1", "1"}, 1, "--store DIR reads a store directory without a collector"},
+		{[]string{"postcard", "--api", "127.0.0.1:1", "1"}, 1, "--store DIR reads a store directory without a collector"},
 	} {
 		code, out, errs := runVerb(append([]string{"query"}, c.args...)...)
 		if code != c.code || out != "" || !strings.Contains(errs, c.err) {

@@ -27,7 +27,7 @@ const flowUsage = `["SRC:SPORT > DST:DPORT PROTO" | --src IP --dst IP --sport N 
 
 func runQueryFlow(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query flow", flowUsage, stdout)
-	o := cli.AddQuery(fs, false)
+	o := cli.AddQuery(fs, false, stderr)
 	flow := flowFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {

@@ -40,7 +40,7 @@ func init() {
 
 func runQueryFlowCacheFlow(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query flowcache-flow", flowUsage, stdout)
-	o := cli.AddQuery(fs, false)
+	o := cli.AddQuery(fs, false, stderr)
 	flow := flowFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -59,7 +59,7 @@ func runQueryFlowCacheFlow(args []string, stdout, stderr io.Writer) error {
 
 func runQueryTop(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query top", "[--by latency|packets] [--n N] [--api HOST:PORT] [--json|--table]", stdout)
-	o := cli.AddQuery(fs, false)
+	o := cli.AddQuery(fs, false, stderr)
 	by := fs.String("by", "packets", "rank by `key`: latency (mean end-to-end) or packets")
 	n := fs.Int("n", 10, "the top `N` flows (1-1000)")
 	if err := parseNoArgs(fs, args); err != nil {
@@ -77,7 +77,7 @@ func runQueryTop(args []string, stdout, stderr io.Writer) error {
 
 func runQueryHistogram(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query histogram", "--switch ID|e2e [--metric hop_latency|queue_occupancy|tx_util|latency] [--api HOST:PORT] [--json|--table]", stdout)
-	o := cli.AddQuery(fs, false)
+	o := cli.AddQuery(fs, false, stderr)
 	sw := fs.String("switch", "", "switch `id`, or e2e for the end-to-end latency")
 	metric := fs.String("metric", "hop_latency", "`metric`: hop_latency, queue_occupancy, tx_util (latency for e2e)")
 	if err := parseNoArgs(fs, args); err != nil {
@@ -98,7 +98,7 @@ func runQueryHistogram(args []string, stdout, stderr io.Writer) error {
 
 func runQueryFlowCacheStats(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query flowcache-stats", "[--api HOST:PORT] [--json|--table]", stdout)
-	o := cli.AddQuery(fs, false)
+	o := cli.AddQuery(fs, false, stderr)
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ func TestQueryFlowCache(t *testing.T) {
 	p, addr := collectortest.StartFlowCache(t, nil)
 	collectortest.FlowCacheFixture(p)
 
-	c, out, errs := runVerb("query", "flowcache-flow", "--addr", addr, "--src", "10.0.0.1", "--dst", "10.0.0.2", "--sport", "1000", "--dport", "80", "--proto", "17")
+	c, out, errs := runVerb("query", "flowcache-flow", "--api", addr, "--src", "10.0.0.1", "--dst", "10.0.0.2", "--sport", "1000", "--dport", "80", "--proto", "17")
 	wantOut := `flow     10.0.0.1:1000 > 10.0.0.2:80 udp
 path     1 > 2 (2 hops, source first)
 latency  36 ns end to end, latest; mean 33 ns
@@ -34,19 +34,19 @@ latest: the newest value this flow's reports carried; mean: over its reports sin
 	if c != 0 || out != wantTop {
 		t.Errorf("query top: exit %d %s\n%q", c, errs, out)
 	}
-	c, out, errs = runVerb("query", "histogram", "--addr", addr, "--switch", "1")
+	c, out, errs = runVerb("query", "histogram", "--api", addr, "--switch", "1")
 	wantHist := "switch 1 hop_latency: 3 samples, linear scale, 4 bins\n" +
 		"  [10, 20)  2   ########################################\n" +
 		"     >= 30  1                       ####################\n"
 	if c != 0 || out != wantHist {
 		t.Errorf("query histogram: exit %d %s\n%q", c, errs, out)
 	}
-	c, out, errs = runVerb("query", "flowcache-stats", "--addr", addr)
+	c, out, errs = runVerb("query", "flowcache-stats", "--api", addr)
 	if c != 0 || !strings.HasPrefix(out, "flow cache  16 rows × 4 buckets × 5 hops: 2 of 64 flows (3.12%), ") ||
 		!strings.Contains(out, "evictions   collision 0, idle 0\n") || !strings.Contains(out, "rings       4 × 4096: 0 records, 0 exported, 0 pending, 0 dropped\n") {
 		t.Errorf("query flowcache-stats: exit %d %s\n%s", c, errs, out)
 	}
-	c, _, errs = runVerb("query", "histogram", "--addr", addr, "--switch", "9")
+	c, _, errs = runVerb("query", "histogram", "--api", addr, "--switch", "9")
 	if c != 1 || !strings.Contains(errs, "404 Not Found: no histogram for switch 9") {
 		t.Errorf("query histogram of an unknown switch: exit %d %q", c, errs)
 	}

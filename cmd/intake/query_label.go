@@ -20,7 +20,7 @@ func init() {
 
 func runQueryPorts(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query ports", "[--api HOST:PORT] [--switch N] [--json|--table]", stdout)
-	o := cli.AddQuery(fs, false)
+	o := cli.AddQuery(fs, false, stderr)
 	sw := fs.Int("switch", -1, "only this switch `id`")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
@@ -49,7 +49,7 @@ func runQueryPorts(args []string, stdout, stderr io.Writer) error {
 
 func runQueryCoverage(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query coverage", "[--api HOST:PORT] [--windows N] [--json|--table]", stdout)
-	o := cli.AddQuery(fs, false)
+	o := cli.AddQuery(fs, false, stderr)
 	n := fs.Int("windows", 10, "complete telemetry intervals to show")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err

@@ -28,7 +28,7 @@ export: {period: 0s}
 	}
 	defer conn.Close()
 	queueEvents := func() []string {
-		_, out, _ := runVerb("query", "events", "--addr", httpAddr)
+		_, out, _ := runVerb("query", "events", "--api", httpAddr)
 		var qs []string
 		for _, l := range strings.Split(untime(out), "\n") {
 			if strings.Contains(l, "queue_occupancy") {

@@ -29,12 +29,20 @@ func init() {
 	})
 }
 
-// loadConfig reads --config, or the defaults without it.
+// loadConfig reads --config, or the defaults without it. A configuration that cannot be
+// read or is invalid is the user's misuse: its error exits 2, as a bad flag does.
 func loadConfig(path string) (config.Config, error) {
+	var c config.Config
+	var err error
 	if path == "" {
-		return config.Parse(nil)
+		c, err = config.Parse(nil)
+	} else {
+		c, err = config.Load(path)
 	}
-	return config.Load(path)
+	if err != nil {
+		return c, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return c, nil
 }
 
 func runServe(args []string, stdout, stderr io.Writer) error {

@@ -40,7 +40,7 @@ func TestServeCheck(t *testing.T) {
 	}
 	bad := writeFile(t, "bad.yaml", "listeners:\n  - {format: report, port: 1}\n  - {format: report, port: 70000}\n")
 	code, out, errs = runVerb("serve", "--config", bad, "--check")
-	if want := "intake serve: " + bad + ": listeners[1].port: 70000: must be 0-65535 (0: a free port the kernel picks)\n"; code != 1 || errs != want {
+	if want := "intake serve: " + bad + ": listeners[1].port: 70000: must be 0-65535 (0: a free port the kernel picks)\n"; code != 2 || errs != want { // a config error exits 2 (issue 31)
 		t.Errorf("--check bad: %d %q %q, want %q", code, out, errs, want)
 	}
 	if code, _, errs := runVerb("serve", "extra"); code != 2 || !strings.Contains(errs, `unexpected argument "extra"`) {
@@ -245,13 +245,13 @@ http: {address: '127.0.0.1:0'}
 	// status sees 13 datagrams once the workers have published them.
 	var sout string
 	testutil.Eventually(t, 5*time.Second, "13 datagrams in status --json", func() bool {
-		code, sout, _ = runVerb("status", "--addr", httpAddr, "--json")
+		code, sout, _ = runVerb("status", "--api", httpAddr, "--json")
 		return code == 0 && strings.Contains(sout, `"packets_received": 13,`)
 	})
 	if !strings.Contains(sout, `"reports_decoded": 8,`) || !strings.Contains(sout, `"kernel_drops": 0,`) {
 		t.Errorf("status --json:\n%s", sout)
 	}
-	code, sout, serr := runVerb("status", "--addr", httpAddr)
+	code, sout, serr := runVerb("status", "--api", httpAddr)
 	if code != 0 || !strings.Contains(sout, "intake at "+httpAddr+": running") ||
 		!strings.Contains(sout, "reports by format: (tr2.0 8)") || !strings.Contains(sout, "1MiB/") {
 		t.Errorf("status: %d\n%s%s", code, sout, serr)
@@ -278,7 +278,7 @@ func TestStatusNoServer(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := ln.Addr().String()
 	ln.Close()
-	code, _, errs := runVerb("status", "--addr", addr)
+	code, _, errs := runVerb("status", "--api", addr)
 	if code != 1 || !strings.Contains(errs, "is 'intake serve' running with http.address "+addr) {
 		t.Errorf("%d %q", code, errs)
 	}

@@ -27,12 +27,13 @@ type Query struct {
 	table       bool // Table's default: what the verb prints without either flag
 }
 
-// AddQuery adds --api (and --addr, its older name), --json and --table to fs. jsonDefault
-// says what the verb prints when neither --json nor --table is given.
-func AddQuery(fs *flag.FlagSet, jsonDefault bool) *Query {
+// AddQuery adds --api (and --addr, its deprecated older name, which warns on warn), --json
+// and --table to fs. jsonDefault says what the verb prints when neither --json nor --table
+// is given.
+func AddQuery(fs *flag.FlagSet, jsonDefault bool, warn io.Writer) *Query {
 	q := &Query{table: !jsonDefault}
 	fs.StringVar(&q.API, "api", DefaultAPI, "the collector's HTTP API `address` (http.address in its config; https://host:port for TLS); the token is read from $INTAKE_TOKEN or the file $INTAKE_TOKEN_FILE, the CA certificates for TLS from $INTAKE_CA")
-	fs.StringVar(&q.API, "addr", DefaultAPI, "the same as --api (its older name)")
+	Alias(fs, "addr", "api", warn)
 	fs.BoolVar(&q.JSON, "json", false, "print the API's JSON")
 	fs.BoolVar(&q.Table, "table", false, "print a table (or lines) for people")
 	return q

@@ -43,9 +43,13 @@ func TestQuery(t *testing.T) {
 		{[]string{"--json", "--table"}, false, false, "--json and --table exclude each other"},
 	} {
 		fs := flag.NewFlagSet("x", flag.ContinueOnError)
-		q := AddQuery(fs, c.jsonDefault)
+		var warn bytes.Buffer
+		q := AddQuery(fs, c.jsonDefault, &warn)
 		if err := fs.Parse(append(c.args, "--addr", "h:1")); err != nil {
 			t.Fatal(err)
+		}
+		if w := "intake: --addr is deprecated: use --api, which means the same\n"; warn.String() != w {
+			t.Errorf("--addr warns %q, want %q", warn.String(), w)
 		}
 		got, err := q.WantJSON()
 		if got != c.want || (err == nil) != (c.err == "") || err != nil && err.Error() != c.err || q.API != "h:1" {
