@@ -73,3 +73,50 @@ func TestAddrDeprecated(t *testing.T) {
 		t.Errorf("exit %d, stderr %q, stdout %.40q", code, errs, out)
 	}
 }
+
+// TestServeHTTPListen: --http replaces http.address; each --listen FORMAT=ADDR:PORT
+// replaces the configuration's listeners of FORMAT (the file's, or the four defaults) and
+// keeps the others; a bad one is misuse. Before, serve had neither flag.
+func TestServeHTTPListen(t *testing.T) {
+	code, out, errs := runVerb("serve", "--http", "127.0.0.1:0", "--listen", "report=127.0.0.1:9000", "--listen", "report=:9001", "--check")
+	if want := "defaults: ok: 4 listeners (dta on udp *:40040, int-label on udp *:40050, report on udp 127.0.0.1:9000, report on udp *:9001), http 127.0.0.1:0\n"; code != 0 || !strings.HasPrefix(out, want) {
+		t.Errorf("over the defaults: exit %d, %q %q\nwant %q", code, out, errs, want)
+	}
+	cfg := writeFile(t, "serve.yaml", "listeners:\n  - {format: dta, address: 127.0.0.1, port: 0, sockets: 1}\n  - {format: report, port: 7000}\nhttp: {address: ''}\n")
+	code, out, errs = runVerb("serve", "--config", cfg, "--listen", "int-label=127.0.0.1:0", "--listen", "report=127.0.0.1:0", "--check")
+	if want := cfg + ": ok: 3 listeners (dta on udp 127.0.0.1:0, int-label on udp 127.0.0.1:0, report on udp 127.0.0.1:0), http off\n"; code != 0 || !strings.HasPrefix(out, want) {
+		t.Errorf("over a file: exit %d, %q %q\nwant %q", code, out, errs, want)
+	}
+	for _, c := range []struct{ arg, want string }{
+		{"report", `intake serve: invalid value "report" for flag -listen: "report": want FORMAT=ADDR:PORT, e.g. report=:32766 (formats: report, int-md, dta, int-label)` + "\n"},
+		{"sflow=:6343", `intake serve: invalid value "sflow=:6343" for flag -listen: "sflow=:6343": format "sflow": want one of report, int-md, dta, int-label` + "\n"},
+		{"report=:70000", `intake serve: invalid value "report=:70000" for flag -listen: "report=:70000": port "70000": want 0-65535 (0: a free port the kernel picks)` + "\n"},
+	} {
+		if code, _, errs := runVerb("serve", "--listen", c.arg, "--check"); code != 2 || errs != c.want {
+			t.Errorf("--listen %s: exit %d, %q\nwant %q", c.arg, code, errs, c.want)
+		}
+	}
+
+	// Running: the listeners and the API are where the flags say.
+	var sout, serr syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- run([]string{"serve", "--config", cfg, "--http", "127.0.0.1:0", "--listen", "report=127.0.0.1:0"}, &sout, &serr)
+	}()
+	tr, httpAddr := serveReady(t, &serr, 5*time.Second)
+	if !strings.HasPrefix(tr, "127.0.0.1:") || !strings.HasPrefix(httpAddr, "127.0.0.1:") {
+		t.Errorf("report on %q, http on %q", tr, httpAddr)
+	}
+	if code, _, errs := runVerb("status", "--api", httpAddr, "--json"); code != 0 {
+		t.Errorf("status through --http: exit %d %s", code, errs)
+	}
+	sigterm()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("serve exited %d: %s", code, serr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"github.com/intake-int/intake/internal/config"
 	"github.com/intake-int/intake/internal/ingest"
 	"github.com/intake-int/intake/pcap"
+	"github.com/intake-int/intake/wire"
 )
 
 // serve runs the collector: listeners, workers, processors and the HTTP API, until SIGINT or
@@ -46,8 +50,15 @@ func loadConfig(path string) (config.Config, error) {
 }
 
 func runServe(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", "[--config FILE] [--check] [--dump] [--force] [--pcap FILE]", stdout)
+	fs := newFlags("serve", "[--config FILE] [--http ADDR:PORT] [--listen FORMAT=ADDR:PORT ...] [--check] [--dump] [--force] [--pcap FILE]", stdout)
 	cfgPath := fs.String("config", "", "YAML configuration `file` (default: the built-in defaults, see --dump)")
+	var ov overrides
+	fs.Func("http", "serve the HTTP API on `ADDR:PORT` instead of the configuration's http.address (empty: no HTTP server)", func(s string) error {
+		ov.http = &s
+		return nil
+	})
+	fs.Func("listen", "`FORMAT=ADDR:PORT`: listen for FORMAT ("+strings.Join(wire.InputNames(), ", ")+") on udp ADDR:PORT (ADDR empty: every address); repeatable; "+
+		"replaces the configuration's listeners of that FORMAT and keeps the others (docs/config.md, listeners[])", ov.addListener)
 	check := fs.Bool("check", false, "validate the configuration, print what each component will take, and exit")
 	dump := fs.Bool("dump", false, "print the effective configuration (defaults filled in) as YAML, with its budget as comments, and exit")
 	force := fs.Bool("force", false, "start (or pass --check) even when the configuration needs more memory or disk than the machine has")
@@ -64,6 +75,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := ov.apply(&cfg); err != nil {
+		return err
+	}
 	if *dump {
 		_, err := stdout.Write(cfg.Dump())
 		return err
@@ -75,6 +89,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		debug.SetMemoryLimit(cfg.Budget().GoLimit())
 	}
 	if *check {
+		// A data directory a running collector holds would stop this one's start: say so now.
+		if err := cfg.DTA.CheckDataDir(); err != nil {
+			return err
+		}
 		src := *cfgPath
 		if src == "" {
 			src = "defaults"
@@ -137,6 +155,64 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "intake serve: stopped after %s\n", time.Since(start).Round(time.Millisecond))
 	writeSummary(stdout, new(coll.Summary()))
 	return err
+}
+
+// overrides are serve's flags that change the configuration it loaded: --http and --listen.
+type overrides struct {
+	http   *string           // --http, when given
+	listen []ingest.Listener // --listen, in the order given
+}
+
+// addListener parses one --listen FORMAT=ADDR:PORT.
+func (o *overrides) addListener(s string) error {
+	format, hp, ok := strings.Cut(s, "=")
+	if !ok || format == "" {
+		return fmt.Errorf("%q: want FORMAT=ADDR:PORT, e.g. report=:32766 (formats: %s)", s, strings.Join(wire.InputNames(), ", "))
+	}
+	if !slices.Contains(wire.InputNames(), format) {
+		return fmt.Errorf("%q: format %q: want one of %s", s, format, strings.Join(wire.InputNames(), ", "))
+	}
+	host, port, err := net.SplitHostPort(hp)
+	if err != nil {
+		return fmt.Errorf("%q: want FORMAT=ADDR:PORT, e.g. report=127.0.0.1:32766: %v", s, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("%q: port %q: want 0-65535 (0: a free port the kernel picks)", s, port)
+	}
+	o.listen = append(o.listen, ingest.Listener{Format: format, Address: host, Port: p})
+	return nil
+}
+
+// apply puts the flags over cfg and validates the result again: --http replaces
+// http.address; the --listen listeners replace cfg's listeners of their formats (given in
+// the file or the defaults) and keep those of other formats, in cfg's order, the new ones
+// last.
+func (o *overrides) apply(cfg *config.Config) error {
+	if o.http == nil && len(o.listen) == 0 {
+		return nil
+	}
+	if o.http != nil {
+		cfg.HTTP.Address = *o.http
+	}
+	if len(o.listen) > 0 {
+		given := map[string]bool{}
+		for _, l := range o.listen {
+			given[l.Format] = true
+		}
+		var ls []ingest.Listener
+		for _, l := range cfg.Listeners {
+			if !given[l.Format] {
+				ls = append(ls, l)
+			}
+		}
+		cfg.Listeners = append(ls, o.listen...)
+		cfg.FillDefaults()
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageErr("--http/--listen: %v", err)
+	}
+	return nil
 }
 
 // stopTimeout bounds a collector's stop: the sinks flush what they hold until then.
