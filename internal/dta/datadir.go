@@ -61,6 +61,22 @@ func lockedError(dir string, f *os.File) error {
 	return fmt.Errorf("%s: %w (pid %s holds %s): one writing collector per data directory", dir, ErrLocked, pid, filepath.Join(dir, LockFile))
 }
 
+// CheckDataDir is `intake serve --check`'s look at the data directory: with the stores on,
+// it fails as OpenStores would at start when another process holds the directory's lock (a
+// collector writing there), so that two configurations sharing one directory are caught
+// before either starts the second time. It creates and writes nothing (a directory or lock
+// file not there yet is free) and releases the lock at once; the directory's other checks
+// (owner, modes) are the start's.
+func (c *Config) CheckDataDir() error {
+	if !c.Enabled {
+		return nil
+	}
+	if err := dataDirFree(c.DataDir); err != nil {
+		return fmt.Errorf("dta.data_dir: %w", err)
+	}
+	return nil
+}
+
 // ResetStores removes the store files of dir (the five regions; snapshots in epochs/ stay)
 // so that the next writer creates them empty, and returns the files it removed. It takes the
 // directory's lock like a writer, so it fails while a collector uses dir, and it checks dir

@@ -155,6 +155,49 @@ func TestDataDirLock(t *testing.T) {
 	}
 }
 
+// CheckDataDir (serve --check) fails while a writer holds the directory, with the error the
+// second writer gets, and passes once it closed; a directory not there yet passes and is not
+// created; with the stores off nothing is checked.
+func TestCheckDataDir(t *testing.T) {
+	dir := t.TempDir()
+	cfg := smallConfig(dir)
+	if err := cfg.CheckDataDir(); err != nil {
+		t.Errorf("no writer yet: %v", err)
+	}
+	st, err := OpenStores(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.CheckDataDir()
+	wantErr(t, "check under a writer", err, fmt.Sprintf("dta.data_dir: %s: in use by another writer (pid %d holds %s): one writing collector per data directory",
+		dir, os.Getpid(), filepath.Join(dir, LockFile)))
+	if !errors.Is(err, ErrLocked) {
+		t.Errorf("%v is not ErrLocked", err)
+	}
+	off := cfg
+	off.Enabled = false
+	if err := off.CheckDataDir(); err != nil {
+		t.Errorf("stores off: %v", err)
+	}
+	// The check released the lock it took: the writer's lock is still the only one, and
+	// the writer's pid is still in the lock file.
+	if b, _ := os.ReadFile(filepath.Join(dir, LockFile)); string(b) != strconv.Itoa(os.Getpid())+"\n" {
+		t.Errorf("lock file holds %q after the check", b)
+	}
+	st.Close()
+	if err := cfg.CheckDataDir(); err != nil {
+		t.Errorf("after the writer closed: %v", err)
+	}
+	missing := filepath.Join(t.TempDir(), "not", "yet")
+	cfg.DataDir = missing
+	if err := cfg.CheckDataDir(); err != nil {
+		t.Errorf("a directory not there yet: %v", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the check created %s: %v", missing, err)
+	}
+}
+
 // An empty or wrongly sized store is an error, never re-created empty; ResetStores removes
 // the stores on purpose (and only them), after which they are created again.
 func TestDataDirEmptyStoreAndReset(t *testing.T) {

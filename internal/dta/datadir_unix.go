@@ -68,6 +68,30 @@ func lockDataDir(dir string, create bool) (*os.File, error) {
 	return f, nil
 }
 
+// dataDirFree fails when another process holds dir's lock (CheckDataDir). The lock file is
+// opened read-only and not created; flock takes an exclusive lock on any open mode.
+func dataDirFree(dir string) error {
+	lp := filepath.Join(dir, LockFile)
+	f, err := os.OpenFile(lp, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return noFollowError(lp, err)
+	}
+	defer f.Close() // releases the lock
+	if err := checkRegular(lp, f); err != nil {
+		return err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return lockedError(dir, f)
+		}
+		return fmt.Errorf("%s: flock: %w", lp, err)
+	}
+	return nil
+}
+
 // openStoreFile opens a writer's store file, creating it (empty: fresh) when it does not
 // exist, without following a symbolic link, and checks the file it opened.
 func openStoreFile(path string) (f *os.File, size int64, fresh bool, err error) {
