@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -36,10 +37,7 @@ func Error(w http.ResponseWriter, code int, msg string) {
 
 // BadParam writes a 400 naming the parameter, the value and what is allowed.
 func BadParam(w http.ResponseWriter, param, value, allowed string) {
-	JSON(w, http.StatusBadRequest, ErrorBody{
-		Error: fmt.Sprintf("parameter %s: %q: must be %s", param, value, allowed),
-		Param: param, Value: value,
-	})
+	JSON(w, http.StatusBadRequest, (&ParamError{param, value, allowed}).Body())
 }
 
 // CheckParams answers 400 and returns false when the request has a query parameter not in
@@ -83,40 +81,92 @@ func IntParam(w http.ResponseWriter, r *http.Request, name string, def, lo, hi i
 	return n, true
 }
 
-// FlowParams reads src, dst, sport, dport and proto (all required), answering 400 when one
-// is missing or bad.
-func FlowParams(w http.ResponseWriter, r *http.Request) (k telemetry.FlowKey, ok bool) {
-	q := r.URL.Query()
-	num := func(name string, bits int) (uint64, bool) {
-		s := q.Get(name)
-		v, err := strconv.ParseUint(s, 10, bits)
-		if err != nil {
-			BadParam(w, name, s, fmt.Sprintf("an integer 0-%d", uint64(1)<<bits-1))
-			return 0, false
+// flowParts are the five parameters of a flow.
+var flowParts = []string{"src", "dst", "sport", "dport", "proto"}
+
+// FlowParamNames are the query parameters that address a flow, for CheckParams: its five
+// parts, or the whole notation in flow.
+var FlowParamNames = append(flowParts[:len(flowParts):len(flowParts)], "flow")
+
+// HasFlow reports whether q addresses a flow (any of FlowParamNames).
+func HasFlow(q url.Values) bool {
+	for _, p := range FlowParamNames {
+		if q.Has(p) {
+			return true
 		}
-		return v, true
+	}
+	return false
+}
+
+// ParamError is a bad query parameter: the 400's body (ErrorBody) names it, its value and
+// what is allowed.
+type ParamError struct {
+	Param, Value, Allowed string
+}
+
+func (e *ParamError) Error() string {
+	return fmt.Sprintf("parameter %s: %q: must be %s", e.Param, e.Value, e.Allowed)
+}
+
+// Body is the error's JSON body.
+func (e *ParamError) Body() ErrorBody {
+	return ErrorBody{Error: e.Error(), Param: e.Param, Value: e.Value}
+}
+
+// What the flow parameters allow, for their errors (docs/api.md, "Flows").
+const (
+	AllowedFlow  = `a flow "SRC:SPORT > DST:DPORT PROTO" (">", "->" or "→"; PROTO tcp, udp, icmp, icmpv6, sctp or 0-255) or src,dst,sport,dport,proto`
+	AllowedProto = "tcp, udp, icmp, icmpv6, sctp or a number 0-255 (any case)"
+)
+
+// ParseFlowQuery reads the flow q addresses, without answering: flow=, the whole notation
+// (telemetry.ParseFlowKey: "10.0.0.1:1000 > 10.0.0.2:80 udp", with ">", "->" or "→"), or
+// src, dst, sport, dport and proto (all required; proto a name or a number). The error
+// names the first parameter at fault.
+func ParseFlowQuery(q url.Values) (telemetry.FlowKey, *ParamError) {
+	var k telemetry.FlowKey
+	if q.Has("flow") {
+		s := q.Get("flow")
+		for _, p := range flowParts {
+			if q.Has(p) {
+				return k, &ParamError{"flow", s, "given alone, without " + strings.Join(flowParts, ", ")}
+			}
+		}
+		k, err := telemetry.ParseFlowKey(s)
+		if err != nil {
+			return k, &ParamError{"flow", s, AllowedFlow}
+		}
+		return k, nil
 	}
 	for _, p := range []string{"src", "dst"} {
 		if q.Get(p) == "" {
-			BadParam(w, p, "", "an IPv4 or IPv6 address")
-			return k, false
+			return k, &ParamError{p, q.Get(p), "an IPv4 or IPv6 address"}
 		}
 	}
-	sp, ok1 := num("sport", 16)
-	if !ok1 {
-		return k, false
+	var port [2]uint64
+	for i, p := range []string{"sport", "dport"} {
+		var err error
+		if port[i], err = strconv.ParseUint(q.Get(p), 10, 16); err != nil {
+			return k, &ParamError{p, q.Get(p), "an integer 0-65535"}
+		}
 	}
-	dp, ok2 := num("dport", 16)
-	if !ok2 {
-		return k, false
+	pr, err := telemetry.ParseProto(q.Get("proto"))
+	if err != nil || q.Get("proto") == "" {
+		return k, &ParamError{"proto", q.Get("proto"), AllowedProto}
 	}
-	pr, ok3 := num("proto", 8)
-	if !ok3 {
-		return k, false
-	}
-	k, ok = ParseFlow(q.Get("src"), q.Get("dst"), uint16(sp), uint16(dp), uint8(pr))
+	k, ok := ParseFlow(q.Get("src"), q.Get("dst"), uint16(port[0]), uint16(port[1]), pr)
 	if !ok {
-		BadParam(w, "src", q.Get("src")+","+q.Get("dst"), "IPv4 or IPv6 addresses of one family for src and dst")
+		return k, &ParamError{"src", q.Get("src") + "," + q.Get("dst"), "IPv4 or IPv6 addresses of one family for src and dst"}
+	}
+	return k, nil
+}
+
+// FlowParams reads the flow r addresses (ParseFlowQuery), answering 400 naming the
+// parameter when it is missing or bad.
+func FlowParams(w http.ResponseWriter, r *http.Request) (telemetry.FlowKey, bool) {
+	k, e := ParseFlowQuery(r.URL.Query())
+	if e != nil {
+		JSON(w, http.StatusBadRequest, e.Body())
 		return k, false
 	}
 	return k, true
@@ -127,7 +177,7 @@ func ParseFlow(src, dst string, sport, dport uint16, proto uint8) (telemetry.Flo
 	var k telemetry.FlowKey
 	s, err1 := netip.ParseAddr(src)
 	t, err2 := netip.ParseAddr(dst)
-	if err1 != nil || err2 != nil || s.Unmap().Is4() != t.Unmap().Is4() {
+	if err1 != nil || err2 != nil || s.Unmap().Is4() != t.Unmap().Is4() || s.Zone() != "" || t.Zone() != "" {
 		return k, false
 	}
 	k.SetAddrs(s.Unmap(), t.Unmap())

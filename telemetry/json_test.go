@@ -209,7 +209,7 @@ func TestFlowKeyString(t *testing.T) {
 	}
 	k.SetAddrs(netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2"))
 	k.Proto = 132
-	if got, want := k.String(), "[2001:db8::1]:1000 > [2001:db8::2]:80 proto 132"; got != want {
+	if got, want := k.String(), "[2001:db8::1]:1000 > [2001:db8::2]:80 sctp"; got != want {
 		t.Errorf("%q, want %q", got, want)
 	}
 	if got := FlowString("10.0.0.1", 1000, "172.16.0.1", 5201, 17); got != "10.0.0.1:1000 > 172.16.0.1:5201 udp" {

@@ -8,36 +8,39 @@ import (
 	"strings"
 )
 
+// protoNames are the IP protocols written by name in the flow notation (ProtoName) and read
+// by name (ParseProto): those the console names too (protoNames in console.js).
+var protoNames = [...]struct {
+	n    uint8
+	name string
+}{{1, "icmp"}, {6, "tcp"}, {17, "udp"}, {58, "icmpv6"}, {132, "sctp"}}
+
+// errProto is what a protocol looks like, for ParseProto's errors.
+const errProto = "want tcp, udp, icmp, icmpv6, sctp or a number 0-255"
+
 // ParseProto reads an IP protocol as people write it: tcp, udp, icmp, icmpv6 or sctp
-// (any case), "proto N" as FlowKey.String writes the others, or a number 0-255.
+// (any case), "proto N" as ProtoName writes the others, or a number 0-255.
 func ParseProto(s string) (uint8, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "icmp":
-		return 1, nil
-	case "tcp":
-		return 6, nil
-	case "udp":
-		return 17, nil
-	case "icmpv6":
-		return 58, nil
-	case "sctp":
-		return 132, nil
+	t := strings.ToLower(strings.TrimSpace(s))
+	for _, p := range protoNames {
+		if t == p.name {
+			return p.n, nil
+		}
 	}
-	n, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s), "proto")), 10, 8)
+	n, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(t, "proto")), 10, 8)
 	if err != nil {
-		return 0, fmt.Errorf("protocol %q: want tcp, udp, icmp, icmpv6, sctp or a number 0-255", s)
+		return 0, fmt.Errorf("protocol %q: %s", s, errProto)
 	}
 	return uint8(n), nil
 }
 
-// ProtoName names an IP protocol as the flow notation writes it: tcp, udp, otherwise
-// "proto N"; ParseProto reads names and numbers back.
+// ProtoName names an IP protocol as the flow notation writes it: icmp, tcp, udp, icmpv6 or
+// sctp, otherwise "proto N"; ParseProto reads names and numbers back.
 func ProtoName(p uint8) string {
-	switch p {
-	case 6:
-		return "tcp"
-	case 17:
-		return "udp"
+	for _, q := range protoNames {
+		if p == q.n {
+			return q.name
+		}
 	}
 	return "proto " + strconv.Itoa(int(p))
 }
@@ -61,11 +64,14 @@ func hostPort(host string, port uint16) string {
 // errFlow is what a 5-tuple looks like, for the errors of ParseFlowKey.
 var errFlow = errors.New(`a 5-tuple is "SRC:SPORT > DST:DPORT PROTO" or src,dst,sport,dport,proto, with addresses of one family`)
 
-// ParseFlowKey reads a 5-tuple as FlowKey.String writes it ("10.0.0.1:1000 > 10.0.0.2:80
-// udp", "[2001:db8::1]:1000 > [2001:db8::2]:80 tcp"; spaces around ">" optional) or as
-// src,dst,sport,dport,proto. The protocol is a name or a number (ParseProto).
+// ParseFlowKey reads a 5-tuple in intake's one flow notation, as FlowKey.String writes it
+// ("10.0.0.1:1000 > 10.0.0.2:80 udp", "[2001:db8::1]:1000 > [2001:db8::2]:80 tcp"; spaces
+// around the arrow optional), with ">", "->" or "→" (the console's) between the ends, or as
+// src,dst,sport,dport,proto. The protocol is a name or a number, in any case (ParseProto).
 func ParseFlowKey(s string) (FlowKey, error) {
 	var k FlowKey
+	// Neither an address nor a port has '-' or '→' in it: the arrows are one.
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "→", ">"), "->", ">")
 	var src, dst netip.Addr
 	var sport, dport uint16
 	var proto string
@@ -76,7 +82,7 @@ func ParseFlowKey(s string) (FlowKey, error) {
 			return k, errFlow
 		}
 		// "proto N": the protocol is the last two words.
-		if j := strings.LastIndexByte(strings.TrimSpace(b[:i]), ' '); j >= 0 && strings.TrimSpace(b[j:i]) == "proto" {
+		if j := strings.LastIndexByte(strings.TrimSpace(b[:i]), ' '); j >= 0 && strings.EqualFold(strings.TrimSpace(b[j:i]), "proto") {
 			i = j
 		}
 		sp, err1 := netip.ParseAddrPort(strings.TrimSpace(a))

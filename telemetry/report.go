@@ -265,9 +265,9 @@ func (k *FlowKey) KeyBytes(dst []byte) []byte {
 	return dst
 }
 
-// String writes the flow as "SRC:SPORT > DST:DPORT PROTO" (IPv6 addresses bracketed; tcp and
-// udp by name, other protocols as "proto N": ProtoName), as FlowString writes a flow of the
-// API's JSON.
+// String writes the flow as "SRC:SPORT > DST:DPORT PROTO" (IPv6 addresses bracketed; icmp,
+// tcp, udp, icmpv6 and sctp by name, other protocols as "proto N": ProtoName), as FlowString
+// writes a flow of the API's JSON.
 func (k *FlowKey) String() string {
 	return netip.AddrPortFrom(k.SrcAddr(), k.SrcPort).String() + " > " + netip.AddrPortFrom(k.DstAddr(), k.DstPort).String() + " " + ProtoName(k.Proto)
 }

@@ -155,18 +155,8 @@ func (rt *Router) lookupKey(b *partition.KeyBuf, r *http.Request) []byte {
 
 // flowParams reads a flow query's key as api.FlowParams does, without answering.
 func flowParams(r *http.Request) (telemetry.FlowKey, bool) {
-	q := r.URL.Query()
-	num := func(name string, bits int) (uint64, bool) {
-		n, err := strconv.ParseUint(q.Get(name), 10, bits)
-		return n, err == nil
-	}
-	sp, ok1 := num("sport", 16)
-	dp, ok2 := num("dport", 16)
-	pr, ok3 := num("proto", 8)
-	if !ok1 || !ok2 || !ok3 {
-		return telemetry.FlowKey{}, false
-	}
-	return api.ParseFlow(q.Get("src"), q.Get("dst"), uint16(sp), uint16(dp), uint8(pr))
+	k, err := api.ParseFlowQuery(r.URL.Query())
+	return k, err == nil
 }
 
 // get sends r's path and query to member i, marked forwarded, with r's credentials.

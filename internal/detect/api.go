@@ -169,9 +169,10 @@ func eventKindNames() []string {
 // RegisterAPI adds the detector's endpoints:
 //
 //	GET /api/v1/events?since=&kind=&limit=   recent events (since: RFC 3339, Unix ns or a duration ago)
-//	    &src=&dst=&sport=&dport=&proto=      only one flow's (all five, or none)
+//	    &src=&dst=&sport=&dport=&proto=      only one flow's (all five, or flow=, or none)
 //	GET /api/v1/events/stream?kind=          server-sent events, one `data:` JSON event each
 //	GET /api/v1/flow?src=&dst=&sport=&dport=&proto=   a flow's latest values and path
+//	    (or flow=SRC:SPORT > DST:DPORT PROTO: api.ParseFlowQuery)
 //	GET /api/v1/thresholds, PUT /api/v1/thresholds    detect.change / detect.above at run time
 func (d *Detector) RegisterAPI(s *api.Server) {
 	if d.log == nil {
@@ -188,20 +189,17 @@ func (d *Detector) RegisterAPI(s *api.Server) {
 const EventsLimit = 1000
 
 func (d *Detector) handleEvents(w http.ResponseWriter, r *http.Request) {
-	if !api.CheckParams(w, r, "since", "kind", "limit", "src", "dst", "sport", "dport", "proto") {
+	if !api.CheckParams(w, r, append([]string{"since", "kind", "limit"}, api.FlowParamNames...)...) {
 		return
 	}
 	q := r.URL.Query()
 	var flow *telemetry.FlowKey
-	for _, p := range []string{"src", "dst", "sport", "dport", "proto"} {
-		if q.Has(p) {
-			k, ok := api.FlowParams(w, r)
-			if !ok {
-				return
-			}
-			flow = &k
-			break
+	if api.HasFlow(q) {
+		k, ok := api.FlowParams(w, r)
+		if !ok {
+			return
 		}
+		flow = &k
 	}
 	since, bad := parseSince(q.Get("since"), time.Now())
 	if bad != "" {
@@ -220,7 +218,7 @@ func (d *Detector) handleEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Detector) handleFlow(w http.ResponseWriter, r *http.Request) {
-	if !api.CheckParams(w, r, "src", "dst", "sport", "dport", "proto") {
+	if !api.CheckParams(w, r, api.FlowParamNames...) {
 		return
 	}
 	k, ok := api.FlowParams(w, r)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -156,7 +157,7 @@ func TestAPIEvents(t *testing.T) {
 }
 `)
 	f.expect(t, "GET", "/api/v1/events?switch_id=7", "", 400, `{
-  "error": "unknown parameter switch_id (allowed: since, kind, limit, src, dst, sport, dport, proto)",
+  "error": "unknown parameter switch_id (allowed: since, kind, limit, src, dst, sport, dport, proto, flow)",
   "param": "switch_id",
   "value": "7"
 }
@@ -324,6 +325,13 @@ func TestAPIFlow(t *testing.T) {
   "buffers": []
 }
 `)
+	// The one flow notation: proto by name, or the whole flow in flow=, the same answer.
+	_, want := f.do(t, "GET", q, "")
+	for _, alt := range []string{strings.Replace(q, "proto=6", "proto=TCP", 1),
+		"/api/v1/flow?flow=" + url.QueryEscape("10.0.0.1:1000 → 10.0.1.2:80 tcp"),
+		"/api/v1/flow?flow=" + url.QueryEscape("10.0.0.1:1000 -> 10.0.1.2:80 6")} {
+		f.expect(t, "GET", alt, "", 200, want)
+	}
 	f.expect(t, "GET", strings.Replace(q, "sport=1000", "sport=1001", 1), "", 404, `{
   "error": "no such flow (unknown, expired or evicted)"
 }
@@ -335,7 +343,7 @@ func TestAPIFlow(t *testing.T) {
 }
 `)
 	f.expect(t, "GET", strings.Replace(q, "&proto=6", "", 1), "", 400, `{
-  "error": "parameter proto: \"\": must be an integer 0-255",
+  "error": "parameter proto: \"\": must be tcp, udp, icmp, icmpv6, sctp or a number 0-255 (any case)",
   "param": "proto"
 }
 `)

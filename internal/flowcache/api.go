@@ -12,7 +12,7 @@ import (
 
 // RegisterAPI adds the cache's endpoints:
 //
-//	GET /api/v1/flowcache/flow?src=&dst=&sport=&dport=&proto=   one flow's aggregates
+//	GET /api/v1/flowcache/flow?src=&dst=&sport=&dport=&proto=   one flow's aggregates (or flow=)
 //	GET /api/v1/flowcache/top?by=latency|packets&n=             the top flows
 //	GET /api/v1/flowcache/stats                                 counters, event rings, sinks
 //	GET /api/v1/histograms, /api/v1/histograms/{switch}/{metric}
@@ -47,7 +47,7 @@ func (f *FlowCache) StatsJSON() StatsJSON {
 }
 
 func (f *FlowCache) handleFlow(w http.ResponseWriter, r *http.Request) {
-	if !api.CheckParams(w, r, "src", "dst", "sport", "dport", "proto") {
+	if !api.CheckParams(w, r, api.FlowParamNames...) {
 		return
 	}
 	k, ok := api.FlowParams(w, r)
