@@ -9,9 +9,14 @@ package console_test
 // how docs/console/*.png are made: see docs/console.md).
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -35,6 +40,7 @@ import (
 	"github.com/intake-int/intake/internal/gen"
 	"github.com/intake-int/intake/internal/testutil/collectortest"
 	"github.com/intake-int/intake/record"
+	"github.com/intake-int/intake/telemetry"
 )
 
 const testToken = "console-test-token-0123456789"
@@ -182,7 +188,7 @@ func (b *browser) waitJS(t *testing.T, what, expr string) {
 }
 
 // shot saves a screenshot of the page as NAME.png when INTAKE_CONSOLE_SCREENSHOTS is set:
-// the whole page, or the window when the page is a long list (events).
+// the whole page, or the window when the page is long (events, a switch's details).
 func (b *browser) shot(t *testing.T, name string) {
 	t.Helper()
 	dir := os.Getenv("INTAKE_CONSOLE_SCREENSHOTS")
@@ -193,16 +199,71 @@ func (b *browser) shot(t *testing.T, name string) {
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
 	shoot := chromedp.FullScreenshot(100)
-	if name == "events" {
+	if name == "events" || name == "fabric" {
 		shoot = chromedp.CaptureScreenshot()
 	}
 	png, err := chromedp.Run(ctx, shoot)
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+	small, err := shrinkPNG(png)
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), small, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// shrinkPNG keeps a screenshot small enough for the repository (about a third of its size):
+// 256 colours, the most frequent of the picture's (a page has a few flat colours and their
+// anti-aliased edges), each pixel mapped to the nearest.
+func shrinkPNG(data []byte) ([]byte, error) {
+	src, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	r := src.Bounds()
+	key := func(c color.Color) uint32 { // 5 bits a channel
+		cr, cg, cb, _ := c.RGBA()
+		return cr>>11<<10 | cg>>11<<5 | cb>>11
+	}
+	freq, rep := map[uint32]int{}, map[uint32]color.Color{}
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			c := src.At(x, y)
+			k := key(c)
+			if freq[k]++; freq[k] == 1 {
+				rep[k] = c
+			}
+		}
+	}
+	keys := slices.Collect(maps.Keys(freq))
+	slices.SortFunc(keys, func(a, b uint32) int { return freq[b] - freq[a] })
+	pal := color.Palette{}
+	for _, k := range keys[:min(256, len(keys))] {
+		pal = append(pal, rep[k])
+	}
+	dst := image.NewPaletted(r, pal)
+	idx := map[uint32]uint8{}
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			c := src.At(x, y)
+			k := key(c)
+			i, ok := idx[k]
+			if !ok {
+				i = uint8(pal.Index(c))
+				idx[k] = i
+			}
+			dst.SetColorIndex(x, y, i)
+		}
+	}
+	var out bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestCompression}
+	if err := enc.Encode(&out, dst); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }
 
 // The console's number formats (console.js fmtNum and fmtNs), to compare its text exactly.
@@ -309,12 +370,19 @@ func TestConsoleInChromium(t *testing.T) {
 	if !slices.Equal(ids, want) || len(ids) != 16 || ids[0] != 1 || ids[15] != 16 {
 		t.Errorf("fabric switches %v, topology %v, want 1 to 16", ids, want)
 	}
-	if eval[int](t, b, `document.querySelectorAll('#fabric-svg line.link').length`) == 0 {
-		t.Error("fabric: no links drawn")
+	// Only the hottest links (20 of the demo's pairs) unless every one is asked for.
+	if n := eval[int](t, b, `document.querySelectorAll('#fabric-svg path.link').length`); n != 20 {
+		t.Errorf("fabric: %d links drawn, want the 20 hottest", n)
 	}
 	b.run(t, "click switch 3", chromedp.Click(chromedp.CSS(`#fabric-svg g.switch[data-id="3"]`)))
 	b.waitJS(t, "switch 3's details", `(document.querySelector('#fabric-details h2') || {}).textContent === 'Switch 3 histograms'`)
 	b.shot(t, "fabric")
+
+	// The overview, with the traffic on, as the console opens (checked against the API
+	// below, once the traffic has stopped).
+	b.run(t, "open the console", chromedp.Navigate(base))
+	b.waitJS(t, "the overview", `document.querySelector('#main').dataset.page === 'overview' && document.querySelectorAll('#ov-slow-table tbody tr').length === 5 && !!document.querySelector('#ov-links-table')`)
+	b.shot(t, "overview")
 
 	// Events: one the test publishes appears live, through the filter, and goes with its kind.
 	b.run(t, "open events", chromedp.Navigate(base+"#/events"))
@@ -426,7 +494,7 @@ func TestConsoleInChromium(t *testing.T) {
 	// Its event history: the flow's events only (new_key at least), each row naming it.
 	b.waitJS(t, "its events", `document.querySelectorAll('#flow-events tr[data-kind]').length > 0`)
 	evKeys := eval[[]string](t, b, `[...document.querySelectorAll('#flow-events tr[data-kind] td:nth-child(4)')].map((td) => td.textContent)`)
-	flowName := regexp.QuoteMeta(fmt.Sprintf("%s:%d → %s:%d %s", j.Src, j.Sport, j.Dst, j.Dport, map[uint8]string{6: "tcp", 17: "udp"}[j.Proto]))
+	flowName := regexp.QuoteMeta(telemetry.FlowString(j.Src, j.Sport, j.Dst, j.Dport, j.Proto))
 	for _, k := range evKeys {
 		if !regexp.MustCompile("^" + flowName + "( · switch [0-9]+)?$").MatchString(k) {
 			t.Errorf("flow page event of another key: %q", k)
@@ -434,10 +502,23 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	b.shot(t, "flow")
 
+	checkNotation(t, b, base, j, len(rec.Hops))
+	checkOverview(t, b, c, base)
+	checkFilters(t, b, base)
+
 	// A page reloaded keeps the token (asked once), and nothing went wrong on any page.
 	b.run(t, "reload the fabric", chromedp.Navigate(base+"#/fabric"), chromedp.Reload())
 	b.waitJS(t, "the fabric after a reload", `document.querySelectorAll('#fabric-svg g.switch').length === 16 && document.querySelector('#token-form').hidden`)
-	if errs := b.errors(); len(errs) > 0 {
+	// With the traffic stopped the paths hold still: every switch is in the column of the
+	// hop it is found at most often on them.
+	checkColumns(t, b, base, testToken)
+	errs := b.errors()
+	if !hasHistory(t, base, testToken) { // a collector without the route: the pages say so
+		errs = slices.DeleteFunc(errs, func(e string) bool {
+			return strings.Contains(e, "404 (Not Found) (http://"+c.API.Addr()+"/api/v1/history?")
+		})
+	}
+	if len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
 	if banner := eval[string](t, b, `document.querySelector('#error').hidden ? '' : document.querySelector('#error').textContent`); banner != "" {
@@ -462,9 +543,9 @@ func waitQuiet(t *testing.T, c *collector.Collector) {
 }
 
 // TestConsoleFabric: with the emulated testbed's traffic (intake demo --fabric), the fabric
-// page draws its 12 switches in layers as the paths show them: the spines, which no path
-// starts or ends at and which are two hops from either end, above the leaves, above the
-// ToR switches. This collector has no token: the console asks for none.
+// page draws its 12 switches by hop position: each in the column of the hop it is found at
+// most often on the paths, so the spines, the middle of every ToR-leaf-spine-leaf-ToR path,
+// are in the third column. This collector has no token: the console asks for none.
 func TestConsoleFabric(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a collector and a browser (-short)")
@@ -477,51 +558,35 @@ func TestConsoleFabric(t *testing.T) {
 		cancel()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); live.Wait() })
+	stop := sync.OnceFunc(func() { cancel(); live.Wait() })
+	t.Cleanup(stop)
+	base := "http://" + c.API.Addr() + "/"
 
-	b.run(t, "open the fabric", chromedp.Navigate("http://"+c.API.Addr()+"/#/fabric?metric=queue_occupancy"))
+	b.run(t, "open the fabric", chromedp.Navigate(base+"#/fabric?metric=queue_occupancy"))
 	b.waitJS(t, "12 switches", `document.querySelectorAll('#fabric-svg g.switch').length === 12`)
-	type node struct {
-		ID int     `json:"id"`
-		Y  float64 `json:"y"`
-	}
-	nodes := eval[[]node](t, b, `[...document.querySelectorAll('#fabric-svg g.switch')].map((g) => ({id: Number(g.dataset.id), y: g.transform.baseVal[0].matrix.f}))`)
-	depth := map[int]int{}
-	for _, s := range c.FlowCache.Topology(flowcache.TopologyLimit).Switches {
-		depth[int(s.ID)] = s.Depth
-	}
-	rows := map[int]map[float64]bool{} // depth → the rows its switches are drawn in
-	for _, n := range nodes {
-		d, ok := depth[n.ID]
-		if !ok {
-			t.Errorf("switch %d drawn but not in the topology", n.ID)
-		}
-		if rows[d] == nil {
-			rows[d] = map[float64]bool{}
-		}
-		rows[d][n.Y] = true
-	}
-	if len(rows) != 3 {
-		t.Fatalf("depths %v, want 3 layers (ToR, leaf, spine)", rows)
-	}
-	var ys []float64
-	for d := 0; d < 3; d++ {
-		if len(rows[d]) != 1 {
-			t.Fatalf("depth %d drawn in rows %v, want one", d, rows[d])
-		}
-		for y := range rows[d] {
-			ys = append(ys, y)
-		}
-	}
-	if !(ys[0] > ys[1] && ys[1] > ys[2]) {
-		t.Errorf("rows by depth 0, 1, 2 at y %v: want the spines on top", ys)
-	}
 	if n := eval[string](t, b, `document.querySelector('#fabric-metric').value`); n != "queue_occupancy" {
 		t.Errorf("colour by %q, want the metric of the address, queue_occupancy", n)
 	}
 	if os.Getenv("INTAKE_CONSOLE_SCREENSHOTS") != "" {
-		time.Sleep(4 * time.Second) // more flows, for the picture
-		b.run(t, "colour by hop latency", chromedp.Navigate("http://"+c.API.Addr()+"/#/fabric?metric=hop_latency"))
+		time.Sleep(3 * time.Second) // more flows, for the picture
+	}
+	stop()
+	waitQuiet(t, c)
+	cols := checkColumns(t, b, base, "")
+	spines := 0
+	for _, s := range c.FlowCache.Topology(flowcache.TopologyLimit).Switches {
+		if s.Depth == 2 {
+			spines++
+			if cols[int(s.ID)] != 2 {
+				t.Errorf("spine %d (depth 2) in column %d, want 2 (hop 3)", s.ID, cols[int(s.ID)])
+			}
+		}
+	}
+	if spines == 0 {
+		t.Error("no spine (depth 2) in the testbed's topology")
+	}
+	if os.Getenv("INTAKE_CONSOLE_SCREENSHOTS") != "" {
+		b.run(t, "colour by hop latency", chromedp.Navigate(base+"#/fabric?metric=hop_latency&links=all"))
 		b.waitJS(t, "12 switches", `document.querySelectorAll('#fabric-svg g.switch').length === 12`)
 		b.run(t, "click a spine", chromedp.Click(chromedp.CSS(`#fabric-svg g.switch[data-id="9"]`)))
 		b.waitJS(t, "its details", `(document.querySelector('#fabric-details h2') || {}).textContent === 'Switch 9 histograms'`)

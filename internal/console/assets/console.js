@@ -114,12 +114,51 @@ const metrics = {
   tx_util: { label: 'tx utilization', fmt: (v) => fmtNum(v) },
 };
 
-const protoNames = { 6: 'tcp', 17: 'udp', 1: 'icmp', 58: 'icmpv6', 132: 'sctp' };
+// The flow notation is the CLI's (telemetry.FlowString and ParseFlowKey): what the console
+// writes a user can paste into intake query flow, and the search box reads what any of them
+// writes. Protocols by name where the CLI names them (telemetry.ProtoName), "proto N"
+// otherwise.
+const protoNumbers = { icmp: 1, tcp: 6, udp: 17, icmpv6: 58, sctp: 132 };
+
+function protoName(p) { return Object.keys(protoNumbers).find((k) => protoNumbers[k] === p) || 'proto ' + p; }
+
+// parseProto reads tcp, udp, icmp, icmpv6, sctp (any case), "proto N" or N (0-255).
+function parseProto(t) {
+  t = t.trim().toLowerCase();
+  if (t in protoNumbers) return protoNumbers[t];
+  t = t.replace(/^proto\s*/, '');
+  return /^\d{1,3}$/.test(t) && Number(t) < 256 ? Number(t) : null;
+}
 
 function hostPort(addr, port) { return addr.includes(':') ? '[' + addr + ']:' + port : addr + ':' + port; }
 
-function flowText(f) {
-  return hostPort(f.src, f.sport) + ' → ' + hostPort(f.dst, f.dport) + ' ' + (protoNames[f.proto] || 'proto ' + f.proto);
+function flowText(f) { return hostPort(f.src, f.sport) + ' > ' + hostPort(f.dst, f.dport) + ' ' + protoName(f.proto); }
+
+// splitHostPort reads 10.0.0.1:80 or [2001:db8::1]:80.
+function splitHostPort(t) {
+  const m = /^\[([0-9a-fA-F:.]+)\]:(\d{1,5})$/.exec(t) || /^([0-9.]+):(\d{1,5})$/.exec(t);
+  return m && Number(m[2]) < 65536 ? [m[1], Number(m[2])] : null;
+}
+
+// parseFlow reads a 5-tuple as the CLI does: "SRC:SPORT > DST:DPORT PROTO" (also -> or →,
+// spaces optional around them) or src,dst,sport,dport,proto; null when it is neither.
+function parseFlow(text) {
+  const t = text.trim().replace(/\s*(->|→|>)\s*/, ' > ');
+  let f;
+  if (t.includes(' > ')) {
+    const [a, rest] = t.split(' > ');
+    const m = /^(\S+)\s+(.+)$/.exec(rest || '');
+    const sp = splitHostPort(a.trim()), dp = m && splitHostPort(m[1]);
+    if (!sp || !dp) return null;
+    f = { src: sp[0], sport: sp[1], dst: dp[0], dport: dp[1], proto: parseProto(m[2]) };
+  } else {
+    const p = t.split(',').map((x) => x.trim());
+    if (p.length !== 5 || !/^\d{1,5}$/.test(p[2]) || !/^\d{1,5}$/.test(p[3])) return null;
+    f = { src: p[0], dst: p[1], sport: Number(p[2]), dport: Number(p[3]), proto: parseProto(p[4]) };
+  }
+  const v6 = (a) => a.includes(':');
+  if (f.proto === null || f.sport > 65535 || f.dport > 65535 || v6(f.src) !== v6(f.dst)) return null;
+  return f;
 }
 
 function flowQuery(f) {
@@ -302,7 +341,7 @@ function newContext() {
 function route() {
   const hash = location.hash.replace(/^#\/?/, '');
   const [name, query] = hash.split('?');
-  const page = pages[name] ? name : 'fabric';
+  const page = pages[name] ? name : 'overview';
   if (current) current.stop();
   current = newContext();
   showError(null);
@@ -363,44 +402,340 @@ function niceTicks(lo, hi, n) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Fabric: the switches and links the flows' paths went through (GET /api/v1/topology).
+// The time axis: GET /api/v1/history keeps the last hour of per-switch and per-flow figures
+// in periods, so what happened minutes ago stays visible after the flow cache let the flows
+// go (flowcache.idle_timeout). The range is in the address (range=5m|15m|1h), shared by the
+// overview, switch and flow pages.
+
+const ranges = ['5m', '15m', '1h'];
+
+function pageRange(params) { return ranges.includes(params.get('range')) ? params.get('range') : '15m'; }
+
+// setParam changes one parameter of the address without reloading the page (replaceState
+// fires no hashchange), so a bookmark keeps what the user chose.
+function setParam(k, v) {
+  const [name, query] = location.hash.replace(/^#\/?/, '').split('?');
+  const q = new URLSearchParams(query || '');
+  if (v === '' || v === null || v === undefined) q.delete(k); else q.set(k, v);
+  const qs = q.toString();
+  history.replaceState(null, '', '#/' + (name || 'overview') + (qs ? '?' + qs : ''));
+}
+
+// rangePicker: the three ranges as buttons; onChange(range) after the address holds it.
+function rangePicker(current, onChange) {
+  const box = h('span', { class: 'range', id: 'range-picker', role: 'group', 'aria-label': 'time range' });
+  for (const r of ranges) {
+    box.append(h('button', {
+      type: 'button', 'data-range': r, class: r === current ? 'active' : null,
+      onclick: () => {
+        for (const b of box.children) b.classList.toggle('active', b.dataset.range === r);
+        setParam('range', r);
+        onChange(r);
+      },
+    }, 'last ' + r.replace('m', ' min').replace('1h', '1 h')));
+  }
+  return box;
+}
+
+// history asks GET /api/v1/history; null when the collector has none (an older one, or the
+// flow cache off).
+function fetchHistory(range, extra, signal) {
+  return tryAPI('api/v1/history?range=' + range + (extra ? '&' + extra : ''), signal);
+}
+
+// lastSeen is the newest period with reports in a history answer, in Unix ns, or 0.
+function lastSeen(hist) {
+  let t = 0;
+  for (const sw of (hist && hist.switches) || []) for (const p of sw.points) if (p.reports > 0 && p.t_ns > t) t = p.t_ns;
+  for (const f of (hist && hist.flows) || []) for (const p of f.points) if (p.packets > 0 && p.t_ns > t) t = p.t_ns;
+  return t;
+}
+
+function fmtClock(ns) {
+  const d = new Date(ns / 1e6);
+  return d.toLocaleTimeString('en-GB', { hour12: false });
+}
+
+function fmtAgoNs(ns) { return fmtAge(new Date(ns / 1e6).toISOString()); }
+
+const seriesColors = ['#1f4e79', '#d32f2f', '#f9a825', '#2e7d32', '#6a1b9a', '#00838f'];
+
+// timeChart draws series ([{name, points: [{t, v}]}]) over [from, to] (Unix ns) as lines,
+// broken where a period has no point (nothing was reported then), with the clock below.
+function timeChart(series, from, to, opts) {
+  const W = opts.width || 460, H = opts.height || 150, L = 58, R = 10, T = 10, B = 22;
+  const all = series.flatMap((x) => x.points.map((p) => p.v)).filter((v) => v !== undefined && v !== null);
+  const svg = s('svg', { viewBox: '0 0 ' + W + ' ' + H, class: 'chart', id: opts.id, 'data-series': series.length });
+  const legend = h('div', { class: 'legend small' });
+  const X = (t) => L + (W - L - R) * (to > from ? (t - from) / (to - from) : 0.5);
+  const g = s('g', { class: 'grid axis' });
+  const ticks = niceTicks(0, Math.max(...all, 0) || 1, 3);
+  const top = ticks[ticks.length - 1];
+  const Y = (v) => T + (H - T - B) * (1 - v / top);
+  for (const t of ticks) g.append(s('line', { x1: L, x2: W - R, y1: Y(t), y2: Y(t) }), s('text', { x: L - 5, y: Y(t), dy: '0.35em', 'text-anchor': 'end', text: opts.fmt(t) }));
+  // Clock ticks every 1, 2, 5, 10, 15 or 30 minutes, about four across.
+  const stepMin = [1, 2, 5, 10, 15, 30].find((m) => (to - from) / (m * 60e9) <= 5) || 60;
+  const step = stepMin * 60e9;
+  for (let t = Math.ceil(from / step) * step; t <= to; t += step) {
+    g.append(s('text', { x: X(t), y: H - 6, 'text-anchor': 'middle', text: fmtClock(t).slice(0, 5) }));
+  }
+  svg.append(g);
+  series.forEach((x, i) => {
+    const col = x.color || seriesColors[i % seriesColors.length];
+    const gap = 2.5 * (opts.period || 0);
+    let run = [];
+    const flush = () => {
+      if (run.length === 1) svg.append(s('circle', { cx: X(run[0].t), cy: Y(run[0].v), r: 2, fill: col }));
+      else if (run.length) svg.append(s('polyline', { class: 'series', 'data-name': x.name, points: run.map((p) => X(p.t).toFixed(1) + ',' + Y(p.v).toFixed(1)).join(' '), fill: 'none', stroke: col, 'stroke-width': 1.6 }));
+      run = [];
+    };
+    for (const p of x.points) {
+      if (p.v === undefined || p.v === null) continue;
+      if (run.length && gap && p.t - run[run.length - 1].t > gap) flush();
+      run.push(p);
+    }
+    flush();
+    const sw = h('span', { class: 'swatch' });
+    sw.style.background = col;
+    if (series.length > 1) legend.append(h('span', null, sw, x.name));
+  });
+  if (!all.length) svg.append(s('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle', class: 'muted', text: 'nothing reported in this range' }));
+  return h('div', null, svg, legend);
+}
+
+// chartPanel: a titled small chart.
+function chartPanel(title, chart) { return h('div', { class: 'chart-panel' }, h('h3', null, title), chart); }
+
+// historyUnavailable says why there is no chart.
+function historyUnavailable() { return h('p', { class: 'muted small' }, 'This collector keeps no history (GET /api/v1/history: the flow cache is off, or the collector predates it).'); }
+
+// switchCharts: a switch's series of a history answer, as the switch page and the overview
+// show them.
+function switchSeries(sw, key) { return sw.points.map((p) => ({ t: p.t_ns, v: p[key] })); }
+
+// ---------------------------------------------------------------------------------------
+// Overview: the landing page. What is slow, what is hot, what happened, what is lost; each
+// part links to its detail page. Every figure is one of the API's answers as it stands
+// (the slowest flows are GET /api/v1/flowcache/top?by=latency's first rows, the drops are
+// /api/v1/status' drops).
+
+const notableKinds = ['above', 'below', 'path_change', 'expire', 'new_key'];
+
+// tile is a health figure linking to the page that explains it.
+function tile(id, label, value, href, bad, note) {
+  return h('a', { class: 'card tile' + (bad ? ' bad' : ''), href, id },
+    h('div', { class: 'v' }, value), h('div', { class: 'l' }, label), note ? h('div', { class: 'n small' }, note) : null);
+}
+
+// lost lists the nonzero drop counters of a status answer's drops, largest first.
+function lost(st) {
+  return flatten(st.drops, '', []).filter(([k, v]) => k !== 'total' && v > 0).sort((a, b) => b[1] - a[1]);
+}
+
+// heat is a cell whose background says how close a value is to the column's largest.
+function heat(text, f) {
+  const c = tdn(text);
+  if (f >= 0) c.style.background = color(f).replace('rgb', 'rgba').replace(')', ',0.35)');
+  return c;
+}
+
+const mx = (latest, k) => (latest && latest[k] ? latest[k].max : undefined);
+
+pages.overview = (main, params, ctx) => {
+  let range = pageRange(params);
+  const tiles = h('div', { class: 'cards', id: 'ov-tiles' });
+  const slow = h('div', { class: 'panel', id: 'ov-slow' }, h('h2', null, 'Slowest flows'));
+  const hotSw = h('div', { class: 'panel', id: 'ov-switches' }, h('h2', null, 'Hot switches'));
+  const hotLinks = h('div', { class: 'panel', id: 'ov-links' }, h('h2', null, 'Hot links'));
+  const events = h('div', { class: 'panel', id: 'ov-events' }, h('h2', null, 'Recent events'));
+  const hist = h('div', { class: 'panel', id: 'ov-history' }, h('h2', null, 'History'));
+  main.append(h('h1', null, 'Overview ', rangePicker(range, (r) => { range = r; refreshSlow(); })),
+    tiles,
+    h('div', { class: 'row' }, h('div', { class: 'grow' }, slow, hist), h('div', { class: 'side' }, events)),
+    h('div', { class: 'row' }, h('div', { class: 'grow half' }, hotSw), h('div', { class: 'grow half' }, hotLinks)));
+
+  ctx.every(2000, async () => {
+    const [st, topo, top, ev] = await Promise.all([api('api/v1/status', ctx.signal), tryAPI('api/v1/topology', ctx.signal),
+      tryAPI('api/v1/flowcache/top?by=latency&n=5', ctx.signal),
+      tryAPI('api/v1/events?kind=' + notableKinds.join(',') + '&since=' + range + '&limit=10000', ctx.signal)]);
+    const r = st.rates || {};
+    const l = lost(st);
+    clear(tiles).append(
+      tile('ov-rate', 'reports/s', fmtNum(Math.round(r.reports_per_s || 0)), '#/health', false, fmtNum(st.reports_decoded) + ' since start'),
+      tile('ov-drops', 'dropped, every component', fmtNum(st.drops.total), '#/health', st.drops.total > 0,
+        l.length ? 'lost: ' + l.slice(0, 3).map(([k, v]) => k + ' ' + fmtNum(v)).join(', ') : 'nothing lost'),
+      tile('ov-decode', 'reports that did not decode', fmtNum(st.decode_errors.total), '#/health', st.decode_errors.total > 0,
+        st.kernel_drops ? 'kernel drops ' + fmtNum(st.kernel_drops) : 'kernel drops 0'),
+      tile('ov-flows', 'flows in the flow cache', topo ? fmtNum(topo.flows) : 'off', '#/flows'),
+      tile('ov-switches-n', 'switches on their paths', topo ? fmtNum(topo.switches.length) : 'off', '#/fabric'),
+      tile('ov-up', 'up', fmtDuration(st.uptime_s), '#/health'));
+    drawSlow(top);
+    drawHot(topo);
+    drawEvents(ev);
+  });
+
+  let lastTop = null;
+  function refreshSlow() { drawSlow(lastTop); background(drawHistory()); }
+  function drawSlow(top) {
+    lastTop = top;
+    clear(slow).append(h('h2', null, 'Slowest flows ', h('a', { class: 'small', href: '#/flows?by=latency' }, 'all top flows')));
+    if (!top) { slow.append(h('p', { class: 'empty' }, 'The flow cache is off (flowcache.enabled).')); return; }
+    if (!top.flows.length) { slow.append(h('p', { class: 'muted' }, 'No flow in the flow cache now.', ' ', lastSeenText)); return; }
+    slow.append(table(['flow', '#mean latency', '#latest', 'path', '#packets'], top.flows.map((f) => h('tr', null,
+      td(flowLink(f)), tdn(fmtNs(f.latency.mean)), tdn(fmtNs(f.latency.latest)), td(pathLinks(f.path)), tdn(fmtNum(f.packets)))), { id: 'ov-slow-table' }));
+  }
+
+  function drawHot(topo) {
+    clear(hotSw).append(h('h2', null, 'Hot switches ', h('span', { class: 'muted small' }, 'largest of their flows\' latest values')));
+    clear(hotLinks).append(h('h2', null, 'Hot links ', h('a', { class: 'small', href: '#/fabric' }, 'fabric')));
+    if (!topo || !topo.switches.length) {
+      hotSw.append(h('p', { class: 'muted' }, topo ? 'No switch on a cached flow\'s path now.' : 'The flow cache is off.'));
+      return;
+    }
+    const keys = ['hop_latency', 'queue_occupancy', 'tx_util'];
+    // A cell's colour: its value between the smallest and the largest of every switch (or
+    // link), not only of the rows shown.
+    const top = (xs) => Object.fromEntries(keys.map((k) => {
+      const vs = xs.map((x) => mx(x.latest, k)).filter((v) => v !== undefined);
+      return [k, [Math.min(...vs), Math.max(...vs)]];
+    }));
+    const cells = (x, tops) => keys.map((k) => {
+      const v = mx(x.latest, k), [lo, hi] = tops[k];
+      return heat(v === undefined ? '–' : metrics[k].fmt(v), v === undefined ? -1 : hi > lo ? (v - lo) / (hi - lo) : 0);
+    });
+    const byLat = (a, b) => (mx(b.latest, 'hop_latency') || 0) - (mx(a.latest, 'hop_latency') || 0);
+    const sws = topo.switches.slice().sort(byLat).slice(0, 6), tsw = top(topo.switches);
+    hotSw.append(table(['switch', '#flows', '#hop latency', '#queue occupancy', '#tx utilization'],
+      sws.map((x) => h('tr', { 'data-id': x.id }, td(switchLink(x.id)), tdn(fmtNum(x.flows)), ...cells(x, tsw))), { id: 'ov-switches-table' }));
+    const links = topo.links.slice().sort(byLat).slice(0, 6), tl = top(topo.links);
+    hotLinks.append(table(['link (egress of the first)', '#flows', '#hop latency', '#queue occupancy', '#tx utilization'],
+      links.map((x) => h('tr', { 'data-link': x.from + '-' + x.to }, td(h('a', { href: '#/fabric?link=' + Math.min(x.from, x.to) + '-' + Math.max(x.from, x.to) }, x.from + ' → ' + x.to)),
+        tdn(fmtNum(x.flows)), ...cells(x, tl))), { id: 'ov-links-table' }));
+  }
+
+  function drawEvents(ev) {
+    clear(events).append(h('h2', null, 'Recent events ', h('span', { class: 'muted small' }, 'last ' + range + ', other than changes'), ' ', h('a', { class: 'small', href: '#/events' }, 'all events')));
+    if (!ev) { events.append(h('p', { class: 'empty' }, 'Detection is off (detect.enabled).')); return; }
+    const counts = {};
+    for (const e of ev.events) counts[e.kind] = (counts[e.kind] || 0) + 1;
+    events.append(h('div', { class: 'kinds', id: 'ov-event-counts' }, notableKinds.map((k) =>
+      h('a', { href: '#/events?kind=' + k, class: 'pill ' + k + (counts[k] ? '' : ' zero'), 'data-kind': k, 'data-count': counts[k] || 0 }, k + ' ' + fmtNum(counts[k] || 0)))));
+    if (ev.events.length >= 10000) events.append(h('p', { class: 'small muted' }, 'at least: the query stops at 10,000 events'));
+    // The list: threshold crossings and path changes first, new keys only when nothing else.
+    const rare = ev.events.filter((e) => e.kind !== 'new_key');
+    const list = (rare.length ? rare : ev.events).slice(-8).reverse();
+    events.append(list.length ? h('table', { class: 'compact', id: 'ov-events-table' }, h('tbody', null, list.map((e) => {
+      const k = e.key || {};
+      return h('tr', { 'data-kind': e.kind }, td(fmtTime(e.time).slice(0, 8), 'mono small nowrap'),
+        td([h('span', { class: 'pill ' + e.kind }, e.kind), ' ', h('span', { class: 'small' }, e.measurement + ' ', h('span', { class: 'mono' }, eventValue(e))),
+          h('div', { class: 'small' }, k.src ? flowLink(k) : null, k.switch_id !== undefined ? [k.src ? ' · ' : '', 'switch ', switchLink(k.switch_id)] : null)]));
+    })))
+      : h('p', { class: 'muted' }, 'Nothing but value changes in the last ' + range + '.'));
+  }
+
+  // The history: the hottest switches' largest hop latency, and the slowest flows' latency.
+  let lastSeenText = '';
+  async function drawHistory() {
+    const hs = await fetchHistory(range, '', ctx.signal);
+    clear(hist).append(h('h2', null, 'History, last ' + range));
+    if (!hs) { hist.append(historyUnavailable()); return; }
+    const seen = lastSeen(hs);
+    lastSeenText = seen ? 'Telemetry last seen at ' + fmtClock(seen) + ' (' + fmtAgoNs(seen) + ').' : 'No telemetry in the last ' + range + '.';
+    const peak = (sw) => Math.max(0, ...sw.points.map((p) => p.hop_latency_max_ns || 0));
+    const sws = hs.switches.slice().sort((a, b) => peak(b) - peak(a)).slice(0, 5);
+    const fl = hs.flows.slice(0, 5);
+    hist.append(h('div', { class: 'charts' },
+      chartPanel('Largest hop latency, the 5 hottest switches', timeChart(sws.map((x) => ({ name: 'switch ' + x.switch_id, points: switchSeries(x, 'hop_latency_max_ns') })), hs.from_ns, hs.to_ns, { fmt: fmtNs, period: hs.period_ns, id: 'ov-chart-switches' })),
+      chartPanel('Mean end-to-end latency, the slowest flows', timeChart(fl.map((f) => ({ name: f.text, points: f.points.map((p) => ({ t: p.t_ns, v: p.latency_mean_ns })) })), hs.from_ns, hs.to_ns, { fmt: fmtNs, period: hs.period_ns, id: 'ov-chart-flows' }))));
+  }
+  ctx.every(5000, drawHistory);
+};
+
+// ---------------------------------------------------------------------------------------
+// Fabric: the switches and links the flows' paths went through (GET /api/v1/topology),
+// drawn by hop position: column k holds the switches found most often at hop k+1 of the
+// cached flows' paths (source first, docs/hops.md), so traffic reads left to right, as the
+// testbed's leaf-spine picture does, and any topology gets columns from its own paths.
+
+// hopColumns gives each switch of the paths its column: the hop index (0: the source's
+// switch) it is found at most often, the lowest of equals.
+function hopColumns(paths) {
+  const counts = new Map();
+  for (const p of paths) {
+    p.forEach((id, i) => {
+      const c = counts.get(id) || [];
+      c[i] = (c[i] || 0) + 1;
+      counts.set(id, c);
+    });
+  }
+  const col = new Map();
+  for (const [id, c] of counts) {
+    let best = 0;
+    for (let i = 1; i < c.length; i++) if ((c[i] || 0) > (c[best] || 0)) best = i;
+    col.set(id, best);
+  }
+  return col;
+}
+
+// fabricLayout places the switches: x by column, y by order in the column, ordered so that
+// a switch sits near the switches it links to in the column before (a few barycentre
+// sweeps, which keep the crossings few).
+function fabricLayout(sw, links, cols) {
+  const ncol = Math.max(0, ...sw.map((x) => cols.get(x.id))) + 1;
+  const byCol = Array.from({ length: ncol }, () => []);
+  for (const x of sw) byCol[cols.get(x.id)].push(x.id);
+  byCol.forEach((c) => c.sort((a, b) => a - b));
+  const nb = new Map(sw.map((x) => [x.id, []]));
+  for (const l of links) {
+    if (nb.has(l.from) && nb.has(l.to)) { nb.get(l.from).push(l.to); nb.get(l.to).push(l.from); }
+  }
+  const rank = new Map();
+  const setRanks = () => byCol.forEach((c) => c.forEach((id, i) => rank.set(id, (i + 0.5) / c.length)));
+  setRanks();
+  for (let sweep = 0; sweep < 4; sweep++) {
+    const order = sweep % 2 ? byCol.map((_, i) => ncol - 1 - i) : byCol.map((_, i) => i);
+    for (const ci of order) {
+      const bary = (id) => {
+        const ys = nb.get(id).filter((o) => cols.get(o) !== ci).map((o) => rank.get(o));
+        return ys.length ? ys.reduce((a, b) => a + b, 0) / ys.length : rank.get(id);
+      };
+      const b = new Map(byCol[ci].map((id) => [id, bary(id)]));
+      byCol[ci].sort((x, y) => b.get(x) - b.get(y) || x - y);
+      setRanks();
+    }
+  }
+  const rows = Math.max(...byCol.map((c) => c.length));
+  const W = 1000, padX = 70, top = 46, gap = 64;
+  const H = top + gap * rows;
+  const pos = {};
+  byCol.forEach((c, ci) => c.forEach((id, i) => {
+    pos[id] = [ncol === 1 ? W / 2 : padX + (W - 2 * padX) * ci / (ncol - 1), top + gap * (i + 0.5) * rows / c.length];
+  }));
+  return { W, H, pos, ncol };
+}
+
+const linkChoices = { 20: 'the 20 hottest links', 50: 'the 50 hottest links', all: 'every link' };
 
 pages.fabric = (main, params, ctx) => {
-  const state = { metric: params.get('metric') || 'hop_latency', stat: 'mean', sel: null, topo: null };
-  const metricSel = h('select', { id: 'fabric-metric', onchange: () => { state.metric = metricSel.value; draw(); } },
+  const state = { metric: params.get('metric') || 'hop_latency', stat: 'max', links: params.get('links') || '20', sel: null, topo: null, cols: new Map() };
+  if (params.get('link')) state.sel = { link: params.get('link') };
+  if (params.get('switch')) state.sel = { sw: Number(params.get('switch')) };
+  const metricSel = h('select', { id: 'fabric-metric', onchange: () => { state.metric = metricSel.value; setParam('metric', state.metric); draw(); } },
     Object.entries(metrics).map(([k, m]) => h('option', { value: k, selected: k === state.metric }, m.label)));
   const statSel = h('select', { id: 'fabric-stat', onchange: () => { state.stat = statSel.value; draw(); } },
-    h('option', { value: 'mean' }, 'mean of the flows\' latest'), h('option', { value: 'max' }, 'largest latest'));
-  const info = h('span', { class: 'muted small' });
+    h('option', { value: 'max' }, 'largest latest'), h('option', { value: 'mean' }, 'mean of the flows\' latest'));
+  const linkSel = h('select', { id: 'fabric-links', onchange: () => { state.links = linkSel.value; setParam('links', state.links); draw(); } },
+    Object.entries(linkChoices).map(([k, v]) => h('option', { value: k, selected: k === state.links }, v)));
+  const info = h('span', { class: 'muted small', id: 'fabric-info' });
   const view = h('div');
   const side = h('div', { class: 'side panel', id: 'fabric-details' }, h('p', { class: 'muted' }, 'Click a switch or a link.'));
   main.append(h('h1', null, 'Fabric'),
-    h('div', { class: 'controls' }, h('label', null, 'colour by', metricSel), h('label', null, statSel), info),
+    h('div', { class: 'controls' }, h('label', null, 'colour by', metricSel), h('label', null, statSel), h('label', null, 'draw', linkSel), info),
     h('div', { class: 'row' }, h('div', { class: 'grow panel' }, view), side));
 
   function val(latest) {
     const m = latest && latest[state.metric];
     return m ? m[state.stat] : undefined;
-  }
-
-  function layout(sw) {
-    const W = 1000, H = 620, pad = 60;
-    const pos = {};
-    const depths = [...new Set(sw.map((x) => x.depth))].sort((a, b) => b - a);
-    if (depths.length > 1) { // layers: the deepest (spines) on top, edge switches below
-      depths.forEach((d, li) => {
-        const row = sw.filter((x) => x.depth === d);
-        const y = pad + (H - 2 * pad) * (depths.length === 1 ? 0.5 : li / (depths.length - 1));
-        row.forEach((x, i) => { pos[x.id] = [pad + (W - 2 * pad) * (row.length === 1 ? 0.5 : i / (row.length - 1)), y]; });
-      });
-    } else { // no structure to show: a ring
-      const r = Math.min(W, H) / 2 - pad;
-      sw.forEach((x, i) => {
-        const a = -Math.PI / 2 + 2 * Math.PI * i / sw.length;
-        pos[x.id] = [W / 2 + r * Math.cos(a), H / 2 + r * Math.sin(a)];
-      });
-    }
-    return { W, H, pos };
   }
 
   function draw() {
@@ -409,9 +744,17 @@ pages.fabric = (main, params, ctx) => {
     clear(view);
     info.textContent = t.switches.length + ' switches, ' + t.links.length + ' directed links, from ' + fmtNum(t.flows) + ' flows in the flow cache';
     if (!t.switches.length) {
-      view.append(h('div', { class: 'empty' }, 'No flow with INT hops in the flow cache yet.'));
+      const empty = h('div', { class: 'empty', id: 'fabric-empty' }, 'No flow with INT hops in the flow cache now: flows leave it after flowcache.idle_timeout without reports.');
+      view.append(empty);
+      background(fetchHistory('1h', '', ctx.signal).then((hs) => {
+        const seen = lastSeen(hs);
+        empty.append(h('br'), seen ? ['Telemetry was last seen at ' + fmtClock(seen) + ' (' + fmtAgoNs(seen) + '); what happened since is on the ', h('a', { href: '#/overview?range=1h' }, 'overview'), '.']
+          : hs ? 'No telemetry in the last hour.' : '');
+      }));
       return;
     }
+    // Switches without a column (not on a sampled path) go by their depth.
+    const cols = new Map(t.switches.map((x) => [x.id, state.cols.has(x.id) ? state.cols.get(x.id) : x.depth]));
     // Links both ways drawn once, coloured by the worse direction.
     const pairs = new Map();
     for (const l of t.links) {
@@ -420,25 +763,40 @@ pages.fabric = (main, params, ctx) => {
       p.dirs.push(l);
       pairs.set(k, p);
     }
-    let vmax = 0;
-    for (const x of t.switches) vmax = Math.max(vmax, val(x.latest) || 0);
     for (const p of pairs.values()) p.v = Math.max(...p.dirs.map((l) => val(l.latest) ?? -1));
-    for (const p of pairs.values()) vmax = Math.max(vmax, p.v);
-    // frac places a value on the colour ramp; a metric no report carried is grey, and when
-    // every value is 0 they are all at the ramp's start.
-    const frac = (v) => (v === undefined || v < 0 ? -1 : vmax > 0 ? v / vmax : 0);
-    const { W, H, pos } = layout(t.switches);
+    const vals = [...t.switches.map((x) => val(x.latest)), ...[...pairs.values()].map((p) => p.v)].filter((v) => v !== undefined && v >= 0);
+    const vmin = vals.length ? Math.min(...vals) : 0, vmax = vals.length ? Math.max(...vals) : 0;
+    // frac places a value on the colour ramp, from the smallest shown (green) to the largest
+    // (red), so that the hot parts stand out however close the values are; a metric no
+    // report carried is grey, and when every value is the same they are all green.
+    const frac = (v) => (v === undefined || v < 0 ? -1 : vmax > vmin ? (v - vmin) / (vmax - vmin) : 0);
+    const { W, H, pos, ncol } = fabricLayout(t.switches, t.links, cols);
     const fmt = metrics[state.metric].fmt;
     const svg = s('svg', { viewBox: '0 0 ' + W + ' ' + (H + 40), class: 'fabric-svg', id: 'fabric-svg', role: 'img', 'aria-label': 'fabric' });
-    const maxFlows = Math.max(...[...pairs.values()].map((p) => p.dirs.reduce((n, l) => n + l.flows, 0)));
-    for (const p of pairs.values()) {
+    for (let c = 0; c < ncol; c++) {
+      const x = ncol === 1 ? W / 2 : 70 + (W - 140) * c / (ncol - 1);
+      svg.append(s('text', { x, y: 18, 'text-anchor': 'middle', class: 'col-head', 'data-col': c, text: 'hop ' + (c + 1) + (c === 0 ? ' (source)' : '') }));
+    }
+    // The hottest links only (unless every one is asked for), the worst drawn last, on top.
+    const sorted = [...pairs.values()].sort((p, q) => p.v - q.v);
+    const shown = state.links === 'all' ? sorted : sorted.slice(-Number(state.links));
+    for (const p of shown) {
       const [x1, y1] = pos[p.a], [x2, y2] = pos[p.b];
       const flows = p.dirs.reduce((n, l) => n + l.flows, 0);
-      const sel = state.sel && state.sel.link === p.a + '-' + p.b;
-      svg.append(s('line', {
-        x1, y1, x2, y2, class: 'link' + (sel ? ' selected' : ''), 'data-link': p.a + '-' + p.b,
-        stroke: color(frac(p.v)), 'stroke-width': 1.5 + 5 * Math.sqrt(flows / maxFlows),
-        onclick: () => { state.sel = { link: p.a + '-' + p.b }; draw(); },
+      const key = p.a + '-' + p.b;
+      const sel = state.sel && state.sel.link === key;
+      // Next column: a straight line; otherwise a bow, so that it does not run through the
+      // switches between.
+      const adj = Math.abs(cols.get(p.a) - cols.get(p.b)) === 1;
+      const dx = x2 - x1, dy = y2 - y1, len = Math.hypot(dx, dy) || 1;
+      const bend = adj ? 0 : 0.18 * len + 20;
+      const mx_ = (x1 + x2) / 2 - (dy / len) * bend, my = (y1 + y2) / 2 + (dx / len) * bend;
+      const f = frac(p.v);
+      svg.append(s('path', {
+        d: 'M' + x1.toFixed(1) + ',' + y1.toFixed(1) + ' Q' + mx_.toFixed(1) + ',' + my.toFixed(1) + ' ' + x2.toFixed(1) + ',' + y2.toFixed(1),
+        class: 'link' + (sel ? ' selected' : ''), 'data-link': key, fill: 'none',
+        stroke: color(f), 'stroke-width': (1.5 + 6 * Math.max(0, f)).toFixed(1),
+        onclick: () => { state.sel = { link: key }; draw(); },
       }, s('title', { text: 'link ' + p.a + ' – ' + p.b + ': ' + flows + ' flows, ' + metrics[state.metric].label + ' ' + (p.v >= 0 ? fmt(p.v) : '–') })));
     }
     for (const x of t.switches) {
@@ -446,17 +804,18 @@ pages.fabric = (main, params, ctx) => {
       const v = val(x.latest);
       const sel = state.sel && state.sel.sw === x.id;
       svg.append(s('g', {
-        class: 'switch' + (sel ? ' selected' : ''), 'data-id': x.id, transform: 'translate(' + cx.toFixed(1) + ',' + cy.toFixed(1) + ')',
+        class: 'switch' + (sel ? ' selected' : ''), 'data-id': x.id, 'data-col': cols.get(x.id), transform: 'translate(' + cx.toFixed(1) + ',' + cy.toFixed(1) + ')',
         onclick: () => { state.sel = { sw: x.id }; draw(); },
       }, s('title', { text: 'switch ' + x.id + ': ' + x.flows + ' flows, ' + metrics[state.metric].label + ' ' + (v !== undefined ? fmt(v) : '–') }),
-      s('circle', { r: 20, fill: color(frac(v)) }),
+      s('circle', { r: 19, fill: color(frac(v)) }),
       s('text', { 'text-anchor': 'middle', dy: '0.35em', text: x.id })));
     }
     // Legend: the colour ramp from 0 to the largest value shown.
     const lg = s('g', { class: 'legend', transform: 'translate(' + (W - 280) + ',' + (H + 10) + ')' });
     for (let i = 0; i < 50; i++) lg.append(s('rect', { x: i * 4, y: 0, width: 4, height: 10, fill: color(i / 49) }));
-    lg.append(s('text', { x: -6, y: 9, 'text-anchor': 'end', text: fmt(0) }), s('text', { x: 206, y: 9, text: fmt(vmax) }));
-    svg.append(lg, s('text', { x: 10, y: H + 20, class: 'muted', text: metrics[state.metric].label + ' (' + statSel.selectedOptions[0].text + '); line width: flows' }));
+    lg.append(s('text', { x: -6, y: 9, 'text-anchor': 'end', text: fmt(vmin) }), s('text', { x: 206, y: 9, text: fmt(vmax) }));
+    svg.append(lg, s('text', { x: 10, y: H + 20, class: 'muted', text: metrics[state.metric].label + ' (' + statSel.selectedOptions[0].text + '); '
+      + (shown.length < sorted.length ? 'the ' + shown.length + ' hottest of ' + sorted.length + ' links; ' : '') + 'hotter links are thicker' }));
     view.append(svg);
     background(details());
   }
@@ -507,12 +866,15 @@ pages.fabric = (main, params, ctx) => {
   }
 
   ctx.every(2000, async () => {
-    const t = await tryAPI('api/v1/topology', ctx.signal);
+    const [t, top] = await Promise.all([tryAPI('api/v1/topology', ctx.signal), tryAPI('api/v1/flowcache/top?by=packets&n=1000', ctx.signal)]);
     if (!t) {
       clear(view).append(h('div', { class: 'empty' }, 'The flow cache is off (flowcache.enabled): no paths to draw.'));
       return;
     }
     state.topo = t;
+    // The columns come from the paths of the (up to) 1000 busiest flows: enough to say where
+    // a switch sits, whatever the fabric's size.
+    if (top) state.cols = hopColumns(top.flows.map((f) => f.path));
     draw();
   });
 };
@@ -617,24 +979,61 @@ pages.events = (main, params, ctx) => {
 // ---------------------------------------------------------------------------------------
 // Top flows by latency (or packets), with their paths.
 
+// flowSearch is the box that takes a flow in any notation the CLI reads and opens its page;
+// what it cannot read goes to the flow page as typed, which says what it wants.
+function flowSearch() {
+  const input = h('input', { type: 'text', id: 'flow-search', size: 38, placeholder: '10.0.0.1:5000 > 10.0.0.2:80 udp', spellcheck: 'false' });
+  const form = h('form', { class: 'search', id: 'flow-search-form' }, h('label', null, 'find a flow', input), h('button', { type: 'submit' }, 'Open'));
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const t = input.value.trim();
+    if (!t) return;
+    const f = parseFlow(t);
+    location.hash = '#/flow?' + (f ? flowQuery(f) : new URLSearchParams({ flow: t }).toString());
+  });
+  return form;
+}
+
+// The top flows' filters, as GET /api/v1/flowcache/top takes them: a switch on the path, an
+// address in a prefix (either end), a port (either end).
+const topFilters = [['switch', 'switch id', 8, 'e.g. 3'], ['prefix', 'prefix', 18, 'e.g. 10.0.0.0/24'], ['port', 'port', 8, 'e.g. 443']];
+
 pages.flows = (main, params, ctx) => {
   const by = h('select', { id: 'flows-by' }, h('option', { value: 'latency' }, 'mean end-to-end latency'), h('option', { value: 'packets' }, 'packets'));
   by.value = params.get('by') || 'latency';
   const n = h('select', { id: 'flows-n' }, [10, 25, 50, 100].map((v) => h('option', { value: v, selected: v === 25 }, String(v))));
+  const inputs = Object.fromEntries(topFilters.map(([k, , size, ph]) => [k, h('input', { type: 'text', id: 'flows-' + k, size, placeholder: ph, value: params.get(k) || '' })]));
+  const note = h('span', { class: 'muted small', id: 'flows-note' });
   const body = h('tbody', { id: 'flows-body' });
   main.append(h('h1', null, 'Top flows'),
-    h('div', { class: 'controls' }, h('label', null, 'by', by), h('label', null, 'show', n)),
+    h('div', { class: 'controls' }, h('label', null, 'by', by), h('label', null, 'show', n),
+      topFilters.map(([k, label]) => h('label', null, label, inputs[k])), note),
+    h('div', { class: 'controls' }, flowSearch()),
     h('div', { class: 'panel' }, h('table', { id: 'flows-table' }, h('thead', null, h('tr', null,
       ['#', 'flow', '#packets', '#latency (last)', '#latency (mean)', 'path', '#last seen'].map((c) => h('th', { class: c.startsWith('#') && c.length > 1 ? 'num' : null }, c.length > 1 ? c.replace(/^#/, '') : c)))), body)));
+  const query = () => {
+    const q = new URLSearchParams({ by: by.value, n: n.value });
+    for (const [k] of topFilters) if (inputs[k].value.trim()) q.set(k, inputs[k].value.trim());
+    return q;
+  };
   const load = async () => {
-    const r = await tryAPI('api/v1/flowcache/top?by=' + by.value + '&n=' + n.value, ctx.signal);
+    const q = query();
+    const r = await tryAPI('api/v1/flowcache/top?' + q, ctx.signal);
     if (!r) { clear(body).append(h('tr', null, h('td', { colspan: 7, class: 'empty' }, 'The flow cache is off (flowcache.enabled).'))); return; }
+    const filtered = topFilters.filter(([k]) => q.has(k));
+    note.textContent = filtered.length ? 'only flows ' + filtered.map(([k]) => (k === 'switch' ? 'through switch ' : k === 'prefix' ? 'to or from ' : 'on port ') + q.get(k)).join(', ') : '';
     clear(body).append(...r.flows.map((f, i) => h('tr', null, tdn(String(i + 1)), td(flowLink(f)), tdn(fmtNum(f.packets)),
       tdn(fmtNs(f.latency.latest)), tdn(fmtNs(f.latency.mean)), td(pathLinks(f.path)), tdn(fmtAge(f.last_seen)))));
-    if (!r.flows.length) body.append(h('tr', null, h('td', { colspan: 7, class: 'empty' }, 'No flow in the flow cache yet.')));
+    if (!r.flows.length) body.append(h('tr', null, h('td', { colspan: 7, class: 'empty' }, filtered.length ? 'No flow in the flow cache matches.' : 'No flow in the flow cache now.')));
   };
-  by.onchange = () => background(load());
-  n.onchange = () => background(load());
+  const changed = () => {
+    for (const [k, v] of query()) if (k !== 'n') setParam(k, v);
+    for (const [k] of topFilters) if (!inputs[k].value.trim()) setParam(k, '');
+    background(load());
+  };
+  by.onchange = changed;
+  n.onchange = changed;
+  for (const [k] of topFilters) inputs[k].addEventListener('change', changed);
   ctx.every(2000, load);
 };
 
@@ -645,18 +1044,24 @@ pages.flows = (main, params, ctx) => {
 // and figures of intake query flowcache-flow.
 
 pages.flow = (main, params, ctx) => {
-  const f = Object.fromEntries(['src', 'dst', 'sport', 'dport', 'proto'].map((k) => [k, params.get(k)]));
-  if (Object.values(f).some((v) => v === null || v === '')) {
-    main.append(h('h1', null, 'Flow'), h('p', null, 'A flow is named by src, dst, sport, dport and proto; pick one from ', h('a', { href: '#/flows' }, 'the top flows'), '.'));
+  let f = Object.fromEntries(['src', 'dst', 'sport', 'dport', 'proto'].map((k) => [k, params.get(k)]));
+  if (params.get('flow')) f = parseFlow(params.get('flow')) || {};
+  else if (f.proto !== null) f.proto = parseProto(f.proto);
+  if (['src', 'dst', 'sport', 'dport', 'proto'].some((k) => f[k] === null || f[k] === undefined || f[k] === '')) {
+    main.append(h('h1', null, 'Flow'),
+      params.get('flow') ? h('p', { class: 'bad', id: 'flow-error' }, 'Not a flow: "' + params.get('flow') + '". Write it as the CLI does: SRC:SPORT > DST:DPORT PROTO (10.0.0.1:5000 > 10.0.0.2:80 udp; -> and → work too, the protocol by name or number), or src,dst,sport,dport,proto.') : null,
+      h('p', null, 'Pick a flow from ', h('a', { href: '#/flows' }, 'the top flows'), ' or find one:'), flowSearch());
     return;
   }
   ['sport', 'dport', 'proto'].forEach((k) => { f[k] = Number(f[k]); });
   const q = flowQuery(f);
+  let range = pageRange(params);
+  const hist = h('div', { class: 'panel', id: 'flow-history' });
   const summary = h('dl', { class: 'kv', id: 'flow-summary' });
   const hops = h('tbody', { id: 'flow-hops' });
   const events = h('tbody', { id: 'flow-events' });
-  main.append(h('h1', null, 'Flow ', h('span', { class: 'flow-title' }, flowText(f))),
-    h('div', { class: 'panel' }, summary),
+  main.append(h('h1', null, 'Flow ', h('span', { class: 'flow-title', id: 'flow-title' }, flowText(f)), ' ', rangePicker(range, (r) => { range = r; background(drawHistory()); })),
+    h('div', { class: 'row' }, h('div', { class: 'panel grow' }, summary), h('div', { class: 'grow' }, hist)),
     h('div', { class: 'panel' }, h('h2', null, 'Hops, numbered from the source'),
       h('table', { id: 'flow-hops-table' }, h('thead', null,
         h('tr', null, h('th', { class: 'num' }, 'hop'), h('th', null, 'switch'),
@@ -694,6 +1099,21 @@ pages.flow = (main, params, ctx) => {
     events.append(...ev.events.slice().reverse().map(eventRow));
     if (!ev.events.length) events.append(h('tr', null, h('td', { colspan: 5, class: 'muted' }, 'No event of this flow in the event log (detect.event_log keeps the newest).')));
   });
+
+  // Its history: there after the flow cache let it go.
+  async function drawHistory() {
+    const hs = await fetchHistory(range, 'flow=' + encodeURIComponent(flowText(f)), ctx.signal);
+    clear(hist).append(h('h2', null, 'Last ' + range));
+    if (!hs) { hist.append(historyUnavailable()); return; }
+    const mine = hs.flows[0];
+    if (!mine) { hist.append(h('p', { class: 'muted' }, 'No report of this flow in the last ' + range + '.')); return; }
+    const pts = (k) => mine.points.map((p) => ({ t: p.t_ns, v: p[k] }));
+    const o = { fmt: fmtNs, period: hs.period_ns, width: 420, height: 120 };
+    hist.append(h('div', { class: 'charts' },
+      chartPanel('End-to-end latency: mean and largest per period', timeChart([{ name: 'mean', points: pts('latency_mean_ns') }, { name: 'largest', points: pts('latency_max_ns') }], hs.from_ns, hs.to_ns, { ...o, id: 'flow-chart-latency' })),
+      chartPanel('Packets per period', timeChart([{ name: 'packets', points: pts('packets') }], hs.from_ns, hs.to_ns, { ...o, fmt: fmtNum, id: 'flow-chart-packets' }))));
+  }
+  ctx.every(5000, drawHistory);
 };
 
 // ---------------------------------------------------------------------------------------
@@ -738,8 +1158,30 @@ function quantile(hst, q, fmt) {
 pages.switch = (main, params, ctx) => {
   const sel = h('select', { id: 'switch-select', onchange: () => { location.hash = '#/switch?id=' + sel.value; } });
   const out = h('div', { id: 'switch-hists' });
-  main.append(h('h1', null, 'Histograms'), h('div', { class: 'controls' }, h('label', null, 'switch', sel),
-    h('span', { class: 'muted small' }, 'every hop sample since the collector started (flowcache.histograms)')), out);
+  const hist = h('div', { class: 'panel', id: 'switch-history' });
+  let range = pageRange(params);
+  main.append(h('h1', null, 'Switch ', rangePicker(range, (r) => { range = r; background(drawHistory()); })), h('div', { class: 'controls' }, h('label', null, 'switch', sel),
+    h('a', { href: '#/fabric?switch=' + (params.get('id') || '') }, 'on the fabric'), h('a', { href: '#/flows?switch=' + (params.get('id') || '') }, 'its top flows')), hist,
+    h('h2', null, 'Histograms ', h('span', { class: 'muted small' }, 'every hop sample since the collector started (flowcache.histograms)')), out);
+
+  // Its history: the figures of the range, period by period.
+  async function drawHistory() {
+    const id = params.get('id');
+    if (!id || id === 'e2e') { hist.hidden = true; return; }
+    const hs = await fetchHistory(range, 'switch=' + encodeURIComponent(id), ctx.signal);
+    clear(hist).append(h('h2', null, 'Switch ' + id + ', last ' + range));
+    if (!hs) { hist.append(historyUnavailable()); return; }
+    const mine = hs.switches.find((x) => String(x.switch_id) === id);
+    if (!mine) { hist.append(h('p', { class: 'muted' }, 'No report through this switch in the last ' + range + '.')); return; }
+    const o = { period: hs.period_ns, width: 330, height: 120 };
+    const one = (name, k) => [{ name, points: switchSeries(mine, k) }];
+    hist.append(h('div', { class: 'charts' },
+      chartPanel('Hop latency: mean, largest', timeChart([{ name: 'mean', points: switchSeries(mine, 'hop_latency_mean_ns') }, { name: 'largest', points: switchSeries(mine, 'hop_latency_max_ns') }], hs.from_ns, hs.to_ns, { ...o, fmt: fmtNs, id: 'switch-chart-latency' })),
+      chartPanel('Queue occupancy, largest', timeChart(one('queue', 'queue_occupancy_max'), hs.from_ns, hs.to_ns, { ...o, fmt: fmtNum, id: 'switch-chart-queue' })),
+      chartPanel('Tx utilization, largest', timeChart(one('tx', 'tx_utilization_max'), hs.from_ns, hs.to_ns, { ...o, fmt: fmtNum, id: 'switch-chart-tx' })),
+      chartPanel('Reports per period', timeChart(one('reports', 'reports'), hs.from_ns, hs.to_ns, { ...o, fmt: fmtNum, id: 'switch-chart-reports' }))));
+  }
+  ctx.every(5000, drawHistory);
   let listed = false;
   ctx.every(5000, async () => {
     const list = await tryAPI('api/v1/histograms', ctx.signal);
@@ -878,7 +1320,12 @@ pages.dta = (main, params, ctx) => {
     result.hidden = false;
     try { result.textContent = JSON.stringify(await api(path, ctx.signal), null, 2); } catch (err) { result.textContent = 'error: ' + err.message; }
   });
-  main.append(h('h1', null, 'DTA stores'), regions, h('div', { class: 'panel' }, h('h2', null, 'Query by key'), form, result), counters);
+  main.append(h('h1', null, 'DTA stores'),
+    h('p', { class: 'lede', id: 'dta-lede' }, 'With DTA (Direct Telemetry Access) switches write telemetry straight into stores in the collector by key, ',
+      'for example the last value seen for a source address or a flow\'s path, without the collector handling each report. ',
+      'This page says whether the stores fill up and whether writes are refused, and answers what a key holds. ',
+      'Look at it when your switches send DTA reports; with plain INT reports it stays empty.'),
+    regions, h('div', { class: 'panel' }, h('h2', null, 'Query by key'), form, result), counters);
   ctx.every(2000, async () => {
     const st = await tryAPI('api/v1/dta/stats', ctx.signal);
     if (!st) { clear(regions).append(h('p', { class: 'empty' }, 'DTA is off (dta.enabled).')); return; }
@@ -932,7 +1379,12 @@ pages.coverage = (main, params, ctx) => {
   const cards = h('div', { class: 'cards', id: 'coverage-cards' });
   const chart = h('div', { class: 'panel' });
   const ports = h('div', { class: 'panel' });
-  main.append(h('h1', null, 'INT-label coverage'), cards, chart, ports);
+  main.append(h('h1', null, 'INT-label coverage'),
+    h('p', { class: 'lede', id: 'coverage-lede' }, 'With INT-label, switches add their state to a sample of the packets instead of every packet, ',
+      'and the collector keeps the newest state of every switch port. Coverage is the share of active ports whose state arrived in each telemetry interval: ',
+      'near 100 % the picture of every port is fresh; low or falling, some ports\' state is getting old. ',
+      'Look at it when your switches send INT-label exports, or when a port\'s figures seem stale.'),
+    cards, chart, ports);
   const windows = new Map();
   let n = 0;
   ctx.every(1000, async () => {
