@@ -2,6 +2,8 @@ package flowcache
 
 import (
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strconv"
 
 	"github.com/intake-int/intake/api"
@@ -14,6 +16,7 @@ import (
 //
 //	GET /api/v1/flowcache/flow?src=&dst=&sport=&dport=&proto=   one flow's aggregates (or flow=)
 //	GET /api/v1/flowcache/top?by=latency|packets&n=             the top flows
+//	    &switch=ID&prefix=CIDR&port=N                            of those that cross a switch, etc.
 //	GET /api/v1/flowcache/stats                                 counters, event rings, sinks
 //	GET /api/v1/histograms, /api/v1/histograms/{switch}/{metric}
 //	GET /api/v1/topology                                        switches and links of the cached paths
@@ -69,8 +72,48 @@ type TopJSON struct {
 	Flows []FlowJSON `json:"flows"`
 }
 
+// ParseTopFilter reads GET /api/v1/flowcache/top's filters, switch=ID, prefix=CIDR (or an
+// address: that host) and port=N, without answering.
+func ParseTopFilter(q url.Values) (TopFilter, *api.ParamError) {
+	var tf TopFilter
+	if s := q.Get("switch"); q.Has("switch") {
+		id, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			return tf, &api.ParamError{Param: "switch", Value: s, Allowed: "a switch id 0-4294967295"}
+		}
+		tf.Switch, tf.HasSwitch = uint32(id), true
+	}
+	if s := q.Get("prefix"); q.Has("prefix") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, err2 := netip.ParseAddr(s)
+			if err2 != nil || a.Zone() != "" {
+				return tf, &api.ParamError{Param: "prefix", Value: s, Allowed: "an IPv4 or IPv6 prefix such as 10.0.0.0/8 or 2001:db8::/32, or an address"}
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		if p.Addr().Is4In6() { // ::ffff:10.0.0.0/104 is 10.0.0.0/8, as the flows' addresses are unmapped
+			p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
+		}
+		tf.Prefix = p.Masked()
+	}
+	if s := q.Get("port"); q.Has("port") {
+		n, err := strconv.ParseUint(s, 10, 16)
+		if err != nil {
+			return tf, &api.ParamError{Param: "port", Value: s, Allowed: "an integer 0-65535"}
+		}
+		tf.Port, tf.HasPort = uint16(n), true
+	}
+	return tf, nil
+}
+
 func (f *FlowCache) handleTop(w http.ResponseWriter, r *http.Request) {
-	if !api.CheckParams(w, r, "by", "n") {
+	if !api.CheckParams(w, r, "by", "n", "switch", "prefix", "port") {
+		return
+	}
+	where, perr := ParseTopFilter(r.URL.Query())
+	if perr != nil {
+		api.JSON(w, http.StatusBadRequest, perr.Body())
 		return
 	}
 	by := r.URL.Query().Get("by")
@@ -85,7 +128,7 @@ func (f *FlowCache) handleTop(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	recs := f.Top(by, n)
+	recs := f.TopWhere(by, n, where)
 	out := TopJSON{By: by, N: n, Flows: make([]FlowJSON, len(recs))}
 	for i := range recs {
 		out.Flows[i] = RecordJSON(&recs[i])

@@ -22,6 +22,7 @@ package flowcache
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -517,7 +518,51 @@ func (f *FlowCache) Lookup(k *telemetry.FlowKey) (record.Record, bool) {
 
 // Top returns the n flows with the highest mean end-to-end latency (by "latency") or the
 // most packets (by "packets"), highest first; ties are broken by last update, newest first.
-func (f *FlowCache) Top(by string, n int) []record.Record {
+func (f *FlowCache) Top(by string, n int) []record.Record { return f.TopWhere(by, n, TopFilter{}) }
+
+// TopFilter selects the flows TopWhere ranks: a flow must match every filter set. The zero
+// value selects every flow.
+type TopFilter struct {
+	// Switch: the flow's path crosses this switch (when HasSwitch).
+	Switch    uint32
+	HasSwitch bool
+	// Prefix: the flow's source or destination is in it (when valid; an IPv4 prefix matches
+	// IPv4 flows, an IPv6 prefix IPv6 flows).
+	Prefix netip.Prefix
+	// Port: the flow's source or destination port (when HasPort).
+	Port    uint16
+	HasPort bool
+}
+
+// any reports whether some filter is set.
+func (w *TopFilter) any() bool { return w.HasSwitch || w.HasPort || w.Prefix.IsValid() }
+
+// match reports whether the bucket image b (header h) passes the filters. It reads the
+// header and the hop slots in place: no allocation, so that a filter costs no garbage per
+// flow walked.
+func (w *TopFilter) match(t *table, b []uint64, h *bucketHdr) bool {
+	k := &h.Key
+	if w.HasPort && k.SrcPort != w.Port && k.DstPort != w.Port {
+		return false
+	}
+	if w.Prefix.IsValid() && !w.Prefix.Contains(k.SrcAddr()) && !w.Prefix.Contains(k.DstAddr()) {
+		return false
+	}
+	if w.HasSwitch {
+		slots := unsafe.Slice((*hopSlot)(unsafe.Pointer(&b[hdrBytes/8])), t.hops)
+		for i := range min(int(h.NHops), t.hops) {
+			if slots[i].NodeID == w.Switch {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// TopWhere is Top over the flows that pass where, filtered before the limit: the n best of
+// those that match.
+func (f *FlowCache) TopWhere(by string, n int, where TopFilter) []record.Record {
 	if n < 1 {
 		return nil
 	}
@@ -542,7 +587,11 @@ func (f *FlowCache) Top(by string, n int) []record.Record {
 		}
 		return a.last > b.last
 	}
+	filtered := where.any()
 	f.walkAll(-1<<63, func(w []uint64, h *bucketHdr) {
+		if filtered && !where.match(f.t, w, h) {
+			return
+		}
 		c := cand{s: score(h), last: h.Last}
 		if len(top) == n && !better(&c, &top[n-1]) {
 			return

@@ -8,11 +8,13 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"testing"
 
+	"github.com/intake-int/intake/internal/cluster"
 	"github.com/intake-int/intake/internal/collector"
 	"github.com/intake-int/intake/internal/config"
 	"github.com/intake-int/intake/internal/dta"
@@ -214,4 +216,35 @@ func GetJSON(t testing.TB, u string, v any) {
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatalf("GET %s: %v", u, err)
 	}
+}
+
+// StartCluster starts n collectors (Start, changed by mod for member i) as the members of
+// one cluster, m0 to m(n-1), each with its API on a loopback port free when it was chosen
+// (members must know each other's address before any of them listens).
+func StartCluster(t testing.TB, n int, mod func(i int, cfg *config.Config)) []*collector.Collector {
+	t.Helper()
+	var members []cluster.Member
+	var lns []net.Listener
+	for i := range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		members = append(members, cluster.Member{Name: fmt.Sprintf("m%d", i), API: ln.Addr().String()})
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	cs := make([]*collector.Collector, n)
+	for i := range n {
+		cs[i] = Start(t, func(cfg *config.Config) {
+			cfg.HTTP.Address = members[i].API
+			cfg.Cluster.Self, cfg.Cluster.Members = members[i].Name, members
+			if mod != nil {
+				mod(i, cfg)
+			}
+		})
+	}
+	return cs
 }
