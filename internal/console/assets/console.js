@@ -555,9 +555,8 @@ pages.overview = (main, params, ctx) => {
     h('div', { class: 'row' }, h('div', { class: 'grow half' }, hotSw), h('div', { class: 'grow half' }, hotLinks)));
 
   ctx.every(2000, async () => {
-    const [st, topo, top, ev] = await Promise.all([api('api/v1/status', ctx.signal), tryAPI('api/v1/topology', ctx.signal),
-      tryAPI('api/v1/flowcache/top?by=latency&n=5', ctx.signal),
-      tryAPI('api/v1/events?kind=' + notableKinds.join(',') + '&since=' + range + '&limit=10000', ctx.signal)]);
+    const [st, topo, top] = await Promise.all([api('api/v1/status', ctx.signal), tryAPI('api/v1/topology', ctx.signal),
+      tryAPI('api/v1/flowcache/top?by=latency&n=5', ctx.signal)]);
     const r = st.rates || {};
     const l = lost(st);
     clear(tiles).append(
@@ -571,11 +570,13 @@ pages.overview = (main, params, ctx) => {
       tile('ov-up', 'up', fmtDuration(st.uptime_s), '#/health'));
     drawSlow(top);
     drawHot(topo);
-    drawEvents(ev);
   });
+  // The events of the range, every 5 s: up to 10,000 of them to count.
+  const loadEvents = async () => drawEvents(await tryAPI('api/v1/events?kind=' + notableKinds.join(',') + '&since=' + range + '&limit=10000', ctx.signal));
+  ctx.every(5000, loadEvents);
 
   let lastTop = null;
-  function refreshSlow() { drawSlow(lastTop); background(drawHistory()); }
+  function refreshSlow() { drawSlow(lastTop); background(loadEvents()); background(drawHistory()); }
   function drawSlow(top) {
     lastTop = top;
     clear(slow).append(h('h2', null, 'Slowest flows ', h('a', { class: 'small', href: '#/flows?by=latency' }, 'all top flows')));
@@ -1033,7 +1034,10 @@ pages.flows = (main, params, ctx) => {
   };
   by.onchange = changed;
   n.onchange = changed;
-  for (const [k] of topFilters) inputs[k].addEventListener('change', changed);
+  for (const [k] of topFilters) {
+    inputs[k].addEventListener('change', changed);
+    inputs[k].addEventListener('keydown', (e) => { if (e.key === 'Enter') changed(); });
+  }
   ctx.every(2000, load);
 };
 
