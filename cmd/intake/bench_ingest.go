@@ -54,7 +54,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	sockets := fs.Int("collector-sockets", 0, "`N` collector sockets (SO_REUSEPORT workers); 0: one per core")
 	cli.Alias(fs, "sockets", "collector-sockets", stderr) // gen's --sockets are senders: --senders here
 	gro := fs.Bool("gro", true, "UDP GRO on the collector's sockets (false: each datagram is received alone, as switches' single datagrams are from a NIC without GRO, also when --gso makes the sender cheap)")
-	spread := fs.String("spread", "", "how the collector's sockets share the datagrams: flow (by each report's flow, through a reuseport program; GRO off unless --gro is given) or source (the kernel's hash of the sender); default: source, as --gro asks")
+	spread := fs.String("spread", "", "how the collector's sockets share the datagrams, a `SPREAD`: flow (by each report's flow, through a reuseport program; GRO off unless --gro is given) or source (the kernel's hash of the sender); default: source, as --gro asks")
 	rcvbuf := fs.Int("rcvbuf", ingest.DefaultRcvBuf, "receive buffer `bytes` requested per collector socket")
 	cfgPath := fs.String("config", "", "collector configuration `file` (its processor sections apply; listeners and http are replaced)")
 	rounds := fs.Int("rounds", 1, "`N` rounds of both phases, alternating; the median round of each phase counts")

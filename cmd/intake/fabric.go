@@ -21,27 +21,46 @@ func init() {
 	register(verb{name: "fabric", summary: "run an emulated INT fabric in real time, sending INT-label exports and reports over UDP", run: runFabric})
 }
 
+// fabricUsage is fabric's synopsis: the flags the other verbs share keep their names
+// (--duration, --seed, --json, --bps as gen's --pps).
+const fabricUsage = "[--topology testbed|fattree:K|FILE] [--label HOST:PORT] [--report HOST:PORT] [--control HOST:PORT]\n" +
+	"       [--algo a|b|none] [--interval DURATION] [--rest DURATION] [--function F1|F2|F3] [--max-hop N]\n" +
+	"       [--bps BPS] [--size BYTES] [--pattern random|permutation|all] [--senders INDEX,...] [--routing ecmp|fixed]\n" +
+	"       [--loss P] [--int-md N] [--postcard N] [--duration DURATION] [--seed SEED] [--collectors HOST,...] [--json]\n\n" +
+	"At the defaults the fabric sends INT-label exports to 127.0.0.1:40050 and, every 100th packet, an\n" +
+	"INT-MD report to 127.0.0.1:32766: what `intake serve` listens on at its defaults, so that its\n" +
+	"console shows the fabric's flows, paths and switches. --control opens INT-label's shift channel\n" +
+	"for the collector's label.control (docs/fabric.md)."
+
+// DefaultFabricINTMD is fabric's --int-md: one packet in 100 carries INT-MD, enough for the
+// collector's flow cache (and so its topology and console) to see every flow's path within
+// a second at the default rate.
+const DefaultFabricINTMD = 100
+
 func runFabric(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("fabric", "[flags]", stdout)
-	topo := fs.String("topology", "testbed", "testbed (INT-label §6.1), fattree:K, or a topology `file` (docs/fabric.md)")
-	labelAddr := fs.String("label", "127.0.0.1:40050", "collector's INT-label UDP `address`")
-	reportAddr := fs.String("report", "127.0.0.1:32766", "collector's telemetry report UDP `address` (INT-MD, postcards)")
-	control := fs.String("control", "127.0.0.1:8050", "control endpoint listen `address` (empty: none)")
-	algo := fs.String("algo", "a", "INT-label algorithm: a, b or none")
-	t := fs.Duration("t", 50*time.Millisecond, "labeling interval T")
-	t1 := fs.Duration("t1", 0, "Base B rest time T1")
-	fn := fs.String("f", "F1", "Base B probability function F1, F2 or F3")
-	maxHop := fs.Int("max-hop", 5, "MAX_hop")
+	fs := newFlags("fabric", fabricUsage, stdout)
+	topo := fs.String("topology", "testbed", "`TOPOLOGY`: testbed (INT-label §6.1), fattree:K, or a topology file (docs/fabric.md)")
+	labelAddr := fs.String("label", "127.0.0.1:40050", "the collector's INT-label UDP `HOST:PORT`")
+	reportAddr := fs.String("report", "127.0.0.1:32766", "the collector's telemetry report UDP `HOST:PORT` (INT-MD reports, postcards)")
+	control := fs.String("control", "", "open the control endpoint (INT-label's shift channel, /v1/topology, /v1/stats) on `HOST:PORT` (default: none)")
+	algo := fs.String("algo", "a", "INT-label `ALGORITHM`: a (Base A), b (Base B) or none")
+	interval := fs.Duration("interval", 50*time.Millisecond, "INT-label's labeling interval T, a `DURATION`")
+	cli.Alias(fs, "t", "interval", stderr)
+	rest := fs.Duration("rest", 0, "Base B's rest time T1, a `DURATION`")
+	cli.Alias(fs, "t1", "rest", stderr)
+	fn := fs.String("function", "F1", "Base B's probability `FUNCTION`: F1, F2 or F3")
+	cli.Alias(fs, "f", "function", stderr)
+	maxHop := fs.Int("max-hop", 5, "INT-label's MAX_hop: at most `N` labels a packet carries")
 	rate := cli.Rate(fs, "bps", "rate", 5e6, "`BPS` bits per second each sender sends", stderr)
-	size := fs.Int("size", 1000, "packet size in bytes")
-	pattern := fs.String("pattern", "random", "destinations: random, permutation or all")
-	senders := fs.String("senders", "", "comma-separated sending host indices, 0-based (default all)")
-	routing := fs.String("routing", "ecmp", "ecmp or fixed")
-	loss := fs.Float64("loss", 0, "loss probability on every switch-to-switch link")
-	intmd := fs.Int("int-md", 0, "every `n`-th packet carries INT-MD; the sink sends a TR v2.0 report (0: off)")
-	postcard := fs.Int("postcard", 0, "every `n`-th packet makes each switch send an INT-XD postcard (0: off)")
-	duration := fs.Duration("duration", 0, "stop after this long (0: until Ctrl-C)")
-	seed := fs.Uint64("seed", 1, "PCG seed")
+	size := fs.Int("size", 1000, "packet size in `BYTES`")
+	pattern := fs.String("pattern", "random", "destinations, a `PATTERN`: random, permutation or all")
+	senders := fs.String("senders", "", "the sending hosts, `INDEX,...` 0-based (default: all)")
+	routing := fs.String("routing", "ecmp", "`ROUTING`: ecmp or fixed")
+	loss := fs.Float64("loss", 0, "loss `PROBABILITY` on every switch-to-switch link")
+	intmd := fs.Int("int-md", DefaultFabricINTMD, "every `N`th packet carries INT-MD and its sink sends a TR v2.0 report: the collector's flows and fabric page (0: off)")
+	postcard := fs.Int("postcard", 0, "every `N`th packet makes each switch send an INT-XD postcard (0: off)")
+	duration := fs.Duration("duration", 0, "stop after this `DURATION` (0: until Ctrl-C)")
+	seed := fs.Uint64("seed", 1, "the PCG `SEED`")
 	collectors := fs.String("collectors", "", "a cluster's collectors, `HOST,...` in cluster.members order: each export and report goes to its owner, at the --label and --report ports")
 	asJSON := fs.Bool("json", false, "print the final counters as JSON instead of a summary")
 	if err := parseNoArgs(fs, args); err != nil {
@@ -50,7 +69,7 @@ func runFabric(args []string, stdout, stderr io.Writer) error {
 	cfg := fabric.Config{
 		Routing:       *routing,
 		Traffic:       fabric.Traffic{Rate: *rate, PacketSize: *size, Pattern: *pattern, Poisson: true},
-		Label:         fabric.LabelConfig{Algo: fabric.Algo(*algo), T: *t, T1: *t1, F: label.F(*fn), MaxHop: *maxHop},
+		Label:         fabric.LabelConfig{Algo: fabric.Algo(*algo), T: *interval, T1: *rest, F: label.F(*fn), MaxHop: *maxHop},
 		INTMDEvery:    *intmd,
 		PostcardEvery: *postcard,
 		Seed:          *seed,
@@ -103,7 +122,7 @@ func runFabric(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := runContext(*duration)
 	defer stop()
 	tp := f.Topology()
-	fmt.Fprintf(stderr, "intake fabric: %s, %d switches, %d hosts, algo %s, T %s; exports to udp %s", tp.Name, tp.Switches(), len(tp.Hosts), *algo, *t, *labelAddr)
+	fmt.Fprintf(stderr, "intake fabric: %s, %d switches, %d hosts, algo %s, T %s; exports to udp %s", tp.Name, tp.Switches(), len(tp.Hosts), *algo, *interval, *labelAddr)
 	if rep != "" {
 		fmt.Fprintf(stderr, ", reports to udp %s", rep)
 	}

@@ -3,12 +3,16 @@ package main
 import (
 	"encoding/json"
 	"net"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/intake-int/intake/internal/cluster"
 	"github.com/intake-int/intake/internal/config"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/internal/testutil/collectortest"
 )
 
@@ -118,5 +122,116 @@ func TestServeHTTPListen(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop")
+	}
+}
+
+// TestFabricDefaults: serve and fabric, each at its defaults (serve's HTTP API aside, on a
+// free port), fill the console: /api/v1/topology has switches and links within seconds; and
+// fabric opens no control listener unless --control asks. Before, --int-md defaulted to 0
+// (no report: an empty fabric page) and the control endpoint listened on 127.0.0.1:8050.
+func TestFabricDefaults(t *testing.T) {
+	for _, p := range []int{config.PortReport, config.PortReportAlt, config.PortDTA, config.PortLabel} {
+		c, err := net.ListenUDP("udp", &net.UDPAddr{Port: p})
+		if err != nil {
+			t.Fatalf("serve's default port %d is taken (another collector running?): %v", p, err)
+		}
+		c.Close()
+	}
+	var sout, serr syncBuffer
+	served := make(chan int)
+	go func() { served <- run([]string{"serve", "--http", "127.0.0.1:0"}, &sout, &serr) }()
+	_, httpAddr := serveReady(t, &serr, 10*time.Second)
+	defer func() {
+		sigterm()
+		select {
+		case <-served:
+		case <-time.After(10 * time.Second):
+			t.Error("serve did not stop")
+		}
+	}()
+
+	var fout, ferr syncBuffer
+	fabricDone := make(chan int)
+	go func() { fabricDone <- run([]string{"fabric", "--duration", "3s"}, &fout, &ferr) }()
+	var topo struct {
+		Flows    int               `json:"flows"`
+		Switches []json.RawMessage `json:"switches"`
+		Links    []json.RawMessage `json:"links"`
+	}
+	testutil.Eventually(t, 3*time.Second, "a non-empty /api/v1/topology", func() bool {
+		_, _, body := call(t, httpAddr, "/api/v1/topology")
+		return json.Unmarshal(body, &topo) == nil && topo.Flows > 0 && len(topo.Switches) > 0 && len(topo.Links) > 0
+	})
+	if code := <-fabricDone; code != 0 {
+		t.Errorf("fabric exited %d: %s", code, ferr.String())
+	}
+	if s := ferr.String(); strings.Contains(s, "control on") || !strings.Contains(s, "exports to udp 127.0.0.1:40050, reports to udp 127.0.0.1:32766\n") {
+		t.Errorf("fabric's start line: %q", s)
+	}
+}
+
+// TestSimGrammar: sim label and sim dta take --figure, --out DIR, --json and --quiet alike
+// and name each file they write; the older spellings (sim label --fig, sim dta --svg FILE)
+// still work and warn. Before, sim label took --fig and sim dta --svg, and neither said
+// what it wrote.
+func TestSimGrammar(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.svg")
+	code, _, errs := runVerb("sim", "dta", "--slots", "4096", "--keys", "3000", "--quiet", "--svg", old)
+	if want := "intake: --svg is deprecated: use --out DIR, which writes the plot into DIR\nintake sim dta: wrote " + old + "\n"; code != 0 || errs != want {
+		t.Errorf("sim dta --svg: exit %d, %q\nwant %q", code, errs, want)
+	}
+	if b, err := os.ReadFile(old); err != nil || !strings.HasPrefix(string(b), "<svg") {
+		t.Errorf("--svg's file: %v", err)
+	}
+	code, _, errs = runVerb("sim", "label", "--fig", "fig19", "--quiet", "--json")
+	if want := "intake: --fig is deprecated: use --figure, which means the same\n"; code != 0 || errs != want {
+		t.Errorf("sim label --fig: exit %d, %q\nwant %q", code, errs, want)
+	}
+	for _, v := range []string{"label", "dta"} {
+		_, help, _ := runVerb("sim", v, "--help")
+		for _, f := range []string{"\n  -figure ", "\n  -out DIR\n", "\n  -json\n", "\n  -quiet\n"} {
+			if !strings.Contains(help, f) {
+				t.Errorf("sim %s --help lacks %q", v, f)
+			}
+		}
+	}
+}
+
+// TestHelpPlaceholders: no verb's --help shows Go's default placeholders (value, int,
+// string, duration, float, uint): each flag names what it takes. Before, fabric's flags
+// (and a few of sim's and query's) did.
+func TestHelpPlaceholders(t *testing.T) {
+	generic := regexp.MustCompile(`(?m)^  -\S+ (value|int|string|duration|float|uint|uint64)$`)
+	check := func(args ...string) {
+		_, out, _ := runVerb(append(args, "--help")...)
+		if m := generic.FindAllString(out, -1); len(m) > 0 {
+			t.Errorf("intake %s --help: %q", strings.Join(args, " "), m)
+		}
+	}
+	for name := range verbs {
+		if groups[name] == nil {
+			check(name)
+		}
+	}
+	for gname, g := range groups {
+		for name := range g.subs {
+			check(gname, name)
+		}
+	}
+}
+
+// TestFabricOldFlags: fabric's one-letter flags still work and warn.
+func TestFabricOldFlags(t *testing.T) {
+	code, _, errs := runVerb("fabric", "-t", "10ms", "-t1", "5ms", "-f", "F2", "--algo", "b", "--int-md", "0", "--label", "127.0.0.1:9", "--duration", "50ms")
+	for _, w := range []string{
+		"intake: --t is deprecated: use --interval, which means the same\n",
+		"intake: --t1 is deprecated: use --rest, which means the same\n",
+		"intake: --f is deprecated: use --function, which means the same\n",
+		"algo b, T 10ms; exports to udp 127.0.0.1:9\n",
+	} {
+		if code != 0 || !strings.Contains(errs, w) {
+			t.Errorf("exit %d, stderr %q lacks %q", code, errs, w)
+		}
 	}
 }

@@ -50,7 +50,7 @@ func runQueryPorts(args []string, stdout, stderr io.Writer) error {
 func runQueryCoverage(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query coverage", "[--api HOST:PORT] [--windows N] [--json|--table]", stdout)
 	o := cli.AddQuery(fs, false, stderr)
-	n := fs.Int("windows", 10, "complete telemetry intervals to show")
+	n := fs.Int("windows", 10, "show the last `N` complete telemetry intervals")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}

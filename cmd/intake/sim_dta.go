@@ -3,9 +3,11 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/intake-int/intake/internal/cli"
 	"github.com/intake-int/intake/internal/sim/dtasim"
@@ -27,8 +29,8 @@ func runSimBounds(args []string, stdout, stderr io.Writer) error {
 	n := fs.Int("n", 2, "redundancy `N`")
 	alpha := fs.Float64("alpha", 0.1, "later writes over slots (or chunks), `α`")
 	b := fs.Int("bits", 32, "checksum (Postcarding: slot) width `b`")
-	values := fs.Int("values", 0, "Postcarding: |V|, the number of possible values")
-	hops := fs.Int("hops", 0, "Postcarding: B, hops per chunk")
+	values := fs.Int("values", 0, "Postcarding: |V|, the `NUMBER` of possible values")
+	hops := fs.Int("hops", 0, "Postcarding: B, `HOPS` per chunk")
 	asJSON := fs.Bool("json", false, "print kw_empty, kw_wrong (and pc_empty, pc_wrong) as JSON")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -64,21 +66,21 @@ func runSimBounds(args []string, stdout, stderr io.Writer) error {
 }
 
 func runSimDTA(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sim dta", "[--figure load|aging] [--slots M --keys K --n N --bits B --value-bytes W] [--json] [--svg FILE]", stdout)
-	figure := fs.String("figure", "", "reproduce a figure: load (DART Fig. 3 / DTA Fig. 12) or aging (DART Fig. 4 / DTA Fig. 13); empty: one run")
+	fs := newFlags("sim dta", simUsage("load|aging")+" [--slots M --keys K --n N --bits B --value-bytes W --buckets N] [--scale F]", stdout)
+	figure := fs.String("figure", "", "reproduce a `FIGURE`: load (DART Fig. 3 / DTA Fig. 12) or aging (DART Fig. 4 / DTA Fig. 13); empty: one run")
 	slots := fs.Int("slots", 1<<20, "store slots `M` (a power of two)")
 	keys := fs.Int("keys", 1<<20, "keys `K` inserted")
 	n := fs.Int("n", 2, "redundancy `N`")
-	bits := fs.Int("bits", 32, "checksum width `b`")
-	vb := fs.Int("value-bytes", 4, "value width `W` (20: a 5-hop path of 4-byte ids)")
-	buckets := fs.Int("buckets", 20, "age buckets")
-	scale := fs.Float64("scale", 1, "aging: scale the 100 M-key / 3 GiB case by this `factor` at equal load factor")
-	asJSON := fs.Bool("json", false, "print the results as JSON")
-	svg := fs.String("svg", "", "write a plot to `file` (SVG)")
-	quiet := fs.Bool("quiet", false, "no progress bar (there is one only on a terminal)")
+	bits := fs.Int("bits", 32, "checksum width `B` in bits")
+	vb := fs.Int("value-bytes", 4, "value width `W` in bytes (20: a 5-hop path of 4-byte ids)")
+	buckets := fs.Int("buckets", 20, "`N` age buckets")
+	scale := fs.Float64("scale", 1, "aging: scale the 100 M-key / 3 GiB case by this `FACTOR` at equal load factor")
+	so := addSimOutput(fs)
+	so.svgFlag(fs, stderr)
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
+	asJSON, quiet := &so.json, &so.quiet
 	prog := dtasim.Progress(func(label string) func(int, int) {
 		if *quiet {
 			return nil
@@ -134,8 +136,61 @@ func runSimDTA(args []string, stdout, stderr io.Writer) error {
 		bs, _ := json.MarshalIndent(out, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", bs)
 	}
-	if *svg != "" {
-		return os.WriteFile(*svg, chart.SVG(), 0o644)
+	name := "dta-run.svg"
+	if *figure != "" {
+		name = "dta-fig-" + *figure + ".svg"
+	}
+	return so.write("sim dta", name, chart.SVG(), stderr)
+}
+
+// simOutput is what sim label and sim dta share: --figure aside, --out DIR (one SVG a
+// figure), --json and --quiet; and sim dta's --svg FILE, deprecated.
+type simOutput struct {
+	out, svg    string
+	json, quiet bool
+}
+
+// simUsage is the synopsis sim label and sim dta share, with the --figure values of each.
+func simUsage(figures string) string {
+	return "[--figure " + figures + "] [--out DIR] [--json] [--quiet]"
+}
+
+func addSimOutput(fs *flag.FlagSet) *simOutput {
+	o := &simOutput{}
+	fs.StringVar(&o.out, "out", "", "write one SVG plot a figure into `DIR` (created if missing); each file written is named on stderr")
+	fs.BoolVar(&o.json, "json", false, "print the results as JSON")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress on stderr (a bar only on a terminal); the files written are still named")
+	return o
+}
+
+// svgFlag adds --svg FILE, sim dta's older way to write its one plot: it still works and
+// warns that --out DIR replaces it.
+func (o *simOutput) svgFlag(fs *flag.FlagSet, warn io.Writer) {
+	fs.Func("svg", "deprecated: write the plot to `FILE`; use --out DIR", func(s string) error {
+		fmt.Fprintf(warn, "intake: --svg is deprecated: use --out DIR, which writes the plot into DIR\n")
+		o.svg = s
+		return nil
+	})
+}
+
+// write writes an SVG plot: into --out as name, and to --svg's file; it names each file
+// written on stderr, "intake VERB: wrote PATH".
+func (o *simOutput) write(verb, name string, svg []byte, stderr io.Writer) error {
+	var paths []string
+	if o.out != "" {
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return err
+		}
+		paths = append(paths, filepath.Join(o.out, name))
+	}
+	if o.svg != "" {
+		paths = append(paths, o.svg)
+	}
+	for _, p := range paths {
+		if err := os.WriteFile(p, svg, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "intake %s: wrote %s\n", verb, p)
 	}
 	return nil
 }

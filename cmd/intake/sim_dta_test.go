@@ -74,10 +74,14 @@ func keysOf(m map[string]float64) []string {
 // intake sim dta: one small run, --json and an SVG plot; the simulated success within
 // sampling error of the analysis it prints beside it.
 func TestSimDTARun(t *testing.T) {
-	svg := filepath.Join(t.TempDir(), "run.svg")
-	code, out, errs := runVerb("sim", "dta", "--slots", "65536", "--keys", "65536", "--n", "2", "--bits", "32", "--json", "--quiet", "--svg", svg)
+	dir := t.TempDir()
+	svg := filepath.Join(dir, "dta-run.svg")
+	code, out, errs := runVerb("sim", "dta", "--slots", "65536", "--keys", "65536", "--n", "2", "--bits", "32", "--json", "--quiet", "--out", dir)
 	if code != 0 {
 		t.Fatalf("%d %s", code, errs)
+	}
+	if errs != "intake sim dta: wrote "+svg+"\n" { // it says which file it wrote (issue 31)
+		t.Errorf("stderr %q", errs)
 	}
 	var r dtasim.SimResult
 	if err := json.Unmarshal([]byte(out), &r); err != nil {

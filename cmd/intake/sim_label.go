@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/intake-int/intake/internal/cli"
 	"github.com/intake-int/intake/internal/label"
 	"github.com/intake-int/intake/internal/sim/labelsim"
 )
@@ -27,11 +26,11 @@ func init() {
 func runSimLabelDist(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("sim label-dist", "[--k K] [--ratio TS_OVER_T] [--algo a|b] [--f F1|F2|F3] [--g linear|flat] [--max-hop N] [--json]", stdout)
 	k := fs.Int("k", 4, "fat tree arity `K` (even, ≥ 4)")
-	ratio := fs.Float64("ratio", 0.01, "T_s/T: the per-switch interval-based labeling probability")
-	algo := fs.String("algo", "b", "a (Base A) or b (Base B)")
-	fname := fs.String("f", "F1", "Base B probability function: F1 (f(0)=0, f(i)=1), F2 (i/(MAX_hop-1)), F3 (F2·interval/T, at interval/T = 1/2)")
-	gname := fs.String("g", "linear", "g, the interval-based probability given f: linear (g(x) = ratio·(1-x), the default) or flat (ratio until f = 1)")
-	maxHop := fs.Int("max-hop", 5, "MAX_hop (Figs. 15-16 use f(i) = i/5: --f F2 --max-hop 6)")
+	ratio := fs.Float64("ratio", 0.01, "`RATIO` T_s/T: the per-switch interval-based labeling probability")
+	algo := fs.String("algo", "b", "`ALGORITHM`: a (Base A) or b (Base B)")
+	fname := fs.String("f", "F1", "Base B probability `FUNCTION`: F1 (f(0)=0, f(i)=1), F2 (i/(MAX_hop-1)), F3 (F2·interval/T, at interval/T = 1/2)")
+	gname := fs.String("g", "linear", "`G`, the interval-based probability given f: linear (g(x) = ratio·(1-x), the default) or flat (ratio until f = 1)")
+	maxHop := fs.Int("max-hop", 5, "MAX_hop, at most `N` labels (Figs. 15-16 use f(i) = i/5: --f F2 --max-hop 6)")
 	asJSON := fs.Bool("json", false, `print {"dist": [P(Z=0..5)], "expectation": E[Z], ...}`)
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
@@ -99,11 +98,11 @@ func runSimLabelDist(args []string, stdout, stderr io.Writer) error {
 }
 
 func runSimLabel(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sim label", "[--fig ID,...] [--out DIR] [--json] [--seed N] [--long] [--paper-setup]", stdout)
-	figs := fs.String("fig", "", "comma-separated figures (default all): "+strings.Join(labelsim.IDs(), ", "))
-	out := fs.String("out", "", "write one SVG plot per figure into `dir`")
-	asJSON := fs.Bool("json", false, "print the figures as JSON")
-	seed := fs.Uint64("seed", 1, "PCG seed")
+	fs := newFlags("sim label", simUsage("ID,...")+" [--seed N] [--long] [--paper-setup]", stdout)
+	figs := fs.String("figure", "", "the figures to reproduce, `ID,...` (default all): "+strings.Join(labelsim.IDs(), ", "))
+	cli.Alias(fs, "fig", "figure", stderr)
+	so := addSimOutput(fs)
+	seed := fs.Uint64("seed", 1, "the PCG `SEED`")
 	long := fs.Bool("long", false, "longer and larger runs: 100 s instead of 20 s per coverage point, Figs. 15-16 simulated on fat trees up to k = 14 with 1,000,000 packets per point")
 	paper := fs.Bool("paper-setup", false, "the authors' prototype's traffic (its source routes over 25 ports, each sender cycling over the other servers, 1 Gb/s links) and its F3 in Fig. 19: docs/label-results.md")
 	if err := parseNoArgs(fs, args); err != nil {
@@ -115,24 +114,22 @@ func runSimLabel(args []string, stdout, stderr io.Writer) error {
 	}
 	start := time.Now()
 	res, err := labelsim.Reproduce(labelsim.Options{Long: *long, Seed: *seed, Paper: *paper, Progress: func(id string) {
-		fmt.Fprintf(stderr, "intake sim label: %s (%s)\n", id, time.Since(start).Round(time.Millisecond))
+		if !so.quiet {
+			fmt.Fprintf(stderr, "intake sim label: %s (%s)\n", id, time.Since(start).Round(time.Millisecond))
+		}
 	}}, only...)
 	if errors.Is(err, labelsim.ErrUnknownFigure) {
-		return usageErr("--fig %v", err)
+		return usageErr("--figure %v", err)
 	}
 	if err != nil {
 		return err
 	}
-	if *out != "" {
-		if err := os.MkdirAll(*out, 0o755); err != nil {
+	for i := range res {
+		if err := so.write("sim label", "label-"+res[i].ID+".svg", res[i].Chart().SVG(), stderr); err != nil {
 			return err
 		}
-		for i := range res {
-			if err := os.WriteFile(filepath.Join(*out, "label-"+res[i].ID+".svg"), res[i].Chart().SVG(), 0o644); err != nil {
-				return err
-			}
-		}
 	}
+	asJSON := &so.json
 	if *asJSON {
 		e := json.NewEncoder(stdout)
 		e.SetIndent("", "  ")
@@ -152,6 +149,8 @@ func runSimLabel(args []string, stdout, stderr io.Writer) error {
 		tw.Flush()
 		fmt.Fprintln(stdout)
 	}
-	fmt.Fprintf(stderr, "intake sim label: done in %s\n", time.Since(start).Round(time.Millisecond))
+	if !so.quiet {
+		fmt.Fprintf(stderr, "intake sim label: done in %s\n", time.Since(start).Round(time.Millisecond))
+	}
 	return nil
 }

@@ -63,8 +63,11 @@ func TestSimLabelDistJSON(t *testing.T) {
 func TestSimLabelOneFigure(t *testing.T) {
 	var out, errb bytes.Buffer
 	dir := t.TempDir()
-	if code := run([]string{"sim", "label", "--fig", "fig19", "--json", "--out", dir}, &out, &errb); code != 0 {
+	if code := run([]string{"sim", "label", "--figure", "fig19", "--json", "--quiet", "--out", dir}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if want := "intake sim label: wrote " + filepath.Join(dir, "label-fig19.svg") + "\n"; errb.String() != want { // issue 31
+		t.Errorf("stderr %q, want %q", errb.String(), want)
 	}
 	var v struct {
 		Figures []struct {
@@ -86,7 +89,7 @@ func TestSimLabelOneFigure(t *testing.T) {
 // --paper-setup: the prototype's traffic, and Fig. 19 with the prototype's F3 (seed 1).
 func TestSimLabelPaperSetup(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run([]string{"sim", "label", "--fig", "fig19", "--paper-setup", "--json"}, &out, &errb); code != 0 {
+	if code := run([]string{"sim", "label", "--figure", "fig19", "--paper-setup", "--json"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	var v struct {

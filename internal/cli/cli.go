@@ -68,7 +68,9 @@ func Rate(fs *flag.FlagSet, name, alias string, def float64, usage string, warn 
 // sets that flag and writes a warning to warn.
 func Alias(fs *flag.FlagSet, old, name string, warn io.Writer) {
 	f := fs.Lookup(name)
-	fs.Func(old, fmt.Sprintf("deprecated: the same as --%s", name), func(s string) error {
+	// --help shows the alias with its flag's placeholder ("-t DURATION"), not Go's "value".
+	placeholder, _ := flag.UnquoteUsage(f)
+	fs.Func(old, fmt.Sprintf("deprecated: the same as --%s `%s`", name, placeholder), func(s string) error {
 		fmt.Fprintf(warn, "intake: --%s is deprecated: use --%s, which means the same\n", old, name)
 		return f.Value.Set(s)
 	})
@@ -102,14 +104,15 @@ func Progress(w io.Writer, label string) func(done, total int) {
 	return Bar(w, label)
 }
 
-// Bar returns a progress bar for label on w, whatever w is.
+// Bar returns a progress bar for label on w, whatever w is. At done >= total it draws
+// 100 % and then clears its line, so that what is printed next starts on a clean line.
 func Bar(w io.Writer, label string) func(done, total int) {
 	start := time.Now()
 	return func(done, total int) {
-		f := float64(done) / float64(max(total, 1))
+		f := min(float64(done)/float64(max(total, 1)), 1)
 		fmt.Fprintf(w, "\r%s [%-30s] %5.1f%% %s", label, strings.Repeat("#", int(f*30)), 100*f, time.Since(start).Round(time.Second))
 		if done >= total {
-			fmt.Fprintln(w)
+			fmt.Fprint(w, "\r\033[K")
 		}
 	}
 }

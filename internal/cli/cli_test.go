@@ -80,7 +80,8 @@ func TestNotTerminal(t *testing.T) {
 	bar := Bar(&b, "sim")
 	bar(1, 2)
 	bar(2, 2)
-	if !strings.HasPrefix(b.String(), "\rsim [###############               ]  50.0% 0s\rsim [##############################] 100.0% 0s\n") {
+	// The end draws 100 % and clears the line (issue 31: it stayed, ending in a newline).
+	if b.String() != "\rsim [###############               ]  50.0% 0s\rsim [##############################] 100.0% 0s\r\033[K" {
 		t.Errorf("bar %q", b.String())
 	}
 }

@@ -163,6 +163,9 @@ func SimKW(c SimConfig) (SimResult, error) {
 			tick()
 		}
 	}
+	if c.Progress != nil { // the ticks above report every 2^20 operations: say the end
+		c.Progress(total, total)
+	}
 	var q, ok, empty, wrong int
 	for i, b := range bs {
 		sb := SimBucket{AlphaFrom: float64(i*c.Keys/c.Buckets) / M, AlphaTo: float64((i+1)*c.Keys/c.Buckets) / M, Queries: b.q}
