@@ -707,7 +707,7 @@ function fabricLayout(sw, links, cols) {
   }
   const rows = Math.max(...byCol.map((c) => c.length));
   const W = 1000, padX = 70, top = 46, gap = 64;
-  const H = top + gap * rows;
+  const H = top + gap * rows + 24; // room below for the bows of the bottom row's links
   const pos = {};
   byCol.forEach((c, ci) => c.forEach((id, i) => {
     pos[id] = [ncol === 1 ? W / 2 : padX + (W - 2 * padX) * ci / (ncol - 1), top + gap * (i + 0.5) * rows / c.length];
@@ -790,7 +790,7 @@ pages.fabric = (main, params, ctx) => {
       // switches between.
       const adj = Math.abs(cols.get(p.a) - cols.get(p.b)) === 1;
       const dx = x2 - x1, dy = y2 - y1, len = Math.hypot(dx, dy) || 1;
-      const bend = adj ? 0 : 0.18 * len + 20;
+      const bend = adj ? 0 : Math.min(0.1 * len + 18, 48);
       const mx_ = (x1 + x2) / 2 - (dy / len) * bend, my = (y1 + y2) / 2 + (dx / len) * bend;
       const f = frac(p.v);
       svg.append(s('path', {
@@ -1164,7 +1164,7 @@ pages.switch = (main, params, ctx) => {
   const out = h('div', { id: 'switch-hists' });
   const hist = h('div', { class: 'panel', id: 'switch-history' });
   let range = pageRange(params);
-  main.append(h('h1', null, 'Switch ', rangePicker(range, (r) => { range = r; background(drawHistory()); })), h('div', { class: 'controls' }, h('label', null, 'switch', sel),
+  main.append(h('h1', null, 'Switch ' + (params.get('id') === 'e2e' ? 'end to end' : params.get('id') || ''), ' ', rangePicker(range, (r) => { range = r; background(drawHistory()); })), h('div', { class: 'controls' }, h('label', null, 'switch', sel),
     h('a', { href: '#/fabric?switch=' + (params.get('id') || '') }, 'on the fabric'), h('a', { href: '#/flows?switch=' + (params.get('id') || '') }, 'its top flows')), hist,
     h('h2', null, 'Histograms ', h('span', { class: 'muted small' }, 'every hop sample since the collector started (flowcache.histograms)')), out);
 
@@ -1325,10 +1325,11 @@ pages.dta = (main, params, ctx) => {
     try { result.textContent = JSON.stringify(await api(path, ctx.signal), null, 2); } catch (err) { result.textContent = 'error: ' + err.message; }
   });
   main.append(h('h1', null, 'DTA stores'),
-    h('p', { class: 'lede', id: 'dta-lede' }, 'With DTA (Direct Telemetry Access) switches write telemetry straight into stores in the collector by key, ',
-      'for example the last value seen for a source address or a flow\'s path, without the collector handling each report. ',
-      'This page says whether the stores fill up and whether writes are refused, and answers what a key holds. ',
-      'Look at it when your switches send DTA reports; with plain INT reports it stays empty.'),
+    h('p', { class: 'lede', id: 'dta-lede' }, 'DTA (Direct Telemetry Access) keeps telemetry in stores that answer by key, ',
+      'such as a flow\'s path, its report count, or the last value written for an address, and any process can read them without asking the collector. ',
+      'intake fills them from INT reports (dta.int) and from switches that send DTA reports. ',
+      'This page says whether the stores are filling up or refusing writes, and looks up what a key holds: ',
+      'look at it when you want a flow\'s or an address\'s stored values, or when DTA writes go missing.'),
     regions, h('div', { class: 'panel' }, h('h2', null, 'Query by key'), form, result), counters);
   ctx.every(2000, async () => {
     const st = await tryAPI('api/v1/dta/stats', ctx.signal);
