@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"sort"
@@ -102,6 +103,13 @@ func grafanaQueries(t *testing.T, s *server, db string) {
 		t.Fatal(err)
 	}
 	var dash struct {
+		Templating struct {
+			List []struct {
+				Name     string `json:"name"`
+				Query    string `json:"query"`
+				AllValue string `json:"allValue"`
+			} `json:"list"`
+		} `json:"templating"`
 		Panels []struct {
 			Title   string `json:"title"`
 			Targets []struct {
@@ -112,7 +120,26 @@ func grafanaQueries(t *testing.T, s *server, db string) {
 	if err := json.Unmarshal(b, &dash); err != nil {
 		t.Fatal(err)
 	}
-	macros := strings.NewReplacer("$timeFilter", "time >= "+sec(0)+" AND time <= "+sec(3), "$__interval", "1s")
+	// The template variables at "All" (their allValue, as Grafana puts it in a regex); each
+	// variable's own query lists the values the test's points carry.
+	rs := []string{"$timeFilter", "time >= " + sec(0) + " AND time <= " + sec(3), "$__interval", "1s"}
+	for _, v := range dash.Templating.List {
+		rs = append(rs, "$"+v.Name, v.AllValue)
+	}
+	macros := strings.NewReplacer(rs...)
+	values := map[string]string{}
+	for _, v := range dash.Templating.List {
+		for _, l := range strings.Split(influxQuery(t, s, db, macros.Replace(v.Query)), "\n") {
+			// Grafana keeps each value once (one series per measurement answers).
+			if f := strings.Fields(strings.Trim(l, " []")); len(f) == 2 && !strings.Contains(l, "[key value]") && !strings.Contains(values[v.Name], f[1]+" ") {
+				values[v.Name] += f[1] + " "
+			}
+		}
+	}
+	wantValues := map[string]string{"switch": "1 2 ", "src": "10.0.0.1 ", "sport": "1000 ", "dst": "10.0.1.2 ", "dport": "80 ", "proto": "6 "}
+	if !maps.Equal(values, wantValues) {
+		t.Errorf("template variables' values: %v, want %v", values, wantValues)
+	}
 	got := map[string]string{}
 	for _, p := range dash.Panels {
 		for _, tg := range p.Targets {
