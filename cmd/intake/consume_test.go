@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -52,7 +53,8 @@ func TestConsume(t *testing.T) {
 	// The three events share a key (switch 4): one partition, in order.
 	for i, l := range lines[1:] {
 		f := strings.Fields(l)
-		want := []string{"intake.events", f[1], f[2], "event", "10" + string(rune('0'+i)), "switch", "4", "above", "queue_occupancy", "50" + string(rune('0'+i))}
+		// Times in RFC 3339, not Unix ns (issue 31).
+		want := []string{"intake.events", f[1], f[2], "event", "1970-01-01T00:00:00.00000010" + string(rune('0'+i)) + "Z", "switch", "4", "above", "queue_occupancy", "50" + string(rune('0'+i))}
 		if strings.Join(f, " ") != strings.Join(want, " ") || f[2] != string(rune('0'+i)) {
 			t.Errorf("line %d: %q, want %q (offset %d)", i, strings.Join(f, " "), strings.Join(want, " "), i)
 		}
@@ -64,7 +66,8 @@ func TestConsume(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"partition":`) {
 		t.Fatalf("exit %d: %q %s", code, out, errb)
 	}
-	want := `{"topic":"intake.reports","partition":P,"offset":0,"key":"00000009","message":{"schema_version":1,"report":{"recv_time_ns":"1234","format":"tr2.0","node_id":9,"seq":77,"hops":[{}],"hops_total":1}}}`
+	// The message's time in RFC 3339 under recv_time, not Unix ns under recv_time_ns (issue 31).
+	want := `{"topic":"intake.reports","partition":P,"offset":0,"key":"00000009","message":{"report":{"format":"tr2.0","hops":[{}],"hops_total":1,"node_id":9,"recv_time":"1970-01-01T00:00:00.000001234Z","seq":77},"schema_version":1}}`
 	got := strings.TrimSpace(strings.Join(strings.Fields(out), ""))
 	p := strings.Index(got, `"partition":`) + len(`"partition":`)
 	got = got[:p] + "P" + got[p+1:]
@@ -126,19 +129,80 @@ func TestConsumeContent(t *testing.T) {
 	}
 	slices.Sort(rows)
 	want := []string{
-		"report 11 dta key 0a000001 dta key-write redundancy=2 data=deadbeef",
-		"report 14 dta list 7 dta append data=00000005",
-		"report 15 switch 3 int-label items=2 specific 1:5>6 q=11 lat=3 t=110; 3:1>2 q=31 lat=5 t=310",
+		"report 1970-01-01T00:00:00.000000011Z dta key 0a000001 dta key-write redundancy=2 data=deadbeef",
+		"report 1970-01-01T00:00:00.000000014Z dta list 7 dta append data=00000005",
+		"report 1970-01-01T00:00:00.000000015Z switch 3 int-label items=2 specific 1:5>6 q=11 lat=3 t=110; 3:1>2 q=31 lat=5 t=310",
 	}
 	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
 		t.Errorf("table:\n%s\nwant rows\n%s", out, strings.Join(want, "\n"))
 	}
 	code, out, errb = runVerb("consume", "--brokers", brokers, "--topic", "lab.events", "-n", "1", "--idle", "20s")
-	if f := strings.Fields(out); code != 0 || strings.Join(f[len(f)-7:], " ") != "100 switch 4 above queue_occupancy member=c1 500" {
+	if f := strings.Fields(out); code != 0 || strings.Join(f[len(f)-7:], " ") != "1970-01-01T00:00:00.000000100Z switch 4 above queue_occupancy member=c1 500" {
 		t.Errorf("exit %d: %q %s", code, out, errb)
 	}
 	code, out, _ = runVerb("consume", "--brokers", brokers, "--topic", "lab.events", "-n", "1", "--idle", "20s", "--json")
 	if code != 0 || !strings.Contains(strings.Join(strings.Fields(out), ""), `"member":"c1"`) {
 		t.Errorf("JSON: exit %d: %q", code, out)
+	}
+}
+
+// TestConsumeFails: consume says what it connected to, and ends with a clear message and
+// exit status within --timeout when it cannot read: a broker that refuses connections, one
+// that never answers, a topic the brokers do not have, a kind the configuration turns off.
+// Before, it printed its header and waited forever or exited 0.
+func TestConsumeFails(t *testing.T) {
+	dead := deadAddr(t)
+	code, out, errs := runVerb("consume", "--brokers", dead, "--timeout", "5s")
+	if want := "intake consume: kafka: no answer from the brokers " + dead + " within 5s: unable to dial: dial tcp " + dead + ": connect: connection refused\n"; code != 1 || out != "" || errs != want {
+		t.Errorf("refused: exit %d, %q, %q\nwant %q", code, out, errs, want)
+	}
+
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	start := time.Now()
+	code, out, errs = runVerb("consume", "--brokers", silent.Addr().String(), "--timeout", "1s")
+	if el := time.Since(start); code != 1 || out != "" || !strings.HasPrefix(errs, "intake consume: kafka: no answer from the brokers "+silent.Addr().String()+" within 1s: ") || el > 5*time.Second {
+		t.Errorf("silent: exit %d after %s, %q, %q", code, el, out, errs)
+	}
+
+	k := kfaketest.StartTopics(t, 2, 3, "intake.events")
+	brokers := strings.Join(k.Brokers, ",")
+	code, out, errs = runVerb("consume", "--brokers", brokers, "--topic", "nosuch", "--timeout", "5s")
+	if want := `intake consume: kafka: topic "nosuch" does not exist on the brokers ` + brokers + "\n"; code != 1 || out != "" || errs != want {
+		t.Errorf("missing topic: exit %d, %q, %q\nwant %q", code, out, errs, want)
+	}
+	sorted := slices.Clone(k.Brokers)
+	slices.Sort(sorted)
+	code, out, errs = runVerb("consume", "--brokers", brokers, "--idle", "300ms")
+	if want := "intake consume: connected to " + strings.Join(sorted, ",") + " (2 brokers); reading intake.events (3 partitions) every partition from the start, committing nothing\n"; code != 0 || !strings.HasPrefix(out, "TOPIC ") || errs != want {
+		t.Errorf("empty topic: exit %d, %q, %q\nwant %q", code, out, errs, want)
+	}
+
+	for _, c := range []struct{ yaml, topic, want string }{
+		{"", "events", "export.kafka.brokers is empty (the Kafka sink is off)"},
+		{"brokers: [" + k.Brokers[0] + "]", "reports", "export.kafka.reports is off"},
+		{"brokers: [" + k.Brokers[0] + "], topics: {snapshots: ''}", "snapshots", "export.kafka.topics.snapshots is empty"},
+	} {
+		cfg := writeFile(t, "intake.yaml", "export:\n  kafka: {"+c.yaml+"}\n")
+		code, out, errs := runVerb("consume", "--config", cfg, "--brokers", brokers, "--topic", c.topic)
+		if want := "intake consume: --topic " + c.topic + ": " + c.want + " in " + cfg + ": the collector writes no " + c.topic + "\n"; code != 2 || out != "" || errs != want {
+			t.Errorf("%s: exit %d, %q, %q\nwant %q", c.yaml, code, out, errs, want)
+		}
+	}
+	cfg := writeFile(t, "intake.yaml", "flowcache: {enabled: false}\nexport:\n  kafka: {brokers: ["+k.Brokers[0]+"]}\n")
+	if code, _, errs := runVerb("consume", "--config", cfg, "--topic", "flows"); code != 2 || !strings.Contains(errs, ": flowcache.enabled is false in ") {
+		t.Errorf("flows off: exit %d, %q", code, errs)
 	}
 }
