@@ -1,6 +1,7 @@
 package docstest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -124,8 +125,18 @@ func docKeys(t *testing.T) (keys map[string]int, wildcards map[string]int) {
 func TestConfigDocKeys(t *testing.T) {
 	code := map[string]bool{}
 	configKeys(reflect.TypeFor[config.Config](), "", code)
+	if len(code) < 150 {
+		t.Errorf("%d configuration keys: the walk is broken", len(code))
+	}
 	doc, wild := docKeys(t)
-	var missing []string
+	for _, p := range keyProblems(code, doc, wild) {
+		t.Error(p)
+	}
+}
+
+// keyProblems compares the keys of the code with those of the doc (and its wildcards).
+func keyProblems(code map[string]bool, doc, wild map[string]int) []string {
+	var ps []string
 	for k := range code {
 		if _, ok := doc[k]; ok {
 			continue
@@ -135,16 +146,12 @@ func TestConfigDocKeys(t *testing.T) {
 			covered = covered || strings.HasPrefix(k, w+".")
 		}
 		if !covered {
-			missing = append(missing, k)
+			ps = append(ps, k+": a configuration key docs/config.md does not list (add it to its section's table)")
 		}
-	}
-	slices.Sort(missing)
-	for _, k := range missing {
-		t.Errorf("%s: a configuration key docs/config.md does not list (add it to its section's table)", k)
 	}
 	for k, line := range doc {
 		if !code[k] {
-			t.Errorf("docs/config.md:%d: %s: no such configuration key", line, k)
+			ps = append(ps, fmt.Sprintf("docs/config.md:%d: %s: no such configuration key", line, k))
 		}
 	}
 	for w, line := range wild {
@@ -153,10 +160,25 @@ func TestConfigDocKeys(t *testing.T) {
 			found = found || strings.HasPrefix(k, w+".")
 		}
 		if !found {
-			t.Errorf("docs/config.md:%d: %s.*: no such configuration section", line, w)
+			ps = append(ps, fmt.Sprintf("docs/config.md:%d: %s.*: no such configuration section", line, w))
 		}
 	}
-	if len(code) < 150 {
-		t.Errorf("%d configuration keys: the walk is broken", len(code))
+	slices.Sort(ps)
+	return ps
+}
+
+// TestConfigDocKeysCatch: a key added to a section without its line in docs/config.md, and
+// a line for a key that does not exist, are reported.
+func TestConfigDocKeysCatch(t *testing.T) {
+	code := map[string]bool{}
+	configKeys(reflect.TypeFor[config.Config](), "", code)
+	doc, wild := docKeys(t)
+	code["flowcache.new_key"] = true
+	doc["flowcache.gone_key"] = 7
+	got := keyProblems(code, doc, wild)
+	want := []string{"docs/config.md:7: flowcache.gone_key: no such configuration key",
+		"flowcache.new_key: a configuration key docs/config.md does not list (add it to its section's table)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("%q\nwant %q", got, want)
 	}
 }
