@@ -36,6 +36,7 @@ import (
 	"github.com/intake-int/intake/internal/export/prom"
 	"github.com/intake-int/intake/internal/export/redis"
 	"github.com/intake-int/intake/internal/flowcache"
+	"github.com/intake-int/intake/internal/history"
 	"github.com/intake-int/intake/internal/ingest"
 	"github.com/intake-int/intake/internal/label"
 	"github.com/intake-int/intake/internal/metrics"
@@ -79,6 +80,7 @@ type Collector struct {
 	Label      *label.Controller
 	Redis      *redis.Sink
 	Kafka      *kafka.Sink
+	History    *history.History
 
 	records *influx.Records
 	sinkIn  sinkInputs       // the sinks, sorted by what they take (buildSinks)
@@ -135,6 +137,7 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 	c.buildDTA(workers, &procs)
 	c.buildFlowCache(workers, &procs)
 	c.buildLabel(&procs)
+	c.buildHistory()
 	recv, err := ingest.New(in, ingest.Deps{Metrics: c.Metrics, Processors: procs, Logger: log,
 		Kernel: ingest.KernelState{DTA: c.kdta.stores, Detect: c.kdet.state, FlowCache: c.kfc.state}})
 	if err != nil {
@@ -150,6 +153,9 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 		}
 		if c.Detector != nil {
 			c.API.HandleFunc("GET /api/v1/detect/status", c.handleDetectStatus)
+		}
+		if c.History != nil {
+			c.History.RegisterAPI(c.API)
 		}
 		console.Register(c.API)
 		if err := c.buildCluster(); err != nil {
@@ -343,6 +349,26 @@ func (c *Collector) buildLabel(procs *[]ingest.Processor) {
 	c.Label = l
 	c.comps = append(c.comps, l)
 	*procs = append(*procs, l)
+}
+
+// buildHistory builds the history over the flow cache and the detector (started after
+// them: it samples what they hold). With both off it has nothing to sample and is left out.
+func (c *Collector) buildHistory() {
+	cfg := c.Config.History
+	if !cfg.Enabled || (c.FlowCache == nil && c.Detector == nil) {
+		return
+	}
+	hd := history.Deps{Metrics: c.Metrics, Logger: c.log.With("component", "history")}
+	if fc := c.FlowCache; fc != nil {
+		hd.Flows, hd.SwitchReports = fc.WalkUpdated, fc.Histograms().SwitchSamples
+	}
+	if d := c.Detector; d != nil {
+		hd.Switches = func(since int64, fn func(*history.SwitchState)) {
+			d.Switches(since, func(s *detect.SwitchSample) { fn((*history.SwitchState)(s)) })
+		}
+	}
+	c.History = history.New(cfg, hd)
+	c.comps = append(c.comps, c.History)
 }
 
 // Start starts the components, the receive path and the HTTP API, in that order. On error

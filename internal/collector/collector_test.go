@@ -36,8 +36,8 @@ func TestLifecycle(t *testing.T) {
 		names = append(names, c.Name())
 	}
 	// The sinks first (here the Prometheus gauges, a component of its own), then the
-	// pipeline that feeds them.
-	if got, want := strings.Join(names, " "), "prometheus export detect dta flowcache label ingest http"; got != want {
+	// pipeline that feeds them, then the history, which samples the processors.
+	if got, want := strings.Join(names, " "), "prometheus export detect dta flowcache label history ingest http"; got != want {
 		t.Errorf("start order %q, want %q", got, want)
 	}
 	ctx := context.Background()

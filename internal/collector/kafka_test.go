@@ -38,7 +38,7 @@ func TestKafka(t *testing.T) {
 	for _, x := range c.all() {
 		names = append(names, x.Name())
 	}
-	if got, want := strings.Join(names, " "), "kafka export detect flowcache ingest"; got != want {
+	if got, want := strings.Join(names, " "), "kafka export detect flowcache history ingest"; got != want {
 		t.Fatalf("start order %q, want %q", got, want)
 	}
 

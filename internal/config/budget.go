@@ -25,6 +25,9 @@ func (c *Config) Budget() budget.Budget {
 	b = append(b, c.Export.Budget(export.Records{Enabled: c.FlowCache.Enabled, MaxHops: c.FlowCache.MaxHops,
 		HistogramBins: c.FlowCache.Histograms.Bins}, in.Workers())...)
 	b = append(b, c.Label.Budget()...)
+	if c.Detect.Enabled || c.FlowCache.Enabled {
+		b = append(b, c.History.Budget()...)
+	}
 	b = append(b, c.HTTP.Budget()...)
 	return append(b, budget.Process(b)...)
 }

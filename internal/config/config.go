@@ -26,6 +26,7 @@ import (
 	"github.com/intake-int/intake/internal/detect"
 	"github.com/intake-int/intake/internal/dta"
 	"github.com/intake-int/intake/internal/flowcache"
+	"github.com/intake-int/intake/internal/history"
 	"github.com/intake-int/intake/internal/ingest"
 	"github.com/intake-int/intake/internal/label"
 	"github.com/intake-int/intake/internal/smallfile"
@@ -58,6 +59,8 @@ type Config struct {
 	Export    Export           `yaml:"export"`
 	// Cluster partitions keys across collectors (docs/scale-out.md).
 	Cluster cluster.Config `yaml:"cluster"`
+	// History keeps the last hour of per-switch and per-flow figures in memory.
+	History history.Config `yaml:"history"`
 }
 
 // sections returns the component sections with their keys, for defaults and validation.
@@ -68,14 +71,14 @@ func (c *Config) sections() []struct {
 	return []struct {
 		key string
 		v   interface{ Validate() error }
-	}{{"detect", &c.Detect}, {"flowcache", &c.FlowCache}, {"dta", &c.DTA}, {"label", &c.Label}, {"export", &c.Export}, {"cluster", &c.Cluster}}
+	}{{"detect", &c.Detect}, {"flowcache", &c.FlowCache}, {"dta", &c.DTA}, {"label", &c.Label}, {"export", &c.Export}, {"cluster", &c.Cluster}, {"history", &c.History}}
 }
 
 // withSectionDefaults sets every component section to its package's defaults.
 func (c *Config) withSectionDefaults() {
 	c.Detect, c.FlowCache, c.DTA = detect.DefaultConfig(), flowcache.DefaultConfig(), dta.DefaultConfig()
 	c.Label, c.Export = label.DefaultConfig(), DefaultExport()
-	c.Cluster = cluster.DefaultConfig()
+	c.Cluster, c.History = cluster.DefaultConfig(), history.DefaultConfig()
 }
 
 // HTTP configures the API server (its section is the api package's).
@@ -172,6 +175,7 @@ func Parse(b []byte) (Config, error) {
 	if find(doc, "listeners") == nil {
 		c.Listeners = Default().Listeners
 	}
+	c.FlowCache.Histograms.Width.Resolve() // a deprecated key's value (FlowCache.Deprecated)
 	// Per-listener decoder overrides apply over the top-level decoder, key by key.
 	if ls := find(doc, "listeners"); ls != nil && ls.Kind == yaml.SequenceNode {
 		for i, ln := range ls.Content {

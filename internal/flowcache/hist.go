@@ -378,3 +378,25 @@ func (h *Histograms) registerMetrics(reg *metrics.Registry) {
 			return n, s, b
 		})
 }
+
+// SwitchSamples calls fn with every switch that has histograms (ascending) and the reports
+// binned there so far that carried a hop metric: the largest of its three histograms'
+// totals (a report that carried any metric at the switch is in one of them). The history
+// differences them into reports per period.
+func (h *Histograms) SwitchSamples(fn func(sw uint32, reports uint64)) {
+	c := make([]uint64, h.bins)
+	for _, sw := range h.Switches() {
+		n := uint64(0)
+		for m := range record.NumMetrics {
+			clear(c)
+			if h.countsOf(sw, int(m), c) {
+				t := uint64(0)
+				for _, x := range c {
+					t += x
+				}
+				n = max(n, t)
+			}
+		}
+		fn(sw, n)
+	}
+}

@@ -73,15 +73,16 @@ var allow = map[string][]string{
 
 	// Beside the processors: the cluster's routing, the console's pages, the tools.
 	"internal/cluster": {"api", "partition", "telemetry"},
+	"internal/history": {"api", "internal/budget", "internal/metrics", "record", "telemetry"},
 	"internal/console": {"api"},
 	"internal/fabric":  {"api", "internal/label", "partition", "telemetry", "wire"},
 	"internal/gen":     {"internal/cli", "partition", "telemetry", "wire", sys},
 
 	// The configuration file: every component's section.
-	"internal/config": {"api", "internal/budget", "internal/cluster", "internal/detect", "internal/dta", "internal/export/...", "internal/flowcache", "internal/ingest", "internal/confkey", "internal/smallfile", "internal/label", "wire", yaml},
+	"internal/config": {"api", "internal/budget", "internal/cluster", "internal/detect", "internal/dta", "internal/export/...", "internal/flowcache", "internal/history", "internal/ingest", "internal/confkey", "internal/smallfile", "internal/label", "wire", yaml},
 
 	// The composition root and what runs it.
-	"internal/collector": {"api", "internal/cluster", "internal/config", "internal/console", "internal/detect", "internal/dta", "event", "internal/export/...", "internal/flowcache", "internal/ingest", "internal/label",
+	"internal/collector": {"api", "internal/cluster", "internal/config", "internal/console", "internal/detect", "internal/dta", "event", "internal/export/...", "internal/flowcache", "internal/history", "internal/ingest", "internal/label",
 		"internal/metrics", "pcap", "record", "telemetry", "wire", "internal/xdp"},
 	"internal/bench":        {"internal/collector", "internal/config", "internal/gen", "internal/ingest", "internal/xdp"},
 	"internal/sim/plot":     nil,
