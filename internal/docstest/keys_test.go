@@ -173,9 +173,15 @@ func TestConfigDocKeysCatch(t *testing.T) {
 	code := map[string]bool{}
 	configKeys(reflect.TypeFor[config.Config](), "", code)
 	doc, wild := docKeys(t)
+	before := keyProblems(code, doc, wild) // TestConfigDocKeys' business
 	code["flowcache.new_key"] = true
 	doc["flowcache.gone_key"] = 7
-	got := keyProblems(code, doc, wild)
+	var got []string
+	for _, p := range keyProblems(code, doc, wild) {
+		if !slices.Contains(before, p) {
+			got = append(got, p)
+		}
+	}
 	want := []string{"docs/config.md:7: flowcache.gone_key: no such configuration key",
 		"flowcache.new_key: a configuration key docs/config.md does not list (add it to its section's table)"}
 	if !slices.Equal(got, want) {
