@@ -465,6 +465,10 @@ const seriesColors = ['#1f4e79', '#d32f2f', '#f9a825', '#2e7d32', '#6a1b9a', '#0
 function timeChart(series, from, to, opts) {
   const W = opts.width || 460, H = opts.height || 150, L = 58, R = 10, T = 10, B = 22;
   const all = series.flatMap((x) => x.points.map((p) => p.v)).filter((v) => v !== undefined && v !== null);
+  // The axis starts at the oldest point when the history is younger than the range, so
+  // that a collector up for a minute shows its minute, not a line at the right edge.
+  const first = Math.min(...series.flatMap((x) => x.points.filter((p) => p.v !== undefined && p.v !== null).map((p) => p.t)));
+  if (first > from && first < to) from = Math.max(from, first - (opts.period || 0));
   const svg = s('svg', { viewBox: '0 0 ' + W + ' ' + H, class: 'chart', id: opts.id, 'data-series': series.length });
   const legend = h('div', { class: 'legend small' });
   const X = (t) => L + (W - L - R) * (to > from ? (t - from) / (to - from) : 0.5);
@@ -473,11 +477,11 @@ function timeChart(series, from, to, opts) {
   const top = ticks[ticks.length - 1];
   const Y = (v) => T + (H - T - B) * (1 - v / top);
   for (const t of ticks) g.append(s('line', { x1: L, x2: W - R, y1: Y(t), y2: Y(t) }), s('text', { x: L - 5, y: Y(t), dy: '0.35em', 'text-anchor': 'end', text: opts.fmt(t) }));
-  // Clock ticks every 1, 2, 5, 10, 15 or 30 minutes, about four across.
-  const stepMin = [1, 2, 5, 10, 15, 30].find((m) => (to - from) / (m * 60e9) <= 5) || 60;
-  const step = stepMin * 60e9;
+  // Clock ticks every 5 s to 30 min, about four across; seconds shown below a minute.
+  const stepS = [5, 10, 15, 30, 60, 120, 300, 600, 900, 1800].find((m) => (to - from) / (m * 1e9) <= 5) || 3600;
+  const step = stepS * 1e9;
   for (let t = Math.ceil(from / step) * step; t <= to; t += step) {
-    g.append(s('text', { x: X(t), y: H - 6, 'text-anchor': 'middle', text: fmtClock(t).slice(0, 5) }));
+    g.append(s('text', { x: X(t), y: H - 6, 'text-anchor': 'middle', text: fmtClock(t).slice(0, stepS < 60 ? 8 : 5) }));
   }
   svg.append(g);
   series.forEach((x, i) => {
@@ -509,9 +513,12 @@ function chartPanel(title, chart) { return h('div', { class: 'chart-panel' }, h(
 // historyUnavailable says why there is no chart.
 function historyUnavailable() { return h('p', { class: 'muted small' }, 'This collector keeps no history (GET /api/v1/history: the flow cache is off, or the collector predates it).'); }
 
-// switchCharts: a switch's series of a history answer, as the switch page and the overview
+// switchSeries: a switch's series of a history answer, as the switch page and the overview
 // show them.
 function switchSeries(sw, key) { return sw.points.map((p) => ({ t: p.t_ns, v: p[key] })); }
+
+// flowSeries: a flow's series; a latency of 0 is a period whose reports carried none (a gap).
+function flowSeries(f, key) { return f.points.map((p) => ({ t: p.t_ns, v: key === 'packets' || p[key] ? p[key] : null })); }
 
 // ---------------------------------------------------------------------------------------
 // Overview: the landing page. What is slow, what is hot, what happened, what is lost; each
@@ -549,7 +556,7 @@ pages.overview = (main, params, ctx) => {
   const hotLinks = h('div', { class: 'panel', id: 'ov-links' }, h('h2', null, 'Hot links'));
   const events = h('div', { class: 'panel', id: 'ov-events' }, h('h2', null, 'Recent events'));
   const hist = h('div', { class: 'panel', id: 'ov-history' }, h('h2', null, 'History'));
-  main.append(h('h1', null, 'Overview ', rangePicker(range, (r) => { range = r; refreshSlow(); })),
+  main.append(h('div', { class: 'title-row' }, h('h1', null, 'Overview ', rangePicker(range, (r) => { range = r; refreshSlow(); })), flowSearch()),
     tiles,
     h('div', { class: 'row' }, h('div', { class: 'grow' }, slow, hist), h('div', { class: 'side' }, events)),
     h('div', { class: 'row' }, h('div', { class: 'grow half' }, hotSw), h('div', { class: 'grow half' }, hotLinks)));
@@ -644,12 +651,16 @@ pages.overview = (main, params, ctx) => {
     lastSeenText = seen ? 'Telemetry last seen at ' + fmtClock(seen) + ' (' + fmtAgoNs(seen) + ').' : 'No telemetry in the last ' + range + '.';
     const peak = (sw) => Math.max(0, ...sw.points.map((p) => p.hop_latency_max_ns || 0));
     const sws = hs.switches.slice().sort((a, b) => peak(b) - peak(a)).slice(0, 5);
-    const fl = hs.flows.slice(0, 5);
+    // The slowest flows of the range (the answer lists them by reports, most first).
+    const slowest = (f) => Math.max(0, ...f.points.map((p) => p.latency_mean_ns || 0));
+    const fl = hs.flows.slice().sort((a, b) => slowest(b) - slowest(a)).slice(0, 5);
     hist.append(h('div', { class: 'charts' },
       chartPanel('Largest hop latency, the 5 hottest switches', timeChart(sws.map((x) => ({ name: 'switch ' + x.switch_id, points: switchSeries(x, 'hop_latency_max_ns') })), hs.from_ns, hs.to_ns, { fmt: fmtNs, period: hs.period_ns, id: 'ov-chart-switches' })),
-      chartPanel('Mean end-to-end latency, the slowest flows', timeChart(fl.map((f) => ({ name: f.text, points: f.points.map((p) => ({ t: p.t_ns, v: p.latency_mean_ns })) })), hs.from_ns, hs.to_ns, { fmt: fmtNs, period: hs.period_ns, id: 'ov-chart-flows' }))));
+      chartPanel('Mean end-to-end latency, the 5 slowest flows', timeChart(fl.map((f) => ({ name: f.text, points: flowSeries(f, 'latency_mean_ns') })), hs.from_ns, hs.to_ns, { fmt: fmtNs, period: hs.period_ns, id: 'ov-chart-flows' }))));
   }
-  ctx.every(5000, drawHistory);
+  // Every 10 s, the history's default period: a point a period, and the answer holds
+  // every flow of the range.
+  ctx.every(10000, drawHistory);
 };
 
 // ---------------------------------------------------------------------------------------
@@ -1111,7 +1122,7 @@ pages.flow = (main, params, ctx) => {
     if (!hs) { hist.append(historyUnavailable()); return; }
     const mine = hs.flows[0];
     if (!mine) { hist.append(h('p', { class: 'muted' }, 'No report of this flow in the last ' + range + '.')); return; }
-    const pts = (k) => mine.points.map((p) => ({ t: p.t_ns, v: p[k] }));
+    const pts = (k) => flowSeries(mine, k);
     const o = { fmt: fmtNs, period: hs.period_ns, width: 420, height: 120 };
     hist.append(h('div', { class: 'charts' },
       chartPanel('End-to-end latency: mean and largest per period', timeChart([{ name: 'mean', points: pts('latency_mean_ns') }, { name: 'largest', points: pts('latency_max_ns') }], hs.from_ns, hs.to_ns, { ...o, id: 'flow-chart-latency' })),
