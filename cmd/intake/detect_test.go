@@ -90,22 +90,23 @@ func TestQueryEventsAndFlow(t *testing.T) {
 	waitEvents(15) // + seq_gaps 0→1, flow latency 3000→3100, switch 2's hop latency
 
 	code, out, errs := runVerb("query", "events", "--api", httpAddr)
-	want := `TIME                            KIND     SCOPE   MEASUREMENT       KEY                                          PREV  VALUE      THRESHOLD
-TIME  new_key  switch  seq_gaps          switch 5, hw_id 1                            0     0          -
-TIME  new_key  switch  queue_occupancy   switch 3, queue 3                            0     40         -
-TIME  new_key  switch  tx_utilization    switch 3, port 2                             0     55         -
-TIME  new_key  switch  queue_occupancy   switch 2, queue 3                            0     40         -
-TIME  new_key  switch  tx_utilization    switch 2, port 2                             0     55         -
-TIME  new_key  switch  queue_occupancy   switch 1, queue 3                            0     40         -
-TIME  new_key  switch  tx_utilization    switch 1, port 2                             0     55         -
-TIME  new_key  e2e     flow_path         10.0.0.1:40000 > 10.0.1.2:443 udp            -     1 > 2 > 3  -
-TIME  new_key  e2e     flow_latency      10.0.0.1:40000 > 10.0.1.2:443 udp            0     3000       -
-TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000 > 10.0.1.2:443 udp, switch 1  0     1000       -
-TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000 > 10.0.1.2:443 udp, switch 2  0     1000       -
-TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000 > 10.0.1.2:443 udp, switch 3  0     1000       -
-TIME  change   switch  seq_gaps          switch 5, hw_id 1                            0     1          0
-TIME  change   e2e     flow_latency      10.0.0.1:40000 > 10.0.1.2:443 udp            3000  3100       50
-TIME  change   switch  flow_hop_latency  10.0.0.1:40000 > 10.0.1.2:443 udp, switch 2  1000  1100       50
+	// Latencies with their unit (issue 31: raw ns before).
+	want := `TIME                            KIND     SCOPE   MEASUREMENT       KEY                                          PREV     VALUE      THRESHOLD
+TIME  new_key  switch  seq_gaps          switch 5, hw_id 1                            0        0          -
+TIME  new_key  switch  queue_occupancy   switch 3, queue 3                            0        40         -
+TIME  new_key  switch  tx_utilization    switch 3, port 2                             0        55         -
+TIME  new_key  switch  queue_occupancy   switch 2, queue 3                            0        40         -
+TIME  new_key  switch  tx_utilization    switch 2, port 2                             0        55         -
+TIME  new_key  switch  queue_occupancy   switch 1, queue 3                            0        40         -
+TIME  new_key  switch  tx_utilization    switch 1, port 2                             0        55         -
+TIME  new_key  e2e     flow_path         10.0.0.1:40000 > 10.0.1.2:443 udp            -        1 > 2 > 3  -
+TIME  new_key  e2e     flow_latency      10.0.0.1:40000 > 10.0.1.2:443 udp            0 ns     3.00 µs    -
+TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000 > 10.0.1.2:443 udp, switch 1  0 ns     1.00 µs    -
+TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000 > 10.0.1.2:443 udp, switch 2  0 ns     1.00 µs    -
+TIME  new_key  switch  flow_hop_latency  10.0.0.1:40000 > 10.0.1.2:443 udp, switch 3  0 ns     1.00 µs    -
+TIME  change   switch  seq_gaps          switch 5, hw_id 1                            0        1          0
+TIME  change   e2e     flow_latency      10.0.0.1:40000 > 10.0.1.2:443 udp            3.00 µs  3.10 µs    50 ns
+TIME  change   switch  flow_hop_latency  10.0.0.1:40000 > 10.0.1.2:443 udp, switch 2  1.00 µs  1.10 µs    50 ns
 15 events
 `
 	if code != 0 || untime(out) != want {

@@ -235,3 +235,18 @@ func TestFabricOldFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestTxUtilizationKey: the histogram width's key is tx_utilization, as every other part of
+// intake says; tx_util still works, with a logged warning. Before, only tx_util was read.
+func TestTxUtilizationKey(t *testing.T) {
+	for _, c := range []struct{ yaml, warn string }{
+		{"tx_utilization: 7", ""},
+		{"tx_util: 7", `level=WARN msg="flowcache.histograms.width.tx_util is deprecated: use flowcache.histograms.width.tx_utilization, which means the same"`},
+	} {
+		p := writeFile(t, "intake.yaml", "flowcache:\n  histograms: {scale: linear, width: {"+c.yaml+"}}\n")
+		code, out, errs := runVerb("serve", "--config", p, "--dump")
+		if code != 0 || !strings.Contains(out, "            tx_utilization: 7\n") || strings.Contains(errs, "WARN") != (c.warn != "") || !strings.Contains(errs, c.warn) {
+			t.Errorf("%s: exit %d, stderr %q", c.yaml, code, errs)
+		}
+	}
+}

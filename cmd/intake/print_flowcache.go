@@ -67,10 +67,14 @@ func writeHistogram(w io.Writer, h *record.Histogram) error {
 		most = max(most, b.Count)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	unit := strconv.FormatUint // queue occupancy and utilization: the switch's own numbers
+	if h.Metric == "hop_latency" || h.Metric == "latency" {
+		unit = func(ns uint64, _ int) string { return nanos(float64(ns)) }
+	}
 	for _, b := range h.Counts {
-		rng := fmt.Sprintf(">= %d", b.Lo)
+		rng := ">= " + unit(b.Lo, 10)
 		if b.Hi != nil {
-			rng = fmt.Sprintf("[%d, %d)", b.Lo, *b.Hi)
+			rng = "[" + unit(b.Lo, 10) + ", " + unit(*b.Hi, 10) + ")"
 		}
 		bar := strings.Repeat("#", int((b.Count*40+most-1)/max(most, 1)))
 		fmt.Fprintf(tw, "%s\t%d\t %s\t\n", rng, b.Count, bar)

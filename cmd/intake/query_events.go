@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -106,9 +107,9 @@ func runQueryEvents(args []string, stdout, stderr io.Writer) error {
 	for _, e := range r.Events {
 		th := "-"
 		if e.Threshold != nil {
-			th = fmt.Sprint(*e.Threshold)
+			th = measured(e.Measurement, *e.Threshold)
 		}
-		prev, val := fmt.Sprint(e.Prev), fmt.Sprint(e.Value)
+		prev, val := measured(e.Measurement, e.Prev), measured(e.Measurement, e.Value)
 		if e.Measurement == "flow_path" {
 			prev, val = "-", pathText(e.Path)
 		}
@@ -119,4 +120,15 @@ func runQueryEvents(args []string, stdout, stderr io.Writer) error {
 	tw.Flush()
 	fmt.Fprintf(stdout, "%d events\n", len(r.Events))
 	return nil
+}
+
+// measured writes a value of measurement m with its unit: the latencies, in nanoseconds,
+// as nanos does (3.10 µs); the others (queue and buffer occupancy, utilization, counts) are
+// the switch's own numbers, as they are.
+func measured(m string, v uint64) string {
+	switch m {
+	case "flow_latency", "flow_hop_latency":
+		return nanos(float64(v))
+	}
+	return strconv.FormatUint(v, 10)
 }

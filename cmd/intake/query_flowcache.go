@@ -76,12 +76,16 @@ func runQueryTop(args []string, stdout, stderr io.Writer) error {
 }
 
 func runQueryHistogram(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("query histogram", "--switch ID|e2e [--metric hop_latency|queue_occupancy|tx_util|latency] [--api HOST:PORT] [--json|--table]", stdout)
+	fs := newFlags("query histogram", "--switch ID|e2e [--metric hop_latency|queue_occupancy|tx_utilization|latency] [--api HOST:PORT] [--json|--table]", stdout)
 	o := cli.AddQuery(fs, false, stderr)
 	sw := fs.String("switch", "", "switch `id`, or e2e for the end-to-end latency")
-	metric := fs.String("metric", "hop_latency", "`metric`: hop_latency, queue_occupancy, tx_util (latency for e2e)")
+	metric := fs.String("metric", "hop_latency", "`metric`: hop_latency, queue_occupancy, tx_utilization (latency for e2e)")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
+	}
+	if *metric == "tx_util" {
+		fmt.Fprintln(stderr, "intake: --metric tx_util is deprecated: use tx_utilization, which means the same")
+		*metric = "tx_utilization"
 	}
 	if *sw == "" {
 		return usageErr("--switch is required")

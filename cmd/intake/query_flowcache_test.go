@@ -35,11 +35,24 @@ latest: the newest value this flow's reports carried; mean: over its reports sin
 		t.Errorf("query top: exit %d %s\n%q", c, errs, out)
 	}
 	c, out, errs = runVerb("query", "histogram", "--api", addr, "--switch", "1")
+	// Latency bins with their unit (issue 31: raw ns before).
 	wantHist := "switch 1 hop_latency: 3 samples, linear scale, 4 bins\n" +
-		"  [10, 20)  2   ########################################\n" +
-		"     >= 30  1                       ####################\n"
+		"  [10 ns, 20 ns)  2   ########################################\n" +
+		"        >= 30 ns  1                       ####################\n"
 	if c != 0 || out != wantHist {
 		t.Errorf("query histogram: exit %d %s\n%q", c, errs, out)
+	}
+	// One metric name, tx_utilization; tx_util still works and warns (issue 31).
+	wantUtil := "switch 1 tx_utilization: 3 samples, linear scale, 4 bins\n" +
+		"  [1, 2)  1                       ####################\n" +
+		"    >= 3  2   ########################################\n"
+	c, out, errs = runVerb("query", "histogram", "--api", addr, "--switch", "1", "--metric", "tx_utilization")
+	if c != 0 || out != wantUtil || errs != "" {
+		t.Errorf("query histogram --metric tx_utilization: exit %d %q\n%q", c, errs, out)
+	}
+	c, out, errs = runVerb("query", "histogram", "--api", addr, "--switch", "1", "--metric", "tx_util")
+	if c != 0 || out != wantUtil || errs != "intake: --metric tx_util is deprecated: use tx_utilization, which means the same\n" {
+		t.Errorf("query histogram --metric tx_util: exit %d %q\n%q", c, errs, out)
 	}
 	c, out, errs = runVerb("query", "flowcache-stats", "--api", addr)
 	if c != 0 || !strings.HasPrefix(out, "flow cache  16 rows × 4 buckets × 5 hops: 2 of 64 flows (3.12%), ") ||

@@ -78,6 +78,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err := ov.apply(&cfg); err != nil {
 		return err
 	}
+	for _, w := range cfg.FlowCache.Deprecated() {
+		logger.Warn(w)
+	}
 	if *dump {
 		_, err := stdout.Write(cfg.Dump())
 		return err

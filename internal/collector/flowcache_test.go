@@ -105,11 +105,14 @@ func TestFlowCacheAPI(t *testing.T) {
 		{"/api/v1/flowcache/top?by=jitter", 400, `{"error":"parameter by: \"jitter\": must be latency or packets","param":"by","value":"jitter"}`},
 		{"/api/v1/flowcache/top?n=0", 400, `{"error":"parameter n: \"0\": must be an integer 1-1000","param":"n","value":"0"}`},
 		{"/api/v1/histograms/9/hop_latency", 404, `{"error":"no histogram for switch 9"}`},
-		{"/api/v1/histograms/1/jitter", 400, `{"error":"parameter metric: \"jitter\": must be hop_latency, queue_occupancy or tx_util","param":"metric","value":"jitter"}`},
+		{"/api/v1/histograms/1/jitter", 400, `{"error":"parameter metric: \"jitter\": must be hop_latency, queue_occupancy or tx_utilization","param":"metric","value":"jitter"}`},
 		{"/api/v1/histograms/x/hop_latency", 400, `{"error":"parameter switch: \"x\": must be a switch id 0-4294967295 or e2e","param":"switch","value":"x"}`},
 		{"/api/v1/histograms/1/hop_latency", 200, `{"switch":"1","metric":"hop_latency","scale":"linear","bins":4,"total":3,"counts":[{"lo":10,"hi":20,"count":2},{"lo":30,"count":1}]}`},
 		{"/api/v1/histograms/e2e/latency", 200, `{"switch":"e2e","metric":"latency","scale":"linear","bins":4,"total":3,"counts":[{"lo":25,"hi":50,"count":2},{"lo":75,"count":1}]}`},
-		{"/api/v1/histograms", 200, `{"switches":[1,2,3],"metrics":["hop_latency","queue_occupancy","tx_util"],"e2e":["latency"]}`},
+		// One name, tx_utilization (issue 31); tx_util still answers, with the new name.
+		{"/api/v1/histograms", 200, `{"switches":[1,2,3],"metrics":["hop_latency","queue_occupancy","tx_utilization"],"e2e":["latency"]}`},
+		{"/api/v1/histograms/1/tx_utilization", 200, `{"switch":"1","metric":"tx_utilization","scale":"linear","bins":4,"total":3,"counts":[{"lo":1,"hi":2,"count":1},{"lo":3,"count":2}]}`},
+		{"/api/v1/histograms/1/tx_util", 200, `{"switch":"1","metric":"tx_utilization","scale":"linear","bins":4,"total":3,"counts":[{"lo":1,"hi":2,"count":1},{"lo":3,"count":2}]}`},
 		{"/api/v1/flowcache/top?by=latency&n=1", 200, ""},
 	} {
 		code, body := get(t, addr, tc.path)

@@ -153,7 +153,25 @@ func (f *FlowCache) handleHistograms(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	api.JSON(w, http.StatusOK, histListJSON{Switches: append([]uint32{}, f.hist.Switches()...),
-		Metrics: []string{"hop_latency", "queue_occupancy", "tx_util"}, E2E: []string{"latency"}})
+		Metrics: []string{"hop_latency", "queue_occupancy", "tx_utilization"}, E2E: []string{"latency"}})
+}
+
+// histMetric reads a histogram's metric as the API names it: tx_utilization, as every other
+// part of intake does, where record.Metric says tx_util; tx_util itself, the name before,
+// is still accepted (deprecated, docs/flowcache.md).
+func histMetric(s string) (record.Metric, bool) {
+	if s == "tx_utilization" {
+		return record.TxUtil, true
+	}
+	return record.ParseMetric(s)
+}
+
+// histMetricName is histMetric's inverse: the name the API's JSON gives m.
+func histMetricName(m record.Metric) string {
+	if m == record.TxUtil {
+		return "tx_utilization"
+	}
+	return m.String()
 }
 
 func (f *FlowCache) handleHistogram(w http.ResponseWriter, r *http.Request) {
@@ -174,9 +192,9 @@ func (f *FlowCache) handleHistogram(w http.ResponseWriter, r *http.Request) {
 		api.BadParam(w, "switch", sw, "a switch id 0-4294967295 or e2e")
 		return
 	}
-	m, ok := record.ParseMetric(ms)
+	m, ok := histMetric(ms)
 	if !ok {
-		api.BadParam(w, "metric", ms, "hop_latency, queue_occupancy or tx_util")
+		api.BadParam(w, "metric", ms, "hop_latency, queue_occupancy or tx_utilization")
 		return
 	}
 	h, ok := f.hist.Histogram(uint32(id), m)
@@ -184,6 +202,7 @@ func (f *FlowCache) handleHistogram(w http.ResponseWriter, r *http.Request) {
 		api.Error(w, http.StatusNotFound, "no histogram for switch "+sw)
 		return
 	}
+	h.Metric = histMetricName(m) // the pushed histograms (Redis keys) keep record's name
 	api.JSON(w, http.StatusOK, h)
 }
 

@@ -55,9 +55,29 @@ type HistConfig struct {
 type Widths struct {
 	HopLatency     uint64 `yaml:"hop_latency"`
 	QueueOccupancy uint64 `yaml:"queue_occupancy"`
-	TxUtil         uint64 `yaml:"tx_util"`
+	TxUtil         uint64 `yaml:"tx_utilization"`
 	// Latency is the end-to-end latency's (sum of hop latencies, switch "e2e").
 	Latency uint64 `yaml:"latency"`
+	// OldTxUtil is tx_utilization's older key, tx_util, deprecated (every other part of
+	// intake says tx_utilization): when set, Resolve makes it TxUtil's value and Deprecated
+	// says so. 0: not given.
+	OldTxUtil uint64 `yaml:"tx_util,omitempty"`
+}
+
+// Resolve applies the deprecated tx_util key over tx_utilization (the configuration's
+// reader calls it once, after decoding).
+func (w *Widths) Resolve() {
+	if w.OldTxUtil != 0 {
+		w.TxUtil = w.OldTxUtil
+	}
+}
+
+// Deprecated returns a warning for each deprecated key c uses, to be logged at start.
+func (c *Config) Deprecated() []string {
+	if c.Histograms.Width.OldTxUtil != 0 {
+		return []string{"flowcache.histograms.width.tx_util is deprecated: use flowcache.histograms.width.tx_utilization, which means the same"}
+	}
+	return nil
 }
 
 // DefaultConfig returns the documented defaults: 16384 rows × 12 buckets × 5 hops
@@ -121,7 +141,7 @@ func (c *Config) Validate() error {
 	for _, w := range []struct {
 		k string
 		v uint64
-	}{{"hop_latency", h.Width.HopLatency}, {"queue_occupancy", h.Width.QueueOccupancy}, {"tx_util", h.Width.TxUtil}, {"latency", h.Width.Latency}} {
+	}{{"hop_latency", h.Width.HopLatency}, {"queue_occupancy", h.Width.QueueOccupancy}, {"tx_utilization", h.Width.TxUtil}, {"latency", h.Width.Latency}} {
 		if w.v < 1 {
 			return fmt.Errorf("histograms.width.%s: %d: must be at least 1", w.k, w.v)
 		}

@@ -60,7 +60,7 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.RingEntries = 1000 }, "ring_entries: 1000: must be a power of two 2-1048576"},
 		{func(c *Config) { c.Histograms.Scale = "exp" }, `histograms.scale: "exp": must be linear or log`},
 		{func(c *Config) { c.Histograms.Bins = 1 }, "histograms.bins: 1: must be 2-4096"},
-		{func(c *Config) { c.Histograms.Width.TxUtil = 0 }, "histograms.width.tx_util: 0: must be at least 1"},
+		{func(c *Config) { c.Histograms.Width.TxUtil = 0 }, "histograms.width.tx_utilization: 0: must be at least 1"}, // tx_util before issue 31
 		{func(c *Config) { c.Histograms.MaxSwitches = 0 }, "histograms.max_switches: 0: must be 1-65536"},
 	} {
 		c := DefaultConfig()
