@@ -3,13 +3,13 @@
 package docstest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,53 +145,58 @@ func TestScaleOutRecipe(t *testing.T) {
 	}
 }
 
-// startMember starts `intake serve` with args in dir and waits for it to be ready; the
-// test's end stops it with SIGTERM.
+// startMember starts `intake serve` with args in dir and waits until its HTTP API (the
+// http.address of the --config file) answers /healthz; the test's end stops it with SIGTERM.
 func startMember(t *testing.T, bin, dir string, args []string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	stderr, err := cmd.StderrPipe()
+	i := slices.Index(args, "--config")
+	if i < 0 || i+1 >= len(args) {
+		t.Fatalf("intake %s: no --config", strings.Join(args, " "))
+	}
+	cfg, err := os.ReadFile(filepath.Join(dir, args[i+1]))
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := regexp.MustCompile(`(?m)^http:\s*\n\s+address:\s*(\S+)`).FindSubmatch(cfg)
+	if m == nil {
+		t.Fatalf("%s: no http.address", args[i+1])
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(10 * time.Second):
 			cmd.Process.Kill()
-			<-done
+			<-exited
 		}
 	})
-	ready := make(chan string, 1)
-	go func() {
-		var log strings.Builder
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			log.WriteString(sc.Text() + "\n")
-			if strings.HasPrefix(sc.Text(), "intake serve: ready") {
-				ready <- ""
-				io.Copy(io.Discard, stderr)
-				return
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-exited:
+			t.Fatalf("intake %s exited:\n%s", strings.Join(args, " "), log.String())
+		default:
+		}
+		if resp, err := http.Get("http://" + string(m[1]) + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return cmd
 			}
 		}
-		ready <- log.String()
-	}()
-	select {
-	case log := <-ready:
-		if log != "" {
-			t.Fatalf("intake %s did not start:\n%s", strings.Join(args, " "), log)
+		if time.Now().After(deadline) {
+			t.Fatalf("intake %s: no answer on %s/healthz after 30 s", strings.Join(args, " "), m[1])
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("intake %s: not ready after 30 s", strings.Join(args, " "))
+		time.Sleep(20 * time.Millisecond)
 	}
-	return cmd
 }
 
 // freePorts returns texts with every 127.0.0.1:PORT kept when the port is free for both TCP
