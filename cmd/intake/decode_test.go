@@ -107,7 +107,7 @@ const wantText = `frame 1: tr0.5 (udp 10.0.3.1:0 > 10.0.0.100:32766, report)
   seq         10
   flags       flow
   ingress_ts  287454020
-  flow        10.0.1.1:5000 > 10.0.2.3:6000 proto 17
+  flow        10.0.1.1:5000 > 10.0.2.3:6000 udp
   hop 1       node_id=1 ingress_port=3 egress_port=4 hop_latency=188 queue_id=2 queue_occupancy=256 ingress_ts=287454020 egress_ts=287454208 (reporter)
 
 frame 2: tr0.5 (udp 10.0.3.1:0 > 10.0.0.100:54321, report)
@@ -117,7 +117,7 @@ frame 2: tr0.5 (udp 10.0.3.1:0 > 10.0.0.100:54321, report)
   flags       drop
   ingress_ts  287454020
   drop_reason 29
-  flow        10.0.1.1:5000 > 10.0.2.3:6000 proto 17
+  flow        10.0.1.1:5000 > 10.0.2.3:6000 udp
   hop 1       node_id=1 ingress_port=3 egress_port=0 queue_id=0 ingress_ts=287454020 (reporter)
 
 frame 3: tr1.0 (udp 10.0.3.2:0 > 10.0.0.100:32766, report)
@@ -126,7 +126,7 @@ frame 3: tr1.0 (udp 10.0.3.2:0 > 10.0.0.100:32766, report)
   seq         10
   flags       flow
   ingress_ts  287454020
-  flow        10.0.1.1:5000 > 10.0.2.3:6000 proto 17
+  flow        10.0.1.1:5000 > 10.0.2.3:6000 udp
   hop 1       node_id=1 ingress_port=3 egress_port=4 queue_id=2 queue_occupancy=256 ingress_ts=287454020 (reporter)
 
 frame 4: tr2.0 (udp 10.0.3.3:0 > 10.0.0.100:32766, report)
@@ -146,7 +146,7 @@ frame 4 report 2: tr2.0 (udp 10.0.3.3:0 > 10.0.0.100:32766, report)
 
 frame 5: error: tr2.0 individual report report_length: truncated at offset 9
 frame 8: int-md
-  flow        10.0.1.1:63804 > 10.0.2.3:1234 proto 6
+  flow        10.0.1.1:63804 > 10.0.2.3:1234 tcp
   int_version 0.5
   hop 1       node_id=1
   hop 2       node_id=3
@@ -157,7 +157,7 @@ frame 9: tr0.5 (udp 10.0.3.5:0 > 10.0.2.4:1234, report)
   seq         0
   flags       flow
   ingress_ts  0
-  flow        10.0.1.1:63804 > 10.0.2.3:1234 proto 6
+  flow        10.0.1.1:63804 > 10.0.2.3:1234 tcp
   int_version 0.5
   hop 1       node_id=1
   hop 2       node_id=3

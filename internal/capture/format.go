@@ -95,9 +95,8 @@ func (it *Item) AppendText(b []byte) []byte {
 		b = fmt.Appendf(b, "  drop_reason %d\n", r.DropReason)
 	}
 	if r.Has&telemetry.HasFlow != 0 {
-		fk := &r.Flow
-		b = fmt.Appendf(b, "  flow        %s > %s proto %d\n",
-			netip.AddrPortFrom(fk.SrcAddr(), fk.SrcPort), netip.AddrPortFrom(fk.DstAddr(), fk.DstPort), fk.Proto)
+		// The flow as the query verbs and the console write it: the protocol by name.
+		b = fmt.Appendf(b, "  flow        %s\n", r.Flow.String())
 	}
 	if r.INT.Version != telemetry.INTNone {
 		b = fmt.Appendf(b, "  int_version %s\n", r.INT.Version)
