@@ -40,9 +40,10 @@ func TestQueryPortsCoverage(t *testing.T) {
 	addr := srv.Addr()
 
 	code, out, errs := runVerb("query", "ports", "--api", addr)
-	want := `  switch  port  in  label time  latency  qdepth     age  updates  stale  shift  active
-       3     1   2         200   900 ns       5  300 ms        2      0      0    true
-       4     2   0         300    50 ns       0  100 ms        2      1      0    true
+	// Times with their unit and clock (issue 31: the label time was a bare number).
+	want := `  switch  port  in  label time  latency  qdepth     age  received  updates  stale  shift  active
+       3     1   2    t+200 ns   900 ns       5  300 ms  t+150 ms        2      0      0    true
+       4     2   0    t+300 ns    50 ns       0  100 ms  t+360 ms        2      1      0    true
 2 ports
 `
 	if code != 0 || out != want {

@@ -37,10 +37,12 @@ func runQueryPorts(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "switch\tport\tin\tlabel time\tlatency\tqdepth\tage\tupdates\tstale\tshift\tactive\t\n")
+	// The label time is the switch's egress timestamp, on its own clock (since its zero);
+	// received is the collector's clock (clockTime).
+	fmt.Fprintf(tw, "switch\tport\tin\tlabel time\tlatency\tqdepth\tage\treceived\tupdates\tstale\tshift\tactive\t\n")
 	for _, p := range pr.Ports {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%v\t\n", p.SwitchID, p.Port, p.IngressPort, p.LabelTime,
-			nanos(float64(p.LatencyNs)), p.DeqQDepth, nanos(p.AgeMs*1e6), p.Updates, p.Stale, p.Shift, p.Active)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%v\t\n", p.SwitchID, p.Port, p.IngressPort, "t+"+nanos(float64(p.LabelTime)),
+			nanos(float64(p.LatencyNs)), p.DeqQDepth, nanos(p.AgeMs*1e6), clockTime(p.LastReceived), p.Updates, p.Stale, p.Shift, p.Active)
 	}
 	tw.Flush()
 	fmt.Fprintf(stdout, "%d ports\n", pr.Count)
@@ -67,13 +69,18 @@ func runQueryCoverage(args []string, stdout, stderr io.Writer) error {
 	// otherwise since the clock's zero.
 	fmt.Fprintf(tw, "start\tupdated\tactive\tcoverage\t\n")
 	for _, w := range cr.Windows {
-		at := "t+" + nanos(float64(w.StartNs))
-		if w.StartNs > 1e18 {
-			at = time.Unix(0, w.StartNs).UTC().Format("15:04:05.000")
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f%%\t\n", at, w.Updated, w.Active, 100*w.Coverage)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f%%\t\n", clockTime(w.StartNs), w.Updated, w.Active, 100*w.Coverage)
 	}
 	tw.Flush()
 	fmt.Fprintf(stdout, "mean %.2f%% over %d windows\n", 100*cr.Mean, len(cr.Windows))
 	return nil
+}
+
+// clockTime writes a time of the INT-label controller's clock: UTC time of day when it is a
+// wall clock (Unix ns), "t+" the time since its zero otherwise (a capture's, a test's).
+func clockTime(ns int64) string {
+	if ns > 1e18 {
+		return time.Unix(0, ns).UTC().Format("15:04:05.000")
+	}
+	return "t+" + nanos(float64(ns))
 }
