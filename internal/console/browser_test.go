@@ -424,6 +424,15 @@ func TestConsoleInChromium(t *testing.T) {
 		b.run(t, "open "+p.hash, chromedp.Navigate(base+"#/"+p.hash))
 		b.waitJS(t, p.hash, p.ready)
 		name, _, _ := strings.Cut(p.hash, "?")
+		if name == "switch" {
+			// A histogram per metric the API lists, each under its name (GET
+			// /api/v1/histograms says tx_utilization; the page once took it for the
+			// end-to-end latency's).
+			titles := eval[[]string](t, b, `[...document.querySelectorAll('#switch-hists .panel h2')].map((h) => h.textContent)`)
+			if want := []string{"hop latency", "queue occupancy", "tx utilization"}; !slices.Equal(titles, want) {
+				t.Errorf("switch 5's histograms %q, want %q", titles, want)
+			}
+		}
 		if name == "health" {
 			// Every drop counter of /api/v1/status, by component and reason, and the sinks.
 			shown := eval[[]string](t, b, `[...document.querySelectorAll('#health-drops tbody td:first-child')].map((td) => td.textContent)`)
@@ -477,7 +486,7 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	rows := eval[[]hopRow](t, b, `[...document.querySelectorAll('#flow-hops tr')].map((tr) => ({hop: tr.querySelector('td').textContent, switch: tr.dataset.switch,
 		cells: Object.fromEntries([...tr.querySelectorAll('td')].map((td) => [[...td.classList].find((c) => c.includes('-')) || '', td.textContent]))}))`)
-	names := [record.NumMetrics]string{"hop_latency", "queue_occupancy", "tx_util"}
+	names := [record.NumMetrics]string{"hop_latency", "queue_occupancy", "tx_utilization"}
 	for i, h := range rec.Hops {
 		if i >= len(rows) {
 			break

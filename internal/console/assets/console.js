@@ -111,8 +111,19 @@ function fmtTime(iso) {
 const metrics = {
   hop_latency: { label: 'hop latency', fmt: fmtNs },
   queue_occupancy: { label: 'queue occupancy', fmt: (v) => fmtNum(v) },
-  tx_util: { label: 'tx utilization', fmt: (v) => fmtNum(v) },
+  tx_utilization: { label: 'tx utilization', fmt: (v) => fmtNum(v), old: 'tx_util' },
 };
+
+// metricIn reads metric k of an API object (a hop's latest, a topology's latest) under its
+// name or, from a collector that still writes it, its older one (tx_util).
+function metricIn(obj, k) {
+  if (!obj) return undefined;
+  if (obj[k] !== undefined) return obj[k];
+  return metrics[k] && metrics[k].old ? obj[metrics[k].old] : undefined;
+}
+
+// metricInfo: how to show a metric the API names, by either name.
+function metricInfo(name) { return metrics[name] || Object.values(metrics).find((m) => m.old === name); }
 
 // The flow notation is the CLI's (telemetry.FlowString and ParseFlowKey): what the console
 // writes a user can paste into intake query flow, and the search box reads what any of them
@@ -546,7 +557,7 @@ function heat(text, f) {
   return c;
 }
 
-const mx = (latest, k) => (latest && latest[k] ? latest[k].max : undefined);
+const mx = (latest, k) => (metricIn(latest, k) ? metricIn(latest, k).max : undefined);
 
 pages.overview = (main, params, ctx) => {
   let range = pageRange(params);
@@ -600,7 +611,7 @@ pages.overview = (main, params, ctx) => {
       hotSw.append(h('p', { class: 'muted' }, topo ? 'No switch on a cached flow\'s path now.' : 'The flow cache is off.'));
       return;
     }
-    const keys = ['hop_latency', 'queue_occupancy', 'tx_util'];
+    const keys = Object.keys(metrics);
     // A cell's colour: its value between the smallest and the largest of every switch (or
     // link), not only of the rows shown.
     const top = (xs) => Object.fromEntries(keys.map((k) => {
@@ -729,7 +740,9 @@ function fabricLayout(sw, links, cols) {
 const linkChoices = { 20: 'the 20 hottest links', 50: 'the 50 hottest links', all: 'every link' };
 
 pages.fabric = (main, params, ctx) => {
-  const state = { metric: params.get('metric') || 'hop_latency', stat: 'max', links: params.get('links') || '20', sel: null, topo: null, cols: new Map() };
+  // The metric of the address, by either name (an older bookmark says tx_util).
+  const metric = Object.keys(metrics).find((k) => k === params.get('metric') || metrics[k].old === params.get('metric')) || 'hop_latency';
+  const state = { metric, stat: 'max', links: params.get('links') || '20', sel: null, topo: null, cols: new Map() };
   if (params.get('link')) state.sel = { link: params.get('link') };
   if (params.get('switch')) state.sel = { sw: Number(params.get('switch')) };
   const metricSel = h('select', { id: 'fabric-metric', onchange: () => { state.metric = metricSel.value; setParam('metric', state.metric); draw(); } },
@@ -746,7 +759,7 @@ pages.fabric = (main, params, ctx) => {
     h('div', { class: 'row' }, h('div', { class: 'grow panel' }, view), side));
 
   function val(latest) {
-    const m = latest && latest[state.metric];
+    const m = metricIn(latest, state.metric);
     return m ? m[state.stat] : undefined;
   }
 
@@ -848,7 +861,7 @@ pages.fabric = (main, params, ctx) => {
           h('dt', null, 'paths starting / ending here'), h('dd', null, x.first + ' / ' + x.last)),
         h('h2', null, 'Latest values of its flows'),
         table(['metric', '#mean', '#largest'], Object.entries(metrics).map(([k, m]) =>
-          h('tr', null, td(m.label), tdn(x.latest[k] ? m.fmt(x.latest[k].mean) : '–'), tdn(x.latest[k] ? m.fmt(x.latest[k].max) : '–')))),
+          h('tr', null, td(m.label), tdn(metricIn(x.latest, k) ? m.fmt(metricIn(x.latest, k).mean) : '–'), tdn(metricIn(x.latest, k) ? m.fmt(metricIn(x.latest, k).max) : '–')))),
         h('h2', null, 'Next switches (its egress)'),
         outs.length ? table(['to', '#flows', '#hop latency', '#queue'], linkRows(outs, 'to')) : h('p', { class: 'muted' }, 'none: paths end here'),
         h('h2', null, 'Previous switches'),
@@ -873,7 +886,7 @@ pages.fabric = (main, params, ctx) => {
           td([switchLink(l.from), ' → ', switchLink(l.to)]), tdn(fmtNum(l.flows)),
           tdn(l.latest.hop_latency ? fmtNs(l.latest.hop_latency.mean) : '–'),
           tdn(l.latest.queue_occupancy ? fmtNum(l.latest.queue_occupancy.mean) : '–'),
-          tdn(l.latest.tx_util ? fmtNum(l.latest.tx_util.mean) : '–')))));
+          tdn(metricIn(l.latest, 'tx_utilization') ? fmtNum(metricIn(l.latest, 'tx_utilization').mean) : '–')))));
     }
   }
 
@@ -1102,8 +1115,8 @@ pages.flow = (main, params, ctx) => {
       rec.hops.forEach((hp, i) => {
         const cells = [];
         for (const [k, m] of Object.entries(metrics)) {
-          cells.push(tdn(hp.latest[k] !== undefined ? m.fmt(hp.latest[k]) : '–', k + '-latest'),
-            tdn(hp.mean[k] !== undefined ? m.fmt(hp.mean[k]) : '–', k + '-mean'));
+          const latest = metricIn(hp.latest, k), mean = metricIn(hp.mean, k);
+          cells.push(tdn(latest !== undefined ? m.fmt(latest) : '–', k + '-latest'), tdn(mean !== undefined ? m.fmt(mean) : '–', k + '-mean'));
         }
         hops.append(h('tr', { 'data-switch': hp.node_id, 'data-hop': hp.hop || i + 1 }, tdn(String(hp.hop || i + 1)), td(switchLink(hp.node_id)), ...cells));
       });
@@ -1213,8 +1226,8 @@ pages.switch = (main, params, ctx) => {
     clear(out);
     names.forEach((m, i) => {
       const hst = hs[i];
-      const fmt = (metrics[m] || { fmt: fmtNs }).fmt;
-      const label = (metrics[m] || { label: 'end-to-end latency' }).label;
+      const fmt = (metricInfo(m) || { fmt: fmtNs }).fmt;
+      const label = (metricInfo(m) || { label: 'end-to-end latency' }).label;
       out.append(h('div', { class: 'panel', 'data-metric': m }, h('h2', null, label),
         hst ? [h('p', { class: 'muted small' }, fmtNum(hst.total) + ' samples · median ' + quantile(hst, 0.5, fmt) + ' · 99th percentile ' + quantile(hst, 0.99, fmt)), histChart(hst, fmt)]
           : h('p', { class: 'muted' }, 'no samples for this switch')));
