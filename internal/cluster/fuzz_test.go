@@ -17,8 +17,12 @@ func FuzzMerge(f *testing.F) {
 	f.Add(`{"switch":"3","total":5,"counts":[{"lo":0,"hi":1,"count":2}]}`, `{"counts":[{"lo":-1,"count":18446744073709551616}]}`, "")
 	f.Add(`{"switches":[3,1]}`, `{"switches":"x"}`, "")
 	f.Add(`null`, `[]`, "limit=x")
+	f.Add(`{"period_ns":10,"switches":[{"switch_id":3,"points":[{"t_ns":10,"hop_latency_mean_ns":1.5,"flows":2,"reports":4}]}],"flows":[{"flow":{"src":"a"},"text":"t","points":[{"t_ns":10,"packets":3,"latency_mean_ns":2}]}]}`,
+		`{"switches":[{"switch_id":3,"points":[{"t_ns":10,"hop_latency_mean_ns":1e308,"flows":1e308}]}],"flows":[{"text":"t","points":[{"t_ns":"x"}]}]}`, "")
+	f.Add(`{"flows":1,"switches":[{"id":2,"flows":1,"depth":0,"latest":{"hop_latency":{"mean":3,"max":3,"n":1}},"first":1,"last":0}],"links":[{"from":1,"to":2,"flows":1,"latest":{}}]}`,
+		`{"flows":"x","switches":[{"id":2,"latest":{"hop_latency":7}}],"links":[{"from":1,"to":2,"latest":{"tx_util":{"mean":1e400,"n":-1}}}],"truncated":true}`, "limit=1")
 	rt := &Router{names: []string{"a", "b"}, deps: Deps{EventsLimit: 2}}
-	mergers := []merger{rt.mergeTop, rt.mergeEvents, mergeCoverage, mergeHistList, mergeHist}
+	mergers := []merger{rt.mergeTop, rt.mergeEvents, mergeCoverage, mergeHistList, mergeHist, mergeHistory, mergeTopology}
 	f.Fuzz(func(t *testing.T, a, b, query string) {
 		req := httptest.NewRequest("GET", "/x", nil)
 		req.URL.RawQuery = query

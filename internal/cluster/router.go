@@ -86,6 +86,8 @@ func NewRouter(cfg Config, deps Deps) (*Router, error) {
 		"/api/v1/events":         rt.mergeEvents,
 		"/api/v1/label/coverage": mergeCoverage,
 		"/api/v1/histograms":     mergeHistList,
+		"/api/v1/history":        mergeHistory,
+		"/api/v1/topology":       mergeTopology,
 	}
 	return rt, nil
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/netip"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/intake-int/intake/internal/collector"
@@ -88,6 +90,120 @@ func TestClusterTopFilter(t *testing.T) {
 			if code != 200 || v.Partial || !reflect.DeepEqual(got, want) {
 				t.Errorf("%s via %s: %d %v, want %v\n%s", q, c.Config.Cluster.Self, code, got, want, body)
 			}
+		}
+	}
+}
+
+// canonical decodes a JSON answer and drops the merge's own keys (partial, missing),
+// encoded again with sorted keys.
+func canonical(t *testing.T, body string, drop ...string) string {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	for _, k := range append(drop, "partial", "missing") {
+		delete(v, k)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestClusterTopology: GET /api/v1/topology through any member is the union of the
+// members' topologies, exactly what one collector with all their flows answers: three
+// members, each with a part of the paths.
+func TestClusterTopology(t *testing.T) {
+	cs := flowCacheCluster(t, nil)
+	one, oneAddr := collectortest.StartFlowCache(t, func(cfg *config.Config) { cfg.History.Enabled = false })
+	type fl struct {
+		m     int
+		sport uint16
+		hops  []collectortest.FlowHop
+	}
+	for _, f := range []fl{
+		{0, 1, []collectortest.FlowHop{{1, 100, 1, 10}, {2, 200, 2, 20}, {3, 300, 3, 30}}},
+		{1, 2, []collectortest.FlowHop{{4, 400, 4, 40}, {2, 220, 6, 60}, {3, 330, 9, 90}}},
+		{2, 3, []collectortest.FlowHop{{2, 260, 5, 50}, {5, 500, 5, 50}}},
+		{2, 4, []collectortest.FlowHop{{3, 30, 1, 1}}},
+	} {
+		for _, c := range []*collector.Collector{cs[f.m], one} {
+			c.FlowCache.Process(0, collectortest.FlowReport(f.sport, 1000, f.hops...))
+			c.FlowCache.Flush(0)
+		}
+	}
+	_, want := get(t, oneAddr, "/api/v1/topology")
+	for _, c := range cs {
+		code, got := get(t, c.API.Addr(), "/api/v1/topology")
+		if code != 200 || canonical(t, got) != canonical(t, want) {
+			t.Errorf("via %s: %d\n%s\nwant (one collector)\n%s", c.Config.Cluster.Self, code, canonical(t, got), canonical(t, want))
+		}
+	}
+	// Switch 2, spelt out: three flows (one per member), one of which starts there.
+	var topo struct {
+		Flows    int `json:"flows"`
+		Switches []struct {
+			ID     uint32         `json:"id"`
+			Flows  int            `json:"flows"`
+			Depth  int            `json:"depth"`
+			First  int            `json:"first"`
+			Latest map[string]any `json:"latest"`
+		} `json:"switches"`
+		Links []struct {
+			From, To uint32
+			Flows    int `json:"flows"`
+		} `json:"links"`
+	}
+	_, body := get(t, cs[1].API.Addr(), "/api/v1/topology")
+	json.Unmarshal([]byte(body), &topo)
+	s2 := topo.Switches[1]
+	if topo.Flows != 4 || len(topo.Switches) != 5 || len(topo.Links) != 4 || s2.ID != 2 || s2.Flows != 3 || s2.Depth != 0 || s2.First != 1 ||
+		!reflect.DeepEqual(s2.Latest["hop_latency"], map[string]any{"mean": 680.0 / 3, "max": 260.0, "n": 3.0}) {
+		t.Errorf("merged topology: %s", body)
+	}
+	// limit applies to the union.
+	_, body = get(t, cs[0].API.Addr(), "/api/v1/topology?limit=2")
+	json.Unmarshal([]byte(body), &topo)
+	if len(topo.Switches) != 2 || topo.Switches[1].ID != 2 || len(topo.Links) != 2 || !strings.Contains(body, `"truncated": true`) {
+		t.Errorf("limit=2: %s", body)
+	}
+}
+
+// TestClusterHistory: GET /api/v1/history through any member merges the members' points,
+// switches by id and flows by 5-tuple: what one collector with all their flows answers.
+func TestClusterHistory(t *testing.T) {
+	mod := func(cfg *config.Config) {
+		historyConfig(cfg)
+		cfg.Detect.Enabled = false
+	}
+	cs := flowCacheCluster(t, func(_ int, cfg *config.Config) { mod(cfg) })
+	one := collectortest.Start(t, mod)
+	all := append([]*collector.Collector{one}, cs...)
+	hc := newHistoryClock()
+	feed := func(m int, rs ...*telemetry.Report) {
+		for _, c := range []*collector.Collector{cs[m], one} {
+			hc.feed(c, rs...)
+		}
+	}
+	hc.next(all...)
+	// Switch 2 is on the paths of flows of every member; flow 1000's and 2000's members
+	// differ.
+	feed(0, collectortest.FlowReport(1000, 0, collectortest.FlowHop{1, 10, 1, 1}, collectortest.FlowHop{2, 20, 2, 2}),
+		collectortest.FlowReport(1000, 0, collectortest.FlowHop{1, 30, 1, 1}, collectortest.FlowHop{2, 40, 2, 2}))
+	feed(1, collectortest.FlowReport(2000, 0, collectortest.FlowHop{2, 100, 7, 3}))
+	feed(2, collectortest.FlowReport(3000, 0, collectortest.FlowHop{3, 5, 0, 0}, collectortest.FlowHop{2, 61, 3, 9}))
+	ta := hc.next(all...)
+	feed(1, collectortest.FlowReport(2000, 0, collectortest.FlowHop{2, 300, 1, 1}))
+	feed(0, collectortest.FlowReport(1000, 0, collectortest.FlowHop{1, 30, 1, 1}, collectortest.FlowHop{2, 40, 2, 2}))
+	tb := hc.next(all...)
+	q := "/api/v1/history?from=0&to=" + strconv.FormatInt(tb, 10)
+	_, want := get(t, one.API.Addr(), q)
+	if !strings.Contains(want, `"t_ns": `+strconv.FormatInt(ta, 10)) || !strings.Contains(want, `"hop_latency_mean_ns": 67`) {
+		t.Fatalf("one collector's history lacks period %d's points:\n%s", ta, want)
+	}
+	for _, c := range cs {
+		code, got := get(t, c.API.Addr(), q)
+		if code != 200 || canonical(t, got, "to_ns") != canonical(t, want, "to_ns") {
+			t.Errorf("via %s: %d\n%s\nwant (one collector)\n%s", c.Config.Cluster.Self, code, canonical(t, got), canonical(t, want))
 		}
 	}
 }

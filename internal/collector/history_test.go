@@ -17,9 +17,10 @@ import (
 	"github.com/intake-int/intake/telemetry"
 )
 
-// historyPeriod is the tests' history period: short, with room for a report processed right
-// after a sample to be in before the next one.
-const historyPeriod = 300 * time.Millisecond
+// historyPeriod is the tests' history period. The tests take the samples themselves, at
+// the ends of periods far in the future (History.Sample), with reports stamped inside
+// them: exact whatever the machine's load; the ticker's first sample is an hour away.
+const historyPeriod = time.Hour
 
 // historyConfig has the flow cache and the detector, and a history of 5 periods.
 func historyConfig(cfg *config.Config) {
@@ -28,26 +29,38 @@ func historyConfig(cfg *config.Config) {
 	cfg.History.Period, cfg.History.Retention = historyPeriod, 5*historyPeriod
 }
 
-// historyFeeder returns a function that waits for c's history to take its next sample and
-// returns its time (t_ns), and one that processes reports at once (the flow cache and the
-// detector, flushed), stamped now.
-func historyFeeder(t *testing.T, c *collector.Collector) (next func() int64, feed func(rs ...*telemetry.Report)) {
-	next = func() int64 {
-		t.Helper()
-		n := c.History.Samples()
-		testutil.Eventually(t, 5*time.Second, "a history sample", func() bool { return c.History.Samples() > n })
-		return c.History.Newest()
+// historyClock is the tests' periods: start is the current period's start, ten thousand
+// periods from now.
+type historyClock struct{ start int64 }
+
+func newHistoryClock() *historyClock {
+	p := int64(historyPeriod)
+	return &historyClock{start: (time.Now().UnixNano()/p + 10000) * p}
+}
+
+// next ends the current period: every collector in cs samples it. It returns its time.
+func (hc *historyClock) next(cs ...*collector.Collector) int64 {
+	hc.start += int64(historyPeriod)
+	for _, c := range cs {
+		c.History.Sample(hc.start)
 	}
-	feed = func(rs ...*telemetry.Report) {
-		for _, r := range rs {
-			r.RecvTime = time.Now().UnixNano()
-			c.FlowCache.Process(0, r)
+	return hc.start
+}
+
+// feed has c process reports at once, in the current period (the flow cache and the
+// detector, when on, flushed).
+func (hc *historyClock) feed(c *collector.Collector, rs ...*telemetry.Report) {
+	for i, r := range rs {
+		r.RecvTime = hc.start + int64(i) + 1
+		c.FlowCache.Process(0, r)
+		if c.Detector != nil {
 			c.Detector.Process(0, r)
 		}
-		c.FlowCache.Flush(0)
+	}
+	c.FlowCache.Flush(0)
+	if c.Detector != nil {
 		c.Detector.Flush(0)
 	}
-	return next, feed
 }
 
 // dropReport is a dropped-packet report from node.
@@ -77,7 +90,9 @@ var (
 func TestHistory(t *testing.T) {
 	c := collectortest.Start(t, historyConfig)
 	addr := c.API.Addr()
-	next, feed := historyFeeder(t, c)
+	hc := newHistoryClock()
+	next := func() int64 { return hc.next(c) }
+	feed := func(rs ...*telemetry.Report) { hc.feed(c, rs...) }
 	next() // a period with nothing in it
 	// Period A: flow 1 over switches 1 > 2, twice (end-to-end latency 30 then 70).
 	feed(collectortest.FlowReport(1000, 0, collectortest.FlowHop{1, 10, 5, 7}, collectortest.FlowHop{2, 20, 0, 8}),
@@ -138,14 +153,14 @@ func TestHistory(t *testing.T) {
 
 	// range: back from now, capped at the retention; the default is the retention.
 	before := time.Now().UnixNano()
-	for q, span := range map[string]time.Duration{"": 5 * historyPeriod, "range=1h": 5 * historyPeriod, "range=300ms": 300 * time.Millisecond} {
+	for q, span := range map[string]time.Duration{"": 5 * historyPeriod, "range=24h": 5 * historyPeriod, "range=300ms": 300 * time.Millisecond} {
 		got := historyGet(t, addr, q)
 		if got.ToNS < before || got.ToNS > time.Now().UnixNano() || got.ToNS-got.FromNS != int64(span) {
 			t.Errorf("%q: from %d to %d, want %v up to now", q, got.FromNS, got.ToNS, span)
 		}
 	}
 	for q, want := range map[string]string{
-		"range=soon":  `{"error":"parameter range: \"soon\": must be a positive duration such as 15m (at most history.retention, 1.5s)","param":"range","value":"soon"}`,
+		"range=soon":  `{"error":"parameter range: \"soon\": must be a positive duration such as 15m (at most history.retention, 5h0m0s)","param":"range","value":"soon"}`,
 		"from=x":      `{"error":"parameter from: \"x\": must be a time in Unix nanoseconds","param":"from","value":"x"}`,
 		"from=5&to=4": `{"error":"parameter from: \"5\": must be at most to (4)","param":"from","value":"5"}`,
 		"switch=-1":   `{"error":"parameter switch: \"-1\": must be a switch id 0-4294967295","param":"switch","value":"-1"}`,
@@ -179,7 +194,20 @@ func TestHistory(t *testing.T) {
 	if err := c.History.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := historyGet(t, addr, all); len(got.Switches) != 0 || len(got.Flows) != 0 {
+	if got := historyGet(t, addr, all); len(got.Switches) != 0 || len(got.Flows) != 0 || c.History.Newest() != 0 {
 		t.Errorf("after a restart: %+v", got)
+	}
+}
+
+// TestHistoryTicks: the history samples by itself at every multiple of its period.
+func TestHistoryTicks(t *testing.T) {
+	const period = 20 * time.Millisecond
+	c := collectortest.Start(t, func(cfg *config.Config) {
+		historyConfig(cfg)
+		cfg.History.Period, cfg.History.Retention = period, 10*period
+	})
+	testutil.Eventually(t, 5*time.Second, "three samples", func() bool { return c.History.Samples() >= 3 })
+	if n := c.History.Newest(); n%int64(period) != 0 || n > time.Now().UnixNano() {
+		t.Errorf("newest sample at %d: not a multiple of %v in the past", n, period)
 	}
 }

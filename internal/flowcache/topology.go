@@ -60,10 +60,12 @@ type LatestJSON struct {
 	TxUtil         *StatJSON `json:"tx_util,omitempty"`
 }
 
-// StatJSON is the mean and largest of the flows' latest values.
+// StatJSON is the mean and largest of the flows' latest values, and N the flows that
+// carried the metric (what the mean is over: a cluster's merge weighs each member's by it).
 type StatJSON struct {
 	Mean float64 `json:"mean"`
 	Max  uint64  `json:"max"`
+	N    uint64  `json:"n"`
 }
 
 // topoAcc accumulates one switch's or link's latest values.
@@ -91,7 +93,7 @@ func (a *topoAcc) stats() LatestJSON {
 	dst := [record.NumMetrics]**StatJSON{&s.HopLatency, &s.QueueOccupancy, &s.TxUtil}
 	for m := range record.NumMetrics {
 		if a.n[m] > 0 {
-			*dst[m] = &StatJSON{Mean: float64(a.sum[m]) / float64(a.n[m]), Max: a.max[m]}
+			*dst[m] = &StatJSON{Mean: float64(a.sum[m]) / float64(a.n[m]), Max: a.max[m], N: a.n[m]}
 		}
 	}
 	return s

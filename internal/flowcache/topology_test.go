@@ -33,14 +33,14 @@ func TestTopology(t *testing.T) {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 	const want = `{"flows":3,"switches":[` +
-		`{"id":1,"flows":1,"depth":0,"latest":{"hop_latency":{"mean":110,"max":110},"queue_occupancy":{"mean":5,"max":5},"tx_util":{"mean":0,"max":0}},"first":1,"last":0},` +
-		`{"id":2,"flows":2,"depth":1,"latest":{"hop_latency":{"mean":220,"max":230},"queue_occupancy":{"mean":7,"max":8},"tx_util":{"mean":0,"max":0}},"first":0,"last":0},` +
-		`{"id":3,"flows":3,"depth":0,"latest":{"hop_latency":{"mean":230,"max":330},"queue_occupancy":{"mean":5.666666666666667,"max":9},"tx_util":{"mean":0,"max":0}},"first":1,"last":3},` +
-		`{"id":4,"flows":1,"depth":0,"latest":{"hop_latency":{"mean":400,"max":400},"queue_occupancy":{"mean":40,"max":40},"tx_util":{"mean":0,"max":0}},"first":1,"last":0}],` +
+		`{"id":1,"flows":1,"depth":0,"latest":{"hop_latency":{"mean":110,"max":110,"n":1},"queue_occupancy":{"mean":5,"max":5,"n":1},"tx_util":{"mean":0,"max":0,"n":1}},"first":1,"last":0},` +
+		`{"id":2,"flows":2,"depth":1,"latest":{"hop_latency":{"mean":220,"max":230,"n":2},"queue_occupancy":{"mean":7,"max":8,"n":2},"tx_util":{"mean":0,"max":0,"n":2}},"first":0,"last":0},` +
+		`{"id":3,"flows":3,"depth":0,"latest":{"hop_latency":{"mean":230,"max":330,"n":3},"queue_occupancy":{"mean":5.666666666666667,"max":9,"n":3},"tx_util":{"mean":0,"max":0,"n":3}},"first":1,"last":3},` +
+		`{"id":4,"flows":1,"depth":0,"latest":{"hop_latency":{"mean":400,"max":400,"n":1},"queue_occupancy":{"mean":40,"max":40,"n":1},"tx_util":{"mean":0,"max":0,"n":1}},"first":1,"last":0}],` +
 		`"links":[` +
-		`{"from":1,"to":2,"flows":1,"latest":{"hop_latency":{"mean":110,"max":110},"queue_occupancy":{"mean":5,"max":5},"tx_util":{"mean":0,"max":0}}},` +
-		`{"from":2,"to":3,"flows":2,"latest":{"hop_latency":{"mean":220,"max":230},"queue_occupancy":{"mean":7,"max":8},"tx_util":{"mean":0,"max":0}}},` +
-		`{"from":4,"to":2,"flows":1,"latest":{"hop_latency":{"mean":400,"max":400},"queue_occupancy":{"mean":40,"max":40},"tx_util":{"mean":0,"max":0}}}]}`
+		`{"from":1,"to":2,"flows":1,"latest":{"hop_latency":{"mean":110,"max":110,"n":1},"queue_occupancy":{"mean":5,"max":5,"n":1},"tx_util":{"mean":0,"max":0,"n":1}}},` +
+		`{"from":2,"to":3,"flows":2,"latest":{"hop_latency":{"mean":220,"max":230,"n":2},"queue_occupancy":{"mean":7,"max":8,"n":2},"tx_util":{"mean":0,"max":0,"n":2}}},` +
+		`{"from":4,"to":2,"flows":1,"latest":{"hop_latency":{"mean":400,"max":400,"n":1},"queue_occupancy":{"mean":40,"max":40,"n":1},"tx_util":{"mean":0,"max":0,"n":1}}}]}`
 	var v any
 	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
 		t.Fatal(err)
