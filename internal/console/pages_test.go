@@ -366,3 +366,40 @@ func TestConsoleAfterIdle(t *testing.T) {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
 }
+
+// TestConsoleCluster: in a cluster, the console of any member draws every member's flows
+// (GET /api/v1/topology and flowcache/top merged): here member 0 holds a flow over switches
+// 1 > 2, member 1 a slower one over 3 > 4, and member 0's console shows both.
+func TestConsoleCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts collectors and a browser (-short)")
+	}
+	cs := collectortest.StartCluster(t, 2, func(i int, cfg *config.Config) { cfg.DTA.Enabled, cfg.Label.Enabled = false, false })
+	now := time.Now().UnixNano()
+	for i, hops := range [][]collectortest.FlowHop{{{1, 100, 5, 6}, {2, 100, 5, 6}}, {{3, 900, 50, 60}, {4, 900, 50, 60}}} {
+		cs[i].FlowCache.Process(0, collectortest.FlowReport(uint16(i+1), now, hops...))
+		cs[i].FlowCache.Flush(0)
+	}
+	b := newBrowser(t)
+	base := "http://" + cs[0].API.Addr() + "/"
+	b.run(t, "open member 0's fabric", chromedp.Navigate(base+"#/fabric"))
+	b.waitJS(t, "both members' switches", `document.querySelectorAll('#fabric-svg g.switch').length === 4`)
+	type node struct {
+		ID  int `json:"id"`
+		Col int `json:"col"`
+	}
+	nodes := eval[[]node](t, b, `[...document.querySelectorAll('#fabric-svg g.switch')].map((g) => ({id: Number(g.dataset.id), col: Number(g.dataset.col)}))`)
+	slices.SortFunc(nodes, func(a, b node) int { return a.ID - b.ID })
+	if want := []node{{1, 0}, {2, 1}, {3, 0}, {4, 1}}; !slices.Equal(nodes, want) {
+		t.Errorf("member 0's fabric %v, want %v (both members' switches by hop)", nodes, want)
+	}
+	b.run(t, "open member 0's overview", chromedp.Navigate(base+"#/overview"))
+	b.waitJS(t, "both members' flows", `document.querySelectorAll('#ov-slow-table tbody tr').length === 2`)
+	got := eval[[]string](t, b, `[...document.querySelectorAll('#ov-slow-table tbody tr td:first-child')].map((td) => td.textContent)`)
+	if want := []string{"10.0.0.1:2 > 10.0.0.2:80 udp", "10.0.0.1:1 > 10.0.0.2:80 udp"}; !slices.Equal(got, want) {
+		t.Errorf("member 0's slowest flows %q, want member 1's first, then its own: %q", got, want)
+	}
+	if errs := b.errors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
