@@ -803,7 +803,8 @@ pages.fabric = (main, params, ctx) => {
       svg.append(s('text', { x, y: 18, 'text-anchor': 'middle', class: 'col-head', 'data-col': c, text: 'hop ' + (c + 1) + (c === 0 ? ' (source)' : '') }));
     }
     // The hottest links only (unless every one is asked for), the worst drawn last, on top.
-    const sorted = [...pairs.values()].sort((p, q) => p.v - q.v);
+    // (A truncated topology may list a link to a switch it does not list: not drawn.)
+    const sorted = [...pairs.values()].filter((p) => pos[p.a] && pos[p.b]).sort((p, q) => p.v - q.v);
     const shown = state.links === 'all' ? sorted : sorted.slice(-Number(state.links));
     for (const p of shown) {
       const [x1, y1] = pos[p.a], [x2, y2] = pos[p.b];
