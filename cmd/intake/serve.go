@@ -149,9 +149,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			cl.Self, len(cl.Members), strings.Join(cl.Names(), ", "))
 	}
 	fmt.Fprintf(stderr, "intake serve: ready; Ctrl-C or SIGTERM stops\n")
+	sdNotify("READY=1")
 
 	s := <-sig
 	fmt.Fprintf(stderr, "intake serve: %s: draining and stopping\n", s)
+	sdNotify("STOPPING=1")
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	err = coll.Stop(ctx)
