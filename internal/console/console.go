@@ -5,9 +5,12 @@
 // them once, so the API's guards apply to the console's data as to any client's
 // (docs/console.md).
 //
-// It is the "web UI" of docs/design.md's data flow: the fabric drawn from the flows' paths
-// (GET /api/v1/topology), live events, top flows, a flow's hops and events, per-switch
-// histograms, the collector's health, the DTA stores and INT-label coverage.
+// It is the "web UI" of docs/design.md's data flow: an overview it opens on (the slowest
+// flows, hot switches and links, recent events by kind, health and drops), the fabric drawn
+// by hop position from the flows' paths (GET /api/v1/topology), live events, top flows with
+// filters, a flow's hops and events, a switch's history and histograms, the last hour's
+// charts (GET /api/v1/history), the collector's health, and, in a secondary group, the DTA
+// stores and INT-label coverage. Flows are written and read in the CLI's notation.
 package console
 
 import (
