@@ -47,7 +47,7 @@ func runQueryFlow(args []string, stdout, stderr io.Writer) error {
 // flowFlags adds --src, --dst, --sport, --dport and --proto, the flow as the API addresses
 // it; the function returned, called after parsing with the positional arguments, gives the
 // query parameters: from the flags, or from one argument written as the demo and the queries
-// write flows ("10.0.0.1:1000 > 10.0.0.2:80 udp").
+// write flows ("10.0.0.1:1000 > 10.0.0.2:80 udp"; "->" and the console's "→" too: telemetry.ParseFlowKey).
 func flowFlags(fs *flag.FlagSet) func(pos []string) (url.Values, error) {
 	src := fs.String("src", "", "source `address`")
 	dst := fs.String("dst", "", "destination `address`")
@@ -55,7 +55,7 @@ func flowFlags(fs *flag.FlagSet) func(pos []string) (url.Values, error) {
 	dport := fs.Uint("dport", 0, "destination `port`")
 	var proto uint8
 	var protoSet, portsSet bool
-	fs.Func("proto", "IP `protocol`: tcp, udp, icmp or a number", func(s string) (err error) {
+	fs.Func("proto", "IP `protocol`: tcp, udp, icmp, icmpv6, sctp (any case) or a number", func(s string) (err error) {
 		proto, err = telemetry.ParseProto(s)
 		protoSet = true
 		return err
