@@ -102,27 +102,34 @@ func TestServeHTTPListen(t *testing.T) {
 	}
 
 	// Running: the listeners and the API are where the flags say.
-	var sout, serr syncBuffer
-	done := make(chan int)
-	go func() {
-		done <- run([]string{"serve", "--config", cfg, "--http", "127.0.0.1:0", "--listen", "report=127.0.0.1:0"}, &sout, &serr)
-	}()
-	tr, httpAddr := serveReady(t, &serr, 5*time.Second)
+	tr, httpAddr := startServe(t, "--config", cfg, "--http", "127.0.0.1:0", "--listen", "report=127.0.0.1:0")
 	if !strings.HasPrefix(tr, "127.0.0.1:") || !strings.HasPrefix(httpAddr, "127.0.0.1:") {
 		t.Errorf("report on %q, http on %q", tr, httpAddr)
 	}
 	if code, _, errs := runVerb("status", "--api", httpAddr, "--json"); code != 0 {
 		t.Errorf("status through --http: exit %d %s", code, errs)
 	}
-	sigterm()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("serve exited %d: %s", code, serr.String())
+}
+
+// startServe runs `intake serve args...` in-process until the test ends (then SIGTERM, and
+// it must exit 0), and returns its report listener's and HTTP addresses.
+func startServe(t *testing.T, args ...string) (trAddr, httpAddr string) {
+	t.Helper()
+	var sout, serr syncBuffer
+	done := make(chan int)
+	go func() { done <- run(append([]string{"serve"}, args...), &sout, &serr) }()
+	t.Cleanup(func() {
+		sigterm()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("serve exited %d: %s", code, serr.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("serve did not stop")
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	})
+	return serveReady(t, &serr, 10*time.Second)
 }
 
 // TestFabricDefaults: serve and fabric, each at its defaults (serve's HTTP API aside, on a
@@ -137,18 +144,7 @@ func TestFabricDefaults(t *testing.T) {
 		}
 		c.Close()
 	}
-	var sout, serr syncBuffer
-	served := make(chan int)
-	go func() { served <- run([]string{"serve", "--http", "127.0.0.1:0"}, &sout, &serr) }()
-	_, httpAddr := serveReady(t, &serr, 10*time.Second)
-	defer func() {
-		sigterm()
-		select {
-		case <-served:
-		case <-time.After(10 * time.Second):
-			t.Error("serve did not stop")
-		}
-	}()
+	_, httpAddr := startServe(t, "--http", "127.0.0.1:0")
 
 	var fout, ferr syncBuffer
 	fabricDone := make(chan int)
