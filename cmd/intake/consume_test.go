@@ -146,6 +146,18 @@ func TestConsumeContent(t *testing.T) {
 	}
 }
 
+// deadAddr is a loopback TCP address nothing listens on (a port taken and released).
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := l.Addr().String()
+	l.Close()
+	return a
+}
+
 // TestConsumeFails: consume says what it connected to, and ends with a clear message and
 // exit status within --timeout when it cannot read: a broker that refuses connections, one
 // that never answers, a topic the brokers do not have, a kind the configuration turns off.

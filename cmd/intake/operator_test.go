@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -17,18 +19,6 @@ import (
 )
 
 // The operator's CLI (issue 31): exit codes and warnings a script relies on.
-
-// deadAddr is a loopback TCP address nothing listens on (a port taken and released).
-func deadAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := l.Addr().String()
-	l.Close()
-	return a
-}
 
 // TestStatusClusterDown: `status --cluster` prints the table (or the JSON) and exits 1 when
 // a member is down, naming it on stderr. Before, it exited 0.
