@@ -41,7 +41,7 @@ func (m *wmean) mean() float64 {
 // reports, drops, flows and packets summed, maxima the largest, a switch's hop latency mean
 // weighted by its flows, a flow's latency mean by its packets. Switches by id, flows by
 // their packets over the range (most first, then text), as one collector answers.
-func mergeHistory(_ *http.Request, parts [][]byte) (any, error) {
+func mergeHistory(r *http.Request, parts [][]byte) (any, error) {
 	out, err := first(parts)
 	if err != nil {
 		return nil, err
@@ -52,7 +52,7 @@ func mergeHistory(_ *http.Request, parts [][]byte) (any, error) {
 	}
 	type flPoint struct {
 		lat             wmean
-		latMax, packets uint64
+		latest, packets uint64 // latest: one member owns a flow, so there is one
 	}
 	type flow struct {
 		key    any
@@ -107,7 +107,7 @@ func mergeHistory(_ *http.Request, parts [][]byte) (any, error) {
 				p.lat.add(f64(pm["latency_mean_ns"]), float64(n))
 				p.packets += n
 				f.total += n
-				p.latMax = max(p.latMax, u64(pm["latency_max_ns"]))
+				p.latest = max(p.latest, u64(pm["latency_latest_ns"]))
 			}
 		}
 	}); err != nil {
@@ -133,12 +133,15 @@ func mergeHistory(_ *http.Request, parts [][]byte) (any, error) {
 		}
 		return fl[i].text < fl[j].text
 	})
+	if n, err := strconv.Atoi(r.URL.Query().Get("flows")); err == nil && n > 0 && len(fl) > n {
+		fl = fl[:n] // each member kept its n: the merge keeps the n with the most reports
+	}
 	flows := []any{}
 	for _, f := range fl {
 		pts := []any{}
 		for _, t := range sortedKeys(f.points) {
 			p := f.points[t]
-			pts = append(pts, map[string]any{"t_ns": t, "latency_mean_ns": p.lat.mean(), "latency_max_ns": p.latMax, "packets": p.packets})
+			pts = append(pts, map[string]any{"t_ns": t, "latency_mean_ns": p.lat.mean(), "latency_latest_ns": p.latest, "packets": p.packets})
 		}
 		flows = append(flows, map[string]any{"flow": f.key, "text": f.text, "points": pts})
 	}

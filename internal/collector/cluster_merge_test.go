@@ -200,10 +200,14 @@ func TestClusterHistory(t *testing.T) {
 	if !strings.Contains(want, `"t_ns": `+strconv.FormatInt(ta, 10)) || !strings.Contains(want, `"hop_latency_mean_ns": 67`) {
 		t.Fatalf("one collector's history lacks period %d's points:\n%s", ta, want)
 	}
-	for _, c := range cs {
-		code, got := get(t, c.API.Addr(), q)
-		if code != 200 || canonical(t, got, "to_ns") != canonical(t, want, "to_ns") {
-			t.Errorf("via %s: %d\n%s\nwant (one collector)\n%s", c.Config.Cluster.Self, code, canonical(t, got), canonical(t, want))
+	// flows=1: each member keeps its one, the merge the one with the most reports.
+	for _, q := range []string{q, q + "&flows=1"} {
+		_, want := get(t, one.API.Addr(), q)
+		for _, c := range cs {
+			code, got := get(t, c.API.Addr(), q)
+			if code != 200 || canonical(t, got, "to_ns") != canonical(t, want, "to_ns") {
+				t.Errorf("%s via %s: %d\n%s\nwant (one collector)\n%s", q, c.Config.Cluster.Self, code, canonical(t, got), canonical(t, want))
+			}
 		}
 	}
 }

@@ -122,10 +122,10 @@ func TestHistory(t *testing.T) {
 	sw3 := history.SwitchJSON{SwitchID: 3, Points: []sp{
 		{TNS: tb, HopLatencyMeanNS: 200, HopLatencyMaxNS: 200, QueueOccupancyMax: 4, TxUtilizationMax: 4, Reports: 3, Flows: 1}}}
 	f1 := history.FlowJSON{Flow: flow1, Text: "10.0.0.1:1000 > 10.0.0.2:80 udp", Points: []fp{
-		{TNS: ta, LatencyMeanNS: 50, LatencyMaxNS: 70, Packets: 2},
-		{TNS: tb, LatencyMeanNS: 110, LatencyMaxNS: 110, Packets: 1}}}
+		{TNS: ta, LatencyMeanNS: 50, LatencyLatestNS: 70, Packets: 2},
+		{TNS: tb, LatencyMeanNS: 110, LatencyLatestNS: 110, Packets: 1}}}
 	f2 := history.FlowJSON{Flow: flow2, Text: "10.0.0.1:2000 > 10.0.0.2:80 udp", Points: []fp{
-		{TNS: tb, LatencyMeanNS: 300, LatencyMaxNS: 300, Packets: 3}}}
+		{TNS: tb, LatencyMeanNS: 300, LatencyLatestNS: 300, Packets: 3}}}
 
 	all := "from=0&to=" + strconv.FormatInt(tb+1, 10)
 	for q, want := range map[string]history.JSON{
@@ -141,6 +141,9 @@ func TestHistory(t *testing.T) {
 		all + "&flow=" + url.QueryEscape("10.0.0.1:2000 → 10.0.0.2:80 UDP"):       {Switches: []history.SwitchJSON{}, Flows: []history.FlowJSON{f2}},
 		all + "&src=10.0.0.1&dst=10.0.0.2&sport=1000&dport=80&proto=udp&switch=3": {Switches: []history.SwitchJSON{sw3}, Flows: []history.FlowJSON{f1}},
 		all + "&switch=9": {Switches: []history.SwitchJSON{}, Flows: []history.FlowJSON{}},
+		// flows=N keeps the N with the most reports (3 each here: then by text).
+		all + "&flows=1": {Switches: []history.SwitchJSON{sw1, sw2, sw3}, Flows: []history.FlowJSON{f1}},
+		all + "&flows=0": {Switches: []history.SwitchJSON{sw1, sw2, sw3}, Flows: []history.FlowJSON{f1, f2}},
 	} {
 		got := historyGet(t, addr, q)
 		want.PeriodNS, want.FromNS, want.ToNS = int64(historyPeriod), got.FromNS, got.ToNS
@@ -163,10 +166,11 @@ func TestHistory(t *testing.T) {
 		"range=soon":  `{"error":"parameter range: \"soon\": must be a positive duration such as 15m (at most history.retention, 5h0m0s)","param":"range","value":"soon"}`,
 		"from=x":      `{"error":"parameter from: \"x\": must be a time in Unix nanoseconds","param":"from","value":"x"}`,
 		"from=5&to=4": `{"error":"parameter from: \"5\": must be at most to (4)","param":"from","value":"5"}`,
+		"flows=-1":    `{"error":"parameter flows: \"-1\": must be the number of flows to keep, 0 (all) or more","param":"flows","value":"-1"}`,
 		"switch=-1":   `{"error":"parameter switch: \"-1\": must be a switch id 0-4294967295","param":"switch","value":"-1"}`,
 		"proto=udp":   `{"error":"parameter src: \"\": must be an IPv4 or IPv6 address","param":"src"}`,
 		"flow=nope":   `{"error":"parameter flow: \"nope\": must be a flow \"SRC:SPORT \u003e DST:DPORT PROTO\" (\"\u003e\", \"-\u003e\" or \"→\"; PROTO tcp, udp, icmp, icmpv6, sctp or 0-255) or src,dst,sport,dport,proto","param":"flow","value":"nope"}`,
-		"n=1":         `{"error":"unknown parameter n (allowed: range, from, to, switch, src, dst, sport, dport, proto, flow)","param":"n","value":"1"}`,
+		"n=1":         `{"error":"unknown parameter n (allowed: range, from, to, switch, flows, src, dst, sport, dport, proto, flow)","param":"n","value":"1"}`,
 	} {
 		code, body := get(t, addr, "/api/v1/history?"+q)
 		var v any

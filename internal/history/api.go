@@ -61,13 +61,13 @@ type FlowKeyJSON struct {
 
 // FlowPointJSON is a flow's figures over one period: its reports in the period, the mean
 // end-to-end latency over them and the latest end-to-end latency at the sample (the flow
-// cache keeps a flow's latest and its running sum, not its largest); both 0 when the
-// period's reports carried no hop latency.
+// cache keeps a flow's latest and its running sum, not its largest: so the name says
+// latest); both 0 when the period's reports carried no hop latency.
 type FlowPointJSON struct {
-	TNS           int64   `json:"t_ns"`
-	LatencyMeanNS float64 `json:"latency_mean_ns"`
-	LatencyMaxNS  uint64  `json:"latency_max_ns"`
-	Packets       uint64  `json:"packets"`
+	TNS             int64   `json:"t_ns"`
+	LatencyMeanNS   float64 `json:"latency_mean_ns"`
+	LatencyLatestNS uint64  `json:"latency_latest_ns"`
+	Packets         uint64  `json:"packets"`
 }
 
 // Filter selects what Query answers: with neither set, every switch and flow; with one or
@@ -77,6 +77,9 @@ type Filter struct {
 	Switch    uint32
 	HasSwitch bool
 	Flow      *telemetry.FlowKey
+	// Flows, when above 0, keeps only that many flows (those with the most reports over
+	// the range): the console's charts draw a few, and an hour of 1000 flows is large.
+	Flows int
 }
 
 // Query returns the points with from ≤ t ≤ to: switches by id, flows by their reports over
@@ -131,7 +134,7 @@ func (h *History) Query(from, to int64, f Filter) JSON {
 				}
 				total[j] += uint64(p.packets)
 				out.Flows[j].Points = append(out.Flows[j].Points, FlowPointJSON{TNS: s.t, LatencyMeanNS: p.latMean,
-					LatencyMaxNS: p.latMax, Packets: uint64(p.packets)})
+					LatencyLatestNS: p.latMax, Packets: uint64(p.packets)})
 			}
 		}
 	}
@@ -147,6 +150,9 @@ func (h *History) Query(from, to int64, f Filter) JSON {
 		}
 		return out.Flows[x].Text < out.Flows[y].Text
 	})
+	if f.Flows > 0 && len(idx) > f.Flows {
+		idx = idx[:f.Flows]
+	}
 	flows := make([]FlowJSON, len(idx))
 	for i, j := range idx {
 		flows[i] = out.Flows[j]
@@ -155,7 +161,7 @@ func (h *History) Query(from, to int64, f Filter) JSON {
 	return out
 }
 
-// RegisterAPI adds GET /api/v1/history?range=&from=&to=&switch=&flow= (docs/api.md).
+// RegisterAPI adds GET /api/v1/history?range=&from=&to=&switch=&flow=&flows= (docs/api.md).
 func (h *History) RegisterAPI(s *api.Server) {
 	s.HandleFunc("GET /api/v1/history", h.handle)
 }
@@ -197,7 +203,7 @@ func (h *History) rangeOf(r *http.Request) (from, to int64, e *api.ParamError) {
 }
 
 func (h *History) handle(w http.ResponseWriter, r *http.Request) {
-	if !api.CheckParams(w, r, append([]string{"range", "from", "to", "switch"}, api.FlowParamNames...)...) {
+	if !api.CheckParams(w, r, append([]string{"range", "from", "to", "switch", "flows"}, api.FlowParamNames...)...) {
 		return
 	}
 	from, to, e := h.rangeOf(r)
@@ -207,6 +213,10 @@ func (h *History) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	var f Filter
 	q := r.URL.Query()
+	var ok bool
+	if f.Flows, ok = api.IntParam(w, r, "flows", 0, 0, 1<<20, "the number of flows to keep, 0 (all) or more"); !ok {
+		return
+	}
 	if s := q.Get("switch"); q.Has("switch") {
 		id, err := strconv.ParseUint(s, 10, 32)
 		if err != nil {

@@ -1139,7 +1139,7 @@ pages.flow = (main, params, ctx) => {
     const pts = (k) => flowSeries(mine, k);
     const o = { fmt: fmtNs, period: hs.period_ns, width: 420, height: 120 };
     hist.append(h('div', { class: 'charts' },
-      chartPanel('End-to-end latency: mean and largest per period', timeChart([{ name: 'mean', points: pts('latency_mean_ns') }, { name: 'largest', points: pts('latency_max_ns') }], hs.from_ns, hs.to_ns, { ...o, id: 'flow-chart-latency' })),
+      chartPanel('End-to-end latency: mean per period and latest at its end', timeChart([{ name: 'mean', points: pts('latency_mean_ns') }, { name: 'latest', points: pts('latency_latest_ns') }], hs.from_ns, hs.to_ns, { ...o, id: 'flow-chart-latency' })),
       chartPanel('Packets per period', timeChart([{ name: 'packets', points: pts('packets') }], hs.from_ns, hs.to_ns, { ...o, fmt: fmtNum, id: 'flow-chart-packets' }))));
   }
   ctx.every(5000, drawHistory);
