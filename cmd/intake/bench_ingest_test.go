@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -171,7 +172,11 @@ func TestBenchIngestKernel(t *testing.T) {
 		// 5000 datagrams/s for a second; the floor counts any frame the peer's kernel sends
 		// too (an IPv6 router solicitation), so at least those sent.
 		if m.Sent < 4500 || m.Sent > 5500 || m.Loss == nil || *m.Loss != 0 || m.Reports < m.Sent || (name != "floor" && m.Reports != m.Sent) {
-			t.Errorf("%s: %d reports of %d datagrams sent, loss %v: want all", name, m.Reports, m.Sent, m.Loss)
+			loss := "none measured"
+			if m.Loss != nil {
+				loss = strconv.FormatFloat(*m.Loss, 'g', -1, 64)
+			}
+			t.Errorf("%s: %d reports of %d datagrams sent, loss %s: want all", name, m.Reports, m.Sent, loss)
 		}
 		if m.Machine <= 0 || m.AboveFloor == nil || (name == "floor") != (m.Collector == 0) || (name == "socket") != (m.BPF == 0) {
 			t.Errorf("%s: machine %.1f ns/report (above the floor %v), collector %.1f, BPF %.1f: want machine and collector (not the floor's) and BPF (not socket mode's) measured",
