@@ -240,9 +240,16 @@ func TestConnectionFlood(t *testing.T) {
 	for i := range floodConns {
 		conns = append(conns, dialFrom(t, "127.0.1."+strconv.Itoa(1+i%100), s.Addr()))
 	}
-	time.Sleep(200 * time.Millisecond) // the server's goroutines for the last ones start
-	g1, rss1 := runtime.NumGoroutine(), rssKiB(t)
+	// The server has taken every connection (held or evicted) and its goroutines for the
+	// last ones have started: a fixed wait was short under -race on a loaded machine (4998
+	// of 5000 taken after 200 ms).
 	st := s.ConnStats()
+	for deadline := time.Now().Add(10 * time.Second); uint64(st.Open)+st.Evicted < floodConns && time.Now().Before(deadline); st = s.ConnStats() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	g1, rss1 := runtime.NumGoroutine(), rssKiB(t)
+	st = s.ConnStats()
 	t.Logf("%d idle connections: server holds %d, evicted %d; goroutines %d -> %d, RSS %d -> %d KiB",
 		floodConns, st.Open, st.Evicted, g0, g1, rss0, rss1)
 	if st.Open > api.DefaultMaxConnections || st.Evicted < floodConns-api.DefaultMaxConnections {
