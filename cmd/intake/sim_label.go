@@ -24,13 +24,16 @@ func init() {
 }
 
 func runSimLabelDist(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sim label-dist", "[--k K] [--ratio TS_OVER_T] [--algo a|b] [--f F1|F2|F3] [--g linear|flat] [--max-hop N] [--json]", stdout)
+	fs := newFlags("sim label-dist", "[--k K] [--ratio TS_OVER_T] [--algo a|b] [--function F1|F2|F3] [--interval-prob linear|flat] [--max-hop N] [--json]", stdout)
 	k := fs.Int("k", 4, "fat tree arity `K` (even, ≥ 4)")
 	ratio := fs.Float64("ratio", 0.01, "`RATIO` T_s/T: the per-switch interval-based labeling probability")
 	algo := fs.String("algo", "b", "`ALGORITHM`: a (Base A) or b (Base B)")
-	fname := fs.String("f", "F1", "Base B probability `FUNCTION`: F1 (f(0)=0, f(i)=1), F2 (i/(MAX_hop-1)), F3 (F2·interval/T, at interval/T = 1/2)")
-	gname := fs.String("g", "linear", "`G`, the interval-based probability given f: linear (g(x) = ratio·(1-x), the default) or flat (ratio until f = 1)")
-	maxHop := fs.Int("max-hop", 5, "MAX_hop, at most `N` labels (Figs. 15-16 use f(i) = i/5: --f F2 --max-hop 6)")
+	fname := fs.String("function", "F1", "Base B probability `FUNCTION`: F1 (f(0)=0, f(i)=1), F2 (i/(MAX_hop-1)), F3 (F2·interval/T, at interval/T = 1/2)")
+	gname := fs.String("interval-prob", "linear", "`G`, the interval-based probability g given f: linear (g(x) = ratio·(1-x), the default) or flat (ratio until f = 1)")
+	maxHop := fs.Int("max-hop", 5, "MAX_hop, at most `N` labels (Figs. 15-16 use f(i) = i/5: --function F2 --max-hop 6)")
+	// The paper's letters, the flags' first names (fabric's --function is the same F).
+	cli.Alias(fs, "f", "function", stderr)
+	cli.Alias(fs, "g", "interval-prob", stderr)
 	asJSON := fs.Bool("json", false, `print {"dist": [P(Z=0..5)], "expectation": E[Z], ...}`)
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
@@ -50,11 +53,11 @@ func runSimLabelDist(args []string, stdout, stderr io.Writer) error {
 		err = fmt.Errorf("%q: the §4.3 analysis has no term for it; use F1, F2 or F3", f)
 	}
 	if err != nil {
-		return usageErr("--f %v", err)
+		return usageErr("--function %v", err)
 	}
 	g, err := labelsim.ParseG(*gname)
 	if err != nil {
-		return usageErr("--g %v", err)
+		return usageErr("--interval-prob %v", err)
 	}
 	var d labelsim.Dist
 	if *algo == "a" {

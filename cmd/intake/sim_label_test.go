@@ -31,7 +31,7 @@ func TestSimLabelDistJSON(t *testing.T) {
 	// hop), then labeled at every later hop (f = 1). H = 1, 3, 5 with probabilities
 	// 1/15, 2/15, 12/15 (k = 4); E = (1/2 + 2·17/8 + 12·129/32)/15 = 53.125/15.
 	out.Reset()
-	if code := run([]string{"sim", "label-dist", "--k", "4", "--ratio", "0.5", "--algo", "b", "--f", "F1", "--json"}, &out, &errb); code != 0 {
+	if code := run([]string{"sim", "label-dist", "--k", "4", "--ratio", "0.5", "--algo", "b", "--function", "F1", "--json"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
@@ -47,11 +47,11 @@ func TestSimLabelDistJSON(t *testing.T) {
 		t.Fatalf("E[Z_B] = %v, want %v", v.Expectation, 53.125/15)
 	}
 	errb.Reset()
-	if code := run([]string{"sim", "label-dist", "--f", "F9"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `--f "F9": must be one of F1, F2, F3`) {
+	if code := run([]string{"sim", "label-dist", "--function", "F9"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `--function "F9": must be one of F1, F2, F3`) {
 		t.Fatalf("bad --f: exit %d, %q", code, errb.String())
 	}
 	errb.Reset()
-	if code := run([]string{"sim", "label-dist", "--f", "F3-prototype"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `--f "F3-prototype": the §4.3 analysis has no term for it; use F1, F2 or F3`) {
+	if code := run([]string{"sim", "label-dist", "--f", "F3-prototype"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "intake: --f is deprecated: use --function, which means the same\n") || !strings.Contains(errb.String(), `--function "F3-prototype": the §4.3 analysis has no term for it; use F1, F2 or F3`) {
 		t.Fatalf("--f F3-prototype: exit %d, %q", code, errb.String())
 	}
 	errb.Reset()
