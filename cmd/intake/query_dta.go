@@ -45,7 +45,8 @@ func runQueryDTA(prim string, args []string, stdout, stderr io.Writer) error {
 	var limit *int
 	switch prim {
 	case "kw":
-		t = fs.Int("t", 0, "require at least `T` matching slots (0: the store's threshold)")
+		t = fs.Int("threshold", 0, "require at least `T` matching slots (0: the store's threshold; the API's t)")
+		cli.Alias(fs, "t", "threshold", stderr)
 		name = fs.String("name", "kw", "the Key-Write `store`: kw (DTA reports) or paths (INT path traces)")
 	case "list":
 		cursor = fs.Uint64("cursor", 0, "the `position` to poll from (next_cursor of the previous poll)")
@@ -65,7 +66,7 @@ func runQueryDTA(prim string, args []string, stdout, stderr io.Writer) error {
 	// The API's limits, checked here too so that --store answers the same.
 	switch {
 	case t != nil && (*t < 0 || *t > 8):
-		return usageErr("--t %d: allowed is 0 (the store's threshold) to 8", *t)
+		return usageErr("--threshold %d: allowed is 0 (the store's threshold) to 8", *t)
 	case name != nil && *name != "kw" && *name != "paths":
 		return usageErr("--name %q: kw or paths", *name)
 	case limit != nil && (*limit < 1 || *limit > 100000):

@@ -56,7 +56,8 @@ func TestQueryDTAUsage(t *testing.T) {
 		code int
 		err  string
 	}{
-		{[]string{"kw", "--t", "9", "1"}, 2, "--t 9: allowed is 0 (the store's threshold) to 8"},
+		{[]string{"kw", "--threshold", "9", "1"}, 2, "--threshold 9: allowed is 0 (the store's threshold) to 8"},
+		{[]string{"kw", "--t", "9", "1"}, 2, "intake: --t is deprecated: use --threshold, which means the same\nintake query kw: --threshold 9: allowed"},
 		{[]string{"kw", "--name", "ki", "1"}, 2, `--name "ki": kw or paths`},
 		{[]string{"list", "--limit", "0", "1"}, 2, "--limit 0: allowed is 1 to 100000"},
 		{[]string{"ki"}, 2, "one KEY is required"},
