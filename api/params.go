@@ -81,6 +81,20 @@ func IntParam(w http.ResponseWriter, r *http.Request, name string, def, lo, hi i
 	return n, true
 }
 
+// SwitchParam reads the switch parameter, a switch id, without answering: has is false when
+// q has none.
+func SwitchParam(q url.Values) (id uint32, has bool, e *ParamError) {
+	s := q.Get("switch")
+	if !q.Has("switch") {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return 0, false, &ParamError{"switch", s, "a switch id 0-4294967295"}
+	}
+	return uint32(n), true, nil
+}
+
 // flowParts are the five parameters of a flow.
 var flowParts = []string{"src", "dst", "sport", "dport", "proto"}
 

@@ -76,12 +76,9 @@ type TopJSON struct {
 // address: that host) and port=N, without answering.
 func ParseTopFilter(q url.Values) (TopFilter, *api.ParamError) {
 	var tf TopFilter
-	if s := q.Get("switch"); q.Has("switch") {
-		id, err := strconv.ParseUint(s, 10, 32)
-		if err != nil {
-			return tf, &api.ParamError{Param: "switch", Value: s, Allowed: "a switch id 0-4294967295"}
-		}
-		tf.Switch, tf.HasSwitch = uint32(id), true
+	var e *api.ParamError
+	if tf.Switch, tf.HasSwitch, e = api.SwitchParam(q); e != nil {
+		return tf, e
 	}
 	if s := q.Get("prefix"); q.Has("prefix") {
 		p, err := netip.ParsePrefix(s)

@@ -134,7 +134,7 @@ func (h *History) Query(from, to int64, f Filter) JSON {
 				}
 				total[j] += uint64(p.packets)
 				out.Flows[j].Points = append(out.Flows[j].Points, FlowPointJSON{TNS: s.t, LatencyMeanNS: p.latMean,
-					LatencyLatestNS: p.latMax, Packets: uint64(p.packets)})
+					LatencyLatestNS: p.latLatest, Packets: uint64(p.packets)})
 			}
 		}
 	}
@@ -217,13 +217,9 @@ func (h *History) handle(w http.ResponseWriter, r *http.Request) {
 	if f.Flows, ok = api.IntParam(w, r, "flows", 0, 0, 1<<20, "the number of flows to keep, 0 (all) or more"); !ok {
 		return
 	}
-	if s := q.Get("switch"); q.Has("switch") {
-		id, err := strconv.ParseUint(s, 10, 32)
-		if err != nil {
-			api.BadParam(w, "switch", s, "a switch id 0-4294967295")
-			return
-		}
-		f.Switch, f.HasSwitch = uint32(id), true
+	if f.Switch, f.HasSwitch, e = api.SwitchParam(q); e != nil {
+		api.JSON(w, http.StatusBadRequest, e.Body())
+		return
 	}
 	if api.HasFlow(q) {
 		k, ok := api.FlowParams(w, r)

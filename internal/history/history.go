@@ -61,10 +61,10 @@ type switchPoint struct {
 
 // flowPoint is one flow's figures over one period.
 type flowPoint struct {
-	key     telemetry.FlowKey
-	packets uint32
-	latMean float64
-	latMax  uint64
+	key       telemetry.FlowKey
+	packets   uint32
+	latMean   float64
+	latLatest uint64 // the flow's latest at the sample: the flow cache keeps no maximum
 }
 
 // slot is one period's points: sw[i*MaxSwitches:][:nsw], fl[i*MaxFlows:][:nfl].
@@ -342,7 +342,7 @@ func (h *History) flow(rec *record.Record) {
 	c := cand{sums: cur, p: flowPoint{key: rec.Flow, packets: uint32(min(d.packets, 1<<32-1))}}
 	if d.latCount > 0 {
 		c.p.latMean = float64(d.latSum) / float64(d.latCount)
-		c.p.latMax = rec.LatLatest
+		c.p.latLatest = rec.LatLatest
 	}
 	if len(h.cands) < h.cfg.MaxFlows {
 		heap.Push(&h.cands, c)
