@@ -60,14 +60,7 @@ func (w *packetWriter) finish() {
 }
 
 func ipChecksum(h []byte) uint16 {
-	var s uint32
-	for i := 0; i+1 < len(h); i += 2 {
-		s += uint32(be.Uint16(h[i:]))
-	}
-	for s > 0xffff {
-		s = s>>16 + s&0xffff
-	}
-	return ^uint16(s)
+	return ^csumFold(csumAdd(0, h))
 }
 
 var (
@@ -406,7 +399,8 @@ func (e *Encoder) appendMD(dst []byte, r *telemetry.Report, hops []telemetry.Hop
 	return dst, nil
 }
 
-// appendShimL4 writes the TCP/UDP shim, the INT header and stack, and the v0.5 tail.
+// appendShimL4 writes the TCP/UDP shim, the INT header and stack, and the v0.5 tail
+// (host-int's shim Type 3: the stack, then its flow sequence number, then the tail).
 func (e *Encoder) appendShimL4(dst []byte, r *telemetry.Report, hops []telemetry.Hop) ([]byte, error) {
 	in := &r.INT
 	start := len(dst)
@@ -417,10 +411,15 @@ func (e *Encoder) appendShimL4(dst []byte, r *telemetry.Report, hops []telemetry
 	}
 	switch in.Version {
 	case telemetry.INT05:
+		typ := uint8(0x01)
+		if in.ShimType == 3 { // Intel host-int: the flow's sequence number before the tail
+			typ = 0x03
+			dst = put32(dst, in.SourceSeq)
+		}
 		dst = append(dst, in.OrigProto)
 		dst = put16(dst, in.OrigPort)
 		dst = append(dst, in.ShimExtra)
-		dst[start], dst[start+2] = 0x01, uint8((len(dst)-start)/4)
+		dst[start], dst[start+2] = typ, uint8((len(dst)-start)/4)
 	case telemetry.INT10:
 		dst[start], dst[start+2], dst[start+3] = 0x01, uint8((len(dst)-start)/4), in.ShimExtra
 	default:

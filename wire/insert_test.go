@@ -1,0 +1,510 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/intake-int/intake/telemetry"
+)
+
+// The checksums and the reverse of InsertINT here are written apart from wire's own code
+// (ipChecksum, l4Checksum), so that the two check each other.
+
+var b16 = binary.BigEndian
+
+// refChecksum is the Internet checksum (RFC 1071) of the concatenated chunks.
+func refChecksum(chunks ...[]byte) uint16 {
+	var all []byte
+	for _, c := range chunks {
+		all = append(all, c...)
+	}
+	if len(all)%2 == 1 {
+		all = append(all, 0)
+	}
+	var s uint64
+	for i := 0; i < len(all); i += 2 {
+		s += uint64(all[i])<<8 | uint64(all[i+1])
+	}
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	return ^uint16(s)
+}
+
+// refPseudo is the TCP/UDP pseudo-header of the IP header ip.
+func refPseudo(ip []byte, v6 bool, proto uint8, n int) []byte {
+	if v6 {
+		p := append([]byte(nil), ip[8:40]...)
+		return append(p, byte(n>>24), byte(n>>16), byte(n>>8), byte(n), 0, 0, 0, proto)
+	}
+	p := append([]byte(nil), ip[12:20]...)
+	return append(p, 0, proto, byte(n>>8), byte(n))
+}
+
+// refL4Sum sets the checksum of the TCP/UDP segment seg (at csumAt) under ip.
+func refL4Sum(ip []byte, v6 bool, proto uint8, seg []byte) {
+	at := 6
+	if proto == 6 {
+		at = 16
+	}
+	seg[at], seg[at+1] = 0, 0
+	c := refChecksum(refPseudo(ip, v6, proto, len(seg)), seg)
+	if c == 0 && proto == 17 {
+		c = 0xffff
+	}
+	b16.PutUint16(seg[at:], c)
+}
+
+// testFrame describes a data packet to build.
+type testFrame struct {
+	v6      bool
+	proto   uint8 // 6 or 17
+	vlans   int
+	ipOpts  int // IPv4 option bytes
+	tcpOpts int
+	tos     uint8
+	noUDP   bool // IPv4 UDP checksum 0
+	sport   uint16
+	dport   uint16
+	payload []byte
+}
+
+var (
+	tfSrc4 = []byte{10, 203, 1, 2}
+	tfDst4 = []byte{10, 203, 2, 1}
+	tfSrc6 = netip.MustParseAddr("fd00:203:1::2").As16()
+	tfDst6 = netip.MustParseAddr("fd00:203:2::1").As16()
+)
+
+// build writes the frame with valid lengths and checksums.
+func (f testFrame) build() []byte {
+	b := []byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1}
+	for i := 0; i < f.vlans; i++ {
+		tpid := uint16(0x8100)
+		if i == 0 && f.vlans == 2 {
+			tpid = 0x88a8
+		}
+		b = b16.AppendUint16(b, tpid)
+		b = b16.AppendUint16(b, uint16(100+i))
+	}
+	ip := len(b)
+	var l4 int
+	if f.v6 {
+		b = b16.AppendUint16(b, 0x86dd)
+		ip = len(b)
+		b = append(b, 0x60|f.tos>>4, f.tos<<4|0x0a, 0xbc, 0xde, 0, 0, f.proto, 64)
+		b = append(b, tfSrc6[:]...)
+		b = append(b, tfDst6[:]...)
+	} else {
+		b = b16.AppendUint16(b, 0x0800)
+		ip = len(b)
+		b = append(b, 0x45+uint8(f.ipOpts/4), f.tos, 0, 0, 0x12, 0x34, 0x40, 0, 64, f.proto, 0, 0)
+		b = append(b, tfSrc4...)
+		b = append(b, tfDst4...)
+		for i := 0; i < f.ipOpts; i++ {
+			b = append(b, 1)
+		}
+	}
+	l4 = len(b)
+	b = b16.AppendUint16(b, f.sport)
+	b = b16.AppendUint16(b, f.dport)
+	if f.proto == 17 {
+		b = append(b, 0, 0, 0, 0)
+	} else {
+		b = append(b, 1, 2, 3, 4, 5, 6, 7, 8, uint8(5+f.tcpOpts/4)<<4, 0x18, 0x01, 0xf5, 0, 0, 0, 0)
+		for i := 0; i < f.tcpOpts; i++ {
+			b = append(b, []byte{1, 1, 8, 10}[i%4])
+		}
+	}
+	b = append(b, f.payload...)
+	seg := b[l4:]
+	if f.v6 {
+		b16.PutUint16(b[ip+4:], uint16(len(seg)))
+	} else {
+		b16.PutUint16(b[ip+2:], uint16(len(b)-ip))
+		b16.PutUint16(b[ip+10:], refChecksum(b[ip:l4]))
+	}
+	if f.proto == 17 {
+		b16.PutUint16(seg[4:], uint16(len(seg)))
+		if f.v6 || !f.noUDP {
+			refL4Sum(b[ip:], f.v6, 17, seg)
+		}
+	} else {
+		refL4Sum(b[ip:], f.v6, 6, seg)
+	}
+	return b
+}
+
+// refHeaders finds the IP and L4 headers of frame.
+func refHeaders(frame []byte) (ip, l4 int, v6 bool, proto uint8) {
+	ip, et := 14, b16.Uint16(frame[12:])
+	for et == 0x8100 || et == 0x88a8 || et == 0x9100 {
+		et, ip = b16.Uint16(frame[ip+2:]), ip+4
+	}
+	if et == 0x86dd {
+		return ip, ip + 40, true, frame[ip+6]
+	}
+	return ip, ip + int(frame[ip]&0x0f)*4, false, frame[ip+9]
+}
+
+// checkSums fails t unless frame's lengths and checksums are right.
+func checkSums(t *testing.T, frame []byte) {
+	t.Helper()
+	ip, l4, v6, proto := refHeaders(frame)
+	if v6 {
+		if n := int(b16.Uint16(frame[ip+4:])); n != len(frame)-l4 {
+			t.Errorf("ipv6 payload length %d, want %d", n, len(frame)-l4)
+		}
+	} else {
+		if n := int(b16.Uint16(frame[ip+2:])); n != len(frame)-ip {
+			t.Errorf("ipv4 total length %d, want %d", n, len(frame)-ip)
+		}
+		if c := refChecksum(frame[ip:l4]); c != 0 {
+			t.Errorf("ipv4 header checksum does not verify (0x%04x)", c)
+		}
+	}
+	seg := frame[l4:]
+	if proto == 17 {
+		if n := int(b16.Uint16(seg[4:])); n != len(seg) {
+			t.Errorf("udp length %d, want %d", n, len(seg))
+		}
+		if !v6 && b16.Uint16(seg[6:]) == 0 {
+			return
+		}
+	}
+	if c := refChecksum(refPseudo(frame[ip:], v6, proto, len(seg)), seg); c != 0 {
+		t.Errorf("proto %d checksum 0x%04x does not verify (0x%04x)", proto, b16.Uint16(seg[map[uint8]int{6: 16, 17: 6}[proto]:]), c)
+	}
+}
+
+// stripINT is the reverse of InsertINT, what a sink does: it removes INT (and the UDP
+// header NPT 2 inserted), restores what the marking saved (DSCP or TOS, destination port,
+// IP protocol), and fixes lengths and checksums. intPort marks INT by UDP port (0: none);
+// before: INT sits after the first 20 bytes of TCP. ok is false when frame carries no INT
+// this function recognises.
+func stripINT(frame []byte, intPort uint16, before bool) (out []byte, ok bool) {
+	ip, l4, v6, proto := refHeaders(frame)
+	at := 0
+	switch {
+	case proto == 17:
+		at = l4 + 8
+	case proto == 6 && before:
+		at = l4 + 20
+	case proto == 6:
+		at = l4 + int(frame[l4+12]>>4)*4
+	default:
+		return nil, false
+	}
+	if len(frame) < at+4 {
+		return nil, false
+	}
+	shim := frame[at:]
+	dscp, tos, dport, nproto := -1, -1, -1, -1
+	n := 0
+	switch shim[0] {
+	case 0x01, 0x03: // v0.5, v1.0, host-int: Length counts the shim
+		n = int(shim[2]) * 4
+		if len(shim) < n || n < 12 {
+			return nil, false
+		}
+		if shim[0] == 0x03 || shim[4]>>4 == 0 { // the v0.5 tail: proto, port, TOS
+			tail := shim[n-4 : n]
+			tos, dport = int(tail[3]), int(b16.Uint16(tail[1:]))
+		} else {
+			dscp = int(shim[3] >> 2)
+		}
+	default: // v2.x: Length excludes the shim
+		n = 4 + int(shim[1])*4
+		switch shim[0] >> 2 & 3 {
+		case 0:
+			dscp = int(shim[3] >> 2)
+		case 1:
+			dport = int(b16.Uint16(shim[2:]))
+		case 2:
+			if proto != 17 || b16.Uint16(frame[l4+2:]) != intPort {
+				return nil, false
+			}
+			nproto, at, n = int(shim[3]), l4, n+8
+		default:
+			return nil, false
+		}
+	}
+	if len(frame) < at+n {
+		return nil, false
+	}
+	out = append(append([]byte(nil), frame[:at]...), frame[at+n:]...)
+	if nproto >= 0 {
+		proto = uint8(nproto)
+	}
+	if dport >= 0 {
+		b16.PutUint16(out[l4+2:], uint16(dport))
+	}
+	h := out[ip:]
+	if v6 {
+		tc := int(h[0]&0x0f)<<4 | int(h[1]>>4)
+		if dscp >= 0 {
+			tc = dscp<<2 | tc&3
+		}
+		if tos >= 0 {
+			tc = tos
+		}
+		h[0], h[1] = 0x60|uint8(tc>>4), uint8(tc<<4)|h[1]&0x0f
+		b16.PutUint16(h[4:], uint16(len(out)-l4))
+		h[6] = proto
+	} else {
+		if dscp >= 0 {
+			h[1] = uint8(dscp<<2) | h[1]&3
+		}
+		if tos >= 0 {
+			h[1] = uint8(tos)
+		}
+		b16.PutUint16(h[2:], uint16(len(out)-ip))
+		h[9] = proto
+		h[10], h[11] = 0, 0
+		b16.PutUint16(h[10:], refChecksum(h[:l4-ip]))
+	}
+	if nproto >= 0 {
+		return out, true // the original L4 header and its checksum were never touched
+	}
+	seg := out[l4:]
+	if proto == 17 {
+		b16.PutUint16(seg[4:], uint16(len(seg)))
+		if !v6 && b16.Uint16(seg[6:]) == 0 {
+			return out, true
+		}
+	}
+	refL4Sum(h, v6, proto, seg)
+	return out, true
+}
+
+// insertCase is one shape of INT an InsertINT test inserts.
+type insertCase struct {
+	name    string
+	v       telemetry.INTVersion
+	npt     uint16
+	hostINT bool
+	port    bool // port-marked
+	before  bool // tcp_shim_before_options
+	tcp     bool // over TCP too (else UDP only)
+}
+
+var insertCases = []insertCase{
+	{name: "v2.x npt0", v: telemetry.INT2x, tcp: true},
+	{name: "v2.x npt0 before options", v: telemetry.INT2x, before: true, tcp: true},
+	{name: "v2.x npt1", v: telemetry.INT2x, npt: 1, port: true},
+	{name: "v2.x npt2", v: telemetry.INT2x, npt: 2, port: true, tcp: true},
+	{name: "v1.0", v: telemetry.INT10, tcp: true},
+	{name: "v0.5 dscp", v: telemetry.INT05, tcp: true},
+	{name: "v0.5 port", v: telemetry.INT05, port: true},
+	{name: "host-int", v: telemetry.INT05, hostINT: true, tcp: true},
+}
+
+const (
+	insertMarkDSCP = 0x17
+	insertMarkPort = 5555
+)
+
+func (c insertCase) config() Config {
+	cfg := DefaultConfig()
+	cfg.INTPort = insertMarkPort
+	cfg.TCPShimBeforeOptions = c.before
+	cfg.Quirks.HostINT = c.hostINT
+	return cfg
+}
+
+// TestInsertINT inserts INT of every version, NPT and marking into UDP and TCP (with and
+// without options) over IPv4 (with and without options) and IPv6, behind 0-2 VLAN tags. The
+// result's checksums verify, a Decoder reads back exactly the hops, the INT header and the
+// original 5-tuple, and stripping INT again gives the original frame byte for byte.
+func TestInsertINT(t *testing.T) {
+	for _, c := range insertCases {
+		e, err := NewEncoder(c.config())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := mustDecoder(t, c.config())
+		g := &gen{r: rand.New(rand.NewPCG(29, uint64(len(c.name)))), cfg: c.config()}
+		for _, v6 := range []bool{false, true} {
+			for _, l4 := range []string{"udp", "tcp", "tcp+opts"} {
+				if l4 != "udp" && !c.tcp {
+					continue
+				}
+				for vlans := 0; vlans <= 2; vlans++ {
+					name := fmt.Sprintf("%s/v6=%v/%s/vlans=%d", c.name, v6, l4, vlans)
+					t.Run(name, func(t *testing.T) {
+						for i := 0; i < 6; i++ {
+							f := testFrame{v6: v6, proto: 17, vlans: vlans, tos: uint8(g.n(256)),
+								sport: uint16(1024 + g.n(60000)), dport: uint16(1024 + g.n(4000)),
+								payload: make([]byte, g.n(120))}
+							for j := range f.payload {
+								f.payload[j] = byte(g.u32())
+							}
+							if l4 != "udp" {
+								f.proto = 6
+							}
+							if l4 == "tcp+opts" {
+								f.tcpOpts = 4 * (1 + g.n(10))
+							}
+							if !v6 && i%2 == 1 {
+								f.ipOpts = 4 * (1 + g.n(10))
+							}
+							f.noUDP = !v6 && i%3 == 2
+							insertOne(t, e, d, c, f, g)
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+func insertOne(t *testing.T, e *Encoder, d *Decoder, c insertCase, f testFrame, g *gen) {
+	t.Helper()
+	orig := f.build()
+	frame := append([]byte(nil), orig...)
+	var r telemetry.Report
+	g.intStack(&r, c.v, 300, false)
+	r.Inner.EncapArg = c.npt
+	if c.hostINT {
+		r.INT.ShimType, r.INT.SourceSeq = 3, g.u32()
+	}
+	m := Marking{DSCP: insertMarkDSCP}
+	if c.port {
+		m = Marking{Port: insertMarkPort}
+	}
+	out, err := e.InsertINT([]byte("keep"), frame, &r, m)
+	if err != nil {
+		t.Fatalf("%+v: %v", f, err)
+	}
+	if !bytes.Equal(frame, orig) {
+		t.Fatal("InsertINT changed its input")
+	}
+	if string(out[:4]) != "keep" {
+		t.Fatal("InsertINT did not append to dst")
+	}
+	out = out[4:]
+	checkSums(t, out)
+
+	ip, _, _, _ := refHeaders(out)
+	tos := out[ip+1]
+	if f.v6 {
+		tos = out[ip]<<4 | out[ip+1]>>4
+	}
+	wantTOS := insertMarkDSCP<<2 | f.tos&3
+	if c.port {
+		wantTOS = f.tos
+	}
+	if tos != wantTOS {
+		t.Errorf("TOS 0x%02x, want 0x%02x", tos, wantTOS)
+	}
+
+	rs, errs := d.DecodeAll(InputINTMD, out)
+	if len(errs) != 0 || len(rs) != 1 {
+		t.Fatalf("%+v: decoded %d reports, errors %v\n% x", f, len(rs), errs, out)
+	}
+	got := &rs[0]
+	if got.INT != r.INT {
+		t.Errorf("INT header\n got %+v\nwant %+v", got.INT, r.INT)
+	}
+	if got.NHops != r.NHops || !equalHops(got.HopList(), r.HopList()) {
+		t.Errorf("hops\n got %+v\nwant %+v", got.HopList(), r.HopList())
+	}
+	want := telemetry.FlowKey{IPv6: f.v6, Proto: f.proto, SrcPort: f.sport, DstPort: f.dport}
+	if f.v6 {
+		want.Src, want.Dst = tfSrc6, tfDst6
+	} else {
+		want.SetIPv4(tfSrc4, tfDst4)
+	}
+	if c.port && c.v == telemetry.INT05 {
+		// The decoder restores the port of v2.x's NPT 1, not of v0.5's tail (INT.OrigPort).
+		want.DstPort = insertMarkPort
+		if got.INT.OrigPort != f.dport {
+			t.Errorf("v0.5 tail port %d, want %d", got.INT.OrigPort, f.dport)
+		}
+	}
+	if got.Flow != want {
+		t.Errorf("flow\n got %+v\nwant %+v", got.Flow, want)
+	}
+
+	back, ok := stripINT(out, insertMarkPort, c.before || c.hostINT)
+	if !ok || !bytes.Equal(back, orig) {
+		t.Errorf("strip(insert(frame)) differs from frame\n got % x\nwant % x", back, orig)
+	}
+}
+
+func equalHops(a, b []telemetry.Hop) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestInsertINTErrors: frames InsertINT cannot put INT into, and markings that do not fit
+// the format, are errors that say why; dst is returned as it was.
+func TestInsertINTErrors(t *testing.T) {
+	udp4 := testFrame{proto: 17, sport: 1, dport: 2, payload: []byte("x")}
+	udp6 := udp4
+	udp6.v6 = true
+	tcp4 := udp4
+	tcp4.proto = 6
+	ipv6 := func(next uint8) []byte {
+		b := udp6.build()
+		b[14+6] = next
+		return b
+	}
+	v2 := func(npt uint16) *telemetry.Report {
+		r := &telemetry.Report{INT: telemetry.INTHeader{Version: telemetry.INT2x, HopML: 1, Bitmap: 0x8000}}
+		r.Inner.EncapArg = npt
+		return r
+	}
+	frag := udp4.build()
+	frag[14+6] = 0x20 // more fragments
+	icmp := udp4.build()
+	icmp[14+9] = 1
+	arp := udp4.build()
+	arp[12], arp[13] = 0x08, 0x06
+	vlan3 := append(append([]byte(nil), udp4.build()[:12]...), 0x81, 0, 0, 1, 0x81, 0, 0, 2, 0x81, 0, 0, 3, 0x08, 0)
+	short := udp4.build()
+	short = short[:len(short)-1]
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+		r     *telemetry.Report
+		m     Marking
+		want  string
+	}{
+		{"ipv6 hop-by-hop", ipv6(0), v2(0), Marking{DSCP: 0x17}, "IPv6 extension header 0"},
+		{"ipv6 routing", ipv6(43), v2(0), Marking{DSCP: 0x17}, "IPv6 extension header 43"},
+		{"ipv6 fragment", ipv6(44), v2(0), Marking{DSCP: 0x17}, "IPv6 fragment header"},
+		{"ipv4 fragment", frag, v2(0), Marking{DSCP: 0x17}, "an IPv4 fragment"},
+		{"icmp", icmp, v2(0), Marking{DSCP: 0x17}, "IP protocol 1 is not UDP or TCP"},
+		{"arp", arp, v2(0), Marking{DSCP: 0x17}, "EtherType 0x0806 is not IPv4 or IPv6"},
+		{"three vlans", vlan3, v2(0), Marking{DSCP: 0x17}, "more than 2 VLAN tags"},
+		{"truncated", short, v2(0), Marking{DSCP: 0x17}, "IP length 29 does not fit the 28 bytes"},
+		{"npt1 over tcp", tcp4.build(), v2(1), Marking{Port: 5555}, "port marking is for UDP"},
+		{"npt0 with a port", udp4.build(), v2(0), Marking{Port: 5555}, "v2.x NPT 0 is DSCP-marked"},
+		{"npt1 without a port", udp4.build(), v2(1), Marking{DSCP: 0x17}, "v2.x NPT 1 is port-marked"},
+		{"npt3", udp4.build(), v2(3), Marking{Port: 5555}, "v2.x NPT 3"},
+		{"v1.0 with a port", udp4.build(), &telemetry.Report{INT: telemetry.INTHeader{Version: telemetry.INT10}}, Marking{Port: 5555}, "v1.0 is DSCP-marked"},
+		{"dscp of 7 bits", udp4.build(), v2(0), Marking{DSCP: 0x40}, "DSCP 0x40 is more than 6 bits"},
+	} {
+		e, _ := NewEncoder(DefaultConfig())
+		dst, err := e.InsertINT([]byte("dst"), tc.frame, tc.r, tc.m)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "wire: insert int: ") {
+			t.Errorf("%s: error %v, want one that says %q", tc.name, err, tc.want)
+		}
+		if string(dst) != "dst" {
+			t.Errorf("%s: dst %q, want it as it was", tc.name, dst)
+		}
+	}
+}
