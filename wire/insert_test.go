@@ -92,8 +92,7 @@ func (f testFrame) build() []byte {
 		b = b16.AppendUint16(b, tpid)
 		b = b16.AppendUint16(b, uint16(100+i))
 	}
-	ip := len(b)
-	var l4 int
+	var ip, l4 int
 	if f.v6 {
 		b = b16.AppendUint16(b, 0x86dd)
 		ip = len(b)

@@ -113,7 +113,10 @@ func (v *Veth) Send(t testing.TB, network, dst string, payloads ...[]byte) {
 }
 
 // in runs f on a thread switched into the namespace.
-func (v *Veth) in(f func() error) error {
+func (v *Veth) in(f func() error) error { return inNS(v.NS, f) }
+
+// inNS runs f on a thread switched into the named network namespace.
+func inNS(name string, f func() error) error {
 	runtime.LockOSThread()
 	self, err := os.Open("/proc/thread-self/ns/net")
 	if err != nil {
@@ -121,7 +124,7 @@ func (v *Veth) in(f func() error) error {
 		return err
 	}
 	defer self.Close()
-	ns, err := os.Open("/run/netns/" + v.NS)
+	ns, err := os.Open("/run/netns/" + name)
 	if err != nil {
 		runtime.UnlockOSThread()
 		return err
