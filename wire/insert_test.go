@@ -5,10 +5,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
-	"net/netip"
 	"strings"
 	"testing"
 
+	"github.com/intake-int/intake/internal/testutil/frames"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -17,167 +17,11 @@ import (
 
 var b16 = binary.BigEndian
 
-// refChecksum is the Internet checksum (RFC 1071) of the concatenated chunks.
-func refChecksum(chunks ...[]byte) uint16 {
-	var all []byte
-	for _, c := range chunks {
-		all = append(all, c...)
-	}
-	if len(all)%2 == 1 {
-		all = append(all, 0)
-	}
-	var s uint64
-	for i := 0; i < len(all); i += 2 {
-		s += uint64(all[i])<<8 | uint64(all[i+1])
-	}
-	for s>>16 != 0 {
-		s = s&0xffff + s>>16
-	}
-	return ^uint16(s)
-}
-
-// refPseudo is the TCP/UDP pseudo-header of the IP header ip.
-func refPseudo(ip []byte, v6 bool, proto uint8, n int) []byte {
-	if v6 {
-		p := append([]byte(nil), ip[8:40]...)
-		return append(p, byte(n>>24), byte(n>>16), byte(n>>8), byte(n), 0, 0, 0, proto)
-	}
-	p := append([]byte(nil), ip[12:20]...)
-	return append(p, 0, proto, byte(n>>8), byte(n))
-}
-
-// refL4Sum sets the checksum of the TCP/UDP segment seg (at csumAt) under ip.
-func refL4Sum(ip []byte, v6 bool, proto uint8, seg []byte) {
-	at := 6
-	if proto == 6 {
-		at = 16
-	}
-	seg[at], seg[at+1] = 0, 0
-	c := refChecksum(refPseudo(ip, v6, proto, len(seg)), seg)
-	if c == 0 && proto == 17 {
-		c = 0xffff
-	}
-	b16.PutUint16(seg[at:], c)
-}
-
-// testFrame describes a data packet to build.
-type testFrame struct {
-	v6      bool
-	proto   uint8 // 6 or 17
-	vlans   int
-	ipOpts  int // IPv4 option bytes
-	tcpOpts int
-	tos     uint8
-	noUDP   bool // IPv4 UDP checksum 0
-	sport   uint16
-	dport   uint16
-	payload []byte
-}
-
-var (
-	tfSrc4 = []byte{10, 203, 1, 2}
-	tfDst4 = []byte{10, 203, 2, 1}
-	tfSrc6 = netip.MustParseAddr("fd00:203:1::2").As16()
-	tfDst6 = netip.MustParseAddr("fd00:203:2::1").As16()
-)
-
-// build writes the frame with valid lengths and checksums.
-func (f testFrame) build() []byte {
-	b := []byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1}
-	for i := 0; i < f.vlans; i++ {
-		tpid := uint16(0x8100)
-		if i == 0 && f.vlans == 2 {
-			tpid = 0x88a8
-		}
-		b = b16.AppendUint16(b, tpid)
-		b = b16.AppendUint16(b, uint16(100+i))
-	}
-	var ip, l4 int
-	if f.v6 {
-		b = b16.AppendUint16(b, 0x86dd)
-		ip = len(b)
-		b = append(b, 0x60|f.tos>>4, f.tos<<4|0x0a, 0xbc, 0xde, 0, 0, f.proto, 64)
-		b = append(b, tfSrc6[:]...)
-		b = append(b, tfDst6[:]...)
-	} else {
-		b = b16.AppendUint16(b, 0x0800)
-		ip = len(b)
-		b = append(b, 0x45+uint8(f.ipOpts/4), f.tos, 0, 0, 0x12, 0x34, 0x40, 0, 64, f.proto, 0, 0)
-		b = append(b, tfSrc4...)
-		b = append(b, tfDst4...)
-		for i := 0; i < f.ipOpts; i++ {
-			b = append(b, 1)
-		}
-	}
-	l4 = len(b)
-	b = b16.AppendUint16(b, f.sport)
-	b = b16.AppendUint16(b, f.dport)
-	if f.proto == 17 {
-		b = append(b, 0, 0, 0, 0)
-	} else {
-		b = append(b, 1, 2, 3, 4, 5, 6, 7, 8, uint8(5+f.tcpOpts/4)<<4, 0x18, 0x01, 0xf5, 0, 0, 0, 0)
-		for i := 0; i < f.tcpOpts; i++ {
-			b = append(b, []byte{1, 1, 8, 10}[i%4])
-		}
-	}
-	b = append(b, f.payload...)
-	seg := b[l4:]
-	if f.v6 {
-		b16.PutUint16(b[ip+4:], uint16(len(seg)))
-	} else {
-		b16.PutUint16(b[ip+2:], uint16(len(b)-ip))
-		b16.PutUint16(b[ip+10:], refChecksum(b[ip:l4]))
-	}
-	if f.proto == 17 {
-		b16.PutUint16(seg[4:], uint16(len(seg)))
-		if f.v6 || !f.noUDP {
-			refL4Sum(b[ip:], f.v6, 17, seg)
-		}
-	} else {
-		refL4Sum(b[ip:], f.v6, 6, seg)
-	}
-	return b
-}
-
-// refHeaders finds the IP and L4 headers of frame.
-func refHeaders(frame []byte) (ip, l4 int, v6 bool, proto uint8) {
-	ip, et := 14, b16.Uint16(frame[12:])
-	for et == 0x8100 || et == 0x88a8 || et == 0x9100 {
-		et, ip = b16.Uint16(frame[ip+2:]), ip+4
-	}
-	if et == 0x86dd {
-		return ip, ip + 40, true, frame[ip+6]
-	}
-	return ip, ip + int(frame[ip]&0x0f)*4, false, frame[ip+9]
-}
-
 // checkSums fails t unless frame's lengths and checksums are right.
 func checkSums(t *testing.T, frame []byte) {
 	t.Helper()
-	ip, l4, v6, proto := refHeaders(frame)
-	if v6 {
-		if n := int(b16.Uint16(frame[ip+4:])); n != len(frame)-l4 {
-			t.Errorf("ipv6 payload length %d, want %d", n, len(frame)-l4)
-		}
-	} else {
-		if n := int(b16.Uint16(frame[ip+2:])); n != len(frame)-ip {
-			t.Errorf("ipv4 total length %d, want %d", n, len(frame)-ip)
-		}
-		if c := refChecksum(frame[ip:l4]); c != 0 {
-			t.Errorf("ipv4 header checksum does not verify (0x%04x)", c)
-		}
-	}
-	seg := frame[l4:]
-	if proto == 17 {
-		if n := int(b16.Uint16(seg[4:])); n != len(seg) {
-			t.Errorf("udp length %d, want %d", n, len(seg))
-		}
-		if !v6 && b16.Uint16(seg[6:]) == 0 {
-			return
-		}
-	}
-	if c := refChecksum(refPseudo(frame[ip:], v6, proto, len(seg)), seg); c != 0 {
-		t.Errorf("proto %d checksum 0x%04x does not verify (0x%04x)", proto, b16.Uint16(seg[map[uint8]int{6: 16, 17: 6}[proto]:]), c)
+	if err := frames.Check(frame); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -187,7 +31,7 @@ func checkSums(t *testing.T, frame []byte) {
 // before: INT sits after the first 20 bytes of TCP. ok is false when frame carries no INT
 // this function recognises.
 func stripINT(frame []byte, intPort uint16, before bool) (out []byte, ok bool) {
-	ip, l4, v6, proto := refHeaders(frame)
+	ip, l4, v6, proto := frames.Headers(frame)
 	at := 0
 	switch {
 	case proto == 17:
@@ -265,7 +109,7 @@ func stripINT(frame []byte, intPort uint16, before bool) (out []byte, ok bool) {
 		b16.PutUint16(h[2:], uint16(len(out)-ip))
 		h[9] = proto
 		h[10], h[11] = 0, 0
-		b16.PutUint16(h[10:], refChecksum(h[:l4-ip]))
+		b16.PutUint16(h[10:], frames.Checksum(h[:l4-ip]))
 	}
 	if nproto >= 0 {
 		return out, true // the original L4 header and its checksum were never touched
@@ -277,7 +121,7 @@ func stripINT(frame []byte, intPort uint16, before bool) (out []byte, ok bool) {
 			return out, true
 		}
 	}
-	refL4Sum(h, v6, proto, seg)
+	frames.SetL4Sum(h, v6, proto, seg)
 	return out, true
 }
 
@@ -337,22 +181,22 @@ func TestInsertINT(t *testing.T) {
 					name := fmt.Sprintf("%s/v6=%v/%s/vlans=%d", c.name, v6, l4, vlans)
 					t.Run(name, func(t *testing.T) {
 						for i := 0; i < 6; i++ {
-							f := testFrame{v6: v6, proto: 17, vlans: vlans, tos: uint8(g.n(256)),
-								sport: uint16(1024 + g.n(60000)), dport: uint16(1024 + g.n(4000)),
-								payload: make([]byte, g.n(120))}
-							for j := range f.payload {
-								f.payload[j] = byte(g.u32())
+							f := frames.Frame{V6: v6, Proto: 17, VLANs: vlans, TOS: uint8(g.n(256)),
+								Sport: uint16(1024 + g.n(60000)), Dport: uint16(1024 + g.n(4000)),
+								Payload: make([]byte, g.n(120))}
+							for j := range f.Payload {
+								f.Payload[j] = byte(g.u32())
 							}
 							if l4 != "udp" {
-								f.proto = 6
+								f.Proto = 6
 							}
 							if l4 == "tcp+opts" {
-								f.tcpOpts = 4 * (1 + g.n(10))
+								f.TCPOpts = 4 * (1 + g.n(10))
 							}
 							if !v6 && i%2 == 1 {
-								f.ipOpts = 4 * (1 + g.n(10))
+								f.IPOpts = 4 * (1 + g.n(10))
 							}
-							f.noUDP = !v6 && i%3 == 2
+							f.NoUDP = !v6 && i%3 == 2
 							insertOne(t, e, d, c, f, g)
 						}
 					})
@@ -362,9 +206,9 @@ func TestInsertINT(t *testing.T) {
 	}
 }
 
-func insertOne(t *testing.T, e *Encoder, d *Decoder, c insertCase, f testFrame, g *gen) {
+func insertOne(t *testing.T, e *Encoder, d *Decoder, c insertCase, f frames.Frame, g *gen) {
 	t.Helper()
-	orig := f.build()
+	orig := f.Build()
 	frame := append([]byte(nil), orig...)
 	var r telemetry.Report
 	g.intStack(&r, c.v, 300, false)
@@ -389,14 +233,14 @@ func insertOne(t *testing.T, e *Encoder, d *Decoder, c insertCase, f testFrame, 
 	out = out[4:]
 	checkSums(t, out)
 
-	ip, _, _, _ := refHeaders(out)
+	ip, _, _, _ := frames.Headers(out)
 	tos := out[ip+1]
-	if f.v6 {
+	if f.V6 {
 		tos = out[ip]<<4 | out[ip+1]>>4
 	}
-	wantTOS := insertMarkDSCP<<2 | f.tos&3
+	wantTOS := insertMarkDSCP<<2 | f.TOS&3
 	if c.port {
-		wantTOS = f.tos
+		wantTOS = f.TOS
 	}
 	if tos != wantTOS {
 		t.Errorf("TOS 0x%02x, want 0x%02x", tos, wantTOS)
@@ -413,17 +257,17 @@ func insertOne(t *testing.T, e *Encoder, d *Decoder, c insertCase, f testFrame, 
 	if got.NHops != r.NHops || !equalHops(got.HopList(), r.HopList()) {
 		t.Errorf("hops\n got %+v\nwant %+v", got.HopList(), r.HopList())
 	}
-	want := telemetry.FlowKey{IPv6: f.v6, Proto: f.proto, SrcPort: f.sport, DstPort: f.dport}
-	if f.v6 {
-		want.Src, want.Dst = tfSrc6, tfDst6
+	want := telemetry.FlowKey{IPv6: f.V6, Proto: f.Proto, SrcPort: f.Sport, DstPort: f.Dport}
+	if f.V6 {
+		want.Src, want.Dst = frames.Src6, frames.Dst6
 	} else {
-		want.SetIPv4(tfSrc4, tfDst4)
+		want.SetIPv4(frames.Src4, frames.Dst4)
 	}
 	if c.port && c.v == telemetry.INT05 {
 		// The decoder restores the port of v2.x's NPT 1, not of v0.5's tail (INT.OrigPort).
 		want.DstPort = insertMarkPort
-		if got.INT.OrigPort != f.dport {
-			t.Errorf("v0.5 tail port %d, want %d", got.INT.OrigPort, f.dport)
+		if got.INT.OrigPort != f.Dport {
+			t.Errorf("v0.5 tail port %d, want %d", got.INT.OrigPort, f.Dport)
 		}
 	}
 	if got.Flow != want {
@@ -451,13 +295,13 @@ func equalHops(a, b []telemetry.Hop) bool {
 // TestInsertINTErrors: frames InsertINT cannot put INT into, and markings that do not fit
 // the format, are errors that say why; dst is returned as it was.
 func TestInsertINTErrors(t *testing.T) {
-	udp4 := testFrame{proto: 17, sport: 1, dport: 2, payload: []byte("x")}
+	udp4 := frames.Frame{Proto: 17, Sport: 1, Dport: 2, Payload: []byte("x")}
 	udp6 := udp4
-	udp6.v6 = true
+	udp6.V6 = true
 	tcp4 := udp4
-	tcp4.proto = 6
+	tcp4.Proto = 6
 	ipv6 := func(next uint8) []byte {
-		b := udp6.build()
+		b := udp6.Build()
 		b[14+6] = next
 		return b
 	}
@@ -466,14 +310,14 @@ func TestInsertINTErrors(t *testing.T) {
 		r.Inner.EncapArg = npt
 		return r
 	}
-	frag := udp4.build()
+	frag := udp4.Build()
 	frag[14+6] = 0x20 // more fragments
-	icmp := udp4.build()
+	icmp := udp4.Build()
 	icmp[14+9] = 1
-	arp := udp4.build()
+	arp := udp4.Build()
 	arp[12], arp[13] = 0x08, 0x06
-	vlan3 := append(append([]byte(nil), udp4.build()[:12]...), 0x81, 0, 0, 1, 0x81, 0, 0, 2, 0x81, 0, 0, 3, 0x08, 0)
-	short := udp4.build()
+	vlan3 := append(append([]byte(nil), udp4.Build()[:12]...), 0x81, 0, 0, 1, 0x81, 0, 0, 2, 0x81, 0, 0, 3, 0x08, 0)
+	short := udp4.Build()
 	short = short[:len(short)-1]
 	for _, tc := range []struct {
 		name  string
@@ -490,12 +334,12 @@ func TestInsertINTErrors(t *testing.T) {
 		{"arp", arp, v2(0), Marking{DSCP: 0x17}, "EtherType 0x0806 is not IPv4 or IPv6"},
 		{"three vlans", vlan3, v2(0), Marking{DSCP: 0x17}, "more than 2 VLAN tags"},
 		{"truncated", short, v2(0), Marking{DSCP: 0x17}, "IP length 29 does not fit the 28 bytes"},
-		{"npt1 over tcp", tcp4.build(), v2(1), Marking{Port: 5555}, "port marking is for UDP"},
-		{"npt0 with a port", udp4.build(), v2(0), Marking{Port: 5555}, "v2.x NPT 0 is DSCP-marked"},
-		{"npt1 without a port", udp4.build(), v2(1), Marking{DSCP: 0x17}, "v2.x NPT 1 is port-marked"},
-		{"npt3", udp4.build(), v2(3), Marking{Port: 5555}, "v2.x NPT 3"},
-		{"v1.0 with a port", udp4.build(), &telemetry.Report{INT: telemetry.INTHeader{Version: telemetry.INT10}}, Marking{Port: 5555}, "v1.0 is DSCP-marked"},
-		{"dscp of 7 bits", udp4.build(), v2(0), Marking{DSCP: 0x40}, "DSCP 0x40 is more than 6 bits"},
+		{"npt1 over tcp", tcp4.Build(), v2(1), Marking{Port: 5555}, "port marking is for UDP"},
+		{"npt0 with a port", udp4.Build(), v2(0), Marking{Port: 5555}, "v2.x NPT 0 is DSCP-marked"},
+		{"npt1 without a port", udp4.Build(), v2(1), Marking{DSCP: 0x17}, "v2.x NPT 1 is port-marked"},
+		{"npt3", udp4.Build(), v2(3), Marking{Port: 5555}, "v2.x NPT 3"},
+		{"v1.0 with a port", udp4.Build(), &telemetry.Report{INT: telemetry.INTHeader{Version: telemetry.INT10}}, Marking{Port: 5555}, "v1.0 is DSCP-marked"},
+		{"dscp of 7 bits", udp4.Build(), v2(0), Marking{DSCP: 0x40}, "DSCP 0x40 is more than 6 bits"},
 	} {
 		e, _ := NewEncoder(DefaultConfig())
 		dst, err := e.InsertINT([]byte("dst"), tc.frame, tc.r, tc.m)

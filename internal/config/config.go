@@ -47,6 +47,9 @@ const (
 type Config struct {
 	// Listeners are the UDP sockets telemetry arrives on.
 	Listeners []ingest.Listener `yaml:"listeners"`
+	// Sinks are the interfaces of this host whose arriving packets carry INT: intake is
+	// their INT sink (docs/sink.md).
+	Sinks []ingest.Sink `yaml:"sinks"`
 	// HTTP is the API server.
 	HTTP HTTP `yaml:"http"`
 	// Decoder is the decoder configuration every listener uses unless it overrides it.
@@ -107,11 +110,14 @@ func (c *Config) FillDefaults() {
 	for i := range c.Listeners {
 		c.Listeners[i].FillDefaults()
 	}
+	for i := range c.Sinks {
+		c.Sinks[i].FillDefaults()
+	}
 }
 
 // Ingest returns the receive path's part of the configuration.
 func (c *Config) Ingest() ingest.Config {
-	return ingest.Config{Listeners: c.Listeners, Decoder: c.Decoder}
+	return ingest.Config{Listeners: c.Listeners, Sinks: c.Sinks, Decoder: c.Decoder}
 }
 
 // Error is a configuration error at one key: the one every section's validation makes

@@ -131,7 +131,7 @@ func TestErrors(t *testing.T) {
 		{"http: {address: ''}\ncluster: {self: c0, members: [{name: c0, api: '127.0.0.1:8041'}]}\n",
 			"cluster.members: a cluster needs http.address: the other members query this one through it"},
 		{"listner: []\n",
-			"listner: unknown key (allowed: listeners, http, decoder, detect, flowcache, dta, label, export, cluster, history)"},
+			"listner: unknown key (allowed: listeners, sinks, http, decoder, detect, flowcache, dta, label, export, cluster, history)"},
 		{"listeners:\n  - {format: report, port: x}\n",
 			"listeners[0].port: x: must be an integer"},
 		{"listeners:\n  - {format: report, sockets: 2000}\n",
@@ -148,7 +148,7 @@ func TestErrors(t *testing.T) {
 			"listeners[1].port: 5: already used by listeners[0]"},
 		{"listeners:\n  - {format: report, name: a}\n  - {format: dta, name: a}\n",
 			"listeners[1].name: a: already used by listeners[0]"},
-		{"listeners: []\n", "listeners: at least one listener is required"},
+		{"listeners: []\n", "listeners: at least one listener (or sink) is required"},
 		{"listeners: {format: report}\n", "listeners: a mapping: must be a list"},
 		{"http: {address: 8040}\n", "http.address: 8040: must be host:port, e.g. 127.0.0.1:8040"},
 		{"http: {address: 'example.com:80'}\n", "http.address: example.com:80: host must be an IP address, localhost or empty"},
@@ -175,7 +175,7 @@ func TestLoad(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "intake.yaml")
 	os.WriteFile(p, []byte("http: {address: ':0'}\nbogus: 1\n"), 0o644)
 	_, err := Load(p)
-	if want := p + ": bogus: unknown key (allowed: listeners, http, decoder, detect, flowcache, dta, label, export, cluster, history)"; err == nil || err.Error() != want {
+	if want := p + ": bogus: unknown key (allowed: listeners, sinks, http, decoder, detect, flowcache, dta, label, export, cluster, history)"; err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {

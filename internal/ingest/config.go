@@ -34,6 +34,9 @@ const (
 // decoder configuration (the aggregate configuration file fills Listener.Decoder).
 type Config struct {
 	Listeners []Listener
+	// Sinks are the interfaces this host is the INT sink of (sink.go): each becomes a
+	// listener of mode sink with one worker.
+	Sinks []Sink
 	// Decoder is used by listeners whose Decoder is nil.
 	Decoder wire.Config
 }
@@ -53,7 +56,7 @@ func (c *Config) Workers() int {
 	for _, l := range c.Listeners {
 		n += l.Sockets
 	}
-	return n
+	return n + len(c.Sinks)
 }
 
 // Listener modes: how a listener's datagrams reach its workers.
@@ -175,6 +178,9 @@ func (c *Config) FillDefaults() {
 	for i := range c.Listeners {
 		c.Listeners[i].FillDefaults()
 	}
+	for i := range c.Sinks {
+		c.Sinks[i].FillDefaults()
+	}
 }
 
 // errAt is a configuration error at key (confkey.Error, which config re-exports as
@@ -186,15 +192,15 @@ func errAt(key string, value any, format string, args ...any) error {
 // Validate reports the first invalid listener setting, naming it by its key
 // (listeners[i].port).
 func (c *Config) Validate() error {
-	if len(c.Listeners) == 0 {
-		return &confkey.Error{Key: "listeners", Msg: "at least one listener is required"}
+	if len(c.Listeners) == 0 && len(c.Sinks) == 0 {
+		return &confkey.Error{Key: "listeners", Msg: "at least one listener (or sink) is required"}
 	}
 	type bind struct {
 		addr string
 		port int
 	}
 	seen := map[bind]int{}
-	names := map[string]int{}
+	names := map[string]string{} // name -> the key that has it
 	ifaces := map[string]int{}
 	for i := range c.Listeners {
 		if err := c.Listeners[i].Validate(fmt.Sprintf("listeners[%d]", i)); err != nil {
@@ -217,10 +223,29 @@ func (c *Config) Validate() error {
 			}
 			ifaces[l.Interface] = i
 		}
-		if j, dup := names[l.Name]; dup {
-			return errAt(fmt.Sprintf("listeners[%d].name", i), l.Name, "already used by listeners[%d]", j)
+		if k, dup := names[l.Name]; dup {
+			return errAt(fmt.Sprintf("listeners[%d].name", i), l.Name, "already used by %s", k)
 		}
-		names[l.Name] = i
+		names[l.Name] = fmt.Sprintf("listeners[%d]", i)
+	}
+	for i := range c.Sinks {
+		key := fmt.Sprintf("sinks[%d]", i)
+		s := &c.Sinks[i]
+		if err := s.Validate(key); err != nil {
+			return err
+		}
+		if j, dup := ifaces[s.Interface]; dup {
+			return errAt(key+".interface", strconv.Quote(s.Interface), "already used by listeners[%d] (one XDP program per interface)", j)
+		}
+		for j := range c.Sinks[:i] {
+			if c.Sinks[j].Interface == s.Interface {
+				return errAt(key+".interface", strconv.Quote(s.Interface), "already used by sinks[%d] (one XDP program per interface)", j)
+			}
+		}
+		if k, dup := names[s.Name]; dup {
+			return errAt(key+".name", s.Name, "already used by %s", k)
+		}
+		names[s.Name] = key
 	}
 	return nil
 }

@@ -55,7 +55,8 @@ type listener struct {
 
 	foreign atomic.Uint64 // foreign sockets found on the port while running
 
-	x xdpState // mode xdp: the program (under mu)
+	x    xdpState   // mode xdp: the program (under mu)
+	sink *sinkState // mode sink: the sink program (under mu); nil otherwise
 }
 
 // Deps are what a Receiver works with besides its configuration.
@@ -110,6 +111,7 @@ type Receiver struct {
 // validated). It registers its metrics and opens nothing: see Start.
 func New(cfg Config, deps Deps) (*Receiver, error) {
 	cfg.Listeners = append([]Listener(nil), cfg.Listeners...)
+	cfg.Sinks = append([]Sink(nil), cfg.Sinks...)
 	cfg.FillDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -142,6 +144,20 @@ func New(cfg Config, deps Deps) (*Receiver, error) {
 			l.workers = append(l.workers, w)
 			c.workers = append(c.workers, w)
 		}
+		c.listeners = append(c.listeners, l)
+	}
+	for i := range cfg.Sinks {
+		s := cfg.Sinks[i]
+		dec, err := wire.NewDecoder(s.decoder(cfg.Decoder))
+		if err != nil {
+			return nil, fmt.Errorf("sinks[%d]: %w", i, err)
+		}
+		l := &listener{idx: len(c.listeners), cfg: s.listener(), in: wire.InputINTMD, dec: dec, sink: &sinkState{cfg: s}}
+		w := &worker{l: l, wlog: workerLog{log: c.log}}
+		w.init(len(c.workers), dec, wire.InputINTMD, procs)
+		w.sinkHop = newSinkHop(&s)
+		l.workers = append(l.workers, w)
+		c.workers = append(c.workers, w)
 		c.listeners = append(c.listeners, l)
 	}
 	c.register()
@@ -184,6 +200,7 @@ func (rcv *Receiver) Start(context.Context) (err error) {
 			}
 			for _, l := range rcv.listeners {
 				l.closeXDP()
+				l.closeSink()
 			}
 		}
 	}()
@@ -214,11 +231,14 @@ func (rcv *Receiver) Start(context.Context) (err error) {
 		rcv.wg.Add(1)
 		go func() {
 			defer rcv.wg.Done()
-			if w.xsk != nil {
+			switch {
+			case w.xsk != nil:
 				w.runXDP(&rcv.stopping)
-				return
+			case w.l.sink != nil:
+				w.runSink(&rcv.stopping)
+			default:
+				w.run(&rcv.stopping)
 			}
-			w.run(&rcv.stopping)
 		}()
 	}
 	rcv.sampler = make(chan struct{})
@@ -235,6 +255,9 @@ func (rcv *Receiver) open(l *listener) error {
 			return xdpError(l, err)
 		}
 		return nil
+	}
+	if l.sink != nil {
+		return rcv.openSink(l)
 	}
 	port := l.cfg.Port
 	for i, w := range l.workers {
@@ -285,23 +308,32 @@ func (rcv *Receiver) Stop(context.Context) error {
 	}
 	rcv.stopping.Store(true)
 	for _, w := range rcv.workers {
-		if w.xsk != nil {
+		switch {
+		case w.xsk != nil:
 			w.xsk.Wake()
-		} else {
+		case w.l.sink != nil:
+			if p := w.l.sink.prog; p != nil {
+				p.Wake()
+			}
+		default:
 			w.sock.wake()
 		}
 	}
 	close(rcv.sampler)
 	rcv.wg.Wait()
 	for _, w := range rcv.workers {
-		if w.xsk != nil {
+		switch {
+		case w.xsk != nil:
 			w.finishXDP()
-		} else {
+		case w.l.sink != nil:
+			w.publish()
+		default:
 			w.finish()
 		}
 	}
 	for _, l := range rcv.listeners {
 		l.closeXDP()
+		l.closeSink()
 	}
 	rcv.running = false
 	rcv.started.Store(0)
@@ -350,6 +382,7 @@ func (rcv *Receiver) register() {
 	rd := r.Counter("intake_socket_reads_total", "recvmmsg calls that returned datagrams, by listener: received datagrams over it is the mean batch per read.", "listener")
 	gr := r.Counter("intake_gro_datagrams_total", "Datagrams that arrived coalesced in GRO super-datagrams (UDP_GRO), after splitting; included in packets received.", "listener")
 	xf := r.Counter("intake_xdp_frames_total", "Frames the XDP program of an xdp listener handled, by outcome: redirected to an AF_XDP socket, or passed to the kernel (pass_*: another port or protocol, a fragment, malformed headers, a queue without a socket, IPv6 extension headers).", "listener", "outcome")
+	sp := r.Counter("intake_sink_packets_total", "Packets the INT sink program of a sink handled, by outcome: stripped (INT taken out, metadata lifted, packet passed on), ring_full (INT taken out and passed, its metadata lost: the ring was full), or passed untouched (pass_*: not marked, a fragment, IPv6 extension headers, malformed headers, INT that does not parse, too long, a helper error).", "listener", "outcome")
 	so := r.Gauge("intake_listener_sockets", "SO_REUSEPORT sockets (and workers) per listener.", "listener")
 	for _, l := range rcv.listeners {
 		l := l
@@ -386,6 +419,11 @@ func (rcv *Receiver) register() {
 			return float64(l.rcvbufGranted)
 		}, name)
 		so.With(name).SetInt(int64(len(l.workers)))
+		if l.sink != nil {
+			for o := range xdp.NumSinkOutcomes {
+				sp.Func(func() float64 { return float64(l.sinkCounts()[o.String()]) }, name, o.String())
+			}
+		}
 		if l.cfg.Mode == ModeXDP {
 			for o := range xdp.NumOutcomes {
 				xf.Func(func() float64 { return float64(l.xdpCounts()[o.String()]) }, name, o.String())

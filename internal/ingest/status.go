@@ -86,6 +86,8 @@ type ListenerStatus struct {
 	XDPAttach   string            `json:"xdp_attach,omitempty"`
 	XDPZeroCopy bool              `json:"xdp_zero_copy,omitempty"`
 	XDPFrames   map[string]uint64 `json:"xdp_frames,omitempty"`
+	// SinkPackets counts a sink's packets by outcome (docs/sink.md; absent for listeners).
+	SinkPackets map[string]uint64 `json:"sink_packets,omitempty"`
 	// XDPRuns and XDPRunNs are the program's runs and run time while BPF statistics are on
 	// (sysctl kernel.bpf_stats_enabled=1); absent otherwise.
 	XDPRuns  uint64 `json:"xdp_runs,omitempty"`
@@ -263,8 +265,14 @@ func (rcv *Receiver) Status() Status {
 			runs, d := l.x.prog.RunStats()
 			ls.XDPRuns, ls.XDPRunNs = runs, uint64(d)
 		}
+		if l.sink != nil && l.sink.prog != nil {
+			ls.XDPAttach = l.sink.prog.Mode()
+			runs, d := l.sink.prog.RunStats()
+			ls.XDPRuns, ls.XDPRunNs = runs, uint64(d)
+		}
 		l.mu.Unlock()
 		ls.XDPFrames = l.xdpCounts()
+		ls.SinkPackets = l.sinkCounts()
 		if i < len(rates) {
 			ls.Rates = rates[i]
 		}

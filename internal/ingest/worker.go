@@ -74,6 +74,8 @@ type Dispatcher struct {
 	// kdone: what the XDP program has done with the datagram in hand already
 	// (detect.kernel, flowcache.kernel).
 	kdone telemetry.KernelDone
+	// sinkHop, for a sink's worker only: the host's hop and report_to (sink.go).
+	sinkHop *sinkHop
 
 	procs    []Processor      // every processor, in call order
 	plain    []Processor      // those without a batch path: called as each report is decoded
@@ -191,6 +193,9 @@ func (d *Dispatcher) Datagram(b []byte, now int64) {
 		if err == nil {
 			r.RecvTime = now
 			r.Kernel = d.kdone
+			if d.sinkHop != nil {
+				d.sinkHop.apply(r, now)
+			}
 			d.local[cReports]++
 			if ie := d.rd.InnerErr(); ie != nil && int(ie.Reason) < wire.NumReasons {
 				d.local[cInner0+int(ie.Reason)]++

@@ -112,45 +112,52 @@ func TestProgramFrames(t *testing.T) {
 	}
 }
 
-// TestObjectMatchesSource rebuilds the object and its bindings with gen.go's go:generate
-// line (bpf2go) into a temporary directory and compares them with the committed ones.
+// TestObjectMatchesSource rebuilds each object and its bindings with gen.go's go:generate
+// lines (bpf2go) into a temporary directory and compares them with the committed ones.
 func TestObjectMatchesSource(t *testing.T) {
 	for _, tool := range []string{"clang", "llvm-strip", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("skipped: %s is not installed (apt-get install clang llvm libbpf-dev): the committed object cannot be rebuilt to compare", tool)
 		}
 	}
-	args := generateArgs(t, "gen.go")
-	dir := t.TempDir()
-	// go run <bpf2go> [-output-dir dir] flags...
-	args = append(args[:3:3], append([]string{"-output-dir", dir}, args[3:]...)...)
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), "GOPACKAGE=xdp")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, b)
+	lines := generateArgs(t, "gen.go")
+	if len(lines) != 2 {
+		t.Fatalf("gen.go has %d bpf2go lines, want 2 (intake, sink)", len(lines))
 	}
-	for _, f := range []string{"intake_bpfel.o", "intake_bpfel.go"} {
-		got, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
-			t.Fatal(err)
+	for _, args := range lines {
+		dir := t.TempDir()
+		ident := args[len(args)-2] // ... <ident> <source>
+		// go run <bpf2go> [-output-dir dir] flags...
+		args = append(args[:3:3], append([]string{"-output-dir", dir}, args[3:]...)...)
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = append(os.Environ(), "GOPACKAGE=xdp")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, b)
 		}
-		want, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s does not match bpf/intake.c: run go generate ./xdp and commit it", f)
+		for _, f := range []string{ident + "_bpfel.o", ident + "_bpfel.go"} {
+			got, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s does not match %s: run go generate ./internal/xdp and commit it", f, args[len(args)-1])
+			}
 		}
 	}
 }
 
-// generateArgs returns the words of file's bpf2go go:generate line, split as go generate
-// splits them (a double-quoted word is a Go string).
-func generateArgs(t *testing.T, file string) []string {
+// generateArgs returns the words of each of file's bpf2go go:generate lines, split as go
+// generate splits them (a double-quoted word is a Go string).
+func generateArgs(t *testing.T, file string) [][]string {
 	src, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var all [][]string
 	for line := range strings.Lines(string(src)) {
 		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "//go:generate ")
 		if !ok || !strings.Contains(rest, "bpf2go") {
@@ -173,10 +180,12 @@ func generateArgs(t *testing.T, file string) []string {
 			}
 			args, rest = append(args, word), rest[len(word):]
 		}
-		return args
+		all = append(all, args)
 	}
-	t.Fatalf("%s has no bpf2go go:generate line", file)
-	return nil
+	if len(all) == 0 {
+		t.Fatalf("%s has no bpf2go go:generate line", file)
+	}
+	return all
 }
 
 // dtaFrame is an IPv4 UDP frame to port 40040 (9c68) holding the DTA datagram p.
