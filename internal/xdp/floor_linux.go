@@ -11,15 +11,21 @@ import (
 	"github.com/cilium/ebpf/link"
 )
 
-// FloorName is the floor program's name in the kernel (bpftool prog show).
-const FloorName = "intake_floor"
+// FloorName and FloorPassName are the floor programs' names in the kernel (bpftool prog
+// show): the one that drops and the one that passes.
+const (
+	FloorName     = "intake_floor"
+	FloorPassName = "intake_flr_pass"
+)
 
 // Floor is the floor of `intake bench ingest --mode kernel` (docs/xdp.md, "Measuring the
 // modes"): an XDP program that counts every frame and drops it. With the same load sent to
 // it, the whole machine's CPU is what the sender, the device and the least an XDP program
 // can do cost; what a receive path costs above that is its own. It is built here with
 // package asm (a map lookup and an add), not from the C object, so that it does nothing
-// else.
+// else. AttachFloorPass's counts and passes every frame instead: the floor of `intake bench
+// sink` (docs/sink.md), under which the host's stack still delivers every packet, as it
+// does under the INT sink.
 type Floor struct {
 	prog   *ebpf.Program
 	count  *ebpf.Map // per-CPU, one u64
@@ -28,8 +34,12 @@ type Floor struct {
 	percpu []uint64
 }
 
-// newFloor loads the program and its counter, not attached.
-func newFloor() (_ *Floor, err error) {
+// xdpPassAction is XDP_PASS (xdpDropAction, flowcache_linux.go, is XDP_DROP).
+const xdpPassAction = 2
+
+// newFloor loads the program that returns action (xdpDropAction or xdpPassAction) and its
+// counter, not attached.
+func newFloor(action int32) (_ *Floor, err error) {
 	ncpu, err := ebpf.PossibleCPU()
 	if err != nil {
 		return nil, err
@@ -44,20 +54,23 @@ func newFloor() (_ *Floor, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("the floor's counter: %w", err)
 	}
-	const drop = 1 // XDP_DROP
-	f.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: FloorName, Type: ebpf.XDP, License: "GPL",
+	name := FloorName
+	if action == xdpPassAction {
+		name = FloorPassName
+	}
+	f.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.XDP, License: "GPL",
 		Instructions: asm.Instructions{
-			// count[0]++ (this CPU's), then drop.
+			// count[0]++ (this CPU's), then the action.
 			asm.StoreImm(asm.RFP, -4, 0, asm.Word),
 			asm.Mov.Reg(asm.R2, asm.RFP),
 			asm.Add.Imm(asm.R2, -4),
 			asm.LoadMapPtr(asm.R1, f.count.FD()),
 			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, "drop"),
+			asm.JEq.Imm(asm.R0, 0, "out"),
 			asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
 			asm.Add.Imm(asm.R1, 1),
 			asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
-			asm.Mov.Imm(asm.R0, drop).WithSymbol("drop"),
+			asm.Mov.Imm(asm.R0, action).WithSymbol("out"),
 			asm.Return(),
 		}})
 	if err != nil {
@@ -69,12 +82,18 @@ func newFloor() (_ *Floor, err error) {
 // AttachFloor loads the floor program and attaches it to interface ifname, natively where
 // the driver supports it, else in generic mode (Mode says which), as Attach does intake's.
 // Every frame the interface receives is then dropped, until Close.
-func AttachFloor(ifname string) (*Floor, error) {
+func AttachFloor(ifname string) (*Floor, error) { return attachFloor(ifname, xdpDropAction) }
+
+// AttachFloorPass is AttachFloor with the program that counts every frame and passes it to
+// the host's stack (XDP_PASS), as the INT sink passes every packet.
+func AttachFloorPass(ifname string) (*Floor, error) { return attachFloor(ifname, xdpPassAction) }
+
+func attachFloor(ifname string, action int32) (*Floor, error) {
 	ifc, err := net.InterfaceByName(ifname)
 	if err != nil {
 		return nil, fmt.Errorf("interface %q: %w", ifname, err)
 	}
-	f, err := newFloor()
+	f, err := newFloor(action)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +107,7 @@ func AttachFloor(ifname string) (*Floor, error) {
 // Mode says how the floor is attached: ModeNative or ModeGeneric.
 func (f *Floor) Mode() string { return f.mode }
 
-// Count is the frames the program has counted (and dropped), summed over CPUs.
+// Count is the frames the program has counted (and dropped or passed), summed over CPUs.
 func (f *Floor) Count() (uint64, error) {
 	if f.count == nil {
 		return 0, errors.New("xdp: floor closed")

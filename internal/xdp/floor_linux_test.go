@@ -20,7 +20,7 @@ func TestFloorFrames(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: loading a BPF program needs root (CAP_BPF)")
 	}
-	f, err := newFloor()
+	f, err := newFloor(xdpDropAction)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,5 +111,55 @@ func TestFloorAttach(t *testing.T) {
 	uc.SetReadDeadline(time.Now().Add(2 * time.Second))
 	if m, _, err := uc.ReadFrom(make([]byte, 100)); err != nil || m != len("after") {
 		t.Errorf("after Close: read %d bytes, %v; want the datagram", m, err)
+	}
+}
+
+// TestFloorPass: the pass floor (bench sink's) returns XDP_PASS for every frame and counts
+// it; attached to a veth, datagrams sent across it are counted and reach a UDP socket on
+// their port byte for byte.
+func TestFloorPass(t *testing.T) {
+	v := xdptest.New(t)
+	f, err := newFloor(xdpPassAction)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, fr := range [][]byte{frame(t, ethV4, ipv4, udp12, payload), frame(t, ethV4)} {
+		ret, err := f.prog.Run(&ebpf.RunOptions{Data: fr})
+		if err != nil || ret != xdpPass {
+			t.Errorf("frame %d: action %d (%v), want XDP_PASS", i, ret, err)
+		}
+	}
+	if n, err := f.Count(); err != nil || n != 2 {
+		t.Errorf("count %d (%v) after 2 runs", n, err)
+	}
+	f.Close()
+
+	uc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(v.Host), Port: 40042})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uc.Close()
+	if f, err = AttachFloorPass(v.Dev); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Mode() != ModeNative {
+		t.Errorf("mode %q: veth has native XDP", f.Mode())
+	}
+	const n = 10
+	for i := range n {
+		v.Send(t, "udp4", net.JoinHostPort(v.Host, "40042"), []byte(fmt.Sprint("pass ", i)))
+	}
+	buf := make([]byte, 100)
+	for i := range n {
+		uc.SetReadDeadline(time.Now().Add(2 * time.Second))
+		m, _, err := uc.ReadFrom(buf)
+		if err != nil || string(buf[:m]) != fmt.Sprint("pass ", i) {
+			t.Fatalf("datagram %d: %q, %v; want %q", i, buf[:m], err, fmt.Sprint("pass ", i))
+		}
+	}
+	// The peer's kernel may send a frame of its own (IPv6 router solicitation), hence at least.
+	if got, err := f.Count(); err != nil || got < n {
+		t.Errorf("count %d (%v), want at least %d", got, err, n)
 	}
 }

@@ -4,14 +4,20 @@ package xdp
 
 import "time"
 
-// FloorName is the floor program's name in the kernel.
-const FloorName = "intake_floor"
+// FloorName and FloorPassName are the floor programs' names in the kernel.
+const (
+	FloorName     = "intake_floor"
+	FloorPassName = "intake_flr_pass"
+)
 
-// Floor is bench ingest's XDP drop floor (Linux only).
+// Floor is bench ingest's XDP drop floor and bench sink's pass floor (Linux only).
 type Floor struct{}
 
 // AttachFloor refuses: XDP is Linux's.
 func AttachFloor(string) (*Floor, error) { return nil, errNotLinux }
+
+// AttachFloorPass refuses: XDP is Linux's.
+func AttachFloorPass(string) (*Floor, error) { return nil, errNotLinux }
 
 func (f *Floor) Mode() string                      { return "" }
 func (f *Floor) Count() (uint64, error)            { return 0, errNotLinux }
