@@ -1,7 +1,9 @@
 // Package gen owns intake's load generator: a reproducible stream of telemetry datagrams in
 // every format package wire encodes that travels as a UDP payload (Telemetry Reports v0.5,
 // v1.0 and v2.0 with INT-MD stacks or INT-XD per-hop metadata, DTA primitives and batches,
-// INT-label exports), and a sender that blasts it at a socket with sendmmsg.
+// INT-label exports), and a sender that blasts it at a socket with sendmmsg. In data mode
+// (data.go) the stream's INT-MD stacks travel inside UDP data packets instead, Ethernet frames
+// sent out of an interface, for an INT sink to strip.
 //
 // It exists so that intake can be measured and tested without a switch (docs/design.md;
 // docs/gen.md). Two properties make it useful for that:

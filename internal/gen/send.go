@@ -133,6 +133,7 @@ func start(ctx context.Context, targets []Target) (gens []*Generator, wait func(
 // Summary is a run as `intake gen --json` prints it.
 type Summary struct {
 	To                 string  `json:"to"`
+	Data               string  `json:"data,omitempty"` // gen --data: the interface data packets left by
 	Format             string  `json:"format"`
 	Mode               string  `json:"mode,omitempty"`
 	Seed               uint64  `json:"seed"`

@@ -1,5 +1,7 @@
 // Package xdptest builds what the XDP tests of packages xdp, ingest and collector run on: a
-// veth pair between the test's network namespace and a new one, with a sender inside it.
+// veth pair between the test's network namespace and a new one, with a sender inside it
+// (Veth); and, for the INT sink, a routed path from a client namespace through a relay that
+// can insert INT into the test's namespace (Path).
 package xdptest
 
 import (
@@ -111,6 +113,10 @@ func (v *Veth) Send(t testing.TB, network, dst string, payloads ...[]byte) {
 	}
 	c.Close()
 }
+
+// In runs f on a thread switched into the namespace: sockets f creates stay there, and
+// /proc/thread-self/net is the namespace's.
+func (v *Veth) In(f func() error) error { return v.in(f) }
 
 // in runs f on a thread switched into the namespace.
 func (v *Veth) in(f func() error) error { return inNS(v.NS, f) }
