@@ -328,6 +328,7 @@ func (h *sinkHop) apply(r *telemetry.Report, now int64) {
 		o.TR.MDBits = 0x4000 | 0x0800 // the host's hop: ports (bit 1), ingress timestamp (bit 4)
 	}
 	o.Seq, o.Has = h.seq, o.Has|telemetry.HasSeq
+	o.Flags |= telemetry.FlagFlow // F: a tracked flow's report, whose INT collectors read
 	h.seq = (h.seq + 1) & (1<<22 - 1)
 	b, err := h.enc.Append(h.buf[:0], o)
 	if err != nil {

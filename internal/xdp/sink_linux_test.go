@@ -2,10 +2,13 @@ package xdp
 
 import (
 	"bytes"
+	"encoding/binary"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/intake-int/intake/internal/testutil/frames"
@@ -263,4 +266,286 @@ func equalHops(a, b []telemetry.Hop) bool {
 		}
 	}
 	return true
+}
+
+// sinkFuzz is how many packets TestSinkFuzz sends through the program: 1,000,000 for the
+// issue's fuzz run (go test ./internal/xdp -run TestSinkFuzz -sink-fuzz 1000000).
+var sinkFuzz = flag.Int("sink-fuzz", 100_000, "packets TestSinkFuzz sends through the sink program")
+
+// TestSinkFuzz sends random packets through the program: well-formed INT of every shape
+// (restored to the original byte for byte), INT with random bytes written over its shim,
+// header, stack or tail, or replaced by random bytes (with valid checksums: as a source that
+// inserted them would send them), frames cut short, and packets that carry no INT (an
+// unmarked DSCP, another port, other protocols). The program never drops a packet; one
+// without INT passes byte for byte; one with INT is either passed untouched or passed with
+// exactly one run of bytes taken out at INT's place, every length and checksum valid, and
+// everything else as it was (sinkChanged).
+func TestSinkFuzz(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 2))
+	c := sinkTestConfig(false)
+	s := newTestSink(t, c)
+	e, err := wire.NewEncoder(func() wire.Config { w := wire.DefaultConfig(); w.INTPort = sinkMarkPort; return w }())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds [5]int
+	var stripped, untouched int
+	start := time.Now()
+	for i := 0; i < *sinkFuzz; i++ {
+		sh := sinkShapes[rng.IntN(len(sinkShapes)-1)] // host-int has its own configuration
+		v6, tcp := rng.IntN(2) == 0, sh.tcp && rng.IntN(2) == 0
+		orig, with, _ := sinkFrame(t, e, sh, v6, tcp, rng, rng.IntN(9))
+		kind := rng.IntN(len(kinds))
+		in := with
+		switch kind {
+		case 0: // well-formed
+		case 1: // random bytes written over INT
+			in = mutateINT(with, orig, sh, rng)
+		case 2: // INT replaced by random bytes of a random length
+			in = replaceINT(with, orig, sh, rng)
+		case 3: // cut short: the IP and L4 lengths now say more than the frame has
+			in = with[:max(14, len(with)-1-rng.IntN(len(with)-14))]
+		case 4: // no INT: the original, unmarked, or marked by neither
+			in = orig
+			if rng.IntN(2) == 0 {
+				in = bytes.Clone(orig)
+				setTOS(in, uint8(rng.IntN(256))&^(0x3f<<2)|uint8(rng.IntN(0x17))<<2) // DSCP below 0x17
+				in = resum(in)
+			}
+		}
+		kinds[kind]++
+		ret, out := runSinkOut(t, s, in)
+		if ret != xdpPass {
+			t.Fatalf("packet %d (kind %d): verdict %d, want XDP_PASS\n% x", i, kind, ret, in)
+		}
+		switch {
+		case kind == 0 && !bytes.Equal(out, orig):
+			t.Fatalf("packet %d: well-formed INT not restored\n got % x\nwant % x", i, out, orig)
+		case kind == 4 && !bytes.Equal(out, in):
+			t.Fatalf("packet %d: a packet without INT was changed\n got % x\nwant % x", i, out, in)
+		case bytes.Equal(out, in):
+			untouched++
+		default:
+			if err := sinkChanged(in, out, c); err != nil {
+				t.Fatalf("packet %d (kind %d): %v\n  in % x\n out % x", i, kind, err, in, out)
+			}
+			stripped++
+		}
+	}
+	s.Read(1<<30, 0, func(*SinkRecord) {}) // empty the ring
+	var cnt [NumSinkOutcomes]uint64
+	s.Counts(&cnt)
+	if int(sum(cnt[:])) != *sinkFuzz || cnt[SinkPassError] != 0 {
+		t.Errorf("outcomes %v over %d packets", cnt, *sinkFuzz)
+	}
+	t.Logf("%d packets in %v (kinds: well-formed, overwritten, replaced, cut short, no INT = %v): %d stripped, %d untouched; outcomes %v",
+		*sinkFuzz, time.Since(start).Round(time.Millisecond), kinds, stripped, untouched, cnt)
+}
+
+// intRange is where INT sits in with, orig with INT of shape sh inserted: right after the
+// UDP or TCP header (after the UDP header NPT 2 inserted), and how long it is.
+func intRange(with, orig []byte, sh sinkShape) (at, n int) {
+	_, l4, _, proto := frames.Headers(with)
+	at = l4 + 8
+	if proto == 6 {
+		at = l4 + int(with[l4+12]>>4)*4
+	}
+	n = len(with) - len(orig)
+	if sh.npt == 2 {
+		n -= 8
+	}
+	return at, n
+}
+
+// mutateINT writes 1 to 4 random bytes over the INT of with, and fixes the checksums.
+func mutateINT(with, orig []byte, sh sinkShape, rng *rand.Rand) []byte {
+	at, n := intRange(with, orig, sh)
+	b := bytes.Clone(with)
+	for k := 1 + rng.IntN(4); k > 0 && n > 0; k-- {
+		b[at+rng.IntN(n)] = byte(rng.Uint32())
+	}
+	return resum(b)
+}
+
+// replaceINT replaces the INT of with by 0 to 1100 random bytes, the first a plausible shim
+// type, and fixes the lengths and checksums.
+func replaceINT(with, orig []byte, sh sinkShape, rng *rand.Rand) []byte {
+	at, n := intRange(with, orig, sh)
+	r := make([]byte, 4*rng.IntN(276))
+	for i := range r {
+		r[i] = byte(rng.Uint32())
+	}
+	if len(r) > 0 {
+		r[0] = []byte{0x01, 0x03, 0x10, 0x14, 0x18, 0x30, byte(rng.Uint32())}[rng.IntN(7)]
+	}
+	b := append(append(append([]byte(nil), with[:at]...), r...), with[at+n:]...)
+	return resum(b)
+}
+
+// setTOS sets the frame's IP TOS (traffic class) byte.
+func setTOS(b []byte, tos uint8) {
+	ip, _, v6, _ := frames.Headers(b)
+	if v6 {
+		b[ip], b[ip+1] = 0x60|tos>>4, tos<<4|b[ip+1]&0x0f
+		return
+	}
+	b[ip+1] = tos
+}
+
+// resum sets the frame's IP and L4 lengths to its length and recomputes its checksums (an
+// IPv4 UDP checksum of 0 stays 0), as the source of a packet would.
+func resum(b []byte) []byte {
+	ip, l4, v6, proto := frames.Headers(b)
+	if l4+20 > len(b) {
+		return b
+	}
+	if v6 {
+		binary.BigEndian.PutUint16(b[ip+4:], uint16(len(b)-l4))
+	} else {
+		binary.BigEndian.PutUint16(b[ip+2:], uint16(len(b)-ip))
+		b[ip+10], b[ip+11] = 0, 0
+		binary.BigEndian.PutUint16(b[ip+10:], frames.Checksum(b[ip:l4]))
+	}
+	seg := b[l4:]
+	if proto == 17 {
+		binary.BigEndian.PutUint16(seg[4:], uint16(len(seg)))
+		if !v6 && seg[6] == 0 && seg[7] == 0 {
+			return b
+		}
+	}
+	frames.SetL4Sum(b[ip:], v6, proto, seg)
+	return b
+}
+
+// setL4Sum recomputes the L4 checksum of frame b (kept 0 for IPv4 UDP without one).
+func setL4Sum(b []byte) []byte {
+	ip, l4, v6, proto := frames.Headers(b)
+	if proto == 17 && !v6 && b[l4+6] == 0 && b[l4+7] == 0 {
+		return b
+	}
+	frames.SetL4Sum(b[ip:], v6, proto, b[l4:])
+	return b
+}
+
+// sinkChanged says what is wrong with out as what the sink made of in (nil: nothing): out's
+// lengths and checksums are valid, and out is in with one run of bytes taken out where INT
+// starts (after the UDP header, the TCP header, or for NPT 2 the IP header), the IP and L4
+// headers differing only in lengths, checksums, DSCP, destination port and protocol.
+func sinkChanged(in, out []byte, c SinkConfig) error {
+	ip, l4, v6, proto := frames.Headers(in)
+	if _, _, _, p := frames.Headers(out); p != proto {
+		// NPT 2: the original L4 header is the source's, not the sink's to fix or judge
+		// (its checksum covers what follows INT only); the IP header is the sink's.
+		if err := frames.Check(setL4Sum(bytes.Clone(out))); err != nil {
+			return fmt.Errorf("the frame passed on: %w", err)
+		}
+	} else if err := frames.Check(out); err != nil {
+		return fmt.Errorf("the frame passed on: %w", err)
+	}
+	cut := len(in) - len(out)
+	if cut <= 0 {
+		return fmt.Errorf("%d bytes passed on for %d received", len(out), len(in))
+	}
+	pay := l4 + 8
+	if proto == 6 {
+		pay = l4 + int(in[l4+12]>>4)*4
+		if c.TCPBeforeOptions || c.HostINT {
+			pay = l4 + 20
+		}
+	}
+	at := pay
+	if _, _, _, p := frames.Headers(out); p != proto {
+		at = l4 // NPT 2: the inserted UDP header went too
+	}
+	if !bytes.Equal(out[at:], in[at+cut:]) {
+		return fmt.Errorf("the bytes after INT (%d taken out at %d) differ", cut, at)
+	}
+	mask := func(b []byte) []byte {
+		m := bytes.Clone(b[:at])
+		if v6 {
+			m[ip], m[ip+1] = m[ip]&0xf0, m[ip+1]&0x3f // traffic class: DSCP
+			m[ip+4], m[ip+5], m[ip+6] = 0, 0, 0       // payload length, next header
+		} else {
+			m[ip+1] &= 3                                                  // DSCP
+			m[ip+2], m[ip+3], m[ip+9], m[ip+10], m[ip+11] = 0, 0, 0, 0, 0 // length, protocol, checksum
+		}
+		if at > l4 {
+			m[l4+2], m[l4+3] = 0, 0 // destination port
+			if proto == 17 {
+				m[l4+4], m[l4+5], m[l4+6], m[l4+7] = 0, 0, 0, 0
+			} else {
+				m[l4+16], m[l4+17] = 0, 0
+			}
+		}
+		return m
+	}
+	if !bytes.Equal(mask(in), mask(out)) {
+		return fmt.Errorf("headers differ beyond lengths, checksums, DSCP, port and protocol")
+	}
+	return nil
+}
+
+// FuzzSink puts the fuzzer's bytes where INT goes in a marked packet (shape: IPv4 or IPv6,
+// UDP or TCP, marked by DSCP or by port) with valid lengths and checksums, and holds the
+// program to TestSinkFuzz's rules: always passed, untouched or changed as sinkChanged
+// allows.
+func FuzzSink(f *testing.F) {
+	rng := rand.New(rand.NewPCG(29, 3))
+	e, err := wire.NewEncoder(func() wire.Config { w := wire.DefaultConfig(); w.INTPort = sinkMarkPort; return w }())
+	if err != nil {
+		f.Fatal(err)
+	}
+	for i, sh := range sinkShapes[:len(sinkShapes)-1] {
+		orig, with, _ := sinkFrame(f, e, sh, i%2 == 1, sh.tcp, rng, 3)
+		at, n := intRange(with, orig, sh)
+		shape := uint8(i % 2)
+		if sh.tcp {
+			shape |= 2
+		}
+		if sh.port {
+			shape |= 4
+		}
+		f.Add(shape, with[at:at+n])
+	}
+	f.Fuzz(func(t *testing.T, shape uint8, intBytes []byte) {
+		c := sinkTestConfig(false)
+		s := fuzzSink(t, c)
+		fr := frames.Frame{V6: shape&1 != 0, Proto: 17, TOS: sinkMarkDSCP << 2, Sport: 4000, Dport: 80, Payload: []byte("payload after INT")}
+		if shape&2 != 0 {
+			fr.Proto = 6
+		}
+		if shape&4 != 0 {
+			fr.Proto, fr.TOS, fr.Dport = 17, 0, sinkMarkPort
+		}
+		orig := fr.Build()
+		at, _ := intRange(orig, orig, sinkShape{})
+		in := resum(append(append(append([]byte(nil), orig[:at]...), intBytes...), orig[at:]...))
+		ret, out := runSinkOut(t, s, in)
+		if ret != xdpPass {
+			t.Fatalf("verdict %d, want XDP_PASS", ret)
+		}
+		if !bytes.Equal(out, in) {
+			if err := sinkChanged(in, out, c); err != nil {
+				t.Fatalf("%v\n  in % x\n out % x", err, in, out)
+			}
+		}
+		s.Read(64, 0, func(*SinkRecord) {})
+	})
+}
+
+// fuzzSink is one program for the whole fuzz run (loading one per input would dominate it).
+var fuzzSinkProg *Sink
+
+func fuzzSink(t *testing.T, c SinkConfig) *Sink {
+	if fuzzSinkProg == nil {
+		if os.Geteuid() != 0 {
+			t.Skip("skipped: loading XDP programs needs root (CAP_BPF)")
+		}
+		s, err := newSink(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fuzzSinkProg = s
+	}
+	return fuzzSinkProg
 }

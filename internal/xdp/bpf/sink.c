@@ -307,6 +307,20 @@ int intake_sink(struct xdp_md *ctx)
 	} else if (b[(pay + 4) & 2047] >> 4 != 2) {
 		return out(sink_pass_int);
 	}
+	if (restore == R_PROTO) {
+		// NPT 2: the original L4 header follows INT, and the packet will be judged by it:
+		// its length must be what is left (UDP), its data offset within it (TCP). A stack
+		// whose Length lies puts something else there.
+		__u32 o4 = (pay + n) & 2047, left = seg - pay - n;
+		if (new_proto == IPPROTO_UDP) {
+			if (copy < pay + n + 8 || bpf_ntohs(ld16(b, (o4 + 4) & 2047)) != left)
+				return out(sink_pass_int);
+		} else {
+			__u32 doff = (b[(o4 + 12) & 2047] >> 4) * 4;
+			if (copy < pay + n + 20 || doff < 20 || doff > left)
+				return out(sink_pass_int);
+		}
+	}
 
 	rec->time = bpf_ktime_get_ns();
 	rec->ifindex = ctx->ingress_ifindex;
