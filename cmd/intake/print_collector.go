@@ -179,6 +179,11 @@ func writeIngestStatus(w io.Writer, addr string, st *ingest.Status) {
 			l.DecodeErrors.Total, l.IngestDrops.Total, l.KernelDrops, l.Rates.PacketsPerS)
 	}
 	tw.Flush()
+	for _, l := range st.Listeners {
+		if l.SinkPackets != nil {
+			fmt.Fprintf(w, "%s packets:%s\n", l.Name, nonZero(l.SinkPackets))
+		}
+	}
 }
 
 func bytesIEC(n int) string {

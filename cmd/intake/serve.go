@@ -104,7 +104,15 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		for _, l := range cfg.Listeners {
 			ls = append(ls, fmt.Sprintf("%s on udp %s", l.Format, hostPort(l.Address, l.Port)))
 		}
-		fmt.Fprintf(stdout, "%s: ok: %d listeners (%s), http %s\n", src, len(cfg.Listeners), strings.Join(ls, ", "), orNone(cfg.HTTP.Address))
+		sinks := ""
+		if len(cfg.Sinks) > 0 {
+			var ss []string
+			for _, s := range cfg.Sinks {
+				ss = append(ss, s.Interface)
+			}
+			sinks = fmt.Sprintf(", INT sink on %s", strings.Join(ss, ", "))
+		}
+		fmt.Fprintf(stdout, "%s: ok: %d listeners (%s)%s, http %s\n", src, len(cfg.Listeners), strings.Join(ls, ", "), sinks, orNone(cfg.HTTP.Address))
 		cfg.Budget().Write(stdout)
 		return nil
 	}
@@ -133,6 +141,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	for i, l := range coll.Config.Listeners {
 		fmt.Fprintf(stderr, "intake serve: listening for %s on udp %s (%d sockets)\n", l.Format, coll.Receiver.ListenerAddr(i), l.Sockets)
+	}
+	for _, s := range coll.Config.Sinks {
+		fmt.Fprintf(stderr, "intake serve: the INT sink of interface %s (%s): INT taken out of arriving packets, which pass on\n", s.Interface, s.Name)
 	}
 	if srv := coll.API; srv != nil {
 		scheme, auth := "http", "no token: anyone who reaches it may read and change settings"

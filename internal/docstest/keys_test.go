@@ -19,6 +19,7 @@ import (
 var leaves = map[string]string{
 	"listeners[].decoder": "the decoder section's keys, per listener",
 	"decoder.dscp":        "a list of {value, mask}",
+	"sinks[].dscp":        "a list of {value, mask}",
 }
 
 // configKeys walks t's yaml tags and returns every key a configuration file may give, as

@@ -32,5 +32,12 @@ func (c *Config) Budget() budget.Budget {
 			Memory: budget.Mul(socks, 2, int64(l.RcvBuf)), Outside: true,
 			Note: fmt.Sprintf("%d sockets × 2 × rcvbuf %d B (kernel)", l.Sockets, l.RcvBuf)})
 	}
+	for _, s := range c.Sinks {
+		b = append(b, budget.Item{Component: "ingest", Part: s.Name + " reports",
+			Memory: budget.Mul(BatchReports, int64(unsafe.Sizeof(telemetry.Report{}))),
+			Note:   fmt.Sprintf("%d reports decoded", BatchReports)})
+		b = append(b, budget.Item{Component: "ingest", Part: s.Name + " ring", Memory: int64(s.Ring), Outside: true,
+			Note: fmt.Sprintf("the sink's ring buffer %d B (kernel, mapped)", s.Ring)})
+	}
 	return b
 }
