@@ -77,6 +77,9 @@ func (e *Encoder) InsertINT(dst, frame []byte, r *telemetry.Report, m Marking) (
 	if err := p.checkMarking(in.Version, hostINT, npt, m); err != nil {
 		return dst, err
 	}
+	if hostINT && in.Bitmap == 0 {
+		return dst, errInsert("host-int's shim needs a non-empty instruction bitmap (its decoders recognise it by one)")
+	}
 	switch {
 	case hostINT:
 		in.ShimType, in.HasSourceSeq = 3, true
@@ -221,6 +224,9 @@ func parseInsertFrame(b []byte) (insertFrame, error) {
 	case protoUDP:
 		if len(seg) < 8 {
 			return p, errInsert("UDP header truncated")
+		}
+		if n := int(be.Uint16(seg[4:])); n != len(seg) {
+			return p, errInsert("UDP length %d is not the IP payload's %d", n, len(seg))
 		}
 		p.pay = p.l4 + 8
 	case protoTCP:

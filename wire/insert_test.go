@@ -319,6 +319,8 @@ func TestInsertINTErrors(t *testing.T) {
 	vlan3 := append(append([]byte(nil), udp4.Build()[:12]...), 0x81, 0, 0, 1, 0x81, 0, 0, 2, 0x81, 0, 0, 3, 0x08, 0)
 	short := udp4.Build()
 	short = short[:len(short)-1]
+	udpLen := udp4.Build()
+	udpLen[14+20+5] = 8
 	for _, tc := range []struct {
 		name  string
 		frame []byte
@@ -334,11 +336,13 @@ func TestInsertINTErrors(t *testing.T) {
 		{"arp", arp, v2(0), Marking{DSCP: 0x17}, "EtherType 0x0806 is not IPv4 or IPv6"},
 		{"three vlans", vlan3, v2(0), Marking{DSCP: 0x17}, "more than 2 VLAN tags"},
 		{"truncated", short, v2(0), Marking{DSCP: 0x17}, "IP length 29 does not fit the 28 bytes"},
+		{"udp length", udpLen, v2(0), Marking{DSCP: 0x17}, "UDP length 8 is not the IP payload's 9"},
 		{"npt1 over tcp", tcp4.Build(), v2(1), Marking{Port: 5555}, "port marking is for UDP"},
 		{"npt0 with a port", udp4.Build(), v2(0), Marking{Port: 5555}, "v2.x NPT 0 is DSCP-marked"},
 		{"npt1 without a port", udp4.Build(), v2(1), Marking{DSCP: 0x17}, "v2.x NPT 1 is port-marked"},
 		{"npt3", udp4.Build(), v2(3), Marking{Port: 5555}, "v2.x NPT 3"},
 		{"v1.0 with a port", udp4.Build(), &telemetry.Report{INT: telemetry.INTHeader{Version: telemetry.INT10}}, Marking{Port: 5555}, "v1.0 is DSCP-marked"},
+		{"host-int without instructions", udp4.Build(), &telemetry.Report{INT: telemetry.INTHeader{Version: telemetry.INT05, ShimType: 3}}, Marking{DSCP: 0x17}, "host-int's shim needs a non-empty instruction bitmap"},
 		{"dscp of 7 bits", udp4.Build(), v2(0), Marking{DSCP: 0x40}, "DSCP 0x40 is more than 6 bits"},
 	} {
 		e, _ := NewEncoder(DefaultConfig())
@@ -350,4 +354,78 @@ func TestInsertINTErrors(t *testing.T) {
 			t.Errorf("%s: dst %q, want it as it was", tc.name, dst)
 		}
 	}
+}
+
+// FuzzInsertINT inserts INT into arbitrary frames: InsertINT never panics, and what it
+// accepts has lengths and checksums that verify, decodes to the INT header and hops it was
+// given, and strips back to the frame with only its checksums made valid.
+func FuzzInsertINT(f *testing.F) {
+	g := &gen{r: rand.New(rand.NewPCG(29, 29)), cfg: DefaultConfig()}
+	for i := 0; i < 48; i++ {
+		tf := frames.Frame{V6: i%2 == 1, Proto: []uint8{17, 6}[i/2%2], VLANs: i % 3, TOS: uint8(g.u32()),
+			Sport: uint16(g.u32()), Dport: uint16(1024 + g.n(3000)), TCPOpts: 4 * (i / 4 % 3), Payload: make([]byte, i)}
+		if !tf.V6 {
+			tf.IPOpts = 4 * (i / 8 % 2)
+		}
+		f.Add(tf.Build(), uint8(i), uint32(i))
+	}
+	f.Fuzz(func(t *testing.T, frame []byte, shape uint8, seed uint32) {
+		c := insertCases[int(shape)%len(insertCases)]
+		e, _ := NewEncoder(c.config())
+		g := &gen{r: rand.New(rand.NewPCG(uint64(seed), 1)), cfg: c.config()}
+		var r telemetry.Report
+		g.intStack(&r, c.v, 300, false)
+		r.Inner.EncapArg = c.npt
+		if c.hostINT {
+			r.INT.ShimType = 3
+		}
+		m := Marking{DSCP: insertMarkDSCP}
+		if c.port {
+			m = Marking{Port: insertMarkPort}
+		}
+		out, err := e.InsertINT(nil, frame, &r, m)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "wire: insert int: ") && !strings.HasPrefix(err.Error(), "wire: encode: ") {
+				t.Fatalf("error %q", err)
+			}
+			return
+		}
+		// What follows the IP packet (Ethernet padding) is kept after it.
+		ip, l4, v6, proto := frames.Headers(out)
+		end := ip + int(b16.Uint16(out[ip+2:]))
+		if v6 {
+			end = l4 + int(b16.Uint16(out[ip+4:]))
+		}
+		n := len(frame) - (len(out) - end) // the original IP packet's end
+		if end > len(out) || n < 0 || !bytes.Equal(out[end:], frame[n:]) {
+			t.Fatalf("the packet's end %d in %d bytes: what follows it is not the frame's", end, len(out))
+		}
+		checkSums(t, out[:end])
+		if proto == 17 {
+			if p := b16.Uint16(out[l4+2:]); p == 4790 || p == 6081 || !c.port && p == insertMarkPort {
+				return // a tunnel's port (or the INT port) that the decoder reads as such
+			}
+		}
+		rs, errs := mustDecoder(t, c.config()).DecodeAll(InputINTMD, out)
+		if len(errs) != 0 || len(rs) != 1 || rs[0].INT != r.INT || !equalHops(rs[0].HopList(), r.HopList()) {
+			t.Fatalf("decoded %d reports (errors %v), INT %+v; want %+v", len(rs), errs, rs, r.INT)
+		}
+		back, ok := stripINT(out[:end], insertMarkPort, c.before || c.hostINT)
+		if !ok || len(back) != n {
+			t.Fatalf("strip: %v, %d bytes; want %d", ok, len(back), n)
+		}
+		// Only the checksums may differ: InsertINT computes them anew.
+		sums := map[int]bool{}
+		ipB, l4B, v6B, protoB := frames.Headers(back)
+		if !v6B {
+			sums[ipB+10], sums[ipB+11] = true, true
+		}
+		at := map[uint8]int{6: 16, 17: 6}[protoB]
+		sums[l4B+at], sums[l4B+at+1] = true, true
+		for i := range back {
+			if back[i] != frame[i] && !sums[i] {
+				t.Fatalf("strip(insert(frame)) differs at byte %d: % x, want % x", i, back, frame[:n])
+			}
+		}
+	})
 }
