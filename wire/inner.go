@@ -307,11 +307,17 @@ func (rd *Reader) shimBeforeOptions(r *telemetry.Report, b []byte, base int, com
 
 // restoreNPT undoes what a v2.x source did to the flow when its shim's NPT says it (the
 // shim's n bytes at pay end at end): NPT 1 kept the original UDP destination port in the
-// shim, NPT 2 inserted a UDP header before the original L4 header, which follows INT. Both
+// shim, NPT 2 inserted a UDP header before the original L4 header, which follows INT; and
+// what a v0.5 source that marks INT by UDP port did: its tail keeps the original port. Both
 // apply to UDP only; the v0.5/v1.0 shims leave NPT 0. On failure the flow is as it was, for
 // a probe to undo its attempt.
 func (rd *Reader) restoreNPT(r *telemetry.Report, b []byte, base, pay, end int, proto uint8) (int, error) {
 	npt := r.Inner.EncapArg
+	if r.INT.Version == telemetry.INT05 && r.Inner.Encap == telemetry.EncapUDPPort && r.INT.OrigPort != 0 {
+		// A v0.5 source that marks INT by port keeps the original one in the tail.
+		r.Flow.DstPort = r.INT.OrigPort
+		return end, nil
+	}
 	if npt == 0 || r.INT.Version != telemetry.INT2x {
 		return end, nil
 	}

@@ -2,7 +2,7 @@
 //
 // intake's INT sink (package xdp, docs/sink.md): the XDP program of a host that receives data
 // packets carrying INT-MD over TCP or UDP. For a packet that INT marks (a DSCP match, or a
-// UDP/TCP destination port) and whose INT it can take out, it
+// UDP destination port) and whose INT it can take out, it
 //   - copies the frame up to the end of INT (and a few bytes more, for the original L4 header
 //     that v2.x NPT 2 leaves behind INT) with the receive time into a ring buffer, for the
 //     collector's pipeline (the SmartNIC sink's "extract the metadata");
@@ -50,7 +50,7 @@ const enum sink_outcome *const btf_sink_outcome = 0;
 #define SINK_COPY (SINK_HDR_MAX + SINK_INT_MAX + SINK_AFTER)
 
 // What INT marks (set by the loader): up to 4 DSCP matches (dscp & mask == val & mask) and a
-// destination port (network order, 0: none) of UDP, or of TCP for v0.5.
+// UDP destination port (network order, 0: none).
 volatile const __u8 sink_dscp_n = 0;
 volatile const __u8 sink_dscp_val[4] = {};
 volatile const __u8 sink_dscp_mask[4] = {};
@@ -184,7 +184,7 @@ int intake_sink(struct xdp_md *ctx)
 	__u16 dport = *(__u16 *)(l4p + 2);
 
 	// Marked? A port first (it says where INT is), then the DSCP.
-	int by_port = sink_port && dport == sink_port;
+	int by_port = sink_port && proto == IPPROTO_UDP && dport == sink_port;
 	int by_dscp = 0;
 	for (int i = 0; i < 4; i++) {
 		if (i < sink_dscp_n && (dscp & sink_dscp_mask[i]) == (sink_dscp_val[i] & sink_dscp_mask[i]))
