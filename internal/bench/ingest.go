@@ -506,9 +506,9 @@ var quiet = slog.New(slog.DiscardHandler)
 
 // median returns the phase with the median key: the report rate for the receivers, CPU
 // per datagram for the baseline.
-func median(rs []Phase, key func(Phase) float64) Phase {
+func median[P any](rs []P, key func(P) float64) P {
 	rs = slices.Clone(rs)
-	slices.SortFunc(rs, func(x, y Phase) int { return cmp.Compare(key(x), key(y)) })
+	slices.SortFunc(rs, func(x, y P) int { return cmp.Compare(key(x), key(y)) })
 	return rs[len(rs)/2]
 }
 

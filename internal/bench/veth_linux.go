@@ -26,7 +26,7 @@ func NewVeth() (*Veth, error) {
 	id := os.Getpid() % 10000
 	v := &Veth{Namespace: fmt.Sprintf("intake-bench-%d", id), Host: "10.201.0.1", Peer: "10.201.0.2",
 		dev: fmt.Sprintf("ib%d", id)}
-	peer := v.dev + "p"
+	peer := v.PeerDevice()
 	q := strconv.Itoa(runtime.NumCPU())
 	steps := [][]string{
 		{"netns", "add", v.Namespace},
@@ -61,6 +61,10 @@ const (
 
 // Device is the collector's end of the pair, in this namespace.
 func (v *Veth) Device() string { return v.dev }
+
+// PeerDevice is the sender's end of the pair, in Namespace (bench sink's data packets leave
+// by it).
+func (v *Veth) PeerDevice() string { return v.dev + "p" }
 
 // Command returns a command that runs name with args inside the sender's namespace.
 func (v *Veth) Command(name string, args ...string) *exec.Cmd {

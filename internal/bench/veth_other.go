@@ -21,3 +21,5 @@ func (v *Veth) Command(name string, args ...string) *exec.Cmd { return exec.Comm
 func (v *Veth) Close() error { return nil }
 
 func (v *Veth) Device() string { return "" }
+
+func (v *Veth) PeerDevice() string { return "" }
