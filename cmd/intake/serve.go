@@ -112,7 +112,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			}
 			sinks = fmt.Sprintf(", INT sink on %s", strings.Join(ss, ", "))
 		}
-		fmt.Fprintf(stdout, "%s: ok: %d listeners (%s)%s, http %s\n", src, len(cfg.Listeners), strings.Join(ls, ", "), sinks, orNone(cfg.HTTP.Address))
+		listeners := "no listeners"
+		if len(cfg.Listeners) > 0 {
+			listeners = fmt.Sprintf("%d listeners (%s)", len(cfg.Listeners), strings.Join(ls, ", "))
+		}
+		fmt.Fprintf(stdout, "%s: ok: %s%s, http %s\n", src, listeners, sinks, orNone(cfg.HTTP.Address))
 		cfg.Budget().Write(stdout)
 		return nil
 	}
