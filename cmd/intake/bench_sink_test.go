@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/intake-int/intake/internal/bench"
 )
 
 // TestBenchSink runs bench sink across a veth pair below capacity, 300 ms a phase: the
@@ -79,5 +82,43 @@ func TestBenchSink(t *testing.T) {
 	}
 	if res.Ring.Reports != 0 || res.Pipeline.Reports != res.Pipeline.Sent {
 		t.Errorf("reports decoded: ring %d (drain only: none), pipeline %d of %d packets: want one a packet", res.Ring.Reports, res.Pipeline.Reports, res.Pipeline.Sent)
+	}
+}
+
+// TestBenchSinkText: the table's rows, and the verdict on the target (at most 200 ns of
+// machine CPU per packet above the floor): the program's own run time above the floor's
+// settles it when above 200 ns; else a busy machine or a figure below the floor settles
+// nothing; else the machine's figure is compared.
+func TestBenchSinkText(t *testing.T) {
+	floor := bench.SinkCost{PacketsPerS: 20000, PacketsSent: 100000, Packets: 100000, Delivered: 100000, MachineCPU: 3000, CollectorCPU: 40, BPF: 100, MachineBusy: 0.3}
+	sink := func(above, bpfAbove, busy float64) *bench.SinkCost {
+		return &bench.SinkCost{PacketsPerS: 20000, PacketsSent: 100000, Packets: 100000, Stripped: 100000, Delivered: 100000,
+			MachineCPU: 3000 + above, AboveFloor: above, CollectorCPU: 500, BPF: 100 + bpfAbove, BPFAboveFloor: bpfAbove, MachineBusy: busy}
+	}
+	for _, tc := range []struct {
+		c    *bench.SinkCost
+		want string
+	}{
+		{sink(150, 120, 0.3), "ring: 150.0 ns of machine CPU per packet above the floor: the target of at most 200 ns is met"},
+		{sink(450, 120, 0.3), "ring: 450.0 ns of machine CPU per packet above the floor: the target of at most 200 ns is not met"},
+		{sink(150, 860, 0.95), "ring: target of at most 200 ns of machine CPU per packet above the floor not met: the sink program alone runs 860.0 ns per packet above the floor's (machine: 150.0)"},
+		{sink(150, 120, 0.95), "ring: target of at most 200 ns above the floor not settled: the machine was 95% busy, its 150.0 ns per packet above the floor is noise; the sink program runs 120.0 ns above the floor's"},
+		{sink(-40, 120, 0.3), "ring: target of at most 200 ns above the floor not settled: the machine was 30% busy, its -40.0 ns per packet above the floor is noise; the sink program runs 120.0 ns above the floor's"},
+	} {
+		r := bench.SinkResult{Format: "tr2.0", Hops: 5, DurationS: 5, Rounds: 3, FloorAttach: "native", SinkAttach: "native", Processors: []string{"detect"}, Floor: floor, Ring: *tc.c}
+		var b bytes.Buffer
+		writeSinkResult(&b, &r)
+		out := b.String()
+		if !strings.Contains(out, "\n  "+tc.want+"\n") {
+			t.Errorf("want %q in:\n%s", tc.want, out)
+		}
+		for _, row := range []string{
+			"  floor          20000      3000.0         0.0        40.0     100.0       0.0     30%     100000          0     100000\n",
+			"  ring           20000 ",
+		} {
+			if !strings.Contains(out, row) {
+				t.Errorf("want row %q in:\n%s", row, out)
+			}
+		}
 	}
 }

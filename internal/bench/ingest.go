@@ -4,7 +4,8 @@
 // runs, with every processor the configuration turns on. The sender is the caller's (the
 // verb runs `intake gen` as a child process, so that this process's CPU time is the
 // collector's alone). Across a veth pair, IngestModes compares the listener's socket and xdp
-// modes, and IngestKernel those and detection in the kernel against an XDP drop floor.
+// modes, and IngestKernel those and detection in the kernel against an XDP drop floor. Sink
+// (`intake bench sink`, sink.go) is the INT sink's cost against an XDP_PASS floor.
 package bench
 
 import (
