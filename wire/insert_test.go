@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -254,7 +255,7 @@ func insertOne(t *testing.T, e *Encoder, d *Decoder, c insertCase, f frames.Fram
 	if got.INT != r.INT {
 		t.Errorf("INT header\n got %+v\nwant %+v", got.INT, r.INT)
 	}
-	if got.NHops != r.NHops || !equalHops(got.HopList(), r.HopList()) {
+	if got.NHops != r.NHops || !slices.Equal(got.HopList(), r.HopList()) {
 		t.Errorf("hops\n got %+v\nwant %+v", got.HopList(), r.HopList())
 	}
 	want := telemetry.FlowKey{IPv6: f.V6, Proto: f.Proto, SrcPort: f.Sport, DstPort: f.Dport}
@@ -274,18 +275,6 @@ func insertOne(t *testing.T, e *Encoder, d *Decoder, c insertCase, f frames.Fram
 	if !ok || !bytes.Equal(back, orig) {
 		t.Errorf("strip(insert(frame)) differs from frame\n got % x\nwant % x", back, orig)
 	}
-}
-
-func equalHops(a, b []telemetry.Hop) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestInsertINTErrors: frames InsertINT cannot put INT into, and markings that do not fit
@@ -403,7 +392,7 @@ func FuzzInsertINT(f *testing.F) {
 			}
 		}
 		rs, errs := mustDecoder(t, c.config()).DecodeAll(InputINTMD, out)
-		if len(errs) != 0 || len(rs) != 1 || rs[0].INT != r.INT || !equalHops(rs[0].HopList(), r.HopList()) {
+		if len(errs) != 0 || len(rs) != 1 || rs[0].INT != r.INT || !slices.Equal(rs[0].HopList(), r.HopList()) {
 			t.Fatalf("decoded %d reports (errors %v), INT %+v; want %+v", len(rs), errs, rs, r.INT)
 		}
 		back, ok := stripINT(out[:end], insertMarkPort, c.before || c.hostINT)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -231,7 +232,7 @@ func TestSink(t *testing.T) {
 			t.Fatalf("report %d: the host's hop %+v", i, host)
 		}
 		want, ok := inserted[hs[1].HopLatency]
-		if !ok || !equalHops(hs[1:], want) {
+		if !ok || !slices.Equal(hs[1:], want) {
 			t.Fatalf("report %d: hops\n got %+v\nwant %+v", i, hs[1:], want)
 		}
 		delete(inserted, hs[1].HopLatency)
@@ -259,7 +260,7 @@ func TestSink(t *testing.T) {
 		if len(errs) != 0 || len(got) != 1 || got[0].Format != telemetry.FormatTR20 {
 			t.Fatalf("report_to datagram %d: %d reports, errors %v", i, len(got), errs)
 		}
-		if !equalHops(got[0].HopList(), rs[i].HopList()) || got[0].NodeID != 77 {
+		if !slices.Equal(got[0].HopList(), rs[i].HopList()) || got[0].NodeID != 77 {
 			t.Fatalf("report_to datagram %d: node %d, hops\n got %+v\nwant %+v", i, got[0].NodeID, got[0].HopList(), rs[i].HopList())
 		}
 	}
@@ -306,16 +307,4 @@ func payload(seed, n int) []byte {
 		b[i] = byte(seed*31 + i*7 + i>>8)
 	}
 	return b
-}
-
-func equalHops(a, b []telemetry.Hop) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

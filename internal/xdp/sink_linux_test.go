@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -222,7 +223,7 @@ func TestSinkStrip(t *testing.T) {
 						if len(errs) != 0 || len(rs) != 1 {
 							t.Fatalf("%s: the record decodes to %d reports, errors %v", name, len(rs), errs)
 						}
-						if got := rs[0].HopList(); len(got) != int(r.NHops) || (len(got) > 0 && !equalHops(got, r.HopList())) {
+						if got := rs[0].HopList(); len(got) != int(r.NHops) || (len(got) > 0 && !slices.Equal(got, r.HopList())) {
 							t.Fatalf("%s: hops\n got %+v\nwant %+v", name, got, r.HopList())
 						}
 						ip, l4, _, _ := frames.Headers(orig)
@@ -254,18 +255,6 @@ func sum(c []uint64) uint64 {
 		n += v
 	}
 	return n
-}
-
-func equalHops(a, b []telemetry.Hop) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // sinkFuzz is how many packets TestSinkFuzz sends through the program: 1,000,000 for the
