@@ -122,3 +122,20 @@ func TestBenchSinkText(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchSinkMisuse(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--duration", "0s"}, "--duration: 0s: must be positive"},
+		{[]string{"--rounds", "0"}, "--rounds: 0: allowed is 1 to 100"},
+		{[]string{"--pps", "-1"}, "--pps: -1: must be 0 (as fast as possible) or positive"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	} {
+		code, _, errs := runVerb(append([]string{"bench", "sink"}, tc.args...)...)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
