@@ -18,6 +18,7 @@ import (
 	"github.com/intake-int/intake/internal/testutil/xdptest"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
+	"golang.org/x/sys/unix"
 )
 
 // reportRecorder is a component that keeps a copy of every report the pipeline handles.
@@ -62,6 +63,10 @@ func TestSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer collectorIn.Close()
+	// Room for the bursts a sink's batch sends (rmem_max does not bind root's FORCE).
+	if rc, err := collectorIn.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20) })
+	}
 	// What report_to sends, read as it comes (a burst would overflow a socket buffer).
 	var toMu sync.Mutex
 	var toGot [][]byte
@@ -269,6 +274,9 @@ func TestSink(t *testing.T) {
 	sp := st.Listeners[0].SinkPackets
 	if sp["stripped"] != uint64(n) || sp["ring_full"] != 0 || sp["pass_int"] != 0 || sp["pass_malformed"] != 0 || sp["pass_error"] != 0 {
 		t.Errorf("sink_packets %v: want %d stripped and nothing lost", sp, n)
+	}
+	if e := st.Listeners[0].ReportToErrors; e == nil || *e != 0 {
+		t.Errorf("report_to_errors %v, want 0", e)
 	}
 	if st.Listeners[0].ReportsDecoded != uint64(n) || st.Listeners[0].DecodeErrors.Total != 0 {
 		t.Errorf("the sink's listener: %d reports decoded, %d errors; want %d, 0", st.Listeners[0].ReportsDecoded, st.Listeners[0].DecodeErrors.Total, n)

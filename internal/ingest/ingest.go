@@ -383,6 +383,7 @@ func (rcv *Receiver) register() {
 	gr := r.Counter("intake_gro_datagrams_total", "Datagrams that arrived coalesced in GRO super-datagrams (UDP_GRO), after splitting; included in packets received.", "listener")
 	xf := r.Counter("intake_xdp_frames_total", "Frames the XDP program of an xdp listener handled, by outcome: redirected to an AF_XDP socket, or passed to the kernel (pass_*: another port or protocol, a fragment, malformed headers, a queue without a socket, IPv6 extension headers).", "listener", "outcome")
 	sp := r.Counter("intake_sink_packets_total", "Packets the INT sink program of a sink handled, by outcome: stripped (INT taken out, metadata lifted, packet passed on), ring_full (INT taken out and passed, its metadata lost: the ring was full), or passed untouched (pass_*: not marked, a fragment, IPv6 extension headers, malformed headers, INT that does not parse, too long, a helper error).", "listener", "outcome")
+	rt := r.Counter("intake_sink_report_to_errors_total", "Reports a sink's report_to could not encode or send (UDP send errors; what the network loses is not seen).", "listener")
 	so := r.Gauge("intake_listener_sockets", "SO_REUSEPORT sockets (and workers) per listener.", "listener")
 	for _, l := range rcv.listeners {
 		l := l
@@ -419,6 +420,9 @@ func (rcv *Receiver) register() {
 			return float64(l.rcvbufGranted)
 		}, name)
 		so.With(name).SetInt(int64(len(l.workers)))
+		if h := l.workers[0].sinkHop; l.sink != nil && h != nil && len(h.to) > 0 {
+			rt.Func(func() float64 { return float64(h.sendErr.Load()) }, name)
+		}
 		if l.sink != nil {
 			for o := range xdp.NumSinkOutcomes {
 				sp.Func(func() float64 { return float64(l.sinkCounts()[o.String()]) }, name, o.String())

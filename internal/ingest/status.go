@@ -88,6 +88,8 @@ type ListenerStatus struct {
 	XDPFrames   map[string]uint64 `json:"xdp_frames,omitempty"`
 	// SinkPackets counts a sink's packets by outcome (docs/sink.md; absent for listeners).
 	SinkPackets map[string]uint64 `json:"sink_packets,omitempty"`
+	// ReportToErrors counts the reports a sink's report_to could not send (absent without).
+	ReportToErrors *uint64 `json:"report_to_errors,omitempty"`
 	// XDPRuns and XDPRunNs are the program's runs and run time while BPF statistics are on
 	// (sysctl kernel.bpf_stats_enabled=1); absent otherwise.
 	XDPRuns  uint64 `json:"xdp_runs,omitempty"`
@@ -273,6 +275,10 @@ func (rcv *Receiver) Status() Status {
 		l.mu.Unlock()
 		ls.XDPFrames = l.xdpCounts()
 		ls.SinkPackets = l.sinkCounts()
+		if h := l.workers[0].sinkHop; l.sink != nil && h != nil && len(h.to) > 0 {
+			n := h.sendErr.Load()
+			ls.ReportToErrors = &n
+		}
 		if i < len(rates) {
 			ls.Rates = rates[i]
 		}
