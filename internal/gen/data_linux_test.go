@@ -137,10 +137,7 @@ func checkDataFrame(t *testing.T, d *wire.Decoder, frame []byte, r *telemetry.Re
 		}
 	}
 	k := got.Flow
-	dport := dc.To.Port()
-	if dc.Marking.Port != 0 && r.INT.Version == telemetry.INT05 {
-		dport = dc.Marking.Port // wire restores v2.x NPT 1's port, not v0.5's tail's
-	}
+	dport := dc.To.Port() // the original: wire restores v2.x NPT 1's port and v0.5's tail's
 	if k.SrcAddr() != dc.From || k.DstAddr() != dc.To.Addr() || k.SrcPort != r.Flow.SrcPort || k.DstPort != dport || k.Proto != 17 || k.IPv6 != v6 {
 		t.Errorf("flow %v:%d -> %v:%d proto %d, want %v:%d -> %v", k.SrcAddr(), k.SrcPort, k.DstAddr(), k.DstPort, k.Proto, dc.From, r.Flow.SrcPort, dc.To)
 	}

@@ -111,8 +111,11 @@ func (s *Sink) Validate(key string) error {
 
 // program is the sink program's configuration.
 func (s *Sink) program() xdp.SinkConfig {
-	c := xdp.SinkConfig{DSCP: s.DSCP, Port: uint16(s.Port), HostINT: s.Quirks.HostINT,
+	c := xdp.SinkConfig{Port: uint16(s.Port), HostINT: s.Quirks.HostINT,
 		TCPBeforeOptions: s.TCPShimBeforeOptions, RingBytes: s.Ring, Mode: s.Attach}
+	for _, m := range s.DSCP {
+		c.DSCP = append(c.DSCP, xdp.DSCPMatch{Value: m.Value, Mask: m.Mask})
+	}
 	for _, v := range s.Versions {
 		switch v {
 		case "0.5":

@@ -1,10 +1,6 @@
 package xdp
 
-import (
-	"fmt"
-
-	"github.com/intake-int/intake/wire"
-)
+import "fmt"
 
 // The INT sink (docs/sink.md): a second XDP program, bpf/sink.c, for an interface of a host
 // that receives data packets carrying INT-MD. It takes the INT out of each packet INT marks,
@@ -53,7 +49,7 @@ func (o SinkOutcome) String() string {
 // SinkConfig says what marks INT on a sink's interface and which shims it takes out.
 type SinkConfig struct {
 	// DSCP values that mark INT (at most MaxSinkDSCP).
-	DSCP []wire.DSCPMatch
+	DSCP []DSCPMatch
 	// Port is a UDP destination port that marks INT (v2.x NPT 1 or 2, or a v0.5 tail's
 	// port); 0: none.
 	Port uint16

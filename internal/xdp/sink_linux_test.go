@@ -49,13 +49,16 @@ var sinkShapes = []sinkShape{
 // sinkTestConfig is the sink program's configuration for the tests: both markings, every
 // version, host-int's shim taken out (hostINT also puts TCP's INT before the options).
 func sinkTestConfig(hostINT bool) SinkConfig {
-	return SinkConfig{DSCP: []wire.DSCPMatch{{Value: sinkMarkDSCP, Mask: 0x3f}}, Port: sinkMarkPort, HostINT: hostINT, RingBytes: 1 << 20}
+	return SinkConfig{DSCP: []DSCPMatch{{Value: sinkMarkDSCP, Mask: 0x3f}}, Port: sinkMarkPort, HostINT: hostINT, RingBytes: 1 << 20}
 }
 
 // decoderFor is the decoder a sink's worker uses for c (ingest.Sink.decoder).
 func decoderFor(t testing.TB, c SinkConfig) *wire.Decoder {
 	cfg := wire.DefaultConfig()
-	cfg.DSCP, cfg.ProbeShim, cfg.INTPort = c.DSCP, false, c.Port
+	cfg.ProbeShim, cfg.INTPort = false, c.Port
+	for _, m := range c.DSCP {
+		cfg.DSCP = append(cfg.DSCP, wire.DSCPMatch{Value: m.Value, Mask: m.Mask})
+	}
 	cfg.TCPShimBeforeOptions, cfg.Quirks.HostINT = c.TCPBeforeOptions, c.HostINT
 	d, err := wire.NewDecoder(cfg)
 	if err != nil {
