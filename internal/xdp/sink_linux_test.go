@@ -281,7 +281,7 @@ func TestSinkFuzz(t *testing.T) {
 		t.Fatal(err)
 	}
 	var kinds [5]int
-	var stripped, untouched int
+	var stripped, untouched, restored, other int // restored: changed input stripped back to the original
 	start := time.Now()
 	for i := 0; i < *sinkFuzz; i++ {
 		sh := sinkShapes[rng.IntN(len(sinkShapes)-1)] // host-int has its own configuration
@@ -322,6 +322,11 @@ func TestSinkFuzz(t *testing.T) {
 				t.Fatalf("packet %d (kind %d): %v\n  in % x\n out % x", i, kind, err, in, out)
 			}
 			stripped++
+			if bytes.Equal(out, orig) {
+				restored++
+			} else if kind != 0 {
+				other++ // a changed stack taken out as its own Length says: another packet's bytes
+			}
 		}
 	}
 	s.Read(1<<30, 0, func(*SinkRecord) {}) // empty the ring
@@ -330,8 +335,8 @@ func TestSinkFuzz(t *testing.T) {
 	if int(sum(cnt[:])) != *sinkFuzz || cnt[SinkPassError] != 0 {
 		t.Errorf("outcomes %v over %d packets", cnt, *sinkFuzz)
 	}
-	t.Logf("%d packets in %v (kinds: well-formed, overwritten, replaced, cut short, no INT = %v): %d stripped, %d untouched; outcomes %v",
-		*sinkFuzz, time.Since(start).Round(time.Millisecond), kinds, stripped, untouched, cnt)
+	t.Logf("%d packets in %v (kinds: well-formed, overwritten, replaced, cut short, no INT = %v): %d stripped (%d back to the original, %d changed ones as their stack said), %d untouched; outcomes %v",
+		*sinkFuzz, time.Since(start).Round(time.Millisecond), kinds, stripped, restored, other, untouched, cnt)
 }
 
 // intRange is where INT sits in with, orig with INT of shape sh inserted: right after the
