@@ -135,8 +135,8 @@ func (s *DetectState) WriteRules(change, above *[event.NumMeasurements]uint64) e
 	return s.rules.Put(uint32(0), v)
 }
 
-// ErrClosed is what Read returns once the state is closed.
-var ErrClosed = errors.New("xdp: detection state closed")
+// ErrClosed is what a Read returns once its state (detection, the sink's ring) is closed.
+var ErrClosed = errors.New("xdp: closed")
 
 // Read copies the events in the ring (at most len(buf)) into buf, after waiting timeout
 // when there were none: the program does not wake the reader (a wakeup per event would

@@ -98,8 +98,8 @@ func (s *DetectState) Counts() (DetectCounts, [NumLifts]uint64, error) {
 }
 func (s *DetectState) Close() error { return nil }
 
-// ErrClosed is what Read returns once the state is closed.
-var ErrClosed = errors.New("xdp: detection state closed")
+// ErrClosed is what a Read returns once its state (detection, the sink's ring) is closed.
+var ErrClosed = errors.New("xdp: closed")
 
 // MonoOffset is never needed here: there are no program times without XDP.
 func MonoOffset() int64 { return 0 }
