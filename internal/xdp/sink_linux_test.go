@@ -268,10 +268,12 @@ var sinkFuzz = flag.Int("sink-fuzz", 100_000, "packets TestSinkFuzz sends throug
 // (restored to the original byte for byte), INT with random bytes written over its shim,
 // header, stack or tail, or replaced by random bytes (with valid checksums: as a source that
 // inserted them would send them), frames cut short, and packets that carry no INT (an
-// unmarked DSCP, another port, other protocols). The program never drops a packet; one
-// without INT passes byte for byte; one with INT is either passed untouched or passed with
-// exactly one run of bytes taken out at INT's place, every length and checksum valid, and
-// everything else as it was (sinkChanged).
+// unmarked DSCP, another port, other protocols), and INT damaged in transit (a byte changed,
+// the checksums not). The program never drops a packet; one without INT passes byte for byte;
+// one with INT is either passed untouched or passed with exactly one run of bytes taken out
+// at INT's place, every length and checksum valid, and everything else as it was
+// (sinkChanged); a damaged one is passed untouched, restored, or with its checksum still
+// failing, so that the host drops it as it would have without the sink.
 func TestSinkFuzz(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 2))
 	c := sinkTestConfig(false)
@@ -280,7 +282,8 @@ func TestSinkFuzz(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kinds [5]int
+	var kinds [6]int
+	damaged := 0 // kind 5 stripped: their damage still fails the host's checksum
 	var stripped, untouched, restored, other int // restored: changed input stripped back to the original
 	start := time.Now()
 	for i := 0; i < *sinkFuzz; i++ {
@@ -304,6 +307,20 @@ func TestSinkFuzz(t *testing.T) {
 				setTOS(in, uint8(rng.IntN(256))&^(0x3f<<2)|uint8(rng.IntN(0x17))<<2) // DSCP below 0x17
 				in = resum(in)
 			}
+		case 5: // damaged in transit: one byte of INT changed, the checksums not
+			in = bytes.Clone(with)
+			at, n := intRange(with, orig, sh)
+			// Not the fields the sink restores from (shim bytes 2-3, the v0.5 tail): it
+			// trusts them, as it does not sum the whole packet (docs/sink.md). One byte, so
+			// that the damage cannot cancel out in the 16-bit sum.
+			for {
+				p := rng.IntN(n)
+				if p == 2 || p == 3 || (sh.v == telemetry.INT05 && p >= n-4) {
+					continue
+				}
+				in[at+p] ^= byte(1 + rng.IntN(255))
+				break
+			}
 		}
 		kinds[kind]++
 		ret, out := runSinkOut(t, s, in)
@@ -317,6 +334,15 @@ func TestSinkFuzz(t *testing.T) {
 			t.Fatalf("packet %d: a packet without INT was changed\n got % x\nwant % x", i, out, in)
 		case bytes.Equal(out, in):
 			untouched++
+		case kind == 5:
+			// Only checksums stand between damage and the host. Unless the damage hit INT's
+			// values only, which do not reach the host (out is the original), the packet
+			// passed on must still fail the host's check, as it would have without the sink.
+			// An IPv4 UDP datagram without a checksum has nothing that could tell.
+			if !bytes.Equal(out, orig) && frames.Check(out) == nil && !noChecksum(in) {
+				t.Fatalf("packet %d: damaged in transit, delivered with valid checksums\n  in % x\n out % x", i, in, out)
+			}
+			damaged++
 		default:
 			if err := sinkChanged(in, out, c); err != nil {
 				t.Fatalf("packet %d (kind %d): %v\n  in % x\n out % x", i, kind, err, in, out)
@@ -335,8 +361,8 @@ func TestSinkFuzz(t *testing.T) {
 	if int(sum(cnt[:])) != *sinkFuzz || cnt[SinkPassError] != 0 {
 		t.Errorf("outcomes %v over %d packets", cnt, *sinkFuzz)
 	}
-	t.Logf("%d packets in %v (kinds: well-formed, overwritten, replaced, cut short, no INT = %v): %d stripped (%d back to the original, %d changed ones as their stack said), %d untouched; outcomes %v",
-		*sinkFuzz, time.Since(start).Round(time.Millisecond), kinds, stripped, restored, other, untouched, cnt)
+	t.Logf("%d packets in %v (kinds: well-formed, overwritten, replaced, cut short, no INT, damaged in transit = %v): %d stripped (%d back to the original, %d changed ones as their stack said), %d damaged ones stripped and still failing the host's checksum (or restored), %d untouched; outcomes %v",
+		*sinkFuzz, time.Since(start).Round(time.Millisecond), kinds, stripped, restored, other, damaged, untouched, cnt)
 }
 
 // intRange is where INT sits in with, orig with INT of shape sh inserted: right after the
@@ -377,6 +403,12 @@ func replaceINT(with, orig []byte, sh sinkShape, rng *rand.Rand) []byte {
 	}
 	b := append(append(append([]byte(nil), with[:at]...), r...), with[at+n:]...)
 	return resum(b)
+}
+
+// noChecksum says whether frame is an IPv4 UDP datagram without a checksum.
+func noChecksum(frame []byte) bool {
+	_, l4, v6, proto := frames.Headers(frame)
+	return proto == 17 && !v6 && len(frame) >= l4+8 && frame[l4+6] == 0 && frame[l4+7] == 0
 }
 
 // setTOS sets the frame's IP TOS (traffic class) byte.
