@@ -502,14 +502,21 @@ func stack(r *telemetry.Report) []telemetry.Hop {
 	return r.Hops[:r.NHops]
 }
 
-// queueIDsFit refuses a report with a queue id wider than the field it would be written to,
-// rather than cut it: 8 bits everywhere but the INT v1.0 stack under quirks.intcollector,
-// whose queue word gives 16.
-func (e *Encoder) queueIDsFit(r *telemetry.Report) error {
+// fieldsFit refuses a report with a value wider than the field it would be written to,
+// rather than cut it: a queue id of more than 8 bits (everywhere but the INT v1.0 stack under
+// quirks.intcollector, whose queue word gives 16), an ingress or egress port of more than 16
+// bits (every format writes them as one 16|16 word).
+func (e *Encoder) fieldsFit(r *telemetry.Report) error {
 	wide := e.cfg.Quirks.INTCollector && r.INT.Version == telemetry.INT10
 	hops := r.HopList()
 	for i := range hops {
 		h := &hops[i]
+		if h.Fields&telemetry.FIngressPort != 0 && h.IngressPort > ones16 {
+			return errEncode("hop %d: ingress port %d does not fit a 16-bit port field", i, h.IngressPort)
+		}
+		if h.Fields&telemetry.FEgressPort != 0 && h.EgressPort > ones16 {
+			return errEncode("hop %d: egress port %d does not fit a 16-bit port field", i, h.EgressPort)
+		}
 		if h.QueueID <= ones8 || h.Fields&telemetry.FQueueID == 0 || wide && !(i == 0 && r.ReporterHop) {
 			continue
 		}

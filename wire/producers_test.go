@@ -394,6 +394,31 @@ func TestProducerINTCollectorQueueIDs(t *testing.T) {
 	}
 }
 
+// Every format writes a hop's ingress and egress ports as one 16|16 word: a wider port is
+// refused, not cut (a sink's own hop carries the interface index, which may exceed 16 bits).
+func TestEncodePortWidth(t *testing.T) {
+	enc, _ := NewEncoder(DefaultConfig())
+	var r telemetry.Report
+	r.Format, r.INT = telemetry.FormatTR20, telemetry.INTHeader{Version: telemetry.INT2x, Bitmap: 0xc000, HopML: 2}
+	r.TR = telemetry.TRHeader{Ver: 2, NProto: 3, RepType: 1}
+	r.Flow.SetIPv4([]byte{10, 0, 0, 1}, []byte{10, 0, 0, 2})
+	r.Flow.Proto, r.Has = 17, telemetry.HasFlow
+	r.Inner = telemetry.Inner{Link: telemetry.LinkEthernet, Encap: telemetry.EncapUDP, DSCP: 0x17}
+	h := r.AddHop()
+	*h = telemetry.Hop{Fields: telemetry.FNodeID | telemetry.FIngressPort | telemetry.FEgressPort, NodeID: 1, IngressPort: 65535, EgressPort: 2}
+	if _, err := enc.Append(nil, &r); err != nil {
+		t.Fatalf("ports 65535 and 2: %v", err)
+	}
+	h.IngressPort = 70000
+	if _, err := enc.Append(nil, &r); err == nil || !strings.Contains(err.Error(), "hop 0: ingress port 70000 does not fit a 16-bit port field") {
+		t.Errorf("ingress port 70000: %v", err)
+	}
+	h.IngressPort, h.EgressPort = 1, 1<<20
+	if _, err := enc.AppendBatch(nil, []telemetry.Report{r}); err == nil || !strings.Contains(err.Error(), "hop 0: egress port 1048576 does not fit a 16-bit port field") {
+		t.Errorf("egress port 1<<20: %v", err)
+	}
+}
+
 // The encoders write a 16-bit queue id only where the format has room for it (the INT v1.0
 // stack under quirks.intcollector) and refuse it elsewhere rather than cut it to 8 bits.
 func TestEncodeQueueIDWidth(t *testing.T) {

@@ -259,7 +259,7 @@ func NewEncoder(cfg Config) (*Encoder, error) {
 // Append encodes r as one datagram of its Format: a Telemetry Report (a TR v2.0 group of
 // one), a raw INT-MD Ethernet frame, a DTA report, or an INT-label export.
 func (e *Encoder) Append(dst []byte, r *telemetry.Report) ([]byte, error) {
-	if err := e.queueIDsFit(r); err != nil {
+	if err := e.fieldsFit(r); err != nil {
 		return dst, err
 	}
 	switch r.Format {
@@ -289,7 +289,7 @@ func (e *Encoder) AppendBatch(dst []byte, rs []telemetry.Report) ([]byte, error)
 	switch rs[0].Format {
 	case telemetry.FormatTR20:
 		for i := range rs {
-			if err := e.queueIDsFit(&rs[i]); err != nil {
+			if err := e.fieldsFit(&rs[i]); err != nil {
 				return dst, err
 			}
 		}
