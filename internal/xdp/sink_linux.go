@@ -120,10 +120,10 @@ func (s *Sink) Mode() string { return s.mode }
 func (s *Sink) Interface() string { return s.ifname }
 func (s *Sink) Ifindex() int      { return s.ifindex }
 
-// Read calls f with each record the ring holds, at most max, after waiting up to timeout
+// Read calls f with each record the ring holds, at most limit, after waiting up to timeout
 // when it held none (the program does not wake the reader: a reader polls). A record's
 // Frame is valid only during f. It returns how many records it read.
-func (s *Sink) Read(max int, timeout time.Duration, f func(*SinkRecord)) (int, error) {
+func (s *Sink) Read(limit int, timeout time.Duration, f func(*SinkRecord)) (int, error) {
 	if s.rd.AvailableBytes() == 0 {
 		s.rd.SetDeadline(time.Now().Add(timeout))
 	} else {
@@ -131,7 +131,7 @@ func (s *Sink) Read(max int, timeout time.Duration, f func(*SinkRecord)) (int, e
 	}
 	var r SinkRecord
 	n := 0
-	for n < max {
+	for n < limit {
 		if err := s.rd.ReadInto(&s.rec); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				break

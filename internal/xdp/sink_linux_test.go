@@ -283,7 +283,7 @@ func TestSinkFuzz(t *testing.T) {
 		t.Fatal(err)
 	}
 	var kinds [6]int
-	damaged := 0 // kind 5 stripped: their damage still fails the host's checksum
+	damaged := 0                                 // kind 5 stripped: their damage still fails the host's checksum
 	var stripped, untouched, restored, other int // restored: changed input stripped back to the original
 	start := time.Now()
 	for i := 0; i < *sinkFuzz; i++ {
@@ -435,15 +435,10 @@ func resum(b []byte) []byte {
 		b[ip+10], b[ip+11] = 0, 0
 		binary.BigEndian.PutUint16(b[ip+10:], frames.Checksum(b[ip:l4]))
 	}
-	seg := b[l4:]
 	if proto == 17 {
-		binary.BigEndian.PutUint16(seg[4:], uint16(len(seg)))
-		if !v6 && seg[6] == 0 && seg[7] == 0 {
-			return b
-		}
+		binary.BigEndian.PutUint16(b[l4+4:], uint16(len(b)-l4))
 	}
-	frames.SetL4Sum(b[ip:], v6, proto, seg)
-	return b
+	return setL4Sum(b)
 }
 
 // setL4Sum recomputes the L4 checksum of frame b (kept 0 for IPv4 UDP without one).
