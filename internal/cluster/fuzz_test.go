@@ -21,13 +21,14 @@ func FuzzMerge(f *testing.F) {
 		`{"switches":[{"switch_id":3,"points":[{"t_ns":10,"hop_latency_mean_ns":1e308,"flows":1e308}]}],"flows":[{"text":"t","points":[{"t_ns":"x"}]}]}`, "")
 	f.Add(`{"flows":1,"switches":[{"id":2,"flows":1,"depth":0,"latest":{"hop_latency":{"mean":3,"max":3,"n":1}},"first":1,"last":0}],"links":[{"from":1,"to":2,"flows":1,"latest":{}}]}`,
 		`{"flows":"x","switches":[{"id":2,"latest":{"hop_latency":7}}],"links":[{"from":1,"to":2,"latest":{"tx_util":{"mean":1e400,"n":-1}}}],"truncated":true}`, "limit=1")
-	rt := &Router{names: []string{"a", "b"}, deps: Deps{EventsLimit: 2}}
+	rt := &Router{deps: Deps{EventsLimit: 2}}
+	view := &View{Names: []string{"a", "b"}}
 	mergers := []merger{rt.mergeTop, rt.mergeEvents, mergeCoverage, mergeHistList, mergeHist, mergeHistory, mergeTopology}
 	f.Fuzz(func(t *testing.T, a, b, query string) {
 		req := httptest.NewRequest("GET", "/x", nil)
 		req.URL.RawQuery = query
 		for i, m := range mergers {
-			v, err := m(req, [][]byte{[]byte(a), []byte(b)})
+			v, err := m(req, view, [][]byte{[]byte(a), []byte(b)})
 			if err != nil {
 				continue
 			}

@@ -102,7 +102,7 @@ func items(parts [][]byte, key string) ([]item, error) {
 
 // mergeTop merges GET /api/v1/flowcache/top: the flow cache's order (the score, packets or
 // mean latency, highest first; then the most recently seen), then member order.
-func (rt *Router) mergeTop(_ *http.Request, parts [][]byte) (any, error) {
+func (rt *Router) mergeTop(_ *http.Request, v *View, parts [][]byte) (any, error) {
 	out, err := first(parts)
 	if err != nil {
 		return nil, err
@@ -148,7 +148,7 @@ func (rt *Router) mergeTop(_ *http.Request, parts [][]byte) (any, error) {
 	})
 	flows := []any{}
 	for i := 0; i < len(ss) && i < n; i++ {
-		ss[i].m["member"] = rt.names[ss[i].member]
+		ss[i].m["member"] = v.Names[ss[i].member]
 		flows = append(flows, ss[i].m)
 	}
 	out["flows"] = flows
@@ -158,7 +158,7 @@ func (rt *Router) mergeTop(_ *http.Request, parts [][]byte) (any, error) {
 // mergeEvents merges GET /api/v1/events: the newest limit events over all members, oldest
 // first by time_ns (then member and sequence number). Each event gains "member": its seq
 // numbers the member's own log.
-func (rt *Router) mergeEvents(r *http.Request, parts [][]byte) (any, error) {
+func (rt *Router) mergeEvents(r *http.Request, v *View, parts [][]byte) (any, error) {
 	limit := rt.deps.EventsLimit
 	if s := r.URL.Query().Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -186,7 +186,7 @@ func (rt *Router) mergeEvents(r *http.Request, parts [][]byte) (any, error) {
 	}
 	out := make([]any, len(ev))
 	for i := range ev {
-		ev[i].m["member"] = rt.names[ev[i].member]
+		ev[i].m["member"] = v.Names[ev[i].member]
 		out[i] = ev[i].m
 	}
 	return map[string]any{"events": out}, nil
@@ -195,7 +195,7 @@ func (rt *Router) mergeEvents(r *http.Request, parts [][]byte) (any, error) {
 // mergeCoverage merges GET /api/v1/label/coverage: per window (by index), the ports updated
 // and the active ports summed, the coverage their ratio; ports_known summed; mean the mean
 // over the windows. Exact when each (switch, port) is known to one member.
-func mergeCoverage(_ *http.Request, parts [][]byte) (any, error) {
+func mergeCoverage(_ *http.Request, _ *View, parts [][]byte) (any, error) {
 	out, err := first(parts)
 	if err != nil {
 		return nil, err
@@ -245,7 +245,7 @@ func mergeCoverage(_ *http.Request, parts [][]byte) (any, error) {
 }
 
 // mergeHistList merges GET /api/v1/histograms: the union of the switches, ascending.
-func mergeHistList(_ *http.Request, parts [][]byte) (any, error) {
+func mergeHistList(_ *http.Request, _ *View, parts [][]byte) (any, error) {
 	out, err := first(parts)
 	if err != nil {
 		return nil, err
@@ -270,7 +270,7 @@ func mergeHistList(_ *http.Request, parts [][]byte) (any, error) {
 // mergeHist merges GET /api/v1/histograms/{switch}/{metric}: a switch's hops are in the
 // reports of every member's flows, so its histogram is the sum of the members' (the same
 // bins everywhere: the bins are configuration). Bins are matched by their low edge.
-func mergeHist(_ *http.Request, parts [][]byte) (any, error) {
+func mergeHist(_ *http.Request, _ *View, parts [][]byte) (any, error) {
 	out, err := first(parts)
 	if err != nil {
 		return nil, err

@@ -41,7 +41,7 @@ func (m *wmean) mean() float64 {
 // reports, drops, flows and packets summed, maxima the largest, a switch's hop latency mean
 // weighted by its flows, a flow's latency mean by its packets. Switches by id, flows by
 // their packets over the range (most first, then text), as one collector answers.
-func mergeHistory(r *http.Request, parts [][]byte) (any, error) {
+func mergeHistory(r *http.Request, _ *View, parts [][]byte) (any, error) {
 	out, err := first(parts)
 	if err != nil {
 		return nil, err
@@ -196,7 +196,7 @@ func (s topoStats) json() map[string]any {
 // smallest, each metric's mean weighted by the flows that carried it (n) and its max the
 // largest; flows summed; truncated when a member's was or the union has more than limit
 // switches or links (the lowest ids are kept).
-func mergeTopology(r *http.Request, parts [][]byte) (any, error) {
+func mergeTopology(r *http.Request, _ *View, parts [][]byte) (any, error) {
 	out, err := first(parts)
 	if err != nil {
 		return nil, err

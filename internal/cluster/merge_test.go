@@ -14,7 +14,7 @@ func mustMerge(t *testing.T, m merger, path string, parts ...string) string {
 			bs[i] = []byte(p)
 		}
 	}
-	v, err := m(httptest.NewRequest("GET", path, nil), bs)
+	v, err := m(httptest.NewRequest("GET", path, nil), &View{Names: make([]string, len(bs))}, bs)
 	if err != nil {
 		t.Fatal(err)
 	}

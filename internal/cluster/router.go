@@ -44,18 +44,64 @@ type Deps struct {
 
 // Router answers any query on any member: it is the API server's Route (api.Server.Route).
 type Router struct {
-	cfg     Config
-	self    int
-	names   []string
-	bases   []string // members' base URLs
+	members Membership
 	client  *http.Client
 	deps    Deps
 	fanouts map[string]merger
 }
 
-// merger merges the members' answers (their JSON bodies, in member order; nil where a
+// Membership is who owns what: the static list of cluster.members, or a consumer group's
+// assignment (package group), which changes while the collector runs.
+type Membership interface {
+	// View returns the members as they are now; a request is routed over one View.
+	View() *View
+}
+
+// View is the members at one moment.
+type View struct {
+	// Names, APIs (as configured or advertised) and Bases (base URLs) of the members, in
+	// the order Owner indexes.
+	Names, APIs, Bases []string
+	// Reports are each member's report addresses (cluster.members[].reports), for status.
+	Reports [][]string
+	// Self is this collector's index in Names, -1 when it is not a member (an inlet).
+	Self int
+	// Owner is the index of the member that owns key, -1 when none does now (a consumer
+	// group between assignments), with why.
+	Owner func(key []byte) (int, string)
+	// Hash says how keys map to members (GET /api/v1/cluster/status).
+	Hash string
+}
+
+// self is the View's own name ("" for a collector that is not a member).
+func (v *View) self() string {
+	if v.Self < 0 {
+		return ""
+	}
+	return v.Names[v.Self]
+}
+
+// static is cluster.members: a View that never changes.
+type static struct{ v View }
+
+func (s *static) View() *View { return &s.v }
+
+// staticView is the View of cfg (validated, with members).
+func staticView(cfg *Config) *View {
+	v := &View{Names: cfg.Names(), Self: cfg.SelfIndex(), Hash: HashName}
+	for _, m := range cfg.Members {
+		b, _ := BaseURL(m.API) // validated
+		v.APIs, v.Bases = append(v.APIs, m.API), append(v.Bases, b)
+		v.Reports = append(v.Reports, append([]string{}, m.Reports...))
+	}
+	n := len(v.Names)
+	v.Owner = func(key []byte) (int, string) { return partition.Owner(key, n), "" }
+	return v
+}
+
+// merger merges the members' answers (their JSON bodies, in the View's order; nil where a
 // member is missing) into one.
-type merger func(r *http.Request, parts [][]byte) (any, error)
+type merger func(r *http.Request, v *View, parts [][]byte) (any, error)
 
 // NewRouter builds the router of cfg (validated, with members).
 func NewRouter(cfg Config, deps Deps) (*Router, error) {
@@ -65,20 +111,22 @@ func NewRouter(cfg Config, deps Deps) (*Router, error) {
 	if !cfg.Enabled() {
 		return nil, errors.New("cluster: no members")
 	}
+	return NewMembershipRouter(&static{v: *staticView(&cfg)}, cfg.Timeout, deps), nil
+}
+
+// NewMembershipRouter builds a router over members, each request to another member bounded
+// by timeout.
+func NewMembershipRouter(members Membership, timeout time.Duration, deps Deps) *Router {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
 	if deps.EventsLimit <= 0 {
 		deps.EventsLimit = 1000
 	}
-	rt := &Router{cfg: cfg, self: cfg.SelfIndex(), names: cfg.Names(), deps: deps}
-	for _, m := range cfg.Members {
-		b, _ := BaseURL(m.API) // validated
-		rt.bases = append(rt.bases, b)
-	}
+	rt := &Router{members: members, deps: deps}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 32
-	rt.client = &http.Client{Timeout: cfg.Timeout, Transport: tr,
+	rt.client = &http.Client{Timeout: timeout, Transport: tr,
 		// A member answers; it never redirects. A redirect would leave the cluster's hosts.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	rt.fanouts = map[string]merger{
@@ -89,7 +137,7 @@ func NewRouter(cfg Config, deps Deps) (*Router, error) {
 		"/api/v1/history":        mergeHistory,
 		"/api/v1/topology":       mergeTopology,
 	}
-	return rt, nil
+	return rt
 }
 
 // Wrap returns the handler that routes a request before local (the member's own endpoints)
@@ -101,26 +149,35 @@ func (rt *Router) Wrap(local http.Handler) http.Handler {
 			return
 		}
 		p := r.URL.Path
+		v := rt.members.View()
 		if p == StatusPath {
-			rt.handleStatus(w, r, local)
+			rt.handleStatus(w, r, v, local)
 			return
 		}
 		if m, ok := rt.fanouts[p]; ok {
-			rt.fanOut(w, r, local, m, false)
+			rt.fanOut(w, r, v, local, m, false)
 			return
 		}
 		if strings.HasPrefix(p, "/api/v1/histograms/") {
-			rt.fanOut(w, r, local, mergeHist, true)
+			rt.fanOut(w, r, v, local, mergeHist, true)
 			return
 		}
 		var b partition.KeyBuf
 		if key := rt.lookupKey(&b, r); key != nil {
-			if o := partition.Owner(key, len(rt.names)); o != rt.self {
-				rt.forward(w, r, o)
+			o, why := v.Owner(key)
+			if o < 0 {
+				api.JSON(w, http.StatusServiceUnavailable, map[string]any{
+					"error": "no member owns this key now: " + why, "partial": true, "missing": []string{}})
+				return
+			}
+			if o != v.Self {
+				rt.forward(w, r, v, o)
 				return
 			}
 		}
-		w.Header().Set(HeaderMember, rt.names[rt.self])
+		if v.Self >= 0 {
+			w.Header().Set(HeaderMember, v.self())
+		}
 		local.ServeHTTP(w, r)
 	})
 }
@@ -161,9 +218,9 @@ func flowParams(r *http.Request) (telemetry.FlowKey, bool) {
 	return k, err == nil
 }
 
-// get sends r's path and query to member i, marked forwarded, with r's credentials.
-func (rt *Router) get(ctx context.Context, r *http.Request, i int) (*http.Response, error) {
-	u := rt.bases[i] + r.URL.Path
+// get sends r's path and query to member i of v, marked forwarded, with r's credentials.
+func (rt *Router) get(ctx context.Context, r *http.Request, v *View, i int) (*http.Response, error) {
+	u := v.Bases[i] + r.URL.Path
 	if r.URL.RawQuery != "" {
 		u += "?" + r.URL.RawQuery
 	}
@@ -171,7 +228,11 @@ func (rt *Router) get(ctx context.Context, r *http.Request, i int) (*http.Respon
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set(HeaderForwarded, rt.names[rt.self])
+	from := v.self()
+	if from == "" {
+		from = "-" // not a member: the header's presence is what stops a second hop
+	}
+	req.Header.Set(HeaderForwarded, from)
 	if a := r.Header.Get("Authorization"); a != "" {
 		req.Header.Set("Authorization", a)
 	}
@@ -179,15 +240,16 @@ func (rt *Router) get(ctx context.Context, r *http.Request, i int) (*http.Respon
 }
 
 // forward answers r with the owner's answer, status and body as they are.
-func (rt *Router) forward(w http.ResponseWriter, r *http.Request, owner int) {
-	resp, err := rt.get(r.Context(), r, owner)
+func (rt *Router) forward(w http.ResponseWriter, r *http.Request, v *View, owner int) {
+	name := v.Names[owner]
+	resp, err := rt.get(r.Context(), r, v, owner)
 	if err != nil {
-		rt.deps.Logger.Warn("member down", "member", rt.names[owner], "err", err)
+		rt.deps.Logger.Warn("member down", "member", name, "err", err)
 		api.JSON(w, http.StatusServiceUnavailable, map[string]any{
-			"error":   fmt.Sprintf("member %s, which owns this key, is down: %v", rt.names[owner], unwrap(err)),
-			"owner":   rt.names[owner],
+			"error":   fmt.Sprintf("member %s, which owns this key, is down: %v", name, unwrap(err)),
+			"owner":   name,
 			"partial": true,
-			"missing": []string{rt.names[owner]},
+			"missing": []string{name},
 		})
 		return
 	}
@@ -195,7 +257,7 @@ func (rt *Router) forward(w http.ResponseWriter, r *http.Request, owner int) {
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		w.Header().Set("Content-Type", ct)
 	}
-	w.Header().Set(HeaderMember, rt.names[owner])
+	w.Header().Set(HeaderMember, name)
 	w.WriteHeader(resp.StatusCode)
 	io.Copy(w, resp.Body)
 }
@@ -218,18 +280,18 @@ type answer struct {
 	err  error
 }
 
-// gather asks every member (itself through local) and returns their answers in order.
-func (rt *Router) gather(r *http.Request, local http.Handler) []answer {
-	out := make([]answer, len(rt.names))
+// gather asks every member of v (itself through local) and returns their answers in order.
+func (rt *Router) gather(r *http.Request, v *View, local http.Handler) []answer {
+	out := make([]answer, len(v.Names))
 	var wg sync.WaitGroup
-	for i := range rt.names {
-		if i == rt.self {
+	for i := range v.Names {
+		if i == v.Self {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := rt.get(r.Context(), r, i)
+			resp, err := rt.get(r.Context(), r, v, i)
 			if err != nil {
 				out[i].err = unwrap(err)
 				return
@@ -239,9 +301,11 @@ func (rt *Router) gather(r *http.Request, local http.Handler) []answer {
 			out[i].body, out[i].err = io.ReadAll(io.LimitReader(resp.Body, maxPart))
 		}()
 	}
-	rec := httptest.NewRecorder()
-	local.ServeHTTP(rec, r)
-	out[rt.self] = answer{code: rec.Code, body: rec.Body.Bytes()}
+	if v.Self >= 0 {
+		rec := httptest.NewRecorder()
+		local.ServeHTTP(rec, r)
+		out[v.Self] = answer{code: rec.Code, body: rec.Body.Bytes()}
+	}
 	wg.Wait()
 	return out
 }
@@ -251,9 +315,12 @@ func (rt *Router) gather(r *http.Request, local http.Handler) []answer {
 // reached, or answers other than 200, is missing: the answer is marked "partial": true
 // with the names in "missing". With notFoundEmpty, a 404 is an answer with nothing in it
 // (a switch one member has not seen), and 404 only when every member says so.
-func (rt *Router) fanOut(w http.ResponseWriter, r *http.Request, local http.Handler, m merger, notFoundEmpty bool) {
-	parts := rt.gather(r, local)
-	self := parts[rt.self]
+func (rt *Router) fanOut(w http.ResponseWriter, r *http.Request, v *View, local http.Handler, m merger, notFoundEmpty bool) {
+	parts := rt.gather(r, v, local)
+	self := answer{code: http.StatusOK}
+	if v.Self >= 0 {
+		self = parts[v.Self]
+	}
 	if self.code != http.StatusOK && !(notFoundEmpty && self.code == http.StatusNotFound) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(self.code)
@@ -270,12 +337,12 @@ func (rt *Router) fanOut(w http.ResponseWriter, r *http.Request, local http.Hand
 			found++
 		case p.err == nil && notFoundEmpty && p.code == http.StatusNotFound:
 		default:
-			missing = append(missing, rt.names[i])
+			missing = append(missing, v.Names[i])
 			why := p.err
 			if why == nil {
 				why = fmt.Errorf("status %d: %s", p.code, bytes.TrimSpace(p.body))
 			}
-			rt.deps.Logger.Warn("member missing from a merged answer", "member", rt.names[i], "path", r.URL.Path, "err", why)
+			rt.deps.Logger.Warn("member missing from a merged answer", "member", v.Names[i], "path", r.URL.Path, "err", why)
 		}
 	}
 	if found == 0 && len(missing) == 0 { // every member: not found
@@ -284,12 +351,12 @@ func (rt *Router) fanOut(w http.ResponseWriter, r *http.Request, local http.Hand
 		w.Write(self.body)
 		return
 	}
-	v, err := m(r, bodies)
+	merged, err := m(r, v, bodies)
 	if err != nil {
 		api.Error(w, http.StatusBadGateway, "merging the members' answers: "+err.Error())
 		return
 	}
-	obj, ok := v.(map[string]any)
+	obj, ok := merged.(map[string]any)
 	if !ok {
 		api.Error(w, http.StatusInternalServerError, "merge: not an object")
 		return
@@ -325,16 +392,19 @@ type StatusJSON struct {
 // HashName says which hash the cluster partitions by (docs/scale-out.md).
 const HashName = "crc32c mod members"
 
-func (rt *Router) handleStatus(w http.ResponseWriter, r *http.Request, local http.Handler) {
+func (rt *Router) handleStatus(w http.ResponseWriter, r *http.Request, v *View, local http.Handler) {
 	if !api.CheckParams(w, r) {
 		return
 	}
-	st := StatusJSON{Self: rt.names[rt.self], Hash: HashName, Missing: []string{}}
-	st.Members = make([]MemberStatus, len(rt.names))
+	st := StatusJSON{Self: v.self(), Hash: v.Hash, Missing: []string{}}
+	st.Members = make([]MemberStatus, len(v.Names))
 	var wg sync.WaitGroup
-	for i, m := range rt.cfg.Members {
+	for i, name := range v.Names {
 		ms := &st.Members[i]
-		*ms = MemberStatus{Name: m.Name, API: m.API, Reports: append([]string{}, m.Reports...), Self: i == rt.self}
+		*ms = MemberStatus{Name: name, API: v.APIs[i], Reports: []string{}, Self: i == v.Self}
+		if i < len(v.Reports) {
+			ms.Reports = v.Reports[i]
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -344,13 +414,13 @@ func (rt *Router) handleStatus(w http.ResponseWriter, r *http.Request, local htt
 			var code int
 			var body []byte
 			var err error
-			if i == rt.self {
+			if i == v.Self {
 				rec := httptest.NewRecorder()
 				local.ServeHTTP(rec, sr)
 				code, body = rec.Code, rec.Body.Bytes()
 			} else {
 				var resp *http.Response
-				if resp, err = rt.get(r.Context(), sr, i); err == nil {
+				if resp, err = rt.get(r.Context(), sr, v, i); err == nil {
 					code = resp.StatusCode
 					body, err = io.ReadAll(io.LimitReader(resp.Body, maxPart))
 					resp.Body.Close()
