@@ -37,6 +37,9 @@ type Config struct {
 	// Sinks are the interfaces this host is the INT sink of (sink.go): each becomes a
 	// listener of mode sink with one worker.
 	Sinks []Sink
+	// Feeds name the sources of reports decoded elsewhere (feed.go): each becomes a listener
+	// of mode feed with one worker, which its owner drives.
+	Feeds []string
 	// Decoder is used by listeners whose Decoder is nil.
 	Decoder wire.Config
 }
@@ -56,7 +59,7 @@ func (c *Config) Workers() int {
 	for _, l := range c.Listeners {
 		n += l.Sockets
 	}
-	return n + len(c.Sinks)
+	return n + len(c.Sinks) + len(c.Feeds)
 }
 
 // Listener modes: how a listener's datagrams reach its workers.
@@ -192,7 +195,7 @@ func errAt(key string, value any, format string, args ...any) error {
 // Validate reports the first invalid listener setting, naming it by its key
 // (listeners[i].port).
 func (c *Config) Validate() error {
-	if len(c.Listeners) == 0 && len(c.Sinks) == 0 {
+	if len(c.Listeners) == 0 && len(c.Sinks) == 0 && len(c.Feeds) == 0 {
 		return &confkey.Error{Key: "listeners", Msg: "at least one listener (or sink) is required"}
 	}
 	type bind struct {

@@ -160,6 +160,15 @@ func New(cfg Config, deps Deps) (*Receiver, error) {
 		c.workers = append(c.workers, w)
 		c.listeners = append(c.listeners, l)
 	}
+	for _, name := range cfg.Feeds {
+		dec, _ := wire.NewDecoder(cfg.Decoder) // validated with the listeners'; a feed decodes nothing
+		l := &listener{idx: len(c.listeners), cfg: feedListener(name), in: wire.InputReport, dec: dec}
+		w := &worker{l: l, wlog: workerLog{log: c.log}}
+		w.init(len(c.workers), dec, wire.InputReport, procs)
+		l.workers = append(l.workers, w)
+		c.workers = append(c.workers, w)
+		c.listeners = append(c.listeners, l)
+	}
 	c.register()
 	return c, nil
 }
@@ -228,6 +237,9 @@ func (rcv *Receiver) Start(context.Context) (err error) {
 	rcv.running = true
 	rcv.started.Store(time.Now().UnixNano())
 	for _, w := range rcv.workers {
+		if w.l.cfg.Mode == ModeFeed {
+			continue
+		}
 		rcv.wg.Add(1)
 		go func() {
 			defer rcv.wg.Done()
@@ -258,6 +270,9 @@ func (rcv *Receiver) open(l *listener) error {
 	}
 	if l.sink != nil {
 		return rcv.openSink(l)
+	}
+	if l.cfg.Mode == ModeFeed {
+		return nil // its owner drives it (feed.go)
 	}
 	port := l.cfg.Port
 	for i, w := range l.workers {
@@ -315,6 +330,7 @@ func (rcv *Receiver) Stop(context.Context) error {
 			if p := w.l.sink.prog; p != nil {
 				p.Wake()
 			}
+		case w.l.cfg.Mode == ModeFeed:
 		default:
 			w.sock.wake()
 		}
@@ -327,6 +343,7 @@ func (rcv *Receiver) Stop(context.Context) error {
 			w.finishXDP()
 		case w.l.sink != nil:
 			w.publish()
+		case w.l.cfg.Mode == ModeFeed: // its owner publishes (Feed.EndBatch)
 		default:
 			w.finish()
 		}

@@ -184,11 +184,8 @@ func (d *Dispatcher) Datagram(b []byte, now int64) {
 	d.local[cPackets]++
 	d.local[cBytes] += uint64(len(b))
 	d.rd.Reset(d.dec, d.in, b)
-	r := &d.rep
 	for n := len(b) + reportSlack; n > 0; n-- {
-		if d.reps != nil {
-			r = &d.reps[d.nrep]
-		}
+		r := d.slot()
 		err := d.rd.Next(r)
 		if err == nil {
 			r.RecvTime = now
@@ -196,21 +193,10 @@ func (d *Dispatcher) Datagram(b []byte, now int64) {
 			if d.sinkHop != nil {
 				d.sinkHop.apply(r, now)
 			}
-			d.local[cReports]++
 			if ie := d.rd.InnerErr(); ie != nil && int(ie.Reason) < wire.NumReasons {
 				d.local[cInner0+int(ie.Reason)]++
 			}
-			if f := int(r.Format); f < numFormats {
-				d.local[cFormat0+f]++
-			}
-			for _, p := range d.plain {
-				p.Process(d.id, r)
-			}
-			if d.reps != nil {
-				if d.nrep++; d.nrep == len(d.reps) {
-					d.handOver()
-				}
-			}
+			d.hand(r)
 			continue
 		}
 		if err == wire.Done {
@@ -227,6 +213,32 @@ func (d *Dispatcher) Datagram(b []byte, now int64) {
 		d.local[cReason0+int(reason)]++
 	}
 	d.local[cDrop0+int(DropDecoderLoop)]++
+}
+
+// slot is where the next report is decoded: the batch array's next entry when there are
+// batch processors.
+func (d *Dispatcher) slot() *telemetry.Report {
+	if d.reps != nil {
+		return &d.reps[d.nrep]
+	}
+	return &d.rep
+}
+
+// hand counts r, a report decoded into slot(), and hands it to the processors: to those
+// without a batch path at once, to the others when the batch array is full.
+func (d *Dispatcher) hand(r *telemetry.Report) {
+	d.local[cReports]++
+	if f := int(r.Format); f < numFormats {
+		d.local[cFormat0+f]++
+	}
+	for _, p := range d.plain {
+		p.Process(d.id, r)
+	}
+	if d.reps != nil {
+		if d.nrep++; d.nrep == len(d.reps) {
+			d.handOver()
+		}
+	}
 }
 
 // one handles one datagram: decoded, or only counted in drain mode.
