@@ -21,11 +21,11 @@ import (
 // ImageSize is the size of a bucket image in bytes.
 func (f *FlowCache) ImageSize() int { return f.t.bktW * 8 }
 
-// Snapshot passes the image of every flow for which take(key) is true to emit (emit must
-// not keep the slice), and removes those flows when remove is set (a partition handed
+// Snapshot passes the image of every flow for which take(key) is true to emit, with its key
+// (emit must keep neither), and removes those flows when remove is set (a partition handed
 // over). It returns the number of flows. Rows are locked one at a time: reports being
 // processed meanwhile land before or after their flow's image.
-func (f *FlowCache) Snapshot(take func(*telemetry.FlowKey) bool, remove bool, emit func(img []byte)) int {
+func (f *FlowCache) Snapshot(take func(*telemetry.FlowKey) bool, remove bool, emit func(k *telemetry.FlowKey, img []byte)) int {
 	n := 0
 	img := make([]byte, f.t.bktW*8)
 	f.t.walk(math.MinInt64, func(b []uint64, h *bucketHdr) bool {
@@ -35,7 +35,7 @@ func (f *FlowCache) Snapshot(take func(*telemetry.FlowKey) bool, remove bool, em
 		for i, w := range b {
 			binary.LittleEndian.PutUint64(img[i*8:], w)
 		}
-		emit(img)
+		emit(&h.Key, img)
 		n++
 		return remove
 	})

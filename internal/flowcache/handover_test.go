@@ -20,7 +20,7 @@ func TestHandover(t *testing.T) {
 	}
 	odd := func(k *telemetry.FlowKey) bool { return k.SrcPort%2 == 1 }
 	var imgs [][]byte
-	if n := a.Snapshot(odd, false, func(img []byte) { imgs = append(imgs, append([]byte(nil), img...)) }); n != 5 || len(imgs) != 5 {
+	if n := a.Snapshot(odd, false, func(_ *telemetry.FlowKey, img []byte) { imgs = append(imgs, append([]byte(nil), img...)) }); n != 5 || len(imgs) != 5 {
 		t.Fatalf("snapshot: %d flows, %d images", n, len(imgs))
 	}
 	if got := a.Stats().Flows; got != 10 {
@@ -46,7 +46,7 @@ func TestHandover(t *testing.T) {
 		}
 	}
 	// Handed over: gone from a, and a report more adds to b's as it would have to a's.
-	if n := a.Snapshot(odd, true, func([]byte) {}); n != 5 || a.Stats().Flows != 5 {
+	if n := a.Snapshot(odd, true, func(*telemetry.FlowKey, []byte) {}); n != 5 || a.Stats().Flows != 5 {
 		t.Fatalf("remove: %d handed, %d left", n, a.Stats().Flows)
 	}
 	k := flow(1001)
