@@ -9,6 +9,8 @@
 // threshold (the SmartNIC sink's "T" events, §III-C; its "C" events are KindChange). Each
 // is raised per switch (ScopeSwitch) or end to end (ScopeE2E: the sum of hop latencies, the
 // path as the list of node ids); flow-level keys without a value comparison use ScopeFlow.
+// One kind is not a detector's: an immediate event is a DTA report that asked for the
+// collector's notification (DTA §3), raised by the DTA translator when it writes the report.
 //
 // # The Bus
 //
@@ -73,6 +75,11 @@ const (
 	KindPeriodic // periodic
 	// a key not updated for detect.expire was forgotten
 	KindExpire // expire
+	// a DTA report with the immediate flag was written (DTA §3: the reporter asks for the
+	// collector to be notified). Not a metric: scope flow, no measurement, Prev the
+	// primitive's opcode, Value the key's hash (package dta's Hash64 under dta.seed; an
+	// Append's list id)
+	KindImmediate // immediate
 	NumKinds
 )
 

@@ -16,12 +16,13 @@ func _() {
 	_ = x[KindBelow-5]
 	_ = x[KindPeriodic-6]
 	_ = x[KindExpire-7]
-	_ = x[NumKinds-8]
+	_ = x[KindImmediate-8]
+	_ = x[NumKinds-9]
 }
 
-const _Kind_name = "nonenew_keypath_changechangeabovebelowperiodicexpireNumKinds"
+const _Kind_name = "nonenew_keypath_changechangeabovebelowperiodicexpireimmediateNumKinds"
 
-var _Kind_index = [...]uint8{0, 4, 11, 22, 28, 33, 38, 46, 52, 60}
+var _Kind_index = [...]uint8{0, 4, 11, 22, 28, 33, 38, 46, 52, 61, 69}
 
 func (i Kind) String() string {
 	idx := int(i) - 0

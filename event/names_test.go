@@ -23,8 +23,8 @@ func TestNameStrings(t *testing.T) {
 		what      string
 		got, want []string
 	}{
-		{"kinds", kinds, []string{"none", "new_key", "path_change", "change", "above", "below", "periodic", "expire"}},
-		{"KindNames", KindNames(), []string{"new_key", "path_change", "change", "above", "below", "periodic", "expire"}},
+		{"kinds", kinds, []string{"none", "new_key", "path_change", "change", "above", "below", "periodic", "expire", "immediate"}},
+		{"KindNames", KindNames(), []string{"new_key", "path_change", "change", "above", "below", "periodic", "expire", "immediate"}},
 		{"scopes", scopes, []string{"switch", "e2e", "flow"}},
 		{"measurements", meas, []string{"", "flow_latency", "flow_hop_latency", "flow_path", "queue_occupancy",
 			"queue_congestion", "tx_utilization", "buffer_occupancy", "drops", "seq_gaps"}},

@@ -275,7 +275,7 @@ SWITCH ... max: the largest latest value of the switch's queues, ports, buffers,
 			"intake query flow: invalid value \"gre\" for flag -proto: protocol \"gre\": want tcp, udp, icmp, icmpv6, sctp or a number 0-255\n"},
 		// The collector's 400, the user's misuse: exit 2 as for every misuse.
 		{[]string{"query", "events", "--api", httpAddr, "--kind", "bogus"},
-			2, "intake query events: 400 Bad Request: parameter kind: \"bogus\": must be a comma-separated list of new_key, path_change, change, above, below, expire\n"},
+			2, "intake query events: 400 Bad Request: parameter kind: \"bogus\": must be a comma-separated list of new_key, path_change, change, above, below, expire, immediate\n"},
 		{[]string{"query", "events", "--api", httpAddr, "--since", "soon"},
 			2, "intake query events: 400 Bad Request: parameter since: \"soon\": must be an RFC 3339 time, Unix nanoseconds, or a duration such as 5m\n"},
 	} {

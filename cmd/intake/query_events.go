@@ -81,7 +81,7 @@ func runQueryEvents(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query events", "[--api HOST:PORT] [--since T] [--kind K[,K]] [--limit N] [--json|--table]", stdout)
 	o := cli.AddQuery(fs, false, stderr)
 	since := fs.String("since", "", "only events at or after `T`: RFC 3339, Unix ns, or a duration ago (5m)")
-	kind := fs.String("kind", "", "only these `kinds`: new_key, path_change, change, above, below, expire")
+	kind := fs.String("kind", "", "only these `kinds`: new_key, path_change, change, above, below, expire, immediate")
 	limit := fs.Int("limit", 0, "at most `N` events, the newest (default: the server's 1000)")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err

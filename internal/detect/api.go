@@ -163,7 +163,7 @@ func eventKindNames() []string {
 	for k := event.KindNewKey; k <= event.KindBelow; k++ {
 		ns = append(ns, k.String())
 	}
-	return append(ns, event.KindExpire.String())
+	return append(ns, event.KindExpire.String(), event.KindImmediate.String())
 }
 
 // RegisterAPI adds the detector's endpoints:

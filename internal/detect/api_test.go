@@ -139,7 +139,7 @@ func TestAPIEvents(t *testing.T) {
 	f.expect(t, "GET", "/api/v1/events?since=2026-01-02T03:04:05Z&kind=new_key&limit=2", "", 200, list(all[2:4]...))
 
 	f.expect(t, "GET", "/api/v1/events?kind=periodic", "", 400, `{
-  "error": "parameter kind: \"periodic\": must be a comma-separated list of new_key, path_change, change, above, below, expire",
+  "error": "parameter kind: \"periodic\": must be a comma-separated list of new_key, path_change, change, above, below, expire, immediate",
   "param": "kind",
   "value": "periodic"
 }

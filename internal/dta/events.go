@@ -78,10 +78,11 @@ func (t *Translator) EventWriter() *EventWriter {
 	return &EventWriter{t: t, b: t.St.AP.NewBatcher(t.Cfg.Append.Batch), list: l}
 }
 
-// Add queues e's entry and reports whether it is one (periodic pushes are not). It does not
-// allocate.
+// Add queues e's entry and reports whether it is one (periodic pushes are not, nor the
+// immediate notifications the translator raises itself: the list is the detector's). It
+// does not allocate.
 func (w *EventWriter) Add(e *event.Event) bool {
-	if e.Kind == event.KindPeriodic || e.Kind == event.KindNone {
+	if e.Kind == event.KindPeriodic || e.Kind == event.KindNone || e.Kind == event.KindImmediate {
 		return false
 	}
 	EncodeEvent(&w.rec, e, w.t.Cfg.Seed)

@@ -391,13 +391,16 @@ func (t *Translator) stageAddrs(h uint64, r *telemetry.Report, addrs []uintptr, 
 func (t *Translator) Process(worker int, r *telemetry.Report) {
 	ws := &t.stats[worker]
 	if r.Format == telemetry.FormatDTA {
-		t.processDTA(worker, ws, &r.DTA)
+		if t.processDTA(worker, ws, &r.DTA) && r.DTA.Immediate {
+			t.notify(&r.DTA, r.RecvTime)
+		}
 		return
 	}
 	t.processINT(worker, ws, r)
 }
 
-func (t *Translator) processDTA(worker int, ws *workerStats, d *telemetry.DTA) {
+// processDTA writes one DTA report and reports whether it did (false: counted bad).
+func (t *Translator) processDTA(worker int, ws *workerStats, d *telemetry.DTA) bool {
 	st := t.St
 	switch d.Op {
 	case telemetry.DTAKeyWrite:
@@ -410,6 +413,7 @@ func (t *Translator) processDTA(worker int, ws *workerStats, d *telemetry.DTA) {
 			ws.bad[BadKeyLength]++
 		default:
 			ws.written[WKeyWrite]++
+			return true
 		}
 	case telemetry.DTAKeyIncrement:
 		switch {
@@ -421,6 +425,7 @@ func (t *Translator) processDTA(worker int, ws *workerStats, d *telemetry.DTA) {
 			ws.bad[BadKeyLength]++
 		default:
 			ws.written[WKeyIncrement]++
+			return true
 		}
 	case telemetry.DTAAppend:
 		switch {
@@ -430,7 +435,11 @@ func (t *Translator) processDTA(worker int, ws *workerStats, d *telemetry.DTA) {
 			ws.bad[BadDataLength]++
 		default:
 			t.batchers[worker].Add(int(d.ListID), d.DataBytes())
+			if d.Immediate { // the entry is in its list before the event is out
+				t.batchers[worker].Flush()
+			}
 			ws.written[WAppend]++
+			return true
 		}
 	case telemetry.DTAPostcard:
 		switch {
@@ -447,10 +456,29 @@ func (t *Translator) processDTA(worker int, ws *workerStats, d *telemetry.DTA) {
 			}
 			t.Cache.Add(d.KeyBytes(), int(d.Hop), v, 0)
 			ws.written[WPostcard]++
+			return true
 		}
 	default:
 		ws.bad[BadOpcode]++
 	}
+	return false
+}
+
+// notify publishes the immediate event of d, a report with the immediate flag that was
+// written (DTA §3: the reporter asks for the collector to be notified; docs/dta.md): kind
+// immediate, scope flow, Prev the opcode, Value the key's Hash64 under dta.seed (an Append's
+// list id), Time the report's receive time. It does not allocate.
+func (t *Translator) notify(d *telemetry.DTA, recv int64) {
+	if t.bus == nil {
+		return
+	}
+	e := event.Event{Time: recv, Kind: event.KindImmediate, Scope: event.ScopeFlow, Prev: uint64(d.Op)}
+	if d.Op == telemetry.DTAAppend {
+		e.Value = uint64(d.ListID)
+	} else {
+		e.Value = Hash64(t.Cfg.Seed, d.KeyBytes())
+	}
+	t.bus.Publish(&e)
 }
 
 // FlowKeyBytes is the key intake uses for a 5-tuple (docs/dta.md): 13 bytes for IPv4, 37

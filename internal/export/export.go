@@ -74,12 +74,12 @@ const (
 )
 
 // ValueSource is the source e counts in as a value, or -1 for what is not a value (a key's
-// expiry).
+// expiry, a DTA report's immediate notification).
 func ValueSource(e *event.Event) int {
 	switch e.Kind {
 	case event.KindPeriodic:
 		return srcPeriodic
-	case event.KindExpire, event.KindNone:
+	case event.KindExpire, event.KindNone, event.KindImmediate:
 		return -1
 	}
 	return srcEvent

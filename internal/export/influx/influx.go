@@ -132,8 +132,8 @@ func (l *lineEncoder) at(id []byte, ts int64) int64 {
 // tag is one tag; tags are written in the order given, which appendTags keeps sorted by key
 // (InfluxDB's recommendation for write speed).
 func (l *lineEncoder) Points(e *event.Event) int {
-	if e.Kind == event.KindExpire || e.Kind == event.KindNone {
-		return 0
+	if e.Kind == event.KindExpire || e.Kind == event.KindNone || e.Measurement == event.MeasNone {
+		return 0 // MeasNone: an immediate event, not a metric
 	}
 	if l.schema == "intcollector" {
 		switch e.Measurement {

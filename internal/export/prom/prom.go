@@ -163,7 +163,7 @@ func NewRemoteWrite(cfg Config, q export.Batching, deps export.SinkDeps) *Remote
 type rwEncoder struct{ clock *export.SeriesClock }
 
 func (rwEncoder) Points(e *event.Event) int {
-	if e.Kind == event.KindExpire || e.Kind == event.KindNone || e.Measurement == event.FlowPath {
+	if e.Kind == event.KindExpire || e.Kind == event.KindNone || e.Measurement == event.FlowPath || e.Measurement == event.MeasNone {
 		return 0
 	}
 	return 1
