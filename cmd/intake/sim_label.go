@@ -101,22 +101,37 @@ func runSimLabelDist(args []string, stdout, stderr io.Writer) error {
 }
 
 func runSimLabel(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sim label", simUsage("ID,...")+" [--seed N] [--long] [--paper-setup]", stdout)
+	fs := newFlags("sim label", simUsage("ID,...")+" [--seed N] [--long] [--testbed] [--rate MBPS] [--coverage active|fixed]", stdout)
 	figs := fs.String("figure", "", "the figures to reproduce, `ID,...` (default all): "+strings.Join(labelsim.IDs(), ", "))
 	cli.Alias(fs, "fig", "figure", stderr)
 	so := addSimOutput(fs)
 	seed := fs.Uint64("seed", 1, "the PCG `SEED`")
 	long := fs.Bool("long", false, "longer and larger runs: 100 s instead of 20 s per coverage point, Figs. 15-16 simulated on fat trees up to k = 14 with 1,000,000 packets per point")
-	paper := fs.Bool("paper-setup", false, "the authors' prototype's traffic (its source routes over 25 ports, each sender cycling over the other servers, 1 Gb/s links) and its F3 in Fig. 19: docs/label-results.md")
+	paper := fs.Bool("paper-setup", false, "deprecated, now the default: the paper's configuration (5 Mb/s in total, the prototype's source routes over 25 ports, 1 Gb/s links, Pro the §5 flag controller, Fig. 19's F3 time only)")
+	testbed := fs.Bool("testbed", false, "the emulator's own testbed instead of the paper's configuration: fixed routes over 18 ports, 20 Mb/s links, 5 Mb/s per sender, Fig. 19's F3 as the paper writes it")
+	rate := fs.Float64("rate", 0, "the senders' total rate in `MBPS` (default 5, or 10 with --testbed; Fig. 6 sweeps its own)")
+	coverage := fs.String("coverage", "active", "the coverage definition: `active` (ports updated over ports with traffic per 100 ms window, §6.2) or fixed (over the prototype's list of 25 ports)")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
+	}
+	cov, err := labelsim.ParseCoverage(*coverage)
+	switch {
+	case err != nil:
+		return usageErr("--coverage %v", err)
+	case *paper && *testbed:
+		return usageErr("--paper-setup and --testbed: choose one")
+	case *rate < 0:
+		return usageErr("--rate %g: must be positive", *rate)
+	}
+	if *paper {
+		fmt.Fprintln(stderr, "intake: --paper-setup is deprecated: the paper's configuration is the default")
 	}
 	var only []string
 	if *figs != "" {
 		only = strings.Split(*figs, ",")
 	}
 	start := time.Now()
-	res, err := labelsim.Reproduce(labelsim.Options{Long: *long, Seed: *seed, Paper: *paper, Progress: func(id string) {
+	res, err := labelsim.Reproduce(labelsim.Options{Long: *long, Seed: *seed, Paper: *paper, Testbed: *testbed, Rate: *rate * 1e6, Coverage: cov, Progress: func(id string) {
 		if !so.quiet {
 			fmt.Fprintf(stderr, "intake sim label: %s (%s)\n", id, time.Since(start).Round(time.Millisecond))
 		}

@@ -86,28 +86,46 @@ func TestSimLabelOneFigure(t *testing.T) {
 	}
 }
 
-// --paper-setup: the prototype's traffic, and Fig. 19 with the prototype's F3 (seed 1).
+// The paper's configuration is the default (issue 32): Fig. 19 with the time-only F3 labelled
+// as inferred, at 5 Mb/s in total over the prototype's routes. --paper-setup, which once
+// selected it, still works and says it is deprecated; --testbed is the emulator's own
+// setup, with the F3 the paper writes (the old default's numbers).
 func TestSimLabelPaperSetup(t *testing.T) {
-	var out, errb bytes.Buffer
-	if code := run([]string{"sim", "label", "--figure", "fig19", "--paper-setup", "--json"}, &out, &errb); code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
+	fig19 := func(args ...string) (string, string, string) {
+		var out, errb bytes.Buffer
+		if code := run(append([]string{"sim", "label", "--figure", "fig19", "--json", "--quiet"}, args...), &out, &errb); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+		}
+		var v struct {
+			Figures []struct {
+				Conditions string `json:"conditions"`
+				Series     []struct {
+					Y []float64 `json:"y"`
+				} `json:"series"`
+			} `json:"figures"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &v); err != nil || len(v.Figures) != 1 || len(v.Figures[0].Series) != 2 {
+			t.Fatalf("%v %s", err, out.String())
+		}
+		f := v.Figures[0]
+		return f.Conditions, fmt.Sprint(f.Series[0].Y, f.Series[1].Y), errb.String()
 	}
-	var v struct {
-		Figures []struct {
-			Conditions string `json:"conditions"`
-			Series     []struct {
-				Y []float64 `json:"y"`
-			} `json:"series"`
-		} `json:"figures"`
+	cond, got, _ := fig19()
+	if !strings.HasPrefix(cond, "paper configuration: 5 Mb/s total (2 senders), the prototype's source routes (25 ports)") || !strings.Contains(cond, "F3 inferred from the prototype's code, time only") {
+		t.Errorf("conditions %q", cond)
 	}
-	if err := json.Unmarshal(out.Bytes(), &v); err != nil || len(v.Figures) != 1 || len(v.Figures[0].Series) != 2 {
-		t.Fatalf("%v %s", err, out.String())
-	}
-	f := v.Figures[0]
-	if !strings.Contains(f.Conditions, "paper setup: the prototype's traffic") || !strings.Contains(f.Conditions, "F3 as the prototype's code evaluates it") {
-		t.Errorf("conditions %q", f.Conditions)
-	}
-	if got := fmt.Sprint(f.Series[0].Y, f.Series[1].Y); got != "[1535 1877 6441] [4411 4094 10041]" {
+	if got != "[2826 3364 7706] [8147 7593 14424]" {
 		t.Errorf("labeled packets, labeling times: %s", got)
+	}
+	if _, dep, stderr := fig19("--paper-setup"); dep != got || stderr != "intake: --paper-setup is deprecated: the paper's configuration is the default\n" {
+		t.Errorf("--paper-setup: %s, stderr %q", dep, stderr)
+	}
+	cond, got, _ = fig19("--testbed")
+	if !strings.HasPrefix(cond, "emulator testbed (--testbed): 10 Mb/s total") || strings.Contains(cond, "F3 inferred") || got != "[1316 1605 1714] [2946 2875 2744]" {
+		t.Errorf("--testbed: %q %s", cond, got)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"sim", "label", "--coverage", "all"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `--coverage "all": must be active or fixed`) {
+		t.Errorf("--coverage all: exit %d, %q", code, errb.String())
 	}
 }

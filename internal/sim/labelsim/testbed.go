@@ -18,6 +18,9 @@ type Series struct {
 	Y    []float64 `json:"y"`
 	// Analysis marks a curve computed rather than measured (drawn dashed).
 	Analysis bool `json:"-"`
+	// Paper marks the paper's own points (from its text or its authors' plotted data),
+	// drawn as markers without a line.
+	Paper bool `json:"paper,omitempty"`
 }
 
 // Figure is one reproduced figure.
@@ -71,7 +74,12 @@ type Result struct {
 	BWOccupancy float64   // INT bytes / traffic bytes, per hop
 	E2ELoss     float64
 	Ports       int // switch ports that carried traffic in the busiest window
-	Stats       fabric.Stats
+	// CoverageFixed is the prototype's coverage (its controller/coverage.py): per window,
+	// ports updated over the fixed list of the PrototypePorts ports its routes use, whether
+	// or not they forwarded a packet in the window.
+	CoverageFixed float64
+	WindowsFixed  []float64
+	Stats         fabric.Stats
 }
 
 func (s *Setup) defaults() {
@@ -177,26 +185,103 @@ func Run(s Setup) (Result, error) {
 	from, to := truth.Span()
 	// Skip the first window (labels start) and the last two (traffic ends, exports pending).
 	ws := truth.Windows(from+1, to-2)
-	sum := 0.0
+	sum, fixed := 0.0, 0.0
 	for _, w := range ws {
-		res.Windows = append(res.Windows, w.Coverage)
+		fc := float64(min(w.Updated, PrototypePorts)) / PrototypePorts
+		res.Windows, res.WindowsFixed = append(res.Windows, w.Coverage), append(res.WindowsFixed, fc)
 		res.Ports = max(res.Ports, w.Traffic)
 		sum += w.Coverage
+		fixed += fc
 	}
 	if len(ws) > 0 {
 		res.Coverage = sum / float64(len(ws))
+		res.CoverageFixed = fixed / float64(len(ws))
 	}
 	return res, nil
 }
 
 // Options scale the suite.
+//
+// Every testbed figure runs one configuration, the paper's (INT-label §5-§6.1 with the
+// authors' prototype where the text leaves it open): 5 Mb/s in total (2.5 Mb/s per sender,
+// the authors' plotted data derive the rate as twice one sender's), the prototype's source
+// routes over 25 ports, 1 Gb/s links, and "Pro" the §5 flag controller (flagpro.go).
+// Algorithm 3 is a sensitivity study of its own (alg3-k); the emulator's own testbed
+// (fixed routes, 20 Mb/s links, 5 Mb/s per sender) is Testbed.
 type Options struct {
 	Long bool // more points and longer runs
-	// Paper runs every testbed figure with the prototype's traffic (Setup.Prototype), and
-	// Fig. 19's F3 as the prototype's code evaluates it (label.F3Proto).
-	Paper    bool
+	// Paper is the paper's configuration, now the default: kept so that callers that set it
+	// keep working; it overrides Testbed.
+	Paper bool
+	// Testbed runs the testbed figures on the emulator's own setup instead: fixed routes
+	// (18 ports), 20 Mb/s links, 5 Mb/s per sender, and Fig. 19's F3 as the paper writes it.
+	Testbed bool
+	// Rate is the senders' total rate in b/s (0: 5 Mb/s, or 10 Mb/s with Testbed); Fig. 6
+	// sweeps its own.
+	Rate float64
+	// Coverage is the coverage definition of the coverage figures: CoverageActive (the
+	// default, §6.2's) or CoverageFixed (the prototype's 25-port list).
+	Coverage string
 	Seed     uint64
 	Progress func(id string)
+}
+
+// The coverage definitions.
+const (
+	// CoverageActive: ports updated in a 100 ms window over the ports that forwarded a
+	// packet in it (INT-label §6.2: "the total number of ports with traffic passing by").
+	CoverageActive = "active"
+	// CoverageFixed: ports updated over the fixed list of PrototypePorts ports (the
+	// prototype's controller/coverage.py), idle or not.
+	CoverageFixed = "fixed"
+)
+
+// PrototypePorts is the length of the prototype's port list (§6.1 says 24).
+const PrototypePorts = 25
+
+// ParseCoverage checks a coverage definition's name ("" is CoverageActive).
+func ParseCoverage(s string) (string, error) {
+	switch s {
+	case "", CoverageActive:
+		return CoverageActive, nil
+	case CoverageFixed:
+		return s, nil
+	}
+	return "", fmt.Errorf("%q: must be %s or %s", s, CoverageActive, CoverageFixed)
+}
+
+// paper reports whether the testbed figures run the paper's configuration.
+func (o Options) paper() bool { return o.Paper || !o.Testbed }
+
+// setup describes the configuration for a figure's conditions.
+func (o Options) setup() string {
+	cov := "coverage over ports with traffic per 100 ms window (§6.2)"
+	if o.Coverage == CoverageFixed {
+		cov = "coverage over the prototype's fixed list of 25 ports"
+	}
+	if o.paper() {
+		return fmt.Sprintf("paper configuration: %g Mb/s total (2 senders), the prototype's source routes (25 ports), 1 Gb/s links; %s", o.rate()/1e6, cov)
+	}
+	return fmt.Sprintf("emulator testbed (--testbed): %g Mb/s total (2 senders), fixed routes (18 ports), 20 Mb/s links; %s", o.rate()/1e6, cov)
+}
+
+// rate is the senders' total rate.
+func (o Options) rate() float64 {
+	switch {
+	case o.Rate > 0:
+		return o.Rate
+	case o.paper():
+		return 5e6
+	}
+	return 10e6
+}
+
+// coverage is a run's coverage under the chosen definition, and its windows.
+func (o Options) coverage(r Result) (float64, []float64) {
+	if o.Coverage == CoverageFixed {
+		return r.CoverageFixed, r.WindowsFixed
+	}
+	return r.Coverage, r.Windows
 }
 
 type exp struct {
@@ -205,9 +290,13 @@ type exp struct {
 }
 
 var suite = []exp{
-	{"fig6", fig6}, {"fig7-8", fig78}, {"fig9", fig9}, {"fig11", fig11}, {"fig12", fig12},
+	{"fig6", fig6}, {"fig7", fig7}, {"fig8", fig8}, {"fig9", fig9}, {"fig10", fig10}, {"fig11", fig11}, {"fig12", fig12},
 	{"fig13", fig13}, {"fig15", fig15}, {"fig16", fig16}, {"fig17", fig17}, {"fig18", fig18}, {"fig19", fig19},
+	{"alg3-k", alg3K},
 }
+
+// aliases are figure ids that name others: fig7-8, the one panel Figs. 7 and 8 once shared.
+var aliases = map[string][]string{"fig7-8": {"fig7", "fig8"}}
 
 // IDs lists the figures.
 func IDs() []string {
@@ -223,6 +312,15 @@ var ErrUnknownFigure = errors.New("unknown figure")
 
 // Reproduce runs the figures named in only (all when empty), in IDs' order.
 func Reproduce(o Options, only ...string) ([]Figure, error) {
+	var ids []string
+	for _, id := range only {
+		if a, ok := aliases[id]; ok {
+			ids = append(ids, a...)
+		} else {
+			ids = append(ids, id)
+		}
+	}
+	only = ids
 	for _, id := range only {
 		if !contains(IDs(), id) {
 			return nil, fmt.Errorf("%q: %w (allowed: %s)", id, ErrUnknownFigure, strings.Join(IDs(), ", "))
@@ -240,9 +338,6 @@ func Reproduce(o Options, only ...string) ([]Figure, error) {
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", e.id, err)
 		}
-		if o.Paper && e.id != "fig15" && e.id != "fig16" {
-			f.Conditions += "; paper setup: the prototype's traffic (source routes over 25 ports, senders cycling over the other servers, 1 Gb/s links)"
-		}
 		out = append(out, f)
 	}
 	return out, nil
@@ -259,9 +354,13 @@ func contains(xs []string, s string) bool {
 
 func seed(o Options) uint64 { return max(o.Seed, 1) }
 
-// run runs a testbed setup, on the prototype's traffic in the paper setup.
+// run runs a testbed setup in the suite's configuration (a setup's own Rate, per sender,
+// wins).
 func (o Options) run(s Setup) (Result, error) {
-	s.Prototype = o.Paper
+	s.Prototype = o.paper()
+	if s.Rate == 0 {
+		s.Rate = o.rate() / 2
+	}
 	return Run(s)
 }
 

@@ -35,6 +35,9 @@ type Series struct {
 	// Like, when above 0, makes the series a repeat of series Like-1 (in another panel, on
 	// a zoomed axis): drawn in its colour and marker, and not in the legend again.
 	Like int
+	// Points draws the series as markers only, without a line (points read off another
+	// source, such as a paper's own, laid over the measured curves).
+	Points bool
 }
 
 // Band shades the x-interval [From, To] of the plot area in the colour of series Series.
@@ -64,6 +67,9 @@ type Chart struct {
 	Categories []string
 	Series     []Series
 	Bands      []Band
+	// Subtitle, when set, is written under the title in smaller type, wrapped to the
+	// picture's width (the setup a figure was measured in).
+	Subtitle string
 }
 
 // MaxMarkers is the most points a series may have and still get a marker at each: beyond it
@@ -120,6 +126,7 @@ type layout struct {
 	cols                       int
 	colW                       float64
 	legendTop                  float64
+	sub                        []string // the subtitle's lines
 }
 
 // panel is one plot area: its top edge, height, y axis and scale.
@@ -138,7 +145,7 @@ func (p *panel) py(v float64) float64 { return p.top + (1-(v-p.y0)/(p.y1-p.y0))*
 func (p *panel) bottom() float64 { return p.top + p.h }
 
 func (c *Chart) layout() *layout {
-	l := &layout{}
+	l := &layout{sub: wrap(c.Subtitle, minWidth-2*right)}
 	axes := append([]Axis{c.Y}, c.Panels...)
 	h := plotH
 	if len(axes) > 1 {
@@ -155,7 +162,7 @@ func (c *Chart) layout() *layout {
 		if len(c.Categories) > 0 {
 			ys = append(ys, 0) // bars stand on zero
 		}
-		p := panel{axis: a, top: top + float64(i)*(h+panelGap), h: h}
+		p := panel{axis: a, top: top + float64(len(l.sub))*subtitleRow + float64(i)*(h+panelGap), h: h}
 		p.y0, p.y1, p.yt = yScale(a, ys)
 		if len(c.Categories) == 0 {
 			// A little room beyond the end ticks, so that a line at 100% or at zero is not
@@ -231,6 +238,9 @@ func (c *Chart) WriteTo(w io.Writer) (int64, error) {
 	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", l.width, l.height)
 	p(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
 	p(`<text x="%.0f" y="24" text-anchor="middle" font-size="14">%s</text>`+"\n", l.width/2, html.EscapeString(c.Title))
+	for i, line := range l.sub {
+		p(`<text x="%.0f" y="%.0f" text-anchor="middle" font-size="11" fill="#444">%s</text>`+"\n", l.width/2, 24+float64(i+1)*subtitleRow, html.EscapeString(line))
+	}
 	for _, bd := range c.Bands {
 		a, z := l.px(math.Max(bd.From, l.x0)), l.px(math.Min(bd.To, l.x1))
 		if z > a {
@@ -305,6 +315,10 @@ func (c *Chart) writeLines(b *strings.Builder, l *layout) {
 			dash = fmt.Sprintf(` stroke-dasharray="%.0f %.0f"`, 3*width, 2*width)
 		}
 		n := min(len(s.X), len(s.Y))
+		if s.Points {
+			c.writePoints(b, l, i, st, pn, slot[i])
+			continue
+		}
 		p(`<polyline fill="none" stroke="%s" stroke-width="%.1f"%s stroke-linejoin="round" points="`, col, width, dash)
 		for k := range n {
 			if k > 0 {
@@ -331,6 +345,44 @@ func (c *Chart) writeLines(b *strings.Builder, l *layout) {
 		}
 		p(`<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+legendLine+5, ly, html.EscapeString(s.Name))
 	}
+}
+
+// writePoints draws series i as markers only, and its legend entry as one marker.
+func (c *Chart) writePoints(b *strings.Builder, l *layout, i, st int, pn panel, slot int) {
+	s, col, r := c.Series[i], color(st), 4.0
+	for k := range min(len(s.X), len(s.Y)) {
+		b.WriteString(marker(st, l.px(s.X[k]), pn.py(s.Y[k]), r, col))
+	}
+	b.WriteByte('\n')
+	if slot < 0 {
+		return
+	}
+	lx, ly := l.left+float64(slot%l.cols)*l.colW, l.legendTop+float64(slot/l.cols)*legendRow
+	b.WriteString(marker(st, lx+legendLine/2, ly-4, r, col))
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+legendLine+5, ly, html.EscapeString(s.Name))
+}
+
+// subtitleRow is the line height of the subtitle.
+const subtitleRow = 15.0
+
+// wrap splits s into lines of at most width pixels (in the subtitle's 11 px type), at spaces.
+func wrap(s string, width float64) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && textWidth(line+" "+w)*11/fontSize > width {
+			lines, line = append(lines, line), w
+			continue
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 // covered returns, for each series, how many later series (drawn over it) run within two

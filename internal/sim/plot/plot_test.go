@@ -311,3 +311,24 @@ func TestTickFormat(t *testing.T) {
 		}
 	}
 }
+
+// A points-only series draws markers and no line, and its legend entry has no line; the
+// subtitle's words are all written, under the title, and push the plot area down.
+func TestPointsAndSubtitle(t *testing.T) {
+	c := Chart{Title: "t", Series: []Series{{Name: "paper", X: []float64{1, 2, 3}, Y: []float64{1, 2, 3}, Points: true}}}
+	plain := string(c.SVG())
+	if strings.Contains(plain, "<polyline") || strings.Contains(plain, "<line x1=\"") && strings.Contains(plain, "stroke-width=\"2.0\"") {
+		t.Errorf("points drew a line:\n%s", plain)
+	}
+	c.Subtitle = strings.Repeat("setup words ", 30)
+	sub := string(c.SVG())
+	if n := strings.Count(sub, "setup") + strings.Count(sub, "words"); n != 60 {
+		t.Errorf("%d of 60 subtitle words", n)
+	}
+	if !strings.Contains(sub, `font-size="11" fill="#444"`) || len(wrap(c.Subtitle, minWidth-2*right)) < 2 {
+		t.Errorf("subtitle not wrapped:\n%s", sub)
+	}
+	if strings.Count(sub, "\n") <= strings.Count(plain, "\n") {
+		t.Error("no subtitle lines")
+	}
+}
