@@ -32,6 +32,7 @@ func init() {
 }
 
 const benchIngestUsage = "[--duration D] [--pps PPS] [--senders N] [--gso N] [--gro=false] [--collector-sockets N] [--spread flow|source] [--veth] [--mode socket|xdp|kernel] [--baseline PROG] [--config FILE] [--json]\n" +
+	"       [--sweep PARAM=V1,V2,... [--sweep-label NAME] [--svg FILE [--svg-with A.json,...] [--title T]]]\n" +
 	"       [generator options, as intake gen: --format, --batch, --hops, --flows, ...]\n\n" +
 	"Runs the generator against (a) a receiver that only drains and counts its sockets and (b) the\n" +
 	"full collector (the processors of --config, default all), for --duration each, over loopback.\n" +
@@ -42,7 +43,10 @@ const benchIngestUsage = "[--duration D] [--pps PPS] [--senders N] [--gso N] [--
 	"counts and drops every frame, no collector) and to the collector in socket mode, xdp mode and\n" +
 	"xdp mode with detect.kernel, with detection the only processor in every mode; it prints per\n" +
 	"report the whole machine's CPU, that above the floor, the collector's CPU and the XDP\n" +
-	"program's run time (docs/xdp.md, \"Measuring the modes\")."
+	"program's run time (docs/xdp.md, \"Measuring the modes\").\n\n" +
+	"--sweep repeats the measurement of --mode once per value of one parameter (pps, or hops, flows,\n" +
+	"fields or vary at the --pps rate) and prints CPU in % of one core per value and mode; --svg draws\n" +
+	"it (INTCollector Figs. 10 and 11; docs/intcollector-results.md)."
 
 func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench ingest", benchIngestUsage, stdout)
@@ -63,7 +67,12 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	veth := fs.Bool("veth", false, "run the generator in a network namespace it creates, across a veth pair, so that datagrams take a device's receive path (NAPI, GRO) as from a NIC; needs root")
 	mode := recvModeFlag(fs)
 	baseline := fs.String("baseline", "", "also run the receiver `program` with the same load and compare its CPU per datagram with the drain phase's (a minimal C recvmmsg loop: bench/testdata/recvmmsg.c)")
+	sf := addSweepFlags(fs)
 	gcfg, err := parseGenArgs(fs, gf, args)
+	if err != nil {
+		return err
+	}
+	sweepParam, sweepValues, err := sf.check()
 	if err != nil {
 		return err
 	}
@@ -138,6 +147,20 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 				"floor": "(f) XDP floor that counts and drops, no collector"}[phase]
 			fmt.Fprintf(stderr, "bench ingest: %sround %d/%d: %s to %s, %s per phase; %s...\n", mode, round, rounds, input, host, *duration, what)
 		},
+	}
+	if sweepParam != "" {
+		base := genArgs
+		sr := sweepRun{param: sweepParam, values: sweepValues, flags: sf,
+			sweep: bench.Sweep{Param: sweepParam, Label: *sf.label, Mode: *mode, CPU: "collector process",
+				Conditions: sweepConditions(gcfg, *rate, sweepParam == "pps", *duration, *rounds, *mode, inNS != nil)},
+			measure: func(v float64, extra []string, s *bench.Sweep) error {
+				genArgs = append(base[:len(base):len(base)], extra...) // icfg.Send sends genArgs
+				return measureSweepPoint(icfg, *mode, inNS, v, s)
+			}}
+		if *mode != ingest.ModeSocket {
+			sr.sweep.CPU = "collector process and XDP program"
+		}
+		return sr.run(stdout, stderr, *asJSON)
 	}
 	if *mode == bench.ModeKernel {
 		kc, err := bench.IngestKernel(icfg, inNS.Device())

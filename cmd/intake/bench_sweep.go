@@ -1,0 +1,179 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/intake-int/intake/internal/bench"
+	"github.com/intake-int/intake/internal/gen"
+)
+
+// bench ingest --sweep: INTCollector's Figs. 10 and 11 on intake (package bench, sweep.go).
+// One measurement of the chosen mode per value of one load parameter, printed as a table or
+// one JSON object (a bench.Sweep), and drawn as an SVG figure with --svg, beside earlier
+// sweeps' JSON (--svg-with: the sweep without event detection beside the one with it).
+
+// sweepFlags are bench ingest's sweep options.
+type sweepFlags struct {
+	sweep, label, svg, with, title *string
+}
+
+func addSweepFlags(fs *flag.FlagSet) sweepFlags {
+	return sweepFlags{
+		sweep: fs.String("sweep", "", "measure once per value of one load parameter, `PARAM=V1,V2,...`: pps (the rate), or hops, flows, fields or vary (the generator's, at the --pps rate); prints CPU (% of one core) per value and mode"),
+		label: fs.String("sweep-label", "", "the sweep's `name` in a figure of several (e.g. \"no detection\")"),
+		svg:   fs.String("svg", "", "with --sweep: draw CPU against the parameter into the SVG `file`"),
+		with:  fs.String("svg-with", "", "with --svg: also draw the sweeps of these JSON `files` (comma-separated; earlier --sweep --json output of the same parameter), solid first, dashed after"),
+		title: fs.String("title", "", "with --svg: the figure's `title` (default: CPU against the parameter)"),
+	}
+}
+
+// check validates the sweep options and returns the parameter and values (none without
+// --sweep).
+func (f sweepFlags) check() (string, []string, error) {
+	if *f.sweep == "" {
+		if *f.svg != "" || *f.with != "" || *f.label != "" {
+			return "", nil, usageErr("--svg, --svg-with and --sweep-label need --sweep")
+		}
+		return "", nil, nil
+	}
+	param, vals, err := bench.ParseSweep(*f.sweep)
+	if err != nil {
+		return "", nil, usageErr("--sweep: %v", err)
+	}
+	if *f.with != "" && *f.svg == "" {
+		return "", nil, usageErr("--svg-with: needs --svg")
+	}
+	return param, vals, nil
+}
+
+// sweepRun is one sweep: measure runs the mode's measurement with the extra generator
+// arguments given and adds its figures for value v to the sweep.
+type sweepRun struct {
+	param   string
+	values  []string
+	flags   sweepFlags
+	sweep   bench.Sweep
+	measure func(v float64, extra []string, s *bench.Sweep) error
+}
+
+func (r *sweepRun) run(stdout, stderr io.Writer, asJSON bool) error {
+	for i, v := range r.values {
+		f, _ := strconv.ParseFloat(v, 64)
+		fmt.Fprintf(stderr, "bench ingest: sweep %s=%s (%d of %d)\n", r.param, v, i+1, len(r.values))
+		if err := r.measure(f, []string{"--" + r.param + "=" + v}, &r.sweep); err != nil {
+			return fmt.Errorf("%s=%s: %w", r.param, v, err)
+		}
+	}
+	if *r.flags.svg != "" {
+		if err := writeSweepSVG(*r.flags.svg, *r.flags.title, *r.flags.with, r.sweep); err != nil {
+			return err
+		}
+	}
+	return printResult(stdout, r.sweep, nil, asJSON, func(w io.Writer) { writeSweep(w, &r.sweep) })
+}
+
+// writeSweepSVG draws the sweeps of the files in with (comma-separated) and s into path.
+func writeSweepSVG(path, title, with string, s bench.Sweep) error {
+	var sweeps []bench.Sweep
+	if with != "" {
+		for _, name := range strings.Split(with, ",") {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				return err
+			}
+			var w bench.Sweep
+			if err := json.Unmarshal(b, &w); err != nil {
+				return fmt.Errorf("%s: not a sweep's JSON: %v", name, err)
+			}
+			sweeps = append(sweeps, w)
+		}
+	}
+	sweeps = append(sweeps, s)
+	if title == "" {
+		title = "intake: CPU against " + s.Param
+	}
+	c, err := bench.SweepChart(title, sweeps)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, c.SVG(), 0o644)
+}
+
+// writeSweep prints a sweep as a table: per value, each mode's CPU, rate and loss.
+func writeSweep(w io.Writer, s *bench.Sweep) {
+	fmt.Fprintf(w, "sweep of %s, %s mode (%s CPU)", s.Param, s.Mode, s.CPU)
+	if s.Label != "" {
+		fmt.Fprintf(w, ", %s", s.Label)
+	}
+	fmt.Fprintf(w, "\n%s\n\n%-10s", s.Conditions, s.Param)
+	series := bench.SweepSeries(s.Mode)
+	for _, name := range series {
+		fmt.Fprintf(w, "  %-34s", name+": CPU %, reports/s, loss")
+	}
+	fmt.Fprintln(w)
+	for _, p := range s.Points {
+		fmt.Fprintf(w, "%-10g", p.Value)
+		for _, name := range series {
+			fmt.Fprintf(w, "  %-34s", fmt.Sprintf("%6.1f %% %10.0f %6.2f %%", p.CPUPercent[name], p.ReportsPerS[name], 100*p.Loss[name]))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// measureSweepPoint runs mode's measurement once and adds value v's figures to s: the
+// collector process's CPU per report plus, with an XDP program, the program's run time per
+// report (the kernel's BPF statistics), the work the kernel does for the collector. Not the
+// machine's CPU: on a shared machine that is other processes' as much as the collector's.
+func measureSweepPoint(icfg bench.IngestConfig, mode string, ns *bench.Veth, v float64, s *bench.Sweep) error {
+	switch mode {
+	case bench.ModeKernel:
+		kc, err := bench.IngestKernel(icfg, ns.Device())
+		if err != nil {
+			return err
+		}
+		for _, m := range []struct {
+			name string
+			c    *bench.ModeCost
+		}{{"socket", &kc.Socket}, {"xdp", &kc.XDP}, {"kernel", &kc.Kernel}} {
+			s.Add(v, m.name, m.c.CollectorCPU+m.c.BPF, m.c.ReportsPerS, m.c.Loss)
+		}
+	case "xdp":
+		mc, err := bench.IngestModes(icfg, ns.Device())
+		if err != nil {
+			return err
+		}
+		s.Add(v, "socket", mc.Socket.CPUNsPerReport, mc.Socket.CollectorReportsPerS, mc.Socket.Loss)
+		s.Add(v, "xdp", mc.XDP.CPUNsPerReport+mc.BPFNsPerFrame/max(mc.XDP.ReportsPerDatagram, 1), mc.XDP.CollectorReportsPerS, mc.XDP.Loss)
+	default:
+		res, err := bench.Ingest(icfg)
+		if err != nil {
+			return err
+		}
+		s.Add(v, "socket", res.CPUNsPerReport, res.CollectorReportsPerS, res.Loss)
+	}
+	return nil
+}
+
+// sweepConditions is the figure's subtitle: the load the sweep varies one part of.
+func sweepConditions(g gen.Config, pps float64, sweepsRate bool, d time.Duration, rounds int, mode string, veth bool) string {
+	path := "loopback"
+	if veth {
+		path = "veth pair"
+	}
+	rate := "as fast as the sender can"
+	switch {
+	case sweepsRate:
+		rate = "the rate swept"
+	case pps > 0:
+		rate = fmt.Sprintf("%g datagrams/s", pps)
+	}
+	return fmt.Sprintf("%s, %d reports/datagram, %d hops, %d flows, %d fields, %s model; %s; %s mode across a %s; %s per phase, median of %d rounds",
+		g.Format, g.Batch, g.Hops, g.Flows, g.Fields, g.Model, rate, mode, path, d, rounds)
+}

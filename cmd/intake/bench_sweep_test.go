@@ -1,0 +1,73 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/intake-int/intake/internal/bench"
+)
+
+// TestBenchSweep runs a two-value rate sweep over loopback, below capacity: one point per
+// value in order, each with socket mode's rate the one sent, no loss and some CPU; the SVG
+// has the sweep given with --svg-with (dashed after it) and this one, with their names.
+func TestBenchSweep(t *testing.T) {
+	dir := t.TempDir()
+	earlier := bench.Sweep{Param: "pps", Label: "earlier", Mode: "socket", Points: []bench.SweepPoint{
+		{Value: 500, CPUPercent: map[string]float64{"socket": 1}}, {Value: 1500, CPUPercent: map[string]float64{"socket": 3}}}}
+	b, _ := json.Marshal(earlier)
+	with, svg := filepath.Join(dir, "earlier.json"), filepath.Join(dir, "fig.svg")
+	if err := os.WriteFile(with, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runVerb("bench", "ingest", "--duration", "300ms", "--collector-sockets", "1", "--format", "tr2.0",
+		"--sweep", "pps=1000,2000", "--sweep-label", "now", "--svg", svg, "--svg-with", with, "--title", "Fig. 10", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var s bench.Sweep
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	if s.Param != "pps" || s.Label != "now" || s.Mode != "socket" || s.CPU != "collector process" || len(s.Points) != 2 ||
+		!strings.Contains(s.Conditions, "socket mode across a loopback") {
+		t.Fatalf("sweep %+v", s)
+	}
+	for i, want := range []float64{1000, 2000} {
+		p := s.Points[i]
+		if p.Value != want || math.Abs(p.ReportsPerS["socket"]-want) > 0.15*want || p.Loss["socket"] != 0 || p.CPUPercent["socket"] <= 0 {
+			t.Errorf("point %d: %+v, want value %g at that many reports/s, no loss, some CPU", i, p, want)
+		}
+	}
+	fig, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg", "Fig. 10", "socket mode, earlier", "socket mode, now", "stroke-dasharray", "datagrams per second sent"} {
+		if !strings.Contains(string(fig), want) {
+			t.Errorf("figure has no %q", want)
+		}
+	}
+}
+
+func TestBenchSweepMisuse(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sweep", "speed=1"}, `--sweep: "speed=1": want PARAM=V1,V2,... with PARAM one of pps, hops, flows, fields, vary`},
+		{[]string{"--sweep", "hops=1,2.5"}, `--sweep: hops: "2.5": want a whole number`},
+		{[]string{"--sweep", "pps=-1"}, `--sweep: pps: "-1": want a non-negative number`},
+		{[]string{"--sweep", "vary=0,2"}, `--sweep: vary: "2": want a probability, 0 to 1`},
+		{[]string{"--svg", "f.svg"}, "--svg, --svg-with and --sweep-label need --sweep"},
+		{[]string{"--sweep", "pps=1", "--svg-with", "a.json"}, "--svg-with: needs --svg"},
+	} {
+		code, _, errs := runVerb(append([]string{"bench", "ingest"}, tc.args...)...)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
