@@ -908,7 +908,9 @@ pages.fabric = (main, params, ctx) => {
 // ---------------------------------------------------------------------------------------
 // Events: the recent ones, then the live stream, filtered here.
 
-const eventKinds = ['new_key', 'path_change', 'change', 'above', 'below', 'expire'];
+const dtaOps = { 1: 'key-write', 2: 'append', 3: 'key-increment', 4: 'postcard' };
+
+const eventKinds = ['new_key', 'path_change', 'change', 'above', 'below', 'expire', 'immediate'];
 
 function keyText(k) {
   const parts = [];
@@ -922,6 +924,8 @@ function eventValue(e) {
   const lat = /latency/.test(e.measurement);
   const f = lat ? fmtNs : fmtNum;
   if (e.measurement === 'flow_path') return e.path ? e.path.join(' → ') : '';
+  // A DTA report's notification: its primitive (prev, the opcode), an Append's list (value).
+  if (e.kind === 'immediate') return (dtaOps[e.prev] || 'opcode ' + e.prev) + (e.prev === 2 ? ' list ' + e.value : '');
   if (e.kind === 'new_key') return f(e.value);
   return f(e.prev) + ' → ' + f(e.value) + (e.threshold !== undefined ? ' (threshold ' + f(e.threshold) + ')' : '');
 }
