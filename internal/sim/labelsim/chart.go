@@ -22,25 +22,16 @@ func (f *Figure) Chart() *plot.Chart {
 	switch f.ID {
 	case "fig10":
 		// The paper's twin axes as two stacked plot areas on one T axis.
-		c.Y.Label = "coverage"
-		c.Panels = []plot.Axis{{Label: "INT bandwidth (Mb/s)"}}
-		for i := range c.Series {
-			if strings.Contains(c.Series[i].Name, "INT bandwidth") {
-				c.Series[i].Panel = 1
-			}
-		}
+		twoPanels(c, "coverage", plot.Axis{Label: "INT bandwidth (Mb/s)"}, "INT bandwidth")
+	case "fig22":
+		// The paper's panels (a) packets and (b) extra bits, stacked on one hops axis.
+		twoPanels(c, "packets", plot.Axis{Label: "extra bits"}, "bits")
 	case "fig11":
 		c.Y.Min, c.Y.Max = 0.82, 1.02 // the authors' plot
 	case "fig12":
 		c.Y.Min, c.Y.Max = 0.85, 1 // room for A/B falling to 0.88
 	case "fig6":
-		c.Y.Label = "coverage"
-		c.Panels = []plot.Axis{{Label: "INT bandwidth occupation", Percent: true}}
-		for i := range c.Series {
-			if strings.HasSuffix(c.Series[i].Name, "occupation") {
-				c.Series[i].Panel = 1
-			}
-		}
+		twoPanels(c, "coverage", plot.Axis{Label: "INT bandwidth occupation", Percent: true}, "occupation")
 	case "fig17":
 		if len(f.Series) > 0 {
 			for _, x := range f.Series[0].X {
@@ -55,4 +46,16 @@ func (f *Figure) Chart() *plot.Chart {
 		}
 	}
 	return c
+}
+
+// twoPanels stacks a second plot area, lower, under c's, labels the first one's y axis
+// top, and moves the series whose names contain in into the second.
+func twoPanels(c *plot.Chart, top string, lower plot.Axis, in string) {
+	c.Y.Label = top
+	c.Panels = []plot.Axis{lower}
+	for i := range c.Series {
+		if strings.Contains(c.Series[i].Name, in) {
+			c.Series[i].Panel = 1
+		}
+	}
 }

@@ -62,6 +62,8 @@ type Setup struct {
 	// its source routes (25 ports carry traffic), each sender cycling over the other
 	// seven servers, 1 Gb/s links; Routing and Flows then do not matter.
 	Prototype bool
+	// gaps, when set, sees every export (§4.2's update gaps, scale.go).
+	gaps *gapSink
 }
 
 // Result is what one run measured.
@@ -165,6 +167,9 @@ func Run(s Setup) (Result, error) {
 		} else {
 			f.SetTick(5*time.Millisecond, ctl.Tick)
 		}
+	}
+	if s.gaps != nil {
+		s.gaps.next, truth.Next = truth.Next, s.gaps
 	}
 	end := int64(s.Duration)
 	if s.Packets > 0 {
@@ -292,7 +297,7 @@ type exp struct {
 var suite = []exp{
 	{"fig6", fig6}, {"fig7", fig7}, {"fig8", fig8}, {"fig9", fig9}, {"fig10", fig10}, {"fig11", fig11}, {"fig12", fig12},
 	{"fig13", fig13}, {"fig15", fig15}, {"fig16", fig16}, {"fig17", fig17}, {"fig18", fig18}, {"fig19", fig19},
-	{"alg3-k", alg3K},
+	{"fig20", fig20}, {"fig21", fig21}, {"fig22", fig22}, {"delay", figDelay}, {"alg3-k", alg3K},
 }
 
 // aliases are figure ids that name others: fig7-8, the one panel Figs. 7 and 8 once shared.
