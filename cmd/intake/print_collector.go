@@ -116,6 +116,48 @@ func writeStatus(w io.Writer, s *collector.Status, addr string) {
 		fmt.Fprintf(w, "\nhttp: on %s, %d connections open (max %d, %d per source), %d idle closed to make room\n",
 			h.Listening, h.Open, h.Max, h.MaxPerSource, h.Evicted)
 	}
+	if g := s.Group; g != nil {
+		writeGroupStatus(w, g)
+	}
+}
+
+// writeGroupStatus prints a collector's role in a consumer group: an inlet's counts, a
+// processor's partitions with their lag, and the group's processors.
+func writeGroupStatus(w io.Writer, g *collector.GroupStatus) {
+	fmt.Fprintf(w, "\ngroup: %s\n", g.Role)
+	if in := g.Inlet; in != nil {
+		fmt.Fprintf(w, "  topic %s (%d partitions): %d reports offered, %d produced, %d dropped (buffer full), %d failed\n",
+			in.Topic, in.Partitions, in.Offered, in.Produced, in.Dropped, in.Failed)
+		if in.LastError != "" {
+			fmt.Fprintf(w, "  last error: %s\n", in.LastError)
+		}
+	}
+	if p := g.Processor; p != nil {
+		fmt.Fprintf(w, "  member %s of group %s on %s: %d records (%d replayed, %d bad), group lag %d\n",
+			p.Member, p.GroupID, p.Topic, p.Records, p.Replayed, p.Bad, p.Lag)
+		fmt.Fprintf(w, "  %d rebalances, %d commits (%d failed), %d snapshots (%d failed), %d flows adopted\n",
+			p.Rebalances, p.Commits, p.CommitErrors, p.Snapshots, p.SnapshotErrors, p.AdoptedFlows)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  PARTITION\tNEXT\tRECORDS\tLAG\tSTATE FROM\t")
+		for _, ps := range p.Partitions {
+			from := "topic start"
+			if ps.Snapshot {
+				from = "snapshot"
+			}
+			fmt.Fprintf(tw, "  %d\t%d\t%d\t%d\t%s\t\n", ps.Partition, ps.Next, ps.Records, ps.Lag, from)
+		}
+		tw.Flush()
+		if p.LastError != "" {
+			fmt.Fprintf(w, "  last error: %s\n", p.LastError)
+		}
+	}
+	fmt.Fprintf(w, "  group state %s, %d processors:\n", g.Group.State, len(g.Group.Members))
+	for _, m := range g.Group.Members {
+		fmt.Fprintf(w, "    %s (%s): partitions %v\n", m.Name, m.API, m.Partitions)
+	}
+	if g.ViewError != "" {
+		fmt.Fprintf(w, "  the group could not be described: %s\n", g.ViewError)
+	}
 }
 
 // writeDrops prints the drops total and every section's non-zero counters.

@@ -17,6 +17,7 @@ import (
 	"github.com/intake-int/intake/internal/budget"
 	"github.com/intake-int/intake/internal/collector"
 	"github.com/intake-int/intake/internal/config"
+	grouprole "github.com/intake-int/intake/internal/group"
 	"github.com/intake-int/intake/internal/ingest"
 	"github.com/intake-int/intake/pcap"
 	"github.com/intake-int/intake/wire"
@@ -143,11 +144,19 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	for i, l := range coll.Config.Listeners {
-		fmt.Fprintf(stderr, "intake serve: listening for %s on udp %s (%d sockets)\n", l.Format, coll.Receiver.ListenerAddr(i), l.Sockets)
+	g := &coll.Config.Group
+	if g.Role == grouprole.RoleProcessor {
+		fmt.Fprintf(stderr, "intake serve: processor %s of consumer group %s, consuming %s (listeners and sinks are the inlets')\n", g.Name, g.GroupID, g.Topic)
+	} else {
+		for i, l := range coll.Config.Listeners {
+			fmt.Fprintf(stderr, "intake serve: listening for %s on udp %s (%d sockets)\n", l.Format, coll.Receiver.ListenerAddr(i), l.Sockets)
+		}
+		for _, s := range coll.Config.Sinks {
+			fmt.Fprintf(stderr, "intake serve: the INT sink of interface %s (%s): INT taken out of arriving packets, which pass on\n", s.Interface, s.Name)
+		}
 	}
-	for _, s := range coll.Config.Sinks {
-		fmt.Fprintf(stderr, "intake serve: the INT sink of interface %s (%s): INT taken out of arriving packets, which pass on\n", s.Interface, s.Name)
+	if g.Role == grouprole.RoleInlet {
+		fmt.Fprintf(stderr, "intake serve: inlet %s: every report to topic %s, partitioned by owner key\n", g.Name, g.Topic)
 	}
 	if srv := coll.API; srv != nil {
 		scheme, auth := "http", "no token: anyone who reaches it may read and change settings"

@@ -36,6 +36,7 @@ import (
 	"github.com/intake-int/intake/internal/export/prom"
 	"github.com/intake-int/intake/internal/export/redis"
 	"github.com/intake-int/intake/internal/flowcache"
+	"github.com/intake-int/intake/internal/group"
 	"github.com/intake-int/intake/internal/history"
 	"github.com/intake-int/intake/internal/ingest"
 	"github.com/intake-int/intake/internal/label"
@@ -81,6 +82,9 @@ type Collector struct {
 	Redis      *redis.Sink
 	Kafka      *kafka.Sink
 	History    *history.History
+	// Inlet and GroupProcessor are the consumer group's roles (group.role), nil outside one.
+	Inlet          *group.Inlet
+	GroupProcessor *group.Processor
 
 	records *influx.Records
 	sinkIn  sinkInputs       // the sinks, sorted by what they take (buildSinks)
@@ -88,8 +92,12 @@ type Collector struct {
 	kdet    *kernelDetect    // detect.kernel
 	kfc     *kernelFlowCache // flowcache.kernel
 
-	log     *slog.Logger
-	comps   []Component // in start order, without the receiver and the API
+	groupMembers *group.Members // the group's assignment, for the router and status
+
+	log   *slog.Logger
+	comps []Component // in start order, without the receiver and the API
+	// sources feed the receiver (a group processor): started after it, stopped before.
+	sources []Component
 	mu      sync.Mutex
 	running bool
 }
@@ -99,6 +107,17 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 	cfg.FillDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	inlet := cfg.Group.Role == group.RoleInlet
+	if inlet {
+		inletOnly(&cfg)
+	}
+	if cfg.Group.Role == group.RoleProcessor {
+		a, err := advertise(&cfg)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Group.Advertise = a
 	}
 	log := opts.Logger
 	if log == nil {
@@ -118,6 +137,11 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 	var procs []ingest.Processor
 	if err := c.buildSinks(workers, opts.Sinks, &procs); err != nil {
 		return nil, err
+	}
+	if inlet {
+		if err := c.buildInlet(workers, &procs); err != nil {
+			return nil, err
+		}
 	}
 	// The kernel's state: each processor opens its own at Start and closes it at Stop; the
 	// receiver, which starts after them and stops before, hands it to the XDP programs.
@@ -144,6 +168,11 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 		return nil, err
 	}
 	c.Receiver = recv
+	if cfg.Group.Role == group.RoleProcessor {
+		if err := c.buildGroupProcessor(); err != nil {
+			return nil, err
+		}
+	}
 	if c.API != nil {
 		c.API.HandleFunc("GET /api/v1/status", c.statusHandler())
 		for _, x := range procs {
@@ -158,7 +187,11 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 			c.History.RegisterAPI(c.API)
 		}
 		console.Register(c.API)
-		if err := c.buildCluster(); err != nil {
+		build := c.buildCluster
+		if cfg.Group.Enabled() {
+			build = c.buildGroupRouter
+		}
+		if err := build(); err != nil {
 			return nil, err
 		}
 	}
@@ -406,7 +439,7 @@ func (c *Collector) Stop(ctx context.Context) error {
 
 // all is every component in start order.
 func (c *Collector) all() []Component {
-	all := append(append([]Component(nil), c.comps...), c.Receiver)
+	all := append(append(append([]Component(nil), c.comps...), c.Receiver), c.sources...)
 	if c.API != nil {
 		all = append(all, c.API)
 	}

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -18,6 +19,8 @@ type Status struct {
 	Drops Drops `json:"drops"`
 	// HTTP is the API server's connections (absent without it).
 	HTTP *api.ConnStats `json:"http,omitempty"`
+	// Group is the collector's role in a consumer group (absent outside one).
+	Group *GroupStatus `json:"group,omitempty"`
 }
 
 // Drops lists every counter of something lost or refused for lack of room, by section and
@@ -145,7 +148,7 @@ func ingestDrops(st *ingest.Status) map[string]uint64 {
 // FullStatus is the receive path's status with every component's drops.
 func (c *Collector) FullStatus() Status {
 	st := c.Receiver.Status()
-	return Status{Status: st, Drops: c.drops(&st), HTTP: c.httpStats()}
+	return Status{Status: st, Drops: c.drops(&st), HTTP: c.httpStats(), Group: c.groupStatus(context.Background())}
 }
 
 // httpStats is the API server's connections, nil without it.
@@ -160,6 +163,6 @@ func (c *Collector) httpStats() *api.ConnStats {
 // statusHandler serves GET /api/v1/status.
 func (c *Collector) statusHandler() http.HandlerFunc {
 	return c.Receiver.StatusHandler(func(st ingest.Status) any {
-		return Status{Status: st, Drops: c.drops(&st), HTTP: c.httpStats()}
+		return Status{Status: st, Drops: c.drops(&st), HTTP: c.httpStats(), Group: c.groupStatus(context.Background())}
 	})
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/intake-int/intake/internal/detect"
 	"github.com/intake-int/intake/internal/dta"
 	"github.com/intake-int/intake/internal/flowcache"
+	"github.com/intake-int/intake/internal/group"
 	"github.com/intake-int/intake/internal/history"
 	"github.com/intake-int/intake/internal/ingest"
 	"github.com/intake-int/intake/internal/label"
@@ -62,6 +63,9 @@ type Config struct {
 	Export    Export           `yaml:"export"`
 	// Cluster partitions keys across collectors (docs/scale-out.md).
 	Cluster cluster.Config `yaml:"cluster"`
+	// Group is the scale-out on a Kafka consumer group: this collector's role in it
+	// (docs/scale-out.md).
+	Group group.Config `yaml:"group"`
 	// History keeps the last hour of per-switch and per-flow figures in memory.
 	History history.Config `yaml:"history"`
 }
@@ -74,14 +78,14 @@ func (c *Config) sections() []struct {
 	return []struct {
 		key string
 		v   interface{ Validate() error }
-	}{{"detect", &c.Detect}, {"flowcache", &c.FlowCache}, {"dta", &c.DTA}, {"label", &c.Label}, {"export", &c.Export}, {"cluster", &c.Cluster}, {"history", &c.History}}
+	}{{"detect", &c.Detect}, {"flowcache", &c.FlowCache}, {"dta", &c.DTA}, {"label", &c.Label}, {"export", &c.Export}, {"cluster", &c.Cluster}, {"group", &c.Group}, {"history", &c.History}}
 }
 
 // withSectionDefaults sets every component section to its package's defaults.
 func (c *Config) withSectionDefaults() {
 	c.Detect, c.FlowCache, c.DTA = detect.DefaultConfig(), flowcache.DefaultConfig(), dta.DefaultConfig()
 	c.Label, c.Export = label.DefaultConfig(), DefaultExport()
-	c.Cluster, c.History = cluster.DefaultConfig(), history.DefaultConfig()
+	c.Cluster, c.Group, c.History = cluster.DefaultConfig(), group.DefaultConfig(), history.DefaultConfig()
 }
 
 // HTTP configures the API server (its section is the api package's).
@@ -113,10 +117,15 @@ func (c *Config) FillDefaults() {
 	for i := range c.Sinks {
 		c.Sinks[i].FillDefaults()
 	}
+	c.Group.FillDefaults()
 }
 
-// Ingest returns the receive path's part of the configuration.
+// Ingest returns the receive path's part of the configuration. A group's processor opens
+// no listener or sink: its reports come from the raw topic, through a feed.
 func (c *Config) Ingest() ingest.Config {
+	if c.Group.Role == group.RoleProcessor {
+		return ingest.Config{Feeds: []string{group.FeedName}, Decoder: c.Decoder}
+	}
 	return ingest.Config{Listeners: c.Listeners, Sinks: c.Sinks, Decoder: c.Decoder}
 }
 
@@ -439,6 +448,17 @@ func (c *Config) Validate() error {
 	}
 	if c.Cluster.Enabled() && c.HTTP.Address == "" {
 		return errors.New("cluster.members: a cluster needs http.address: the other members query this one through it")
+	}
+	if g := &c.Group; g.Enabled() {
+		if c.Cluster.Enabled() {
+			return fmt.Errorf("group.role: %q: a collector is in a consumer group or in a static cluster (cluster.members), not both", g.Role)
+		}
+		if len(g.Brokers) == 0 && !c.Export.Kafka.Enabled() {
+			return fmt.Errorf("group.brokers: []: group.role %s needs brokers (here, or export.kafka.brokers)", g.Role)
+		}
+		if g.Role == group.RoleProcessor && c.HTTP.Address == "" {
+			return errors.New("group.role: \"processor\": a processor needs http.address: queries reach its partitions' keys through it")
+		}
 	}
 	if err := c.Decoder.Validate(); err != nil {
 		return prefix("decoder", err)

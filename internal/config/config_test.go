@@ -131,7 +131,7 @@ func TestErrors(t *testing.T) {
 		{"http: {address: ''}\ncluster: {self: c0, members: [{name: c0, api: '127.0.0.1:8041'}]}\n",
 			"cluster.members: a cluster needs http.address: the other members query this one through it"},
 		{"listner: []\n",
-			"listner: unknown key (allowed: listeners, sinks, http, decoder, detect, flowcache, dta, label, export, cluster, history)"},
+			"listner: unknown key (allowed: listeners, sinks, http, decoder, detect, flowcache, dta, label, export, cluster, group, history)"},
 		{"listeners:\n  - {format: report, port: x}\n",
 			"listeners[0].port: x: must be an integer"},
 		{"listeners:\n  - {format: report, sockets: 2000}\n",
@@ -175,7 +175,7 @@ func TestLoad(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "intake.yaml")
 	os.WriteFile(p, []byte("http: {address: ':0'}\nbogus: 1\n"), 0o644)
 	_, err := Load(p)
-	if want := p + ": bogus: unknown key (allowed: listeners, sinks, http, decoder, detect, flowcache, dta, label, export, cluster, history)"; err == nil || err.Error() != want {
+	if want := p + ": bogus: unknown key (allowed: listeners, sinks, http, decoder, detect, flowcache, dta, label, export, cluster, group, history)"; err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {

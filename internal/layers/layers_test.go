@@ -75,14 +75,17 @@ var allow = map[string][]string{
 	"internal/cluster": {"api", "partition", "telemetry"},
 	"internal/history": {"api", "internal/budget", "internal/metrics", "record", "telemetry"},
 	"internal/console": {"api"},
-	"internal/fabric":  {"api", "internal/label", "partition", "telemetry", "wire"},
-	"internal/gen":     {"internal/cli", "partition", "telemetry", "wire", sys},
+	// The consumer group's roles: an inlet is a processor of the receive path, a processor
+	// feeds it; both route queries through the cluster's router.
+	"internal/group":  {"internal/cluster", "internal/ingest", "internal/metrics", "partition", "telemetry", franz},
+	"internal/fabric": {"api", "internal/label", "partition", "telemetry", "wire"},
+	"internal/gen":    {"internal/cli", "partition", "telemetry", "wire", sys},
 
 	// The configuration file: every component's section.
-	"internal/config": {"api", "internal/budget", "internal/cluster", "internal/detect", "internal/dta", "internal/export/...", "internal/flowcache", "internal/history", "internal/ingest", "internal/confkey", "internal/smallfile", "internal/label", "wire", yaml},
+	"internal/config": {"api", "internal/budget", "internal/cluster", "internal/detect", "internal/dta", "internal/export/...", "internal/flowcache", "internal/group", "internal/history", "internal/ingest", "internal/confkey", "internal/smallfile", "internal/label", "wire", yaml},
 
 	// The composition root and what runs it.
-	"internal/collector": {"api", "internal/cluster", "internal/config", "internal/console", "internal/detect", "internal/dta", "event", "internal/export/...", "internal/flowcache", "internal/history", "internal/ingest", "internal/label",
+	"internal/collector": {"api", "internal/cluster", "internal/config", "internal/console", "internal/detect", "internal/dta", "event", "internal/export/...", "internal/flowcache", "internal/group", "internal/history", "internal/ingest", "internal/label",
 		"internal/metrics", "pcap", "record", "telemetry", "wire", "internal/xdp"},
 	"internal/bench":        {"internal/collector", "internal/config", "internal/gen", "internal/ingest", "internal/xdp", sys},
 	"internal/sim/plot":     nil,

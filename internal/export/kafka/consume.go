@@ -164,7 +164,7 @@ func (o Consumer) Consume(ctx context.Context, fn func(*Consumed) error) (int, e
 	} else {
 		close(assigned)
 	}
-	auth, err := o.Config.authOpts()
+	auth, err := o.Config.AuthOpts()
 	if err != nil {
 		return 0, err
 	}

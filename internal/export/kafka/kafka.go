@@ -273,12 +273,12 @@ func (k *Config) clientOpts() ([]kgo.Opt, error) {
 	case "none":
 		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
 	}
-	more, err := k.authOpts()
+	more, err := k.AuthOpts()
 	return append(opts, more...), err
 }
 
-// authOpts are the SASL and TLS options (shared by the sink and KafkaConsume).
-func (k *Config) authOpts() ([]kgo.Opt, error) {
+// AuthOpts are the SASL and TLS options (shared by the sink and KafkaConsume).
+func (k *Config) AuthOpts() ([]kgo.Opt, error) {
 	var opts []kgo.Opt
 	var m sasl.Mechanism
 	switch k.SASL.Mechanism {

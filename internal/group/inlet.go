@@ -1,0 +1,213 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/intake-int/intake/internal/metrics"
+	"github.com/intake-int/intake/partition"
+	"github.com/intake-int/intake/telemetry"
+)
+
+// Deps are what a role works with besides its configuration.
+type Deps struct {
+	// Brokers are the seed brokers when Config.Brokers is empty; Auth the TLS and SASL
+	// options (export.kafka's).
+	Brokers []string
+	Auth    []kgo.Opt
+	// Workers bounds the worker argument of Process (the inlet's receive workers).
+	Workers int
+	// Flows is the processor's flow cache, whose flows follow their partitions (nil: off).
+	Flows   FlowState
+	Metrics *metrics.Registry
+	Logger  *slog.Logger
+}
+
+func (d *Deps) fill() {
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+}
+
+// brokers are the seed brokers the role connects to.
+func (c *Config) brokers(d *Deps) []string {
+	if len(c.Brokers) > 0 {
+		return c.Brokers
+	}
+	return d.Brokers
+}
+
+// Inlet produces every report the receive path decodes to the raw topic: it is the inlet
+// role's only processor. Process is on the hot path: it encodes the report into a record
+// taken from a pool (no allocation once the pool is warm) and hands it to the producer
+// without waiting; when the producer holds Buffered reports the report is dropped and
+// counted.
+type Inlet struct {
+	cfg  Config
+	deps Deps
+	cl   *kgo.Client
+	// parts is the raw topic's partition count, read at Start.
+	parts atomic.Int32
+
+	workers []inletWorker
+	pool    sync.Pool
+
+	produced, dropped, failed atomic.Uint64
+	lastErr                   atomic.Pointer[string]
+}
+
+type inletWorker struct {
+	offered   uint64 // the worker's own count
+	published atomic.Uint64
+	_         [48]byte
+}
+
+// NewInlet builds the inlet of cfg (validated, role inlet). It connects at Start.
+func NewInlet(cfg Config, deps Deps) *Inlet {
+	deps.fill()
+	in := &Inlet{cfg: cfg, deps: deps, workers: make([]inletWorker, max(deps.Workers, 1))}
+	in.pool.New = func() any { return &kgo.Record{Key: make([]byte, 0, 40), Value: make([]byte, 0, 512)} }
+	if reg := deps.Metrics; reg != nil {
+		c := reg.Counter("intake_group_inlet_reports_total", "Reports the inlet offered to the raw topic, by outcome (produced: acknowledged; dropped: the producer's buffer was full; failed: the brokers did not take it in time).", "outcome")
+		c.Func(func() float64 { return float64(in.produced.Load()) }, "produced")
+		c.Func(func() float64 { return float64(in.dropped.Load()) }, "dropped")
+		c.Func(func() float64 { return float64(in.failed.Load()) }, "failed")
+	}
+	return in
+}
+
+// Name labels the inlet's counters ("group").
+func (in *Inlet) Name() string { return "group" }
+
+// Start connects to the brokers and reads the raw topic's partition count; a topic the
+// brokers do not have stops the start.
+func (in *Inlet) Start(ctx context.Context) error {
+	opts := append([]kgo.Opt{kgo.SeedBrokers(in.cfg.brokers(&in.deps)...),
+		kgo.ClientID(clientID(in.cfg.Name, "inlet")),
+		kgo.ProducerBatchCompression(compression[in.cfg.Compression]),
+		kgo.ProducerBatchMaxBytes(int32(in.cfg.BatchBytes)),
+		kgo.MaxBufferedRecords(in.cfg.Buffered),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+	}, in.deps.Auth...)
+	if in.cfg.Linger > 0 {
+		opts = append(opts, kgo.ProducerLinger(in.cfg.Linger))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	n, err := topicPartitions(ctx, cl, in.cfg.Topic)
+	if err != nil {
+		cl.Close()
+		return err
+	}
+	in.parts.Store(n)
+	in.cl = cl
+	in.deps.Logger.Info("inlet: producing every report to the raw topic", "topic", in.cfg.Topic, "partitions", n,
+		"brokers", fmt.Sprint(in.cfg.brokers(&in.deps)))
+	return nil
+}
+
+// topicPartitions is the number of partitions of topic, or an error naming group.topic.
+func topicPartitions(ctx context.Context, cl *kgo.Client, topic string) (int32, error) {
+	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("group.topic %q: asking the brokers: %w", topic, err)
+	}
+	t, ok := td[topic]
+	if !ok || errors.Is(t.Err, kerr.UnknownTopicOrPartition) {
+		return 0, fmt.Errorf("group.topic %q: the brokers do not have it: create it (its partitions are the group's unit of work)", topic)
+	}
+	if t.Err != nil {
+		return 0, fmt.Errorf("group.topic %q: %w", topic, t.Err)
+	}
+	if len(t.Partitions) == 0 {
+		return 0, fmt.Errorf("group.topic %q: has no partitions", topic)
+	}
+	return int32(len(t.Partitions)), nil
+}
+
+// Stop waits for what the producer holds (within ctx) and disconnects.
+func (in *Inlet) Stop(ctx context.Context) error {
+	if in.cl == nil {
+		return nil
+	}
+	err := in.cl.Flush(ctx)
+	in.cl.Close()
+	in.cl = nil
+	return err
+}
+
+// Process encodes r and hands it to the producer, in the partition of r's owner key.
+func (in *Inlet) Process(worker int, r *telemetry.Report) {
+	w := &in.workers[worker]
+	w.offered++
+	rec := in.pool.Get().(*kgo.Record)
+	var kb partition.KeyBuf
+	key := partition.ReportKey(&kb, r)
+	*rec = kgo.Record{Topic: in.cfg.Topic, Key: append(rec.Key[:0], key...), Value: rec.Value[:0],
+		Partition: int32(partition.Hash(key) % uint32(in.parts.Load()))}
+	rec.Value = appendReport(rec.Value, r)
+	in.cl.TryProduce(context.Background(), rec, in.promise)
+}
+
+// Flush publishes the worker's count (ingest calls it after each receive batch).
+func (in *Inlet) Flush(worker int) {
+	w := &in.workers[worker]
+	w.published.Store(w.offered)
+}
+
+// promise counts a record's outcome and returns it to the pool.
+func (in *Inlet) promise(rec *kgo.Record, err error) {
+	switch {
+	case err == nil:
+		in.produced.Add(1)
+	case errors.Is(err, kgo.ErrMaxBuffered):
+		in.dropped.Add(1)
+	default:
+		in.failed.Add(1)
+		s := err.Error()
+		in.lastErr.Store(&s)
+	}
+	in.pool.Put(rec)
+}
+
+// InletStatus is the inlet's part of GET /api/v1/status ("group").
+type InletStatus struct {
+	Topic      string `json:"topic"`
+	Partitions int32  `json:"partitions"`
+	// Offered reports; Produced, acknowledged by the brokers; Dropped, not taken because the
+	// producer held Buffered reports; Failed, not acknowledged in time.
+	Offered   uint64 `json:"offered"`
+	Produced  uint64 `json:"produced"`
+	Dropped   uint64 `json:"dropped"`
+	Failed    uint64 `json:"failed"`
+	LastError string `json:"last_error,omitempty"`
+}
+
+// Status returns the inlet's counts.
+func (in *Inlet) Status() InletStatus {
+	st := InletStatus{Topic: in.cfg.Topic, Partitions: in.parts.Load(), Produced: in.produced.Load(),
+		Dropped: in.dropped.Load(), Failed: in.failed.Load()}
+	for i := range in.workers {
+		st.Offered += in.workers[i].published.Load()
+	}
+	if p := in.lastErr.Load(); p != nil {
+		st.LastError = *p
+	}
+	return st
+}
+
+// Drops are the reports the inlet could not produce, by reason ("group.<reason>").
+func (in *Inlet) Drops() map[string]uint64 {
+	return map[string]uint64{"group.inlet_buffer_full": in.dropped.Load(), "group.inlet_failed": in.failed.Load()}
+}
