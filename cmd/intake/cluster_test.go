@@ -97,7 +97,7 @@ func startCluster(t *testing.T, n int) []*member {
 
 // runCollectorsGen runs `intake gen --collectors` with args and returns what the in-process
 // generators of the same options hold for each member: the truth of what it sent.
-func runCollectorsGen(t *testing.T, addrs []string, args ...string) []gen.Truth {
+func runCollectorsGen(t testing.TB, addrs []string, args ...string) []gen.Truth {
 	t.Helper()
 	code, out, errs := runVerb(append([]string{"gen", "--collectors", strings.Join(addrs, ","), "--json", "--quiet"}, args...)...)
 	if code != 0 {
@@ -140,7 +140,7 @@ func runCollectorsGen(t *testing.T, addrs []string, args ...string) []gen.Truth 
 }
 
 // call GETs path from a member; hdr are header name, value pairs.
-func call(t *testing.T, addr, path string, hdr ...string) (int, http.Header, []byte) {
+func call(t testing.TB, addr, path string, hdr ...string) (int, http.Header, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
 	for i := 0; i+1 < len(hdr); i += 2 {

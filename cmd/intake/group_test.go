@@ -35,7 +35,7 @@ type groupMember struct {
 }
 
 // startGroupMember runs `intake serve` in role (processor or inlet) against brokers.
-func startGroupMember(t *testing.T, role, name string, brokers []string, extra string) *groupMember {
+func startGroupMember(t testing.TB, role, name string, brokers []string, extra string) *groupMember {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -99,7 +99,7 @@ func startGroupMember(t *testing.T, role, name string, brokers []string, extra s
 }
 
 // groupStatus is GET /api/v1/status's group part.
-func groupStatus(t *testing.T, m *groupMember) *collector.GroupStatus {
+func groupStatus(t testing.TB, m *groupMember) *collector.GroupStatus {
 	t.Helper()
 	var st collector.Status
 	collectortest.GetJSON(t, "http://"+m.api+"/api/v1/status", &st)
@@ -110,7 +110,7 @@ func groupStatus(t *testing.T, m *groupMember) *collector.GroupStatus {
 }
 
 // owners maps each partition to the processor that holds it, as the processors say.
-func owners(t *testing.T, ps []*groupMember) map[int32]string {
+func owners(t testing.TB, ps []*groupMember) map[int32]string {
 	t.Helper()
 	o := map[int32]string{}
 	for _, p := range ps {
@@ -124,7 +124,7 @@ func owners(t *testing.T, ps []*groupMember) map[int32]string {
 // settled waits until the processors hold every partition between them, as they say, and
 // every one of ask describes the group as stable with that assignment: queries through
 // any of them go to the owners. It returns the owners.
-func settled(t *testing.T, procs, ask []*groupMember) map[int32]string {
+func settled(t testing.TB, procs, ask []*groupMember) map[int32]string {
 	t.Helper()
 	var o map[int32]string
 	testutil.Eventually(t, 30*time.Second, "the group to settle", func() bool {
@@ -295,4 +295,42 @@ func mapValues[K comparable, V any](m map[K]V) []V {
 		out = append(out, v)
 	}
 	return out
+}
+
+// BenchmarkGroupLookup is a flow lookup through a processor that does not own the flow (one
+// forwarding hop, found by the group's assignment), against two processors on a 3-broker
+// kfake: p50-ms and p99-ms over b.N lookups.
+func BenchmarkGroupLookup(b *testing.B) {
+	k := kfaketest.StartTopics(b, 3, rawPartitions, "intake.raw", "intake.state")
+	p1 := startGroupMember(b, "processor", "p1", k.Brokers, "")
+	p2 := startGroupMember(b, "processor", "p2", k.Brokers, "")
+	in := startGroupMember(b, "inlet", "i1", k.Brokers, "")
+	own := settled(b, []*groupMember{p1, p2}, []*groupMember{p1, p2})
+	const flows = 48
+	runCollectorsGen(b, []string{in.report}, "--format", "tr2.0", "--flows", fmt.Sprint(flows), "--count", "480", "--rate", "40000")
+	var qs []string // flows p2 owns, asked through p1
+	for f := range flows {
+		q, key := flowQuery(f)
+		if own[int32(partition.Hash(key)%rawPartitions)] == "p2" {
+			qs = append(qs, q)
+		}
+	}
+	testutil.Eventually(b, 10*time.Second, "p2 to have its flows", func() bool {
+		code, _, _ := call(b, p1.api, "/api/v1/flowcache/flow?"+qs[0])
+		return code == 200
+	})
+	lat := make([]time.Duration, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		t0 := time.Now()
+		code, h, _ := call(b, p1.api, "/api/v1/flowcache/flow?"+qs[i%len(qs)])
+		lat[i] = time.Since(t0)
+		if code != 200 || h.Get(cluster.HeaderMember) != "p2" {
+			b.Fatalf("lookup through p1: %d from %q", code, h.Get(cluster.HeaderMember))
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
