@@ -140,11 +140,7 @@ func writeGroupStatus(w io.Writer, g *collector.GroupStatus) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  PARTITION\tNEXT\tRECORDS\tLAG\tSTATE FROM\t")
 		for _, ps := range p.Partitions {
-			from := "topic start"
-			if ps.Snapshot {
-				from = "snapshot"
-			}
-			fmt.Fprintf(tw, "  %d\t%d\t%d\t%d\t%s\t\n", ps.Partition, ps.Next, ps.Records, ps.Lag, from)
+			fmt.Fprintf(tw, "  %d\t%d\t%d\t%d\t%s\t\n", ps.Partition, ps.Next, ps.Records, ps.Lag, ps.StateFrom)
 		}
 		tw.Flush()
 		if p.LastError != "" {

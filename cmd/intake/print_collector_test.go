@@ -6,6 +6,7 @@ import (
 
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/internal/collector"
+	grouprole "github.com/intake-int/intake/internal/group"
 	"github.com/intake-int/intake/internal/detect"
 	"github.com/intake-int/intake/internal/export"
 	"github.com/intake-int/intake/internal/export/kafka"
@@ -76,6 +77,41 @@ func TestStatusHTTPText(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("status text lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestGroupStatusText: `intake status` of a processor prints its partitions with their lag
+// and where their state came from, and the group's processors; of an inlet, what it
+// produced.
+func TestGroupStatusText(t *testing.T) {
+	d := grouprole.Described{State: "Stable", Members: []grouprole.Member{{Name: "p1", API: "10.0.0.1:8040", Partitions: []int32{0, 2}},
+		{Name: "p2", API: "10.0.0.2:8040", Partitions: []int32{1}}}}
+	st := collector.Status{Group: &collector.GroupStatus{Role: "processor", Group: d, Processor: &grouprole.ProcessorStatus{
+		GroupID: "intake", Topic: "intake.raw", Member: "p1", Records: 900, Replayed: 12, Rebalances: 3, Commits: 40,
+		Snapshots: 8, AdoptedFlows: 5, Lag: 7,
+		Partitions: []grouprole.PartitionStatus{{Partition: 0, Next: 500, Records: 400, Lag: 3, StateFrom: "snapshot"}, {Partition: 2, Next: 510, Records: 500, Lag: 4, StateFrom: "topic start"}}}}}
+	var b strings.Builder
+	writeStatus(&b, &st, "x")
+	want := `
+group: processor
+  member p1 of group intake on intake.raw: 900 records (12 replayed, 0 bad), group lag 7
+  3 rebalances, 40 commits (0 failed), 8 snapshots (0 failed), 5 flows adopted
+  PARTITION  NEXT  RECORDS  LAG  STATE FROM   
+  0          500   400      3    snapshot     
+  2          510   500      4    topic start  
+  group state Stable, 2 processors:
+    p1 (10.0.0.1:8040): partitions [0 2]
+    p2 (10.0.0.2:8040): partitions [1]
+`
+	if !strings.HasSuffix(b.String(), want) {
+		t.Errorf("got\n%s\nwant the end\n%s", b.String(), want)
+	}
+	st.Group = &collector.GroupStatus{Role: "inlet", Group: grouprole.Described{State: "Stable", Members: []grouprole.Member{}},
+		Inlet: &grouprole.InletStatus{Topic: "intake.raw", Partitions: 12, Offered: 10, Produced: 7, Dropped: 2, Failed: 1, LastError: "timeout"}}
+	b.Reset()
+	writeStatus(&b, &st, "x")
+	if want := "\ngroup: inlet\n  topic intake.raw (12 partitions): 10 reports offered, 7 produced, 2 dropped (buffer full), 1 failed\n  last error: timeout\n  group state Stable, 0 processors:\n"; !strings.HasSuffix(b.String(), want) {
+		t.Errorf("got\n%s\nwant the end\n%s", b.String(), want)
 	}
 }
 

@@ -59,7 +59,7 @@ type partState struct {
 	from      int64 // the first offset processed, -1 before any
 	next      int64 // the offset after the last processed (at first, where fetching starts)
 	records   uint64
-	snapshot  bool // the state started from a snapshot
+	stateFrom string // PartitionStatus.StateFrom
 }
 
 // NewProcessor builds the processor of cfg (validated, role processor), feeding feed.
@@ -270,18 +270,16 @@ func (p *Processor) adjust(ctx context.Context, offsets map[string]map[int32]kgo
 	defer p.mu.Unlock()
 	for part, o := range mine {
 		committed := max(o.EpochOffset().Offset, 0)
-		start := committed
-		_, snap := snaps[part]
-		switch {
-		case snap:
-			start = snaps[part]
+		start, from := committed, "committed offset"
+		if off, ok := snaps[part]; ok {
+			start, from = off, "snapshot"
 			mine[part] = kgo.NewOffset().At(start)
-		case p.cfg.StateTopic != "":
-			start = 0
+		} else if p.cfg.StateTopic != "" {
+			start, from = 0, "topic start"
 			mine[part] = kgo.NewOffset().AtStart()
 		}
 		if ps := p.owned[part]; ps != nil {
-			ps.committed, ps.next, ps.snapshot = committed, start, snap
+			ps.committed, ps.next, ps.stateFrom = committed, start, from
 		}
 	}
 	return offsets, nil
@@ -363,9 +361,10 @@ type PartitionStatus struct {
 	// Lag is the records after the group's committed offset (-1: unknown).
 	Lag      int64     `json:"lag"`
 	Assigned time.Time `json:"assigned"`
-	// Snapshot: the partition's state started from a snapshot (else from the topic's start,
-	// or, without a state topic, from nothing at the committed offset).
-	Snapshot bool `json:"snapshot"`
+	// StateFrom is where the partition's state started: "snapshot" (adopted, and fetched
+	// from its offset), "topic start" (no snapshot: the whole retained history) or
+	// "committed offset" (no state topic: an empty state).
+	StateFrom string `json:"state_from"`
 }
 
 // ProcessorStatus is the processor's part of GET /api/v1/status ("group").
@@ -402,7 +401,7 @@ func (p *Processor) Status(ctx context.Context) ProcessorStatus {
 	p.mu.Lock()
 	for part, ps := range p.owned {
 		st.Partitions = append(st.Partitions, PartitionStatus{Partition: part, From: ps.from, Next: ps.next,
-			Records: ps.records, Lag: -1, Assigned: ps.assigned, Snapshot: ps.snapshot})
+			Records: ps.records, Lag: -1, Assigned: ps.assigned, StateFrom: ps.stateFrom})
 	}
 	p.mu.Unlock()
 	slices.SortFunc(st.Partitions, func(a, b PartitionStatus) int { return int(a.Partition - b.Partition) })
