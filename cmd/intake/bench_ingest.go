@@ -46,7 +46,8 @@ const benchIngestUsage = "[--duration D] [--pps PPS] [--senders N] [--gso N] [--
 	"program's run time (docs/xdp.md, \"Measuring the modes\").\n\n" +
 	"--sweep repeats the measurement of --mode once per value of one parameter (pps, or hops, flows,\n" +
 	"fields or vary at the --pps rate) and prints CPU in % of one core per value and mode; --svg draws\n" +
-	"it (INTCollector Figs. 10 and 11; docs/intcollector-results.md)."
+	"it (INTCollector Figs. 10 and 11; docs/intcollector-results.md); --svg with --svg-with and no --sweep\n" +
+	"draws earlier sweeps' --json output and measures nothing."
 
 func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench ingest", benchIngestUsage, stdout)
@@ -74,6 +75,9 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 	}
 	sweepParam, sweepValues, err := sf.check()
 	if err != nil {
+		return err
+	}
+	if drawn, err := sf.drawOnly(); drawn || err != nil {
 		return err
 	}
 	switch {

@@ -29,7 +29,7 @@ func addSweepFlags(fs *flag.FlagSet) sweepFlags {
 		sweep: fs.String("sweep", "", "measure once per value of one load parameter, `PARAM=V1,V2,...`: pps (the rate), or hops, flows, fields or vary (the generator's, at the --pps rate); prints CPU (% of one core) per value and mode"),
 		label: fs.String("sweep-label", "", "the sweep's `name` in a figure of several (e.g. \"no detection\")"),
 		svg:   fs.String("svg", "", "with --sweep: draw CPU against the parameter into the SVG `file`"),
-		with:  fs.String("svg-with", "", "with --svg: also draw the sweeps of these JSON `files` (comma-separated; earlier --sweep --json output of the same parameter), solid first, dashed after"),
+		with:  fs.String("svg-with", "", "with --svg: also draw the sweeps of these JSON `files` (comma-separated; earlier --sweep --json output of the same parameter), solid first, dashed after; without --sweep, draw only those and measure nothing"),
 		title: fs.String("title", "", "with --svg: the figure's `title` (default: CPU against the parameter)"),
 	}
 }
@@ -38,8 +38,11 @@ func addSweepFlags(fs *flag.FlagSet) sweepFlags {
 // --sweep).
 func (f sweepFlags) check() (string, []string, error) {
 	if *f.sweep == "" {
+		if *f.svg != "" && *f.with != "" && *f.label == "" {
+			return "", nil, nil // draw only (drawOnly)
+		}
 		if *f.svg != "" || *f.with != "" || *f.label != "" {
-			return "", nil, usageErr("--svg, --svg-with and --sweep-label need --sweep")
+			return "", nil, usageErr("--svg, --svg-with and --sweep-label need --sweep (or --svg and --svg-with alone: draw those sweeps)")
 		}
 		return "", nil, nil
 	}
@@ -72,15 +75,25 @@ func (r *sweepRun) run(stdout, stderr io.Writer, asJSON bool) error {
 		}
 	}
 	if *r.flags.svg != "" {
-		if err := writeSweepSVG(*r.flags.svg, *r.flags.title, *r.flags.with, r.sweep); err != nil {
+		if err := writeSweepSVG(*r.flags.svg, *r.flags.title, *r.flags.with, &r.sweep); err != nil {
 			return err
 		}
 	}
 	return printResult(stdout, r.sweep, nil, asJSON, func(w io.Writer) { writeSweep(w, &r.sweep) })
 }
 
-// writeSweepSVG draws the sweeps of the files in with (comma-separated) and s into path.
-func writeSweepSVG(path, title, with string, s bench.Sweep) error {
+// drawOnly reports whether the options ask only to draw earlier sweeps (--svg and --svg-with
+// without --sweep), and draws them.
+func (f sweepFlags) drawOnly() (bool, error) {
+	if *f.sweep != "" || *f.svg == "" || *f.with == "" {
+		return false, nil
+	}
+	return true, writeSweepSVG(*f.svg, *f.title, *f.with, nil)
+}
+
+// writeSweepSVG draws the sweeps of the files in with (comma-separated) and s (if any) into
+// path.
+func writeSweepSVG(path, title, with string, s *bench.Sweep) error {
 	var sweeps []bench.Sweep
 	if with != "" {
 		for _, name := range strings.Split(with, ",") {
@@ -95,9 +108,11 @@ func writeSweepSVG(path, title, with string, s bench.Sweep) error {
 			sweeps = append(sweeps, w)
 		}
 	}
-	sweeps = append(sweeps, s)
-	if title == "" {
-		title = "intake: CPU against " + s.Param
+	if s != nil {
+		sweeps = append(sweeps, *s)
+	}
+	if title == "" && len(sweeps) > 0 {
+		title = "intake: CPU against " + sweeps[0].Param
 	}
 	c, err := bench.SweepChart(title, sweeps)
 	if err != nil {

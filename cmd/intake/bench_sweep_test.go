@@ -51,6 +51,19 @@ func TestBenchSweep(t *testing.T) {
 			t.Errorf("figure has no %q", want)
 		}
 	}
+
+	// Draw only: the two sweeps' JSON again, nothing measured, the same figure.
+	now := filepath.Join(dir, "now.json")
+	if err := os.WriteFile(now, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again := filepath.Join(dir, "again.svg")
+	if code, out, errs := runVerb("bench", "ingest", "--svg", again, "--svg-with", with+","+now, "--title", "Fig. 10"); code != 0 || out != "" {
+		t.Fatalf("draw only: exit %d, stdout %q: %s", code, out, errs)
+	}
+	if b, err := os.ReadFile(again); err != nil || string(b) != string(fig) {
+		t.Errorf("draw only: %v; the figure differs from the measuring run's", err)
+	}
 }
 
 func TestBenchSweepMisuse(t *testing.T) {
@@ -62,7 +75,8 @@ func TestBenchSweepMisuse(t *testing.T) {
 		{[]string{"--sweep", "hops=1,2.5"}, `--sweep: hops: "2.5": want a whole number`},
 		{[]string{"--sweep", "pps=-1"}, `--sweep: pps: "-1": want a non-negative number`},
 		{[]string{"--sweep", "vary=0,2"}, `--sweep: vary: "2": want a probability, 0 to 1`},
-		{[]string{"--svg", "f.svg"}, "--svg, --svg-with and --sweep-label need --sweep"},
+		{[]string{"--svg", "f.svg"}, "--svg, --svg-with and --sweep-label need --sweep (or --svg and --svg-with alone: draw those sweeps)"},
+		{[]string{"--svg", "f.svg", "--svg-with", "a.json", "--sweep-label", "x"}, "--svg, --svg-with and --sweep-label need --sweep"},
 		{[]string{"--sweep", "pps=1", "--svg-with", "a.json"}, "--svg-with: needs --svg"},
 	} {
 		code, _, errs := runVerb(append([]string{"bench", "ingest"}, tc.args...)...)
