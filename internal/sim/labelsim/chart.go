@@ -10,9 +10,10 @@ import (
 // Chart draws the figure: one line per series, markers at the measured points, the analysis
 // dashed, the paper's own points as markers without a line, the conditions as a subtitle;
 // axes follow the paper's figure where it fixes them (Fig. 11's and Fig. 12's coverage),
-// the data's otherwise. Fig. 6 puts coverage and INT bandwidth occupation in
-// two stacked plot areas, each axis fitted to its own quantity (near 1 and near 0 on one axis,
-// neither would show its differences). Figs. 17 and 19 are counts per category (labeling
+// the data's otherwise. Figs. 6 and 10 put coverage on the left axis and INT bandwidth on a
+// right-hand one, as the paper does, each axis fitted to its own quantity (near 1 and near 0
+// on one axis, neither would show its differences); Fig. 22 stacks its panels (a) and (b).
+// Figs. 17 and 19 are counts per category (labeling
 // times 1-5; F1, F2, F3), drawn as grouped bars.
 func (f *Figure) Chart() *plot.Chart {
 	c := &plot.Chart{Title: f.Title, Subtitle: f.Conditions, X: plot.Axis{Label: f.XLabel}, Y: plot.Axis{Label: f.YLabel}}
@@ -21,8 +22,7 @@ func (f *Figure) Chart() *plot.Chart {
 	}
 	switch f.ID {
 	case "fig10":
-		// The paper's twin axes as two stacked plot areas on one T axis.
-		twoPanels(c, "coverage", plot.Axis{Label: "INT bandwidth (Mb/s)"}, "INT bandwidth")
+		twinAxes(c, "coverage", plot.Axis{Label: "INT bandwidth (Mb/s)"}, "INT bandwidth")
 	case "fig22":
 		// The paper's panels (a) packets and (b) extra bits, stacked on one hops axis.
 		twoPanels(c, "packets", plot.Axis{Label: "extra bits"}, "bits")
@@ -31,7 +31,7 @@ func (f *Figure) Chart() *plot.Chart {
 	case "fig12":
 		c.Y.Min, c.Y.Max = 0.85, 1 // room for A/B falling to 0.88
 	case "fig6":
-		twoPanels(c, "coverage", plot.Axis{Label: "INT bandwidth occupation", Percent: true}, "occupation")
+		twinAxes(c, "coverage", plot.Axis{Label: "INT bandwidth occupation", Percent: true}, "occupation")
 	case "fig17":
 		if len(f.Series) > 0 {
 			for _, x := range f.Series[0].X {
@@ -56,6 +56,18 @@ func twoPanels(c *plot.Chart, top string, lower plot.Axis, in string) {
 	for i := range c.Series {
 		if strings.Contains(c.Series[i].Name, in) {
 			c.Series[i].Panel = 1
+		}
+	}
+}
+
+// twinAxes draws the series whose names contain in on a right-hand axis over the same plot
+// area, as the paper's Figs. 6 and 10 do, each axis fitted to its own quantity.
+func twinAxes(c *plot.Chart, left string, right plot.Axis, in string) {
+	c.Y.Label, c.Right = left, right
+	for i := range c.Series {
+		if strings.Contains(c.Series[i].Name, in) {
+			c.Series[i].Right = true
+			c.Series[i].Name += " (right axis)"
 		}
 	}
 }

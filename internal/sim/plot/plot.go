@@ -5,7 +5,8 @@
 // the standard library; docs/dta-results.md and docs/label-results.md show the output.
 //
 // A chart is a frame around one plot area, or several stacked on one x axis (quantities of
-// different scale, each axis fitted to its own data), with grid lines at 1-2-5 tick values,
+// different scale, each axis fitted to its own data), with an optional second y axis on the
+// right of the first (a twin axis), an optional subtitle under the title, with grid lines at 1-2-5 tick values,
 // a title, axis labels and a legend below, in as many columns as the names allow. The margins
 // follow the widest tick label, so that no text overlaps another or leaves the picture. An
 // axis has a fixed range or the data's, widened to round ticks (and to zero when zero is
@@ -38,6 +39,9 @@ type Series struct {
 	// Points draws the series as markers only, without a line (points read off another
 	// source, such as a paper's own, laid over the measured curves).
 	Points bool
+	// Right puts the series on the chart's right-hand axis (Chart.Right), over the first
+	// plot area.
+	Right bool
 }
 
 // Band shades the x-interval [From, To] of the plot area in the colour of series Series.
@@ -70,6 +74,9 @@ type Chart struct {
 	// Subtitle, when set, is written under the title in smaller type, wrapped to the
 	// picture's width (the setup a figure was measured in).
 	Subtitle string
+	// Right, when its Label is set, is a second y axis on the right of the first plot area
+	// (a twin axis), for the series marked Right.
+	Right Axis
 }
 
 // MaxMarkers is the most points a series may have and still get a marker at each: beyond it
@@ -127,6 +134,16 @@ type layout struct {
 	colW                       float64
 	legendTop                  float64
 	sub                        []string // the subtitle's lines
+	rm                         float64  // the right margin
+	twin                       *panel   // the right-hand axis's scale over the first plot area
+}
+
+// panelOf is the plot area and scale series s is drawn in.
+func (l *layout) panelOf(s Series) panel {
+	if s.Right && l.twin != nil {
+		return *l.twin
+	}
+	return l.panels[min(max(s.Panel, 0), len(l.panels)-1)]
 }
 
 // panel is one plot area: its top edge, height, y axis and scale.
@@ -145,7 +162,8 @@ func (p *panel) py(v float64) float64 { return p.top + (1-(v-p.y0)/(p.y1-p.y0))*
 func (p *panel) bottom() float64 { return p.top + p.h }
 
 func (c *Chart) layout() *layout {
-	l := &layout{sub: wrap(c.Subtitle, minWidth-2*right)}
+	l := &layout{sub: wrap(c.Subtitle, minWidth-2*right), rm: right}
+	twin := c.Right.Label != ""
 	axes := append([]Axis{c.Y}, c.Panels...)
 	h := plotH
 	if len(axes) > 1 {
@@ -155,7 +173,7 @@ func (c *Chart) layout() *layout {
 	for i, a := range axes {
 		var ys []float64
 		for _, s := range c.Series {
-			if s.Panel == i {
+			if s.Panel == i && !(twin && s.Right) {
 				ys = append(ys, s.Y...)
 			}
 		}
@@ -179,11 +197,32 @@ func (c *Chart) layout() *layout {
 	// The rotated y title's glyphs reach about fontSize right of its baseline; the tick
 	// labels end 6 px left of the frame.
 	l.left = math.Ceil(titleX + fontSize/2 + 8 + widest + 6)
+	if twin {
+		var ys []float64
+		for _, s := range c.Series {
+			if s.Right {
+				ys = append(ys, s.Y...)
+			}
+		}
+		p := l.panels[0]
+		p.axis = c.Right
+		p.y0, p.y1, p.yt = yScale(c.Right, ys)
+		pad := (p.y1 - p.y0) * 0.03
+		p.y0, p.y1 = p.y0-pad, p.y1+pad
+		p.yf = tickFormat(p.yt, c.Right.Percent)
+		w := 0.0
+		for _, v := range p.yt {
+			w = max(w, textWidth(p.yf(v)))
+		}
+		l.twin = &p
+		// Tick labels 6 px right of the frame, the rotated title beyond them.
+		l.rm = math.Ceil(6 + w + 8 + fontSize/2 + titleX)
+	}
 
-	cols, colW, legendW := legendColumns(c.Series, minWidth-l.left-right)
-	l.width = math.Max(minWidth, l.left+legendW+right)
+	cols, colW, legendW := legendColumns(c.Series, minWidth-l.left-l.rm)
+	l.width = math.Max(minWidth, l.left+legendW+l.rm)
 	l.width = math.Max(l.width, textWidth(c.Title)+2*right)
-	l.plotW = l.width - l.left - right
+	l.plotW = l.width - l.left - l.rm
 	l.cols, l.colW = cols, colW
 
 	if n := len(c.Categories); n > 0 {
@@ -255,6 +294,13 @@ func (c *Chart) WriteTo(w io.Writer) (int64, error) {
 		label := pn.axis.Label
 		p(`<text transform="translate(%.0f %.0f) rotate(-90)" text-anchor="middle">%s</text>`+"\n", titleX, pn.top+pn.h/2, html.EscapeString(label))
 	}
+	if tw := l.twin; tw != nil {
+		for _, v := range tw.yt {
+			p(`<line x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="black"/><text x="%.0f" y="%.1f">%s</text>`+"\n",
+				l.left+l.plotW, l.left+l.plotW+4, tw.py(v), tw.py(v), l.left+l.plotW+6, tw.py(v)+4, tw.yf(v))
+		}
+		p(`<text transform="translate(%.0f %.0f) rotate(-90)" text-anchor="middle">%s</text>`+"\n", l.width-titleX+fontSize/2, tw.top+tw.h/2, html.EscapeString(tw.axis.Label))
+	}
 	if len(c.Categories) > 0 {
 		for k, name := range c.Categories {
 			p(`<text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`+"\n", l.px(float64(k)), last.bottom()+17, html.EscapeString(name))
@@ -288,7 +334,7 @@ func (c *Chart) writeBars(b *strings.Builder, l *layout) {
 	group := l.plotW / float64(len(c.Categories)) * 0.7
 	bw := group / float64(max(len(c.Series), 1))
 	for i, s := range c.Series {
-		pn := l.panels[min(max(s.Panel, 0), len(l.panels)-1)]
+		pn := l.panelOf(s)
 		zero := pn.py(math.Max(pn.y0, math.Min(0, pn.y1)))
 		for k := range min(len(c.Categories), len(s.Y)) {
 			x := l.px(float64(k)) - group/2 + float64(i)*bw
@@ -307,7 +353,7 @@ func (c *Chart) writeLines(b *strings.Builder, l *layout) {
 	under := covered(c.Series, l)
 	slot, _ := legendSlots(c.Series)
 	for i, s := range c.Series {
-		pn := l.panels[min(max(s.Panel, 0), len(l.panels)-1)]
+		pn := l.panelOf(s)
 		st := style(c.Series, i)
 		col, dash := color(st), ""
 		width := lineWidth + 2*float64(min(under[i], 3))
@@ -391,7 +437,7 @@ func wrap(s string, width float64) []string {
 func covered(series []Series, l *layout) []int {
 	under := make([]int, len(series))
 	pos := func(s Series, k int) (float64, float64) {
-		pn := l.panels[min(max(s.Panel, 0), len(l.panels)-1)]
+		pn := l.panelOf(s)
 		return l.px(s.X[k]), pn.py(s.Y[k])
 	}
 	for i, a := range series {

@@ -332,3 +332,27 @@ func TestPointsAndSubtitle(t *testing.T) {
 		t.Error("no subtitle lines")
 	}
 }
+
+// A twin axis: the right-hand series get their own scale over the first plot area (their
+// values do not stretch the left axis), ticks and a title on the right, inside the picture.
+func TestTwinAxis(t *testing.T) {
+	c := Chart{Title: "t", Y: Axis{Label: "left"}, Right: Axis{Label: "right title"}, Series: []Series{
+		{Name: "a", X: []float64{0, 1}, Y: []float64{0.9, 1}},
+		{Name: "b", X: []float64{0, 1}, Y: []float64{100, 300}, Right: true},
+	}}
+	svg := string(c.SVG())
+	for _, want := range []string{">right title</text>", ">300</text>", ">1.00</text>"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("no %s in\n%s", want, svg)
+		}
+	}
+	if !strings.Contains(svg, ">0.98</text>") || strings.Count(svg, ">200</text>") != 1 {
+		t.Errorf("the left axis was stretched to the right-hand series:\n%s", svg)
+	}
+	w, _, boxes := textBoxes(t, []byte(svg))
+	for _, b := range boxes {
+		if b.x1 > w {
+			t.Errorf("text %q leaves the picture (%v > %v)", b.text, b.x1, w)
+		}
+	}
+}
