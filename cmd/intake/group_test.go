@@ -191,7 +191,7 @@ func TestGroup(t *testing.T) {
 	// Every flow and every DTA key, through every member and the inlet: the owner's exact
 	// answer, the owner the one the group gave the key's partition.
 	packets := slices.Clone(tr.ByFlow)
-	lookups := func(through []*groupMember, dta bool) {
+	lookups := func(through []*groupMember) {
 		t.Helper()
 		for f := range flows {
 			q, key := flowQuery(f)
@@ -207,9 +207,6 @@ func TestGroup(t *testing.T) {
 				if code != 200 || rec.Packets != packets[f] || h.Get(cluster.HeaderMember) != owner {
 					t.Errorf("flowcache flow %d through %s: %d %s (member %s), want %d packets from %s", f, m.name, code, b, h.Get(cluster.HeaderMember), packets[f], owner)
 				}
-				if !dta {
-					continue
-				}
 				code, h, b = call(t, m.api, "/api/v1/dta/ki/"+dkey)
 				var c struct {
 					Count uint64 `json:"count"`
@@ -221,7 +218,7 @@ func TestGroup(t *testing.T) {
 			}
 		}
 	}
-	lookups([]*groupMember{p1, p2, in}, true)
+	lookups([]*groupMember{p1, p2, in})
 
 	// An aggregate through the inlet, which holds nothing: the union of the processors'.
 	var top struct {
@@ -247,10 +244,10 @@ func TestGroup(t *testing.T) {
 	if moved != rawPartitions/3 {
 		t.Errorf("adding a third processor moved %d of %d partitions, want %d: %v -> %v", moved, rawPartitions, rawPartitions/3, own, after)
 	}
-	// The moved partitions' flows went with them: every flow's count is exact on its new
-	// owner, through every member.
+	// The moved partitions' state went with them: every flow's count and every DTA key's
+	// is exact on its new owner, through every member.
 	own = after
-	lookups([]*groupMember{p1, p2, p3, in}, false)
+	lookups([]*groupMember{p1, p2, p3, in})
 
 	// SIGKILL p2 in the middle of a stream: its partitions are served again by the others,
 	// from its last snapshot.
@@ -281,7 +278,7 @@ func TestGroup(t *testing.T) {
 	for f := range flows {
 		packets[f] += tr2.ByFlow[f]
 	}
-	lookups([]*groupMember{p1, p3, in}, false)
+	lookups([]*groupMember{p1, p3, in})
 	var replayed uint64
 	for _, p := range live {
 		replayed += groupStatus(t, p).Processor.Replayed

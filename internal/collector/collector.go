@@ -158,12 +158,16 @@ func New(cfg config.Config, opts Options) (*Collector, error) {
 	if err := c.buildDetect(workers, &procs); err != nil {
 		return nil, err
 	}
+	if cfg.Group.Role == group.RoleProcessor && cfg.DTA.Enabled {
+		c.comps = append(c.comps, dtaReset{dir: cfg.DTA.DataDir, log: log})
+	}
 	c.buildDTA(workers, &procs)
 	c.buildFlowCache(workers, &procs)
 	c.buildLabel(&procs)
 	c.buildHistory()
 	recv, err := ingest.New(in, ingest.Deps{Metrics: c.Metrics, Processors: procs, Logger: log,
-		Kernel: ingest.KernelState{DTA: c.kdta.stores, Detect: c.kdet.state, FlowCache: c.kfc.state}})
+		Kernel:         ingest.KernelState{DTA: c.kdta.stores, Detect: c.kdet.state, FlowCache: c.kfc.state},
+		FeedProcessors: c.groupFeedProcessors(procs)})
 	if err != nil {
 		return nil, err
 	}

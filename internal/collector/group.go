@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
@@ -57,10 +58,52 @@ func (c *Collector) buildGroupProcessor() error {
 	if c.FlowCache != nil {
 		gd.Flows = c.FlowCache
 	}
-	c.GroupProcessor = group.NewProcessor(c.Config.Group, gd, c.Receiver.Feed(group.FeedName))
+	feeds := group.Feeds{All: c.Receiver.Feed(group.FeedName)}
+	if c.Translator != nil {
+		feeds.DTA, feeds.Rest = c.Receiver.Feed(group.FeedDTA), c.Receiver.Feed(group.FeedRest)
+	}
+	c.GroupProcessor = group.NewProcessor(c.Config.Group, gd, feeds)
 	c.sources = append(c.sources, c.GroupProcessor)
 	return nil
 }
+
+// groupFeedProcessors are a processor's feeds' processors (group.Feeds): the translator
+// alone, and all but it. Nil outside the processor role or without a translator.
+func (c *Collector) groupFeedProcessors(procs []ingest.Processor) map[string][]ingest.Processor {
+	if c.Config.Group.Role != group.RoleProcessor || c.Translator == nil {
+		return nil
+	}
+	var rest []ingest.Processor
+	for _, p := range procs {
+		if p != ingest.Processor(c.Translator) {
+			rest = append(rest, p)
+		}
+	}
+	return map[string][]ingest.Processor{group.FeedDTA: {c.Translator}, group.FeedRest: rest}
+}
+
+// dtaReset empties a processor's DTA stores before the translator opens them: a processor
+// builds its stores from the raw topic, and what it tracks of them (which partitions'
+// records they hold) starts empty with it.
+type dtaReset struct {
+	dir string
+	log *slog.Logger
+}
+
+func (dtaReset) Name() string { return "dta-reset" }
+
+func (r dtaReset) Start(context.Context) error {
+	removed, err := dta.ResetStores(r.dir)
+	if err != nil {
+		return fmt.Errorf("emptying the DTA stores of a processor (dta.data_dir %s): %w", r.dir, err)
+	}
+	if len(removed) > 0 {
+		r.log.Info("processor: DTA stores emptied, to be built from the raw topic", "data_dir", r.dir, "files", len(removed))
+	}
+	return nil
+}
+
+func (dtaReset) Stop(context.Context) error { return nil }
 
 // buildGroupRouter routes the API's queries by the group's assignment.
 func (c *Collector) buildGroupRouter() error {

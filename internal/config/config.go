@@ -124,7 +124,11 @@ func (c *Config) FillDefaults() {
 // no listener or sink: its reports come from the raw topic, through a feed.
 func (c *Config) Ingest() ingest.Config {
 	if c.Group.Role == group.RoleProcessor {
-		return ingest.Config{Feeds: []string{group.FeedName}, Decoder: c.Decoder}
+		feeds := []string{group.FeedName}
+		if c.DTA.Enabled {
+			feeds = append(feeds, group.FeedDTA, group.FeedRest)
+		}
+		return ingest.Config{Feeds: feeds, Decoder: c.Decoder}
 	}
 	return ingest.Config{Listeners: c.Listeners, Sinks: c.Sinks, Decoder: c.Decoder}
 }

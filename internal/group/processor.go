@@ -4,21 +4,39 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/intake-int/intake/internal/ingest"
 	"github.com/intake-int/intake/telemetry"
 )
 
-// FeedName is the name of the ingest feed a processor hands its reports to: the listener
-// status and metrics show it under this name.
-const FeedName = "group"
+// The ingest feeds a processor hands its reports to (the listener status and metrics show
+// them under these names): FeedName's processors are all of them; FeedDTA's only the DTA
+// translator, FeedRest's all but it, for the records one side's state already holds (see
+// Feeds).
+const (
+	FeedName = "group"
+	FeedDTA  = "group-dta"
+	FeedRest = "group-rest"
+)
+
+// Feeds are a processor's feeds. A record of a partition goes to the processors whose
+// state does not hold it yet: the flow cache and the detector hold what the partition's
+// snapshot holds (the records before its offset), the DTA translator what this processor
+// translated of the partition before (its stores are its own and stay when a partition
+// leaves). DTA and Rest are nil without a translator.
+type Feeds struct {
+	All, DTA, Rest *ingest.Feed
+}
 
 // pollRecords bounds the records one poll hands over: with rebalances blocked while a
 // poll's records are processed, it bounds how long a rebalance waits for this member.
@@ -34,7 +52,7 @@ const pollRecords = 4096
 type Processor struct {
 	cfg  Config
 	deps Deps
-	feed *ingest.Feed
+	feeds Feeds
 
 	cl     *kgo.Client
 	adm    *kadm.Client
@@ -46,6 +64,9 @@ type Processor struct {
 
 	mu    sync.Mutex
 	owned map[int32]*partState // the partitions assigned now
+	// translated maps a partition this processor gave up to the offset up to which its
+	// DTA translator processed it: its stores hold that much should the partition return.
+	translated map[int32]int64
 
 	records, bad, replayed, commits, commitErrors, rebalances atomic.Uint64
 	snapshots, snapshotErrors, adopted                        atomic.Uint64
@@ -58,14 +79,16 @@ type partState struct {
 	committed int64 // the group's committed offset at the assignment: records before it are replays
 	from      int64 // the first offset processed, -1 before any
 	next      int64 // the offset after the last processed (at first, where fetching starts)
+	flowsAt   int64 // the records before it are in the adopted snapshot: not for the flow cache or the detector
+	dtaAt     int64 // the records before it are in the translator's stores already
 	records   uint64
 	stateFrom string // PartitionStatus.StateFrom
 }
 
 // NewProcessor builds the processor of cfg (validated, role processor), feeding feed.
-func NewProcessor(cfg Config, deps Deps, feed *ingest.Feed) *Processor {
+func NewProcessor(cfg Config, deps Deps, feeds Feeds) *Processor {
 	deps.fill()
-	p := &Processor{cfg: cfg, deps: deps, feed: feed, owned: map[int32]*partState{}}
+	p := &Processor{cfg: cfg, deps: deps, feeds: feeds, owned: map[int32]*partState{}, translated: map[int32]int64{}}
 	if reg := deps.Metrics; reg != nil {
 		rec := reg.Counter("intake_group_records_total", "Records the processor consumed from the raw topic, by outcome (processed, bad: did not decode).", "outcome")
 		rec.Func(func() float64 { return float64(p.records.Load()) }, "processed")
@@ -128,7 +151,11 @@ func (p *Processor) Start(ctx context.Context) error {
 		return err
 	}
 	p.cl, p.adm = cl, kadm.NewClient(cl)
-	p.feed.SetSource("kafka:" + p.cfg.Topic)
+	for _, f := range []*ingest.Feed{p.feeds.All, p.feeds.DTA, p.feeds.Rest} {
+		if f != nil {
+			f.SetSource("kafka:" + p.cfg.Topic)
+		}
+	}
 	rctx, cancel := context.WithCancel(context.Background())
 	p.cancel, p.done = cancel, make(chan struct{})
 	go p.run(rctx)
@@ -170,34 +197,44 @@ func (p *Processor) run(ctx context.Context) {
 				p.setErr(fmt.Errorf("fetching %s/%d: %w", t, part, err))
 			}
 		})
-		if n := fs.NumRecords(); n > 0 {
-			var replayed, bad uint64
+		if fs.NumRecords() > 0 {
+			var handed, replayed, bad uint64
 			p.mu.Lock()
 			fs.EachPartition(func(fp kgo.FetchTopicPartition) {
 				ps := p.owned[fp.Partition]
+				if ps == nil { // not ours since the poll: cannot be, rebalances wait for AllowRebalance
+					return
+				}
 				for _, r := range fp.Records {
-					if ps != nil && r.Offset < ps.committed {
-						replayed++
+					f := p.feedFor(ps, r.Offset)
+					ps.next = r.Offset + 1
+					if f == nil {
+						continue
 					}
-					if err := unmarshalReport(p.feed.Slot(), r.Value); err != nil {
-						p.feed.Bad(len(r.Value))
+					if ps.from < 0 {
+						ps.from = r.Offset
+					}
+					if err := unmarshalReport(f.Slot(), r.Value); err != nil {
+						f.Bad(len(r.Value))
 						bad++
-					} else {
-						p.feed.Hand(len(r.Value))
+						continue
 					}
-					if ps != nil {
-						if ps.from < 0 {
-							ps.from = r.Offset
-						}
-						ps.next = r.Offset + 1
-						ps.records++
+					f.Hand(len(r.Value))
+					handed++
+					ps.records++
+					if r.Offset < ps.committed {
+						replayed++
 					}
 				}
 			})
 			p.mu.Unlock()
-			p.feed.EndBatch()
+			for _, f := range []*ingest.Feed{p.feeds.All, p.feeds.DTA, p.feeds.Rest} {
+				if f != nil {
+					f.EndBatch()
+				}
+			}
 			// Counted once the processors have every report of the poll.
-			p.records.Add(uint64(n) - bad)
+			p.records.Add(handed)
 			p.bad.Add(bad)
 			p.replayed.Add(replayed)
 		}
@@ -219,9 +256,48 @@ func (p *Processor) run(ctx context.Context) {
 	}
 }
 
-// commit commits the offsets of every record polled (and so processed) so far.
+// feedFor is the feed of a record of partition ps at offset off: the processors whose state
+// does not hold it yet; nil when all of them do.
+func (p *Processor) feedFor(ps *partState, off int64) *ingest.Feed {
+	flows, dta := off >= ps.flowsAt, off >= ps.dtaAt
+	switch {
+	case flows && dta:
+		return p.feeds.All
+	case dta:
+		return p.feeds.DTA
+	case flows:
+		return p.feeds.Rest
+	}
+	return nil
+}
+
+// commit commits, for each owned partition, the offset after the last record processed,
+// never below the offset committed when it was assigned: a processor that replays what an
+// earlier owner processed does not move the group's progress back.
 func (p *Processor) commit(ctx context.Context) error {
-	err := p.cl.CommitUncommittedOffsets(ctx)
+	p.mu.Lock()
+	offs := map[int32]kgo.EpochOffset{}
+	for part, ps := range p.owned {
+		if off := max(ps.next, ps.committed); off > 0 {
+			offs[part] = kgo.EpochOffset{Epoch: -1, Offset: off}
+		}
+	}
+	p.mu.Unlock()
+	var err error
+	p.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{p.cfg.Topic: offs},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, e error) {
+			err = e
+			if e != nil {
+				return
+			}
+			for _, t := range resp.Topics {
+				for _, pt := range t.Partitions {
+					if e := kerr.ErrorForCode(pt.ErrorCode); e != nil && err == nil {
+						err = e
+					}
+				}
+			}
+		})
 	if err != nil {
 		p.commitErrors.Add(1)
 		p.setErr(fmt.Errorf("committing: %w", err))
@@ -270,30 +346,37 @@ func (p *Processor) adjust(ctx context.Context, offsets map[string]map[int32]kgo
 	defer p.mu.Unlock()
 	for part, o := range mine {
 		committed := max(o.EpochOffset().Offset, 0)
-		start, from := committed, "committed offset"
+		flowsAt, from := committed, "committed offset"
 		if off, ok := snaps[part]; ok {
-			start, from = off, "snapshot"
-			mine[part] = kgo.NewOffset().At(start)
+			flowsAt, from = off, "snapshot"
 		} else if p.cfg.StateTopic != "" {
-			start, from = 0, "topic start"
-			mine[part] = kgo.NewOffset().AtStart()
+			flowsAt, from = 0, "topic start"
 		}
+		start := flowsAt
+		dtaAt := int64(math.MaxInt64) // no translator: nothing for it
+		if p.feeds.DTA != nil {
+			dtaAt = p.translated[part] // 0 unless the partition returns
+			start = min(start, dtaAt)
+		}
+		mine[part] = kgo.NewOffset().At(start)
 		if ps := p.owned[part]; ps != nil {
 			ps.committed, ps.next, ps.stateFrom = committed, start, from
+			ps.flowsAt, ps.dtaAt = flowsAt, dtaAt
 		}
 	}
 	return offsets, nil
 }
 
-// nextOffsets maps the owned partitions that keep(part) selects to the next offset to
-// process: where their state stands.
+// nextOffsets maps the owned partitions that keep(part) selects to the offset their flow
+// state stands at: the next to process, or the adopted snapshot's while the translator
+// catches up before it.
 func (p *Processor) nextOffsets(keep func(int32) bool) map[int32]int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := map[int32]int64{}
 	for part, ps := range p.owned {
 		if keep(part) {
-			out[part] = ps.next
+			out[part] = max(ps.next, ps.flowsAt)
 		}
 	}
 	return out
@@ -340,6 +423,12 @@ func (p *Processor) drop(m map[string][]int32, why string) {
 	}
 	p.mu.Lock()
 	for _, part := range parts {
+		if ps := p.owned[part]; ps != nil {
+			p.translated[part] = max(ps.dtaAt, ps.next) // what its stores hold of it
+			if ps.dtaAt == math.MaxInt64 {
+				delete(p.translated, part)
+			}
+		}
 		delete(p.owned, part)
 	}
 	p.mu.Unlock()

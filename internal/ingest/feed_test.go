@@ -30,7 +30,8 @@ func TestFeed(t *testing.T) {
 	rec := &feedRecorder{}
 	var plain []int64
 	procs := []Processor{rec, ProcessorFunc{ProcName: "plain", F: func(_ int, r *telemetry.Report) { plain = append(plain, r.RecvTime) }}}
-	rcv, err := New(Config{Feeds: []string{"group"}}, Deps{Processors: procs})
+	only := &feedRecorder{}
+	rcv, err := New(Config{Feeds: []string{"group", "dta"}}, Deps{Processors: procs, FeedProcessors: map[string][]Processor{"dta": {only}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +58,16 @@ func TestFeed(t *testing.T) {
 	if len(rec.nodes) != 3 || rec.nodes[2] != 12 || rec.flushes != 1 {
 		t.Fatalf("after EndBatch: %v, %d flushes", rec.nodes, rec.flushes)
 	}
+	// A feed with processors of its own hands its reports to those only.
+	d := rcv.Feed("dta")
+	d.Slot().NodeID = 99
+	d.Hand(1)
+	d.EndBatch()
+	if len(only.nodes) != 1 || only.nodes[0] != 99 || len(rec.nodes) != 3 || len(plain) != 3 || d.Worker() == f.Worker() {
+		t.Errorf("the dta feed: its own %v, the others' %v %v (workers %d %d)", only.nodes, rec.nodes, plain, d.Worker(), f.Worker())
+	}
 	st := rcv.Status()
-	if len(st.Listeners) != 1 {
+	if len(st.Listeners) != 2 {
 		t.Fatalf("listeners %+v", st.Listeners)
 	}
 	l := st.Listeners[0]

@@ -70,6 +70,9 @@ type Deps struct {
 	// Kernel is the state the listeners' XDP programs work on beside parsing, each owned
 	// (opened at its Start) by a processor: read at the Receiver's Start.
 	Kernel KernelState
+	// FeedProcessors are the processors of the feeds named (Config.Feeds) that hand their
+	// reports to only some: a feed not named here hands them to Processors.
+	FeedProcessors map[string][]Processor
 }
 
 // KernelState gives the XDP programs' state, each function nil when off and returning nil
@@ -164,7 +167,11 @@ func New(cfg Config, deps Deps) (*Receiver, error) {
 		dec, _ := wire.NewDecoder(cfg.Decoder) // validated with the listeners'; a feed decodes nothing
 		l := &listener{idx: len(c.listeners), cfg: feedListener(name), in: wire.InputReport, dec: dec}
 		w := &worker{l: l, wlog: workerLog{log: c.log}}
-		w.init(len(c.workers), dec, wire.InputReport, procs)
+		fp, ok := deps.FeedProcessors[name]
+		if !ok {
+			fp = procs
+		}
+		w.init(len(c.workers), dec, wire.InputReport, fp)
 		l.workers = append(l.workers, w)
 		c.workers = append(c.workers, w)
 		c.listeners = append(c.listeners, l)
