@@ -156,7 +156,7 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		base := genArgs
 		sr := sweepRun{param: sweepParam, values: sweepValues, flags: sf,
 			sweep: bench.Sweep{Param: sweepParam, Label: *sf.label, Mode: *mode, CPU: "collector process",
-				Conditions: sweepConditions(gcfg, *rate, sweepParam == "pps", *duration, *rounds, *mode, inNS != nil)},
+				Conditions: sweepConditions(gcfg, *rate, sweepParam, *duration, *rounds, *mode, inNS != nil)},
 			measure: func(v float64, extra []string, s *bench.Sweep) error {
 				genArgs = append(base[:len(base):len(base)], extra...) // icfg.Send sends genArgs
 				return measureSweepPoint(icfg, *mode, inNS, v, s)

@@ -176,19 +176,35 @@ func measureSweepPoint(icfg bench.IngestConfig, mode string, ns *bench.Veth, v f
 	return nil
 }
 
-// sweepConditions is the figure's subtitle: the load the sweep varies one part of.
-func sweepConditions(g gen.Config, pps float64, sweepsRate bool, d time.Duration, rounds int, mode string, veth bool) string {
+// sweepConditions is the figure's subtitle: the load the sweep varies one part of (param,
+// which reads "swept").
+func sweepConditions(g gen.Config, pps float64, param string, d time.Duration, rounds int, mode string, veth bool) string {
 	path := "loopback"
 	if veth {
 		path = "veth pair"
 	}
 	rate := "as fast as the sender can"
 	switch {
-	case sweepsRate:
+	case param == "pps":
 		rate = "the rate swept"
 	case pps > 0:
 		rate = fmt.Sprintf("%g datagrams/s", pps)
 	}
-	return fmt.Sprintf("%s, %d reports/datagram, %d hops, %d flows, %d fields, %s model; %s; %s mode across a %s; %s per phase, median of %d rounds",
-		g.Format, g.Batch, g.Hops, g.Flows, g.Fields, g.Model, rate, mode, path, d, rounds)
+	load := []string{g.Format, fmt.Sprintf("%d report(s)/datagram", g.Batch)}
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"hops", g.Hops}, {"flows", g.Flows}, {"fields", g.Fields}} {
+		if p.name == param {
+			load = append(load, p.name+" swept")
+		} else {
+			load = append(load, fmt.Sprintf("%d %s", p.v, p.name))
+		}
+	}
+	model := g.Model + " model"
+	if param == "vary" {
+		model += ", vary swept"
+	}
+	return fmt.Sprintf("%s, %s; %s; %s mode across a %s; %s per phase, median of %d rounds",
+		strings.Join(load, ", "), model, rate, mode, path, d, rounds)
 }

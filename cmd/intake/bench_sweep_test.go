@@ -33,7 +33,7 @@ func TestBenchSweep(t *testing.T) {
 		t.Fatalf("%v: %q", err, out)
 	}
 	if s.Param != "pps" || s.Label != "now" || s.Mode != "socket" || s.CPU != "collector process" || len(s.Points) != 2 ||
-		!strings.Contains(s.Conditions, "socket mode across a loopback") {
+		!strings.Contains(s.Conditions, "tr2.0, 1 report(s)/datagram, 5 hops, ") || !strings.Contains(s.Conditions, "; the rate swept; socket mode across a loopback") {
 		t.Fatalf("sweep %+v", s)
 	}
 	for i, want := range []float64{1000, 2000} {
