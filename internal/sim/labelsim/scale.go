@@ -20,27 +20,37 @@ import (
 // emulator.
 
 // fatTreeKs are the fat-tree sizes of Figs. 20 and 21.
-var fatTreeKs = []float64{4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24}
+var fatTreeKs = []float64{4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30}
 
 // Generators is how many probe generators each system needs on a k-ary fat tree (Fig. 20):
-// INT-label none (it labels user packets); INT-path one per odd-degree vertex of the switch
-// graph, at least one (its Euler trails start and end at odd vertices; an edge switch has
-// k/2 switch links, so its degree is odd when k/2 is); Pingmesh one agent per host and one
-// per ToR (the paper: "positively correlated with the sum of the number of hosts and ToR
-// switches"); HULA one per ToR.
+// INT-label none (it labels user packets); INT-path one per odd-degree vertex, at least one
+// (its Euler trails start and end at odd vertices: in a fat tree with its hosts every switch
+// has degree k and every host degree 1, so the k³/4 hosts); Pingmesh one agent per host and
+// one per ToR (the paper: "positively correlated with the sum of the number of hosts and ToR
+// switches"); HULA one per ToR. The authors' data (k = 10, 20, 30) are these counts exactly.
 func Generators(k int) (intLabel, intPath, pingmesh, hula int) {
 	tors, hosts := k*k/2, k*k*k/4
-	intPath = 1
-	if (k/2)%2 == 1 {
-		intPath = tors // the edge switches are the odd vertices
-	}
-	return 0, intPath, hosts + tors, tors
+	return 0, max(hosts, 1), hosts + tors, tors
 }
+
+// The authors' data for Figs. 20 and 21 (their Fig.13.14/data.xlsx) at k = 10, 20, 30:
+// probe generators, and bandwidth in Mb/s.
+var (
+	paperKs       = []float64{10, 20, 30}
+	paperGenPath  = []float64{250, 2000, 6750}
+	paperGenPing  = []float64{300, 2200, 7200}
+	paperGenHULA  = []float64{50, 200, 450}
+	paperBWLabel  = []float64{32.1, 256.8, 866.7}
+	paperBWPath   = []float64{43.3, 346.4, 1169}
+	paperBWPing   = []float64{22.08, 369.9, 1898}
+	paperBWHULA   = []float64{6016, 3.983e5, 4.583e6}
+	updatesPerSec = 10.0 // Fig. 21's models: one network-wide update per 100 ms
+)
 
 // Fig. 20: probe generators against fat-tree size.
 func fig20(o Options) (Figure, error) {
 	fig := Figure{ID: "fig20", Title: "Probe generators vs fat tree k", XLabel: "k", YLabel: "probe generators",
-		Conditions: "model (Generators): INT-label 0; INT-path the odd vertices of the switch graph (at least 1); Pingmesh hosts + ToRs; HULA ToRs",
+		Conditions: "model (Generators): INT-label 0; INT-path the odd-degree vertices (the k³/4 hosts); Pingmesh hosts + ToRs; HULA ToRs",
 		Paper:      "INT-label 0 at every size; Pingmesh the most; INT-path and HULA lower"}
 	names := []string{"INT-label", "INT-path", "Pingmesh", "HULA"}
 	ss := make([]Series, len(names))
@@ -53,8 +63,9 @@ func fig20(o Options) (Figure, error) {
 			ss[i].X, ss[i].Y = append(ss[i].X, k), append(ss[i].Y, float64(v))
 		}
 	}
-	fig.Series = ss
-	fig.Intake = fmt.Sprintf("k = 24: INT-label 0, INT-path %g, Pingmesh %g, HULA %g; INT-path is 1 when k/2 is even", last(ss[1].Y), last(ss[2].Y), last(ss[3].Y))
+	fig.Series = append(ss, paperSeries("INT-path", paperKs, paperGenPath), paperSeries("Pingmesh", paperKs, paperGenPing), paperSeries("HULA", paperKs, paperGenHULA))
+	a, b, c, d := Generators(30)
+	fig.Intake = fmt.Sprintf("k = 30: INT-label %d, INT-path %d, Pingmesh %d, HULA %d (the authors' 0, 6750, 7200, 450)", a, b, c, d)
 	return fig, nil
 }
 
@@ -79,10 +90,13 @@ const (
 //     E[Z | Z > 0] items, §4.3 Base B with F1 at T_s/T = 1/2, k's own P(H));
 //   - INT-path: probes along Euler trails over every switch-switch link once, re-sent when a
 //     probe reaches the MTU (1,500 bytes: 44 items), each hop adding an item;
-//   - HULA: every ToR's probe is flooded up and down, crossing every switch-switch link once:
-//     k²/2 probes × k³/2 links × 64 bytes;
-//   - Pingmesh: every host pings the hosts of its own ToR and one host of every other ToR,
-//     a request and a reply of 64 bytes over the path's links.
+//   - HULA: every ToR's probe is multicast without suppression: up to its k/2 aggregation
+//     switches, from each to the other k/2 − 1 ToRs of the pod and to its k/2 cores, from each
+//     core to the aggregation switch of every other pod, and from each of those copies to the
+//     pod's k/2 ToRs: 64 bytes a link, k²/2 probes (grows as k⁶, as the authors' data do);
+//   - Pingmesh: every host pings the hosts of its own ToR, and every pair of ToRs is pinged
+//     once (its ToR-pair level): a request and a reply of 64 bytes over the path's links
+//     (grows as k⁴, as the authors' data do).
 func Bandwidth(k int) (intLabel, intPath, hula, pingmesh float64) {
 	h := HopDist(k)
 	kf := float64(k)
@@ -107,20 +121,21 @@ func Bandwidth(k int) (intLabel, intPath, hula, pingmesh float64) {
 		n := math.Min(left, maxItems) // links of this probe
 		intPath += n*(probeHdr+intHdr) + itemBytes*n*(n+1)/2
 	}
-	hula = kf * kf / 2 * links * hulaBytes
 	tors := kf * kf / 2
-	// Same ToR: 1 link... host→edge→host is 2 links; other ToRs: 4 (same pod) or 6.
+	perProbe := half + half*(half-1) + half*half + half*half*(kf-1) + half*half*(kf-1)*half
+	hula = tors * perProbe * hulaBytes
+	// Links of a ping's path: host→edge→host 2; other ToR of the pod 4; other pod 6.
 	sameTor := half * (half - 1) * tors * 2
-	otherPod := (half - 1) * 4
-	otherPods := (kf - 1) * half * 6
-	pingmesh = 2 * pingBytes * (sameTor + kf*kf*kf/4*(otherPod+otherPods))
+	podPairs := tors * (half - 1) * 4        // ordered ToR pairs in one pod
+	otherPairs := tors * (kf - 1) * half * 6 // ordered ToR pairs across pods
+	pingmesh = 2 * pingBytes * (sameTor + (podPairs+otherPairs)/2)
 	return
 }
 
 // Fig. 21: telemetry bandwidth against fat-tree size.
 func fig21(o Options) (Figure, error) {
-	fig := Figure{ID: "fig21", Title: "Telemetry bandwidth per network-wide update vs fat tree k", XLabel: "k", YLabel: "bytes over all links (log10)",
-		Conditions: fmt.Sprintf("model (Bandwidth): one update of every switch port; items %d B, INT header %d B, probe headers %d B, HULA and Pingmesh probes %d B; y = log10 of the bytes", itemBytes, intHdr, probeHdr, hulaBytes),
+	fig := Figure{ID: "fig21", Title: "Telemetry bandwidth vs fat tree k", XLabel: "k", YLabel: "log10 of Mb/s over all links",
+		Conditions: fmt.Sprintf("model (Bandwidth): one update of every switch port per 100 ms; items %d B, INT header %d B, probe headers %d B, HULA and Pingmesh probes %d B; y = log10 of the Mb/s summed over links", itemBytes, intHdr, probeHdr, hulaBytes),
 		Paper:      "HULA always the most; Pingmesh good at small sizes, worse as they grow; INT-path ~35% more than INT-label; INT-label the least"}
 	names := []string{"INT-label", "INT-path", "HULA", "Pingmesh"}
 	ss := make([]Series, len(names))
@@ -131,14 +146,23 @@ func fig21(o Options) (Figure, error) {
 	for _, k := range fatTreeKs {
 		a, b, c, d := Bandwidth(int(k))
 		for i, v := range []float64{a, b, c, d} {
-			ss[i].X, ss[i].Y = append(ss[i].X, k), append(ss[i].Y, math.Log10(v))
+			ss[i].X, ss[i].Y = append(ss[i].X, k), append(ss[i].Y, math.Log10(v*8*updatesPerSec/1e6))
 		}
 		ratio = append(ratio, b/a)
 	}
-	fig.Series = ss
-	fig.Intake = fmt.Sprintf("INT-path / INT-label: %.2f at k = 4, %.2f at k = 24; least to most at k = 4: %s; at k = 24: %s",
-		ratio[0], last(ratio), order(ss, 0), order(ss, len(fatTreeKs)-1))
+	fig.Series = append(ss, paperSeries("INT-label", paperKs, log10s(paperBWLabel)), paperSeries("INT-path", paperKs, log10s(paperBWPath)),
+		paperSeries("HULA", paperKs, log10s(paperBWHULA)), paperSeries("Pingmesh", paperKs, log10s(paperBWPing)))
+	fig.Intake = fmt.Sprintf("INT-path / INT-label: %.2f at k = 4, %.2f at k = 30 (the authors' 1.35); least to most at k = 4: %s; at k = 30: %s; at k = 10 (Mb/s): INT-label %.1f, INT-path %.1f, HULA %.0f, Pingmesh %.1f (the authors' 32.1, 43.3, 6016, 22.1)",
+		ratio[0], last(ratio), order(ss, 0), order(ss, len(fatTreeKs)-1), math.Pow(10, ss[0].Y[3]), math.Pow(10, ss[1].Y[3]), math.Pow(10, ss[2].Y[3]), math.Pow(10, ss[3].Y[3]))
 	return fig, nil
+}
+
+func log10s(y []float64) []float64 {
+	out := make([]float64, len(y))
+	for i, v := range y {
+		out[i] = math.Log10(v)
+	}
+	return out
 }
 
 // order names the series from the least to the most Y at point i.

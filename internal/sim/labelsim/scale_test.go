@@ -6,28 +6,37 @@ import (
 	"time"
 )
 
-// Fig. 20's counts on the two smallest fat trees: k = 4 (k/2 even: INT-path needs one
-// generator) and k = 6 (the 18 edge switches have odd degree 3).
+// Fig. 20's counts: on k = 4 and 6, and the authors' data at k = 10, 20, 30 exactly.
 func TestGenerators(t *testing.T) {
-	for _, c := range []struct{ k, label, path, ping, hula int }{{4, 0, 1, 24, 8}, {6, 0, 18, 72, 18}} {
+	for _, c := range []struct{ k, label, path, ping, hula int }{{4, 0, 16, 24, 8}, {6, 0, 54, 72, 18}} {
 		a, b, p, h := Generators(c.k)
 		if a != c.label || b != c.path || p != c.ping || h != c.hula {
 			t.Errorf("k = %d: %d %d %d %d, want %d %d %d %d", c.k, a, b, p, h, c.label, c.path, c.ping, c.hula)
 		}
 	}
-}
-
-// Fig. 21's models: INT-label the least at every size, HULA's and Pingmesh's probes grow
-// faster than INT-label's items (k²/2 probes over k³/2 links; a host's pings to every ToR).
-func TestBandwidth(t *testing.T) {
-	for _, k := range []int{4, 8, 24} {
-		l, p, h, m := Bandwidth(k)
-		if !(l < p && l < h && l < m) {
-			t.Errorf("k = %d: INT-label %v, INT-path %v, HULA %v, Pingmesh %v", k, l, p, h, m)
+	for i, k := range paperKs {
+		a, b, p, h := Generators(int(k))
+		if a != 0 || float64(b) != paperGenPath[i] || float64(p) != paperGenPing[i] || float64(h) != paperGenHULA[i] {
+			t.Errorf("k = %v: %d %d %d %d", k, a, b, p, h)
 		}
 	}
-	// HULA at k = 4: 8 ToRs × 32 links × 64 bytes.
-	if _, _, h, _ := Bandwidth(4); h != 8*32*64 {
+}
+
+// Fig. 21's models: INT-label the least at every size; at k = 30 the authors' order
+// (INT-label < INT-path < Pingmesh < HULA); HULA's probes multicast without suppression.
+func TestBandwidth(t *testing.T) {
+	for _, k := range fatTreeKs {
+		l, p, h, m := Bandwidth(int(k))
+		if !(l < p && l < h && l < m) {
+			t.Errorf("k = %v: INT-label %v, INT-path %v, HULA %v, Pingmesh %v", k, l, p, h, m)
+		}
+	}
+	if l, p, h, m := Bandwidth(30); !(l < p && p < m && m < h) {
+		t.Errorf("k = 30: INT-label %v, INT-path %v, HULA %v, Pingmesh %v", l, p, h, m)
+	}
+	// HULA at k = 4: 8 ToRs × (2 up + 2 across the pod + 4 to cores + 12 to other pods + 24
+	// down) links × 64 bytes.
+	if _, _, h, _ := Bandwidth(4); h != 8*44*64 {
 		t.Errorf("HULA at k = 4: %v", h)
 	}
 }
