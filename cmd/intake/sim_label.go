@@ -102,7 +102,7 @@ func runSimLabelDist(args []string, stdout, stderr io.Writer) error {
 
 func runSimLabel(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("sim label", simUsage("ID,...")+" [--seed N] [--long] [--testbed] [--rate MBPS] [--coverage active|fixed]", stdout)
-	figs := fs.String("figure", "", "the figures to reproduce, `ID,...` (default all): "+strings.Join(labelsim.IDs(), ", "))
+	figs := fs.String("figure", "", "the figures to reproduce, `ID,...` (default all): "+strings.Join(labelsim.IDs(), ", ")+"; fig7-8 names fig7 and fig8")
 	cli.Alias(fs, "fig", "figure", stderr)
 	so := addSimOutput(fs)
 	seed := fs.Uint64("seed", 1, "the PCG `SEED`")

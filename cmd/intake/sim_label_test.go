@@ -125,6 +125,11 @@ func TestSimLabelPaperSetup(t *testing.T) {
 		t.Errorf("--testbed: %q %s", cond, got)
 	}
 	var out, errb bytes.Buffer
+	// fig7-8, the one panel Figs. 7 and 8 once shared, names both.
+	if code := run([]string{"sim", "label", "--figure", "fig7-8", "--json", "--quiet"}, &out, &errb); code != 0 || !strings.Contains(out.String(), `"id": "fig7"`) || !strings.Contains(out.String(), `"id": "fig8"`) {
+		t.Errorf("--figure fig7-8: exit %d, %.300s", code, out.String())
+	}
+	out.Reset()
 	if code := run([]string{"sim", "label", "--coverage", "all"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `--coverage "all": must be active or fixed`) {
 		t.Errorf("--coverage all: exit %d, %q", code, errb.String())
 	}
