@@ -140,3 +140,19 @@ func TestFig6Saturation(t *testing.T) {
 		}
 	}
 }
+
+// Why Fig. 18's two-axis crossing is no evidence (issue 32): any rising series and any
+// falling one over the same x, each rescaled to its own span, cross, whatever their values;
+// the suite checks the trends instead (TestSuite).
+func TestCrossingIsAnyPair(t *testing.T) {
+	x := []float64{0, 0.25, 0.5, 0.75, 1}
+	for _, c := range []struct{ up, down []float64 }{
+		{[]float64{1, 2, 3, 4, 5}, []float64{50, 40, 30, 20, 10}},
+		{[]float64{1, 1.1, 1.2, 1.3, 100}, []float64{9, 8.9, 8.8, 8.7, 8.6}},
+		{[]float64{2826, 2883, 3028, 3340, 3800}, []float64{8147, 7577, 7154, 6870, 6676}},
+	} {
+		if v := Crossing(Series{X: x, Y: c.up}, Series{X: x, Y: c.down}); !(v > 0 && v < 1) {
+			t.Errorf("%v and %v: crossing %v", c.up, c.down, v)
+		}
+	}
+}
