@@ -67,6 +67,7 @@ func BenchmarkInlet(b *testing.B) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	in.flushOlder(time.Now().Add(time.Hour))
 	if err := in.cl.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}

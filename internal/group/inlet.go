@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -46,35 +47,50 @@ func (c *Config) brokers(d *Deps) []string {
 }
 
 // Inlet produces every report the receive path decodes to the raw topic: it is the inlet
-// role's only processor. Process is on the hot path: it encodes the report into a record
-// taken from a pool (no allocation once the pool is warm) and hands it to the producer
-// without waiting; when the producer holds Buffered reports the report is dropped and
-// counted.
+// role's only processor. Process is on the hot path: it appends the report to its worker's
+// frame for the report's partition (frame.go), and a frame goes to the producer, without
+// waiting, when it is full or has waited cfg.Linger; records come from a pool, so nothing
+// is allocated per report once it is warm. When Buffered reports are unacknowledged, a
+// frame is dropped and its reports counted.
 type Inlet struct {
 	cfg  Config
 	deps Deps
 	cl   *kgo.Client
 	// parts is the raw topic's partition count, read at Start.
-	parts atomic.Int32
+	parts int32
 
 	workers []inletWorker
 	pool    sync.Pool
+	stop    chan struct{}
+	done    chan struct{}
 
+	inflight                  atomic.Int64 // reports handed to the producer, not yet acknowledged or failed
 	produced, dropped, failed atomic.Uint64
 	lastErr                   atomic.Pointer[string]
 }
 
+// inletWorker is one receive worker's frames, one per partition. Its lock is the worker's
+// but for the linger flush, which takes it every cfg.Linger.
 type inletWorker struct {
+	mu        sync.Mutex
+	frames    []frame
 	offered   uint64 // the worker's own count
 	published atomic.Uint64
-	_         [48]byte
+	_         [40]byte
+}
+
+// frame is a record being filled with one partition's reports.
+type frame struct {
+	rec   *kgo.Record
+	count int
+	since time.Time
 }
 
 // NewInlet builds the inlet of cfg (validated, role inlet). It connects at Start.
 func NewInlet(cfg Config, deps Deps) *Inlet {
 	deps.fill()
 	in := &Inlet{cfg: cfg, deps: deps, workers: make([]inletWorker, max(deps.Workers, 1))}
-	in.pool.New = func() any { return &kgo.Record{Key: make([]byte, 0, 40), Value: make([]byte, 0, 512)} }
+	in.pool.New = func() any { return &kgo.Record{Value: make([]byte, 0, 16<<10)} }
 	if reg := deps.Metrics; reg != nil {
 		c := reg.Counter("intake_group_inlet_reports_total", "Reports the inlet offered to the raw topic, by outcome (produced: acknowledged; dropped: the producer's buffer was full; failed: the brokers did not take it in time).", "outcome")
 		c.Func(func() float64 { return float64(in.produced.Load()) }, "produced")
@@ -94,7 +110,7 @@ func (in *Inlet) Start(ctx context.Context) error {
 		kgo.ClientID(clientID(in.cfg.Name, "inlet")),
 		kgo.ProducerBatchCompression(compression[in.cfg.Compression]),
 		kgo.ProducerBatchMaxBytes(int32(in.cfg.BatchBytes)),
-		kgo.MaxBufferedRecords(in.cfg.Buffered),
+		kgo.MaxBufferedRecords(in.cfg.Buffered), // frames: never fewer than reports; Buffered counts reports itself
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 	}, in.deps.Auth...)
@@ -110,8 +126,12 @@ func (in *Inlet) Start(ctx context.Context) error {
 		cl.Close()
 		return err
 	}
-	in.parts.Store(n)
-	in.cl = cl
+	in.parts, in.cl = n, cl
+	for i := range in.workers {
+		in.workers[i].frames = make([]frame, n)
+	}
+	in.stop, in.done = make(chan struct{}), make(chan struct{})
+	go in.linger()
 	in.deps.Logger.Info("inlet: producing every report to the raw topic", "topic", in.cfg.Topic, "partitions", n,
 		"brokers", fmt.Sprint(in.cfg.brokers(&in.deps)))
 	return nil
@@ -136,27 +156,56 @@ func topicPartitions(ctx context.Context, cl *kgo.Client, topic string) (int32, 
 	return int32(len(t.Partitions)), nil
 }
 
-// Stop waits for what the producer holds (within ctx) and disconnects.
+// Stop sends every frame, waits for what the producer holds (within ctx) and disconnects.
+// The receive path has stopped before it.
 func (in *Inlet) Stop(ctx context.Context) error {
 	if in.cl == nil {
 		return nil
 	}
+	close(in.stop)
+	<-in.done
+	in.flushOlder(time.Now().Add(time.Hour))
 	err := in.cl.Flush(ctx)
 	in.cl.Close()
 	in.cl = nil
 	return err
 }
 
-// Process encodes r and hands it to the producer, in the partition of r's owner key.
+// Process appends r to its worker's frame for the partition of r's owner key.
 func (in *Inlet) Process(worker int, r *telemetry.Report) {
 	w := &in.workers[worker]
 	w.offered++
-	rec := in.pool.Get().(*kgo.Record)
 	var kb partition.KeyBuf
 	key := partition.ReportKey(&kb, r)
-	*rec = kgo.Record{Topic: in.cfg.Topic, Key: append(rec.Key[:0], key...), Value: rec.Value[:0],
-		Partition: int32(partition.Hash(key) % uint32(in.parts.Load()))}
-	rec.Value = appendReport(rec.Value, r)
+	part := partition.Hash(key) % uint32(in.parts)
+	w.mu.Lock()
+	f := &w.frames[part]
+	if f.rec == nil {
+		f.rec = in.pool.Get().(*kgo.Record)
+		f.rec.Value = beginFrame(f.rec.Value)
+		f.since = time.Now()
+	}
+	f.rec.Value = appendEntry(f.rec.Value, key, r)
+	if f.count++; f.count == frameMaxReports || len(f.rec.Value) >= frameMaxBytes {
+		in.send(int32(part), f)
+	}
+	w.mu.Unlock()
+}
+
+// send hands frame f of partition part to the producer (the frame's worker is locked),
+// unless Buffered reports are unacknowledged already: then its reports are dropped.
+func (in *Inlet) send(part int32, f *frame) {
+	rec, n := f.rec, f.count
+	f.rec, f.count = nil, 0
+	endFrame(rec.Value, n)
+	if in.inflight.Add(int64(n)) > int64(in.cfg.Buffered) {
+		in.inflight.Add(-int64(n))
+		in.dropped.Add(uint64(n))
+		in.pool.Put(rec)
+		return
+	}
+	rec.Topic, rec.Partition = in.cfg.Topic, part
+	rec.Key, rec.Headers, rec.Timestamp, rec.Context = nil, nil, time.Time{}, nil
 	in.cl.TryProduce(context.Background(), rec, in.promise)
 }
 
@@ -166,18 +215,51 @@ func (in *Inlet) Flush(worker int) {
 	w.published.Store(w.offered)
 }
 
-// promise counts a record's outcome and returns it to the pool.
+// linger sends the frames that have waited cfg.Linger, until Stop.
+func (in *Inlet) linger() {
+	defer close(in.done)
+	every := max(in.cfg.Linger, time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-in.stop:
+			return
+		case now := <-t.C:
+			in.flushOlder(now.Add(-in.cfg.Linger))
+		}
+	}
+}
+
+// flushOlder sends every frame begun before cut.
+func (in *Inlet) flushOlder(cut time.Time) {
+	for i := range in.workers {
+		w := &in.workers[i]
+		w.mu.Lock()
+		for p := range w.frames {
+			if f := &w.frames[p]; f.rec != nil && f.since.Before(cut) {
+				in.send(int32(p), f)
+			}
+		}
+		w.mu.Unlock()
+	}
+}
+
+// promise counts a frame's reports by outcome and returns its record to the pool.
 func (in *Inlet) promise(rec *kgo.Record, err error) {
+	n := frameCount(rec.Value)
+	in.inflight.Add(-int64(n))
 	switch {
 	case err == nil:
-		in.produced.Add(1)
+		in.produced.Add(uint64(n))
 	case errors.Is(err, kgo.ErrMaxBuffered):
-		in.dropped.Add(1)
+		in.dropped.Add(uint64(n))
 	default:
-		in.failed.Add(1)
+		in.failed.Add(uint64(n))
 		s := err.Error()
 		in.lastErr.Store(&s)
 	}
+	rec.Value = rec.Value[:0]
 	in.pool.Put(rec)
 }
 
@@ -196,7 +278,7 @@ type InletStatus struct {
 
 // Status returns the inlet's counts.
 func (in *Inlet) Status() InletStatus {
-	st := InletStatus{Topic: in.cfg.Topic, Partitions: in.parts.Load(), Produced: in.produced.Load(),
+	st := InletStatus{Topic: in.cfg.Topic, Partitions: in.parts, Produced: in.produced.Load(),
 		Dropped: in.dropped.Load(), Failed: in.failed.Load()}
 	for i := range in.workers {
 		st.Offered += in.workers[i].published.Load()

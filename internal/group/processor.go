@@ -214,16 +214,26 @@ func (p *Processor) run(ctx context.Context) {
 					if ps.from < 0 {
 						ps.from = r.Offset
 					}
-					if err := unmarshalReport(f.Slot(), r.Value); err != nil {
+					var n uint64
+					err := eachEntry(r.Value, func(_, rep []byte) error {
+						if err := unmarshalReport(f.Slot(), rep); err != nil {
+							f.Bad(len(rep))
+							bad++
+							return nil
+						}
+						f.Hand(len(rep))
+						n++
+						return nil
+					})
+					if err != nil { // the rest of the frame: one bad datagram
 						f.Bad(len(r.Value))
 						bad++
-						continue
+						p.setErr(fmt.Errorf("%s/%d at %d: %w", p.cfg.Topic, fp.Partition, r.Offset, err))
 					}
-					f.Hand(len(r.Value))
-					handed++
-					ps.records++
+					handed += n
+					ps.records += n
 					if r.Offset < ps.committed {
-						replayed++
+						replayed += n
 					}
 				}
 			})

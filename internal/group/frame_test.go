@@ -1,0 +1,82 @@
+package group
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/intake-int/intake/partition"
+	"github.com/intake-int/intake/telemetry"
+)
+
+// TestFrame: a frame carries its reports, each with its owner key, in order; its count is
+// readable alone; a damaged frame is refused with where.
+func TestFrame(t *testing.T) {
+	rs := benchReports()[:3]
+	b := beginFrame(nil)
+	var keys [][]byte
+	for i := range rs {
+		var kb partition.KeyBuf
+		k := partition.ReportKey(&kb, &rs[i])
+		keys = append(keys, append([]byte(nil), k...))
+		b = appendEntry(b, k, &rs[i])
+	}
+	endFrame(b, len(rs))
+	if frameCount(b) != 3 {
+		t.Fatalf("count %d", frameCount(b))
+	}
+	i := 0
+	err := eachEntry(b, func(key, rep []byte) error {
+		var r telemetry.Report
+		if err := unmarshalReport(&r, rep); err != nil {
+			return err
+		}
+		if string(key) != string(keys[i]) || r.Flow != rs[i].Flow || r.Seq != rs[i].Seq || r.NHops != 5 {
+			t.Errorf("entry %d: key %x report %+v", i, key, r.Flow)
+		}
+		i++
+		return nil
+	})
+	if err != nil || i != 3 {
+		t.Fatalf("%d entries: %v", i, err)
+	}
+	for _, c := range []struct {
+		frame []byte
+		want  string
+	}{
+		{b[:len(b)-1], "entry 2 of 3: truncated report"},
+		{append(append([]byte(nil), b...), 0), "1 bytes after its 3 entries"},
+		{[]byte{2, 0, 0}, "version 2, this intake reads 1"},
+		{[]byte{1, 0, 1, 40}, "entry 0 of 1: truncated key"},
+	} {
+		err := eachEntry(c.frame, func(_, _ []byte) error { return nil })
+		if !errors.Is(err, errFrame) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want %q", err, c.want)
+		}
+	}
+}
+
+// FuzzFrame: a raw record is bytes from the brokers: reading it never panics, and every
+// entry it yields lies inside it.
+func FuzzFrame(f *testing.F) {
+	rs := benchReports()[:2]
+	b := beginFrame(nil)
+	for i := range rs {
+		var kb partition.KeyBuf
+		b = appendEntry(b, partition.ReportKey(&kb, &rs[i]), &rs[i])
+	}
+	endFrame(b, 2)
+	f.Add(b)
+	f.Add([]byte{1, 0, 0})
+	f.Add([]byte{1, 255, 255, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n := 0
+		eachEntry(b, func(key, rep []byte) error {
+			n += len(key) + len(rep)
+			return nil
+		})
+		if n > len(b) {
+			t.Fatalf("entries of %d bytes in a frame of %d", n, len(b))
+		}
+	})
+}
