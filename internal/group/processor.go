@@ -50,8 +50,8 @@ const pollRecords = 4096
 // A processor killed without a revoke leaves its successor to start from its last commit:
 // the reports since then are processed twice (at-least-once; docs/scale-out.md).
 type Processor struct {
-	cfg  Config
-	deps Deps
+	cfg   Config
+	deps  Deps
 	feeds Feeds
 
 	cl     *kgo.Client
