@@ -3,12 +3,12 @@
 // receives and decodes reports as a single collector does and produces every one, in
 // telemetry.Report's binary form, to the raw topic, in the partition of its owner key
 // (package partition: CRC-32C of the key issue 17 defined, modulo the topic's partitions),
-// so that a flow and its DTA postcards stay together. A processor joins the consumer group
-// on that topic (the cooperative-sticky balancer) and hands the reports of the partitions
-// it is assigned to the processors through an ingest feed, as a listener's worker would;
-// it commits what it has processed every commit_interval and before giving a partition up.
-// Queries find a key's owner from the group's assignment (Membership, for the cluster
-// package's router).
+// so that a flow and its DTA postcards stay together; reports travel in frames (frame.go).
+// A processor joins the consumer group on that topic (the cooperative-sticky balancer) and
+// hands the reports of the partitions it is assigned to the processors through ingest
+// feeds, as a listener's worker would. Its state follows its partitions (state.go):
+// snapshots of the flow cache on a compacted topic, the DTA stores by replay. Queries find
+// a key's owner from the group's assignment (Members, a cluster.Membership).
 //
 // The papers' collectors partition keys across collectors (DART §3, DTA §3); this package
 // lets Kafka keep the partitions, their replicas and the group's membership instead of a

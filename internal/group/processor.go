@@ -47,8 +47,10 @@ const pollRecords = 4096
 // the offsets it has processed every commit_interval and, before a partition is taken from
 // it, in the group's revoke callback: rebalances are blocked while a poll's records are
 // processed (kgo.BlockRebalanceOnPoll), so what it commits is what the processors have seen.
-// A processor killed without a revoke leaves its successor to start from its last commit:
-// the reports since then are processed twice (at-least-once; docs/scale-out.md).
+// Its state follows its partitions (state.go): a partition's next owner adopts its latest
+// snapshot and fetches it from the snapshot's offset, so a processor killed without a
+// revoke costs its successor a replay, not a loss; events of replayed reports are sent
+// again (at least once; docs/scale-out.md).
 type Processor struct {
 	cfg   Config
 	deps  Deps
