@@ -12,7 +12,8 @@ import (
 // axes follow the paper's figure where it fixes them (Fig. 11's and Fig. 12's coverage),
 // the data's otherwise. Figs. 6 and 10 put coverage on the left axis and INT bandwidth on a
 // right-hand one, as the paper does, each axis fitted to its own quantity (near 1 and near 0
-// on one axis, neither would show its differences); Fig. 22 stacks its panels (a) and (b).
+// on one axis, neither would show its differences), and Fig. 18 its two counts; Fig. 22
+// stacks its panels (a) and (b).
 // Figs. 17 and 19 are counts per category (labeling
 // times 1-5; F1, F2, F3), drawn as grouped bars.
 func (f *Figure) Chart() *plot.Chart {
@@ -26,6 +27,10 @@ func (f *Figure) Chart() *plot.Chart {
 	case "fig22":
 		// The paper's panels (a) packets and (b) extra bits, stacked on one hops axis.
 		twoPanels(c, "packets", plot.Axis{Label: "extra bits"}, "bits")
+	case "fig18":
+		// The paper's two axes, on which its "cross point" is drawn (a property of the two
+		// scales, not of the counts: docs/label-results.md).
+		twinAxes(c, "labeled packets", plot.Axis{Label: "labeling times"}, "labeling times")
 	case "fig11":
 		c.Y.Min, c.Y.Max = 0.82, 1.02 // the authors' plot
 	case "fig12":
