@@ -25,7 +25,7 @@ const frameVersion = 1
 // Frame bounds: an inlet ends a frame at frameMaxReports reports or frameMaxBytes bytes.
 const (
 	frameMaxReports = 1024
-	frameMaxBytes   = 256 << 10
+	frameMaxBytes   = 64 << 10
 	frameHeader     = 3 // the version and the count
 )
 

@@ -74,6 +74,7 @@ type Inlet struct {
 type inletWorker struct {
 	mu        sync.Mutex
 	frames    []frame
+	kb        partition.KeyBuf
 	offered   uint64 // the worker's own count
 	published atomic.Uint64
 	_         [40]byte
@@ -90,7 +91,7 @@ type frame struct {
 func NewInlet(cfg Config, deps Deps) *Inlet {
 	deps.fill()
 	in := &Inlet{cfg: cfg, deps: deps, workers: make([]inletWorker, max(deps.Workers, 1))}
-	in.pool.New = func() any { return &kgo.Record{Value: make([]byte, 0, 16<<10)} }
+	in.pool.New = func() any { return &kgo.Record{Value: make([]byte, 0, frameMaxBytes+8<<10)} } // a frame never grows
 	if reg := deps.Metrics; reg != nil {
 		c := reg.Counter("intake_group_inlet_reports_total", "Reports the inlet offered to the raw topic, by outcome (produced: acknowledged; dropped: the producer's buffer was full; failed: the brokers did not take it in time).", "outcome")
 		c.Func(func() float64 { return float64(in.produced.Load()) }, "produced")
@@ -175,8 +176,7 @@ func (in *Inlet) Stop(ctx context.Context) error {
 func (in *Inlet) Process(worker int, r *telemetry.Report) {
 	w := &in.workers[worker]
 	w.offered++
-	var kb partition.KeyBuf
-	key := partition.ReportKey(&kb, r)
+	key := partition.ReportKey(&w.kb, r) // the worker's own buffer: a local one escapes (crc32)
 	part := partition.Hash(key) % uint32(in.parts)
 	w.mu.Lock()
 	f := &w.frames[part]

@@ -1,0 +1,233 @@
+package group
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/intake-int/intake/internal/gen"
+	"github.com/intake-int/intake/pcap"
+	"github.com/intake-int/intake/telemetry"
+	"github.com/intake-int/intake/wire"
+)
+
+// meaningful is r with what its counts leave out cleared (hops past NHops, labels past
+// NLabels, DTA key and data past their lengths), for comparing reports.
+func meaningful(r telemetry.Report) telemetry.Report {
+	clear(r.Hops[r.NHops:])
+	clear(r.Labels[r.NLabels:])
+	clear(r.DTA.Key[min(int(r.DTA.KeyLen), len(r.DTA.Key)):])
+	clear(r.DTA.Data[min(int(r.DTA.DataLen), len(r.DTA.Data)):])
+	return r
+}
+
+// roundTrip encodes r and decodes it into a report that held another one before.
+func roundTrip(t *testing.T, r *telemetry.Report) telemetry.Report {
+	t.Helper()
+	b := appendReport(nil, r)
+	got := fill(7) // a used report: unmarshalReport must overwrite all of it
+	if err := unmarshalReport(&got, b); err != nil {
+		t.Fatalf("%v (%d bytes)", err, len(b))
+	}
+	return got
+}
+
+// fill is a report with every field set (to values derived from seed, within each field's
+// range), every hop and INT-label item used, the DTA key and data full.
+func fill(seed uint64) telemetry.Report {
+	var r telemetry.Report
+	n := seed
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Struct:
+			for i := range v.NumField() {
+				walk(v.Field(i))
+			}
+		case reflect.Array:
+			for i := range v.Len() {
+				walk(v.Index(i))
+			}
+		case reflect.Bool:
+			v.SetBool(true)
+		case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			n = n*6364136223846793005 + 1442695040888963407
+			v.SetUint(n>>(64-v.Type().Bits()) | 1)
+		case reflect.Int64:
+			n = n*6364136223846793005 + 1442695040888963407
+			v.SetInt(int64(n))
+		default:
+			panic("fill: " + v.Kind().String())
+		}
+	}
+	walk(reflect.ValueOf(&r).Elem())
+	r.NHops, r.NLabels = telemetry.MaxHops, telemetry.MaxLabelItems
+	r.DTA.KeyLen, r.DTA.DataLen = telemetry.MaxDTAKey, telemetry.MaxDTAData
+	return r
+}
+
+// TestReportBinary: every field of a report survives its binary form, with every hop,
+// label item and DTA byte in use; so does an empty report; a damaged form is refused.
+func TestReportBinary(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		r := fill(seed)
+		if got := roundTrip(t, &r); !reflect.DeepEqual(got, r) {
+			t.Errorf("seed %d: the round trip changed the report:\n got %+v\nwant %+v", seed, got, r)
+		}
+	}
+	var empty telemetry.Report
+	if got := roundTrip(t, &empty); !reflect.DeepEqual(meaningful(got), empty) {
+		t.Errorf("empty report: %+v", got)
+	}
+	r := fill(1)
+	b := appendReport(nil, &r)
+	for _, c := range []struct {
+		b    []byte
+		want string
+	}{
+		{b[:len(b)-1], "truncated or out of range"},
+		{append(append([]byte(nil), b...), 9), "1 bytes after it"},
+		{append([]byte{2}, b[1:]...), "version 2, this intake reads 1"},
+		{nil, "version -1"},
+	} {
+		var got telemetry.Report
+		if err := unmarshalReport(&got, c.b); !errors.Is(err, errReport) || !bytes.Contains([]byte(err.Error()), []byte(c.want)) {
+			t.Errorf("got %v, want %q", err, c.want)
+		}
+	}
+}
+
+// TestReportBinaryCaptures: every report of the golden captures and of the third-party
+// captures, decoded as a listener decodes it, comes back the same from its binary form.
+func TestReportBinaryCaptures(t *testing.T) {
+	paths, _ := filepath.Glob("../../testdata/golden/*.pcap")
+	more, _ := filepath.Glob("../../../shared/captures/*.pcap")
+	paths = append(paths, more...)
+	if len(paths) < 5 {
+		t.Fatalf("captures: %v", paths)
+	}
+	dec, err := wire.NewDecoder(wire.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, captured, size := 0, 0, 0
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd, err := pcap.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			pkt, err := rd.Next()
+			if err != nil {
+				break
+			}
+			dg, ok := pcap.UDP(pkt.Data, pkt.Link)
+			if !ok {
+				continue
+			}
+			for _, in := range []wire.Input{wire.InputReport, wire.InputINTMD, wire.InputDTA, wire.InputLabel} {
+				rs, _ := dec.DecodeAll(in, dg.Payload)
+				for i := range rs {
+					rs[i].RecvTime = pkt.Time.UnixNano()
+					want := meaningful(rs[i])
+					got := roundTrip(t, &rs[i])
+					if !reflect.DeepEqual(meaningful(got), want) {
+						t.Fatalf("%s: a report changed:\n got %+v\nwant %+v", filepath.Base(p), got, want)
+					}
+					n++
+					captured++
+					size += len(appendReport(nil, &rs[i]))
+				}
+			}
+		}
+		f.Close()
+	}
+	// And the generator's every format, decoded as a listener decodes them.
+	for _, format := range gen.Formats {
+		for _, hops := range []int{1, 5, 8} {
+			c := gen.DefaultConfig()
+			c.Format, c.Hops, c.Flows = format, hops, 16
+			g, err := gen.New(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gd, _ := wire.NewDecoder(g.WireConfig())
+			err = g.Walk(64, func(_ uint64, b []byte, _ []telemetry.Report) error {
+				rs, _ := gd.DecodeAll(g.Input(), b)
+				for i := range rs {
+					want := meaningful(rs[i])
+					if got := roundTrip(t, &rs[i]); !reflect.DeepEqual(meaningful(got), want) {
+						t.Fatalf("%s, %d hops: a report changed:\n got %+v\nwant %+v", format, hops, got, want)
+					}
+					n++
+				}
+				return nil
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n < 900 || captured < 25 {
+		t.Fatalf("only %d reports, %d of them from the captures", n, captured)
+	}
+	t.Logf("%d reports; those of the captures %d bytes each on average", n, size/captured)
+}
+
+// FuzzReportBinary: a report's binary form comes from the brokers: reading any bytes never
+// panics, and what is read encodes to a form that reads back the same.
+func FuzzReportBinary(f *testing.F) {
+	for _, seed := range []uint64{1, 5} {
+		r := fill(seed)
+		f.Add(appendReport(nil, &r))
+	}
+	for _, r := range benchReports()[:4] {
+		f.Add(appendReport(nil, &r))
+	}
+	f.Add([]byte{1, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r telemetry.Report
+		if unmarshalReport(&r, b) != nil {
+			return
+		}
+		b2 := appendReport(nil, &r)
+		var r2 telemetry.Report
+		if err := unmarshalReport(&r2, b2); err != nil {
+			t.Fatalf("re-encoded form refused: %v", err)
+		}
+		if !reflect.DeepEqual(meaningful(r2), meaningful(r)) {
+			t.Fatalf("round trip changed the report")
+		}
+	})
+}
+
+// BenchmarkReportAppend encodes one 5-hop TR v2.0 report over and over: the inlet encodes
+// the report it has just decoded, in cache.
+func BenchmarkReportAppend(b *testing.B) {
+	rs := benchReports()
+	buf := make([]byte, 0, 1024)
+	b.ReportAllocs()
+	for range b.N {
+		buf = appendReport(buf[:0], &rs[0])
+	}
+	b.ReportMetric(float64(len(buf)), "bytes")
+}
+
+func BenchmarkReportUnmarshal(b *testing.B) {
+	rs := benchReports()
+	enc := appendReport(nil, &rs[0])
+	var r telemetry.Report
+	b.ReportAllocs()
+	for range b.N {
+		if err := unmarshalReport(&r, enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
