@@ -89,7 +89,7 @@ func parseKey(k string) (p int32, chunk int, ok bool) {
 		return 0, 0, false
 	}
 	ps, cs, isChunk := strings.Cut(s, ".")
-	n, err := strconv.Atoi(ps)
+	n, err := strconv.ParseInt(ps, 10, 32) // a partition is an int32: a longer number is not one
 	if err != nil || n < 0 {
 		return 0, 0, false
 	}
