@@ -1,8 +1,9 @@
+//go:build unix
+
 package group
 
 import (
 	"context"
-	"net/netip"
 	"syscall"
 	"testing"
 	"time"
@@ -11,29 +12,7 @@ import (
 
 	"github.com/intake-int/intake/internal/kfaketest"
 	"github.com/intake-int/intake/partition"
-	"github.com/intake-int/intake/telemetry"
 )
-
-// benchFlows is the flows the inlet benchmarks spread their reports over.
-const benchFlows = 4096
-
-// benchReports are 5-hop TR v2.0 reports of benchFlows flows.
-func benchReports() []telemetry.Report {
-	rs := make([]telemetry.Report, benchFlows)
-	for i := range rs {
-		r := &rs[i]
-		r.Format, r.NodeID, r.Seq, r.RecvTime = telemetry.FormatTR20, 7, uint32(i), 1e18+int64(i)
-		r.Has |= telemetry.HasFlow
-		r.Flow = telemetry.FlowKey{Src: netip.MustParseAddr("10.0.0.1").As16(), Dst: netip.MustParseAddr("10.0.0.2").As16(),
-			SrcPort: uint16(1000 + i), DstPort: 80, Proto: 6}
-		r.NHops = 5
-		for h := range 5 {
-			r.Hops[h] = telemetry.Hop{Fields: telemetry.FNodeID | telemetry.FHopLatency | telemetry.FQueueOccupancy | telemetry.FTxUtil,
-				NodeID: uint32(h + 1), HopLatency: 300 + uint32(i), QueueOccupancy: 20, TxUtil: 30}
-		}
-	}
-	return rs
-}
 
 // cpuNs is the process's user and system CPU time so far.
 func cpuNs() int64 {
