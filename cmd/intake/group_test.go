@@ -207,6 +207,14 @@ func TestGroup(t *testing.T) {
 				if code != 200 || rec.Packets != packets[f] || h.Get(cluster.HeaderMember) != owner {
 					t.Errorf("flowcache flow %d through %s: %d %s (member %s), want %d packets from %s", f, m.name, code, b, h.Get(cluster.HeaderMember), packets[f], owner)
 				}
+				code, h, b = call(t, m.api, "/api/v1/flow?"+q)
+				var st struct {
+					Reports uint64 `json:"reports"`
+				}
+				json.Unmarshal(b, &st)
+				if code != 200 || st.Reports != packets[f] || h.Get(cluster.HeaderMember) != owner {
+					t.Errorf("detect flow %d through %s: %d %s (member %s), want %d reports from %s", f, m.name, code, b, h.Get(cluster.HeaderMember), packets[f], owner)
+				}
 				code, h, b = call(t, m.api, "/api/v1/dta/ki/"+dkey)
 				var c struct {
 					Count uint64 `json:"count"`

@@ -6,11 +6,11 @@ import (
 
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/internal/collector"
-	grouprole "github.com/intake-int/intake/internal/group"
 	"github.com/intake-int/intake/internal/detect"
 	"github.com/intake-int/intake/internal/export"
 	"github.com/intake-int/intake/internal/export/kafka"
 	"github.com/intake-int/intake/internal/export/redis"
+	grouprole "github.com/intake-int/intake/internal/group"
 	"github.com/intake-int/intake/internal/ingest"
 )
 

@@ -13,6 +13,7 @@ import (
 	"github.com/intake-int/intake/internal/dta"
 	"github.com/intake-int/intake/internal/group"
 	"github.com/intake-int/intake/internal/ingest"
+	"github.com/intake-int/intake/telemetry"
 )
 
 // The consumer group's roles (docs/scale-out.md, "Inlets and processors"): an inlet runs the
@@ -56,7 +57,10 @@ func (c *Collector) buildGroupProcessor() error {
 		return err
 	}
 	if c.FlowCache != nil {
-		gd.Flows = c.FlowCache
+		gd.States = append(gd.States, group.State{Name: "flowcache", FlowState: c.FlowCache})
+	}
+	if c.Detector != nil {
+		gd.States = append(gd.States, group.State{Name: "detect", FlowState: detectFlows{c.Detector}})
 	}
 	feeds := group.Feeds{All: c.Receiver.Feed(group.FeedName)}
 	if c.Translator != nil {
@@ -65,6 +69,15 @@ func (c *Collector) buildGroupProcessor() error {
 	c.GroupProcessor = group.NewProcessor(c.Config.Group, gd, feeds)
 	c.sources = append(c.sources, c.GroupProcessor)
 	return nil
+}
+
+// detectFlows is the detector's flows as a group.FlowState.
+type detectFlows struct{ d *detect.Detector }
+
+func (x detectFlows) ImageSize() int         { return x.d.FlowImageSize() }
+func (x detectFlows) Adopt(img []byte) error { return x.d.AdoptFlow(img) }
+func (x detectFlows) Snapshot(take func(*telemetry.FlowKey) bool, remove bool, emit func(*telemetry.FlowKey, []byte)) int {
+	return x.d.SnapshotFlows(take, remove, emit)
 }
 
 // groupFeedProcessors are a processor's feeds' processors (group.Feeds): the translator

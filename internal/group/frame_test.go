@@ -85,12 +85,12 @@ func FuzzFrame(f *testing.F) {
 // never panics, and a header that parses writes back the same bytes.
 func FuzzStateRecord(f *testing.F) {
 	h := header{offset: 42, generation: 7, chunks: 2, imageSize: 528, flows: 3}
-	f.Add("p3", h.append(nil))
-	f.Add("p3.1", []byte{1, 2})
+	f.Add("flowcache/p3", h.append(nil))
+	f.Add("detect/p3.1", []byte{1, 2})
 	f.Add("p", []byte{})
 	f.Fuzz(func(t *testing.T, key string, v []byte) {
-		if p, chunk, ok := parseKey(key); ok && (p < 0 || chunk < -1) {
-			t.Fatalf("key %q: partition %d chunk %d", key, p, chunk)
+		if state, p, chunk, ok := parseKey(key); ok && (p < 0 || chunk < -1 || state == "") {
+			t.Fatalf("key %q: state %q partition %d chunk %d", key, state, p, chunk)
 		}
 		if h, err := parseHeader(v); err == nil && string(h.append(nil)) != string(v) {
 			t.Fatalf("header %x reads as %+v", v, h)

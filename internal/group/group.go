@@ -7,8 +7,9 @@
 // A processor joins the consumer group on that topic (the cooperative-sticky balancer) and
 // hands the reports of the partitions it is assigned to the processors through ingest
 // feeds, as a listener's worker would. Its state follows its partitions (state.go):
-// snapshots of the flow cache on a compacted topic, the DTA stores by replay. Queries find
-// a key's owner from the group's assignment (Members, a cluster.Membership).
+// snapshots of the flow cache and the detector's flows on a compacted topic, the DTA stores
+// by replay. Queries find a key's owner from the group's assignment (Members, a
+// cluster.Membership).
 //
 // The papers' collectors partition keys across collectors (DART §3, DTA §3); this package
 // lets Kafka keep the partitions, their replicas and the group's membership instead of a

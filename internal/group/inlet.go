@@ -26,8 +26,9 @@ type Deps struct {
 	Auth    []kgo.Opt
 	// Workers bounds the worker argument of Process (the inlet's receive workers).
 	Workers int
-	// Flows is the processor's flow cache, whose flows follow their partitions (nil: off).
-	Flows   FlowState
+	// States are the processor's states keyed by flow, which follow their partitions
+	// through snapshots (state.go).
+	States  []State
 	Metrics *metrics.Registry
 	Logger  *slog.Logger
 }

@@ -444,8 +444,8 @@ func (p *Processor) drop(m map[string][]int32, why string) {
 		delete(p.owned, part)
 	}
 	p.mu.Unlock()
-	if fs := p.deps.Flows; fs != nil {
-		fs.Snapshot(func(k *telemetry.FlowKey) bool { return slices.Contains(parts, flowPartition(k, p.parts)) }, true,
+	for _, st := range p.deps.States {
+		st.Snapshot(func(k *telemetry.FlowKey) bool { return slices.Contains(parts, flowPartition(k, p.parts)) }, true,
 			func(*telemetry.FlowKey, []byte) {})
 	}
 	p.deps.Logger.Info("processor: partitions "+why, "partitions", fmt.Sprint(parts))

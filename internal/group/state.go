@@ -23,17 +23,24 @@ import (
 // its successor at most that much replay, and no report is missing from the state.
 //
 // The snapshots are on the compacted state topic, raw partition p in its partition
-// p mod (its partitions): a header record, key "p<p>", and chunk records, keys "p<p>.<i>",
+// p mod (its partitions). Each state (States: the flow cache's flows, the detector's flows)
+// has a header record, key "<state>/p<p>", and chunk records, keys "<state>/p<p>.<i>",
 // each starting with the header's generation, so that a loader takes only the chunks of the
-// latest header. What the state carries is the flow cache's flows (FlowState); the
-// detector's keys and the DTA stores stay with the processor that built them
-// (docs/scale-out.md says what that means for their answers).
+// latest header; a partition's snapshot is adopted only when every state has one of the
+// same generation. The DTA stores follow partitions by replay instead (processor.go).
 
-// FlowState is a flow cache whose flows can be handed over (flowcache.FlowCache).
+// FlowState is state keyed by flow that can be handed over: the flow cache
+// (flowcache.FlowCache), the detector's flows (detect.Detector, adapted).
 type FlowState interface {
 	ImageSize() int
 	Snapshot(take func(*telemetry.FlowKey) bool, remove bool, emit func(k *telemetry.FlowKey, img []byte)) int
 	Adopt(img []byte) error
+}
+
+// State is one FlowState under its name in the state topic's keys.
+type State struct {
+	Name string
+	FlowState
 }
 
 // snapshotVersion is the header's first byte.
@@ -78,28 +85,31 @@ func firstByte(b []byte) int {
 	return int(b[0])
 }
 
-func headerKey(p int32) string        { return "p" + strconv.Itoa(int(p)) }
-func chunkKey(p int32, i int) string  { return headerKey(p) + "." + strconv.Itoa(i) }
+func headerKey(state string, p int32) string { return state + "/p" + strconv.Itoa(int(p)) }
+func chunkKey(state string, p int32, i int) string {
+	return headerKey(state, p) + "." + strconv.Itoa(i)
+}
 func statePart(p, nState int32) int32 { return p % nState }
 
-// parseKey reads a state record's key: the raw partition and the chunk (-1: the header).
-func parseKey(k string) (p int32, chunk int, ok bool) {
-	s, ok := strings.CutPrefix(k, "p")
-	if !ok {
-		return 0, 0, false
+// parseKey reads a state record's key: the state, the raw partition and the chunk (-1: the
+// header).
+func parseKey(k string) (state string, p int32, chunk int, ok bool) {
+	state, s, ok := strings.Cut(k, "/p")
+	if !ok || state == "" {
+		return "", 0, 0, false
 	}
 	ps, cs, isChunk := strings.Cut(s, ".")
 	n, err := strconv.ParseInt(ps, 10, 32) // a partition is an int32: a longer number is not one
 	if err != nil || n < 0 {
-		return 0, 0, false
+		return "", 0, 0, false
 	}
 	chunk = -1
 	if isChunk {
 		if chunk, err = strconv.Atoi(cs); err != nil || chunk < 0 {
-			return 0, 0, false
+			return "", 0, 0, false
 		}
 	}
-	return int32(n), chunk, true
+	return state, int32(n), chunk, true
 }
 
 // flowPartition is the raw partition of a flow (as the inlet partitions its reports).
@@ -109,18 +119,19 @@ func flowPartition(k *telemetry.FlowKey, parts int32) int32 {
 }
 
 // writeSnapshots writes the snapshots of the raw partitions in offsets (each with the
-// offset it is taken at), removing their flows from the cache when handing them over, and
+// offset it is taken at), removing their flows from the states when handing them over, and
 // waits for the brokers to take every record.
 func (p *Processor) writeSnapshots(ctx context.Context, offsets map[int32]int64, handover bool) error {
 	if len(offsets) == 0 {
 		return nil
 	}
-	imgs := map[int32][]byte{}
-	flows := map[int32]uint32{}
-	size := 0
-	if fs := p.deps.Flows; fs != nil {
-		size = fs.ImageSize()
-		fs.Snapshot(func(k *telemetry.FlowKey) bool {
+	gen := uint64(time.Now().UnixNano())
+	var recs []*kgo.Record
+	for _, st := range p.deps.States {
+		imgs := map[int32][]byte{}
+		flows := map[int32]uint32{}
+		size := st.ImageSize()
+		st.Snapshot(func(k *telemetry.FlowKey) bool {
 			_, ok := offsets[flowPartition(k, p.parts)]
 			return ok
 		}, handover, func(k *telemetry.FlowKey, img []byte) {
@@ -128,23 +139,21 @@ func (p *Processor) writeSnapshots(ctx context.Context, offsets map[int32]int64,
 			imgs[part] = append(imgs[part], img...)
 			flows[part]++
 		})
-	}
-	gen := uint64(time.Now().UnixNano())
-	var recs []*kgo.Record
-	for part, off := range offsets {
-		b := imgs[part]
-		per := max(chunkBytes/max(size, 1), 1) * size
-		h := header{offset: off, generation: gen, imageSize: uint32(size), flows: flows[part]}
-		sp := statePart(part, p.stateParts)
-		for i := 0; len(b) > 0; i++ {
-			n := min(per, len(b))
-			v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+n), gen)
-			recs = append(recs, &kgo.Record{Topic: p.cfg.StateTopic, Partition: sp, Key: []byte(chunkKey(part, i)), Value: append(v, b[:n]...)})
-			b = b[n:]
-			h.chunks++
+		per := max(chunkBytes/size, 1) * size
+		for part, off := range offsets {
+			b := imgs[part]
+			h := header{offset: off, generation: gen, imageSize: uint32(size), flows: flows[part]}
+			sp := statePart(part, p.stateParts)
+			for i := 0; len(b) > 0; i++ {
+				n := min(per, len(b))
+				v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+n), gen)
+				recs = append(recs, &kgo.Record{Topic: p.cfg.StateTopic, Partition: sp, Key: []byte(chunkKey(st.Name, part, i)), Value: append(v, b[:n]...)})
+				b = b[n:]
+				h.chunks++
+			}
+			// The header last: a loader that finds it finds its chunks before it.
+			recs = append(recs, &kgo.Record{Topic: p.cfg.StateTopic, Partition: sp, Key: []byte(headerKey(st.Name, part)), Value: h.append(nil)})
 		}
-		// The header last: a loader that finds it finds its chunks before it.
-		recs = append(recs, &kgo.Record{Topic: p.cfg.StateTopic, Partition: sp, Key: []byte(headerKey(part)), Value: h.append(nil)})
 	}
 	if err := p.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		p.snapshotErrors.Add(1)
@@ -155,8 +164,8 @@ func (p *Processor) writeSnapshots(ctx context.Context, offsets map[int32]int64,
 }
 
 // loadSnapshots reads the latest snapshot of each raw partition in parts from the state
-// topic, puts their flows in the cache, and returns the offset each was taken at (a
-// partition without a snapshot is not in the map).
+// topic, puts its flows in the states, and returns the offset each was taken at (a
+// partition without a whole snapshot is not in the map).
 func (p *Processor) loadSnapshots(ctx context.Context, parts []int32) (map[int32]int64, error) {
 	want := map[int32]bool{}
 	sparts := map[int32]kgo.Offset{}
@@ -176,8 +185,12 @@ func (p *Processor) loadSnapshots(ctx context.Context, parts []int32) (map[int32
 			return nil, fmt.Errorf("reading %s/%d's end offset: %w", p.cfg.StateTopic, sp, e.Err)
 		}
 	}
-	headers := map[int32]header{}
-	chunks := map[int32]map[int][]byte{}
+	type skey struct {
+		state string
+		part  int32
+	}
+	headers := map[skey]header{}
+	chunks := map[skey]map[int][]byte{}
 	if len(remaining) > 0 {
 		opts := append([]kgo.Opt{kgo.SeedBrokers(p.cfg.brokers(&p.deps)...), kgo.ClientID(clientID(p.cfg.Name, "state")),
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{p.cfg.StateTopic: sparts}),
@@ -199,65 +212,74 @@ func (p *Processor) loadSnapshots(ctx context.Context, parts []int32) (map[int32
 				if end, ok := remaining[r.Partition]; ok && r.Offset+1 >= end {
 					delete(remaining, r.Partition)
 				}
-				part, chunk, ok := parseKey(string(r.Key))
+				state, part, chunk, ok := parseKey(string(r.Key))
 				if !ok || !want[part] {
 					return
 				}
+				k := skey{state, part}
 				if chunk < 0 {
 					if h, err := parseHeader(r.Value); err == nil {
-						headers[part] = h
+						headers[k] = h
 					} else {
-						p.setErr(fmt.Errorf("%s: partition %d's snapshot: %w", p.cfg.StateTopic, part, err))
+						p.setErr(fmt.Errorf("%s: partition %d's %s snapshot: %w", p.cfg.StateTopic, part, state, err))
 					}
 					return
 				}
-				if chunks[part] == nil {
-					chunks[part] = map[int][]byte{}
+				if chunks[k] == nil {
+					chunks[k] = map[int][]byte{}
 				}
-				chunks[part][chunk] = r.Value
+				chunks[k][chunk] = r.Value
 			})
 		}
 	}
 	out := map[int32]int64{}
-	for part, h := range headers {
-		if err := p.adopt(part, h, chunks[part]); err != nil {
-			p.setErr(err)
-			continue // the partition is replayed from its start: nothing of a bad snapshot is used
+next:
+	for _, part := range parts {
+		// Every state's snapshot, of one generation: a partition's states stand at one offset.
+		var first header
+		for i, st := range p.deps.States {
+			h, ok := headers[skey{st.Name, part}]
+			if !ok || i > 0 && (h.generation != first.generation || h.offset != first.offset) {
+				continue next
+			}
+			first = h
 		}
-		out[part] = h.offset
+		if len(p.deps.States) == 0 {
+			continue
+		}
+		for _, st := range p.deps.States {
+			k := skey{st.Name, part}
+			if err := p.adopt(st, part, headers[k], chunks[k]); err != nil {
+				p.setErr(err)
+				continue next // replayed from the topic's start; what was adopted is overwritten
+			}
+		}
+		out[part] = first.offset
 	}
 	return out, nil
 }
 
-// adopt puts snapshot h's flows, in chunks, in the cache.
-func (p *Processor) adopt(part int32, h header, chunks map[int][]byte) error {
-	fs := p.deps.Flows
-	if h.flows > 0 && (fs == nil || int(h.imageSize) != fs.ImageSize()) {
-		return fmt.Errorf("partition %d's snapshot holds %d flows of %d bytes: this processor's flow cache takes %d (flowcache.enabled, max_hops)", part, h.flows, h.imageSize, imageSize(fs))
+// adopt puts snapshot h's flows, in chunks, in state st.
+func (p *Processor) adopt(st State, part int32, h header, chunks map[int][]byte) error {
+	if h.flows > 0 && int(h.imageSize) != st.ImageSize() {
+		return fmt.Errorf("partition %d's %s snapshot holds flows of %d bytes: this processor's take %d (another build, or flowcache.max_hops)", part, st.Name, h.imageSize, st.ImageSize())
 	}
 	var n uint32
 	for i := range int(h.chunks) {
 		c := chunks[i]
 		if len(c) < 8 || binary.BigEndian.Uint64(c) != h.generation || (len(c)-8)%int(h.imageSize) != 0 {
-			return fmt.Errorf("partition %d's snapshot: chunk %d of %d is missing or of another snapshot", part, i, h.chunks)
+			return fmt.Errorf("partition %d's %s snapshot: chunk %d of %d is missing or of another snapshot", part, st.Name, i, h.chunks)
 		}
 		for b := c[8:]; len(b) > 0; b = b[h.imageSize:] {
-			if err := fs.Adopt(b[:h.imageSize]); err != nil {
-				return fmt.Errorf("partition %d's snapshot: %w", part, err)
+			if err := st.Adopt(b[:h.imageSize]); err != nil {
+				return fmt.Errorf("partition %d's %s snapshot: %w", part, st.Name, err)
 			}
 			n++
 		}
 	}
 	if n != h.flows {
-		return fmt.Errorf("partition %d's snapshot: %d flows in its chunks, its header says %d", part, n, h.flows)
+		return fmt.Errorf("partition %d's %s snapshot: %d flows in its chunks, its header says %d", part, st.Name, n, h.flows)
 	}
 	p.adopted.Add(uint64(n))
 	return nil
-}
-
-func imageSize(fs FlowState) int {
-	if fs == nil {
-		return 0
-	}
-	return fs.ImageSize()
 }
