@@ -121,9 +121,10 @@ func owners(t testing.TB, ps []*groupMember) map[int32]string {
 	return o
 }
 
-// settled waits until the processors hold every partition between them, as they say, and
-// every one of ask describes the group as stable with that assignment: queries through
-// any of them go to the owners. It returns the owners.
+// settled waits until the processors hold every partition between them, as they say, none
+// still replaying, and every one of ask describes the group as stable with that
+// assignment: queries through any of them go to the owners, which have rebuilt their
+// state. It returns the owners.
 func settled(t testing.TB, procs, ask []*groupMember) map[int32]string {
 	t.Helper()
 	var o map[int32]string
@@ -131,6 +132,13 @@ func settled(t testing.TB, procs, ask []*groupMember) map[int32]string {
 		o = owners(t, procs)
 		if len(o) != rawPartitions {
 			return false
+		}
+		for _, p := range procs {
+			for _, part := range groupStatus(t, p).Processor.Partitions {
+				if part.Replaying {
+					return false
+				}
+			}
 		}
 		for _, m := range ask {
 			g := groupStatus(t, m).Group

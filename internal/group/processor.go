@@ -38,6 +38,14 @@ type Feeds struct {
 	All, DTA, Rest *ingest.Feed
 }
 
+// list is the feeds there are.
+func (f Feeds) list() []*ingest.Feed {
+	if f.DTA == nil {
+		return []*ingest.Feed{f.All}
+	}
+	return []*ingest.Feed{f.All, f.DTA, f.Rest}
+}
+
 // pollRecords bounds the records one poll hands over: with rebalances blocked while a
 // poll's records are processed, it bounds how long a rebalance waits for this member.
 const pollRecords = 4096
@@ -153,10 +161,8 @@ func (p *Processor) Start(ctx context.Context) error {
 		return err
 	}
 	p.cl, p.adm = cl, kadm.NewClient(cl)
-	for _, f := range []*ingest.Feed{p.feeds.All, p.feeds.DTA, p.feeds.Rest} {
-		if f != nil {
-			f.SetSource("kafka:" + p.cfg.Topic)
-		}
+	for _, f := range p.feeds.list() {
+		f.SetSource("kafka:" + p.cfg.Topic)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	p.cancel, p.done = cancel, make(chan struct{})
@@ -240,10 +246,8 @@ func (p *Processor) run(ctx context.Context) {
 				}
 			})
 			p.mu.Unlock()
-			for _, f := range []*ingest.Feed{p.feeds.All, p.feeds.DTA, p.feeds.Rest} {
-				if f != nil {
-					f.EndBatch()
-				}
+			for _, f := range p.feeds.list() {
+				f.EndBatch()
 			}
 			// Counted once the processors have every report of the poll.
 			p.records.Add(handed)
@@ -466,6 +470,10 @@ type PartitionStatus struct {
 	// from its offset), "topic start" (no snapshot: the whole retained history) or
 	// "committed offset" (no state topic: an empty state).
 	StateFrom string `json:"state_from"`
+	// Replaying: the processor is still processing records an earlier owner processed (up
+	// to the offset committed at the assignment), rebuilding the partition's state: its
+	// answers for the partition's keys are not whole yet.
+	Replaying bool `json:"replaying"`
 }
 
 // ProcessorStatus is the processor's part of GET /api/v1/status ("group").
@@ -502,7 +510,7 @@ func (p *Processor) Status(ctx context.Context) ProcessorStatus {
 	p.mu.Lock()
 	for part, ps := range p.owned {
 		st.Partitions = append(st.Partitions, PartitionStatus{Partition: part, From: ps.from, Next: ps.next,
-			Records: ps.records, Lag: -1, Assigned: ps.assigned, StateFrom: ps.stateFrom})
+			Records: ps.records, Lag: -1, Assigned: ps.assigned, StateFrom: ps.stateFrom, Replaying: ps.next < ps.committed})
 	}
 	p.mu.Unlock()
 	slices.SortFunc(st.Partitions, func(a, b PartitionStatus) int { return int(a.Partition - b.Partition) })
