@@ -143,7 +143,7 @@ func advertise(cfg *config.Config) (string, error) {
 		return cfg.Group.Advertise, nil
 	}
 	host, _, err := net.SplitHostPort(cfg.HTTP.Address)
-	if err != nil || host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified() {
+	if ip := net.ParseIP(host); err != nil || host == "" || ip != nil && ip.IsUnspecified() {
 		return "", fmt.Errorf("group.advertise: \"\": http.address %q names no host the other members can reach: set group.advertise", cfg.HTTP.Address)
 	}
 	return cfg.HTTP.Address, nil
