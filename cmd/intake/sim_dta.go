@@ -75,10 +75,14 @@ func runSimDTA(args []string, stdout, stderr io.Writer) error {
 	vb := fs.Int("value-bytes", 4, "value width `W` in bytes (20: a 5-hop path of 4-byte ids)")
 	buckets := fs.Int("buckets", 20, "`N` age buckets")
 	scale := fs.Float64("scale", 1, "aging: scale the 100 M-key / 3 GiB case by this `FACTOR` at equal load factor")
+	store := fs.String("store", dtasim.StoreCompact, "the `STORE` written: compact (4 bytes a slot, the same answers) or real (package dta's store, 24 bytes a slot for 5-hop paths)")
 	so := addSimOutput(fs)
 	so.svgFlag(fs, stderr)
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
+	}
+	if *store != dtasim.StoreCompact && *store != dtasim.StoreReal {
+		return usageErr("--store %q: allowed are compact and real", *store)
 	}
 	asJSON, quiet := &so.json, &so.quiet
 	prog := dtasim.Progress(func(label string) func(int, int) {
@@ -91,7 +95,7 @@ func runSimDTA(args []string, stdout, stderr io.Writer) error {
 	var chart *plot.Chart
 	switch *figure {
 	case "":
-		r, err := dtasim.SimKW(dtasim.SimConfig{Slots: *slots, Keys: *keys, N: *n, Bits: *bits, ValueBytes: *vb, Buckets: *buckets, Seed: 1, Progress: prog("sim")})
+		r, err := dtasim.SimKW(dtasim.SimConfig{Slots: *slots, Keys: *keys, N: *n, Bits: *bits, ValueBytes: *vb, Buckets: *buckets, Seed: 1, Store: *store, Progress: prog("sim")})
 		if err != nil {
 			return usageErr("%v", err)
 		}
@@ -107,7 +111,7 @@ func runSimDTA(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintf(stdout, "N=%d load %.2f: success %.4f (analysis %.4f)\n", p.N, p.Load, p.Success, p.Expected)
 			}
 		}
-		res, c, err := dtasim.LoadFigure(*slots, *bits, *vb, prog, each)
+		res, c, err := dtasim.LoadFigure(*slots, *bits, *vb, *store, prog, each)
 		if err != nil {
 			return usageErr("%v", err)
 		}
@@ -121,7 +125,7 @@ func runSimDTA(args []string, stdout, stderr io.Writer) error {
 					a.Label, r.Config.Keys, r.Config.Slots, r.Bytes>>20, r.Success, r.Expected, r.Oldest.Success, r.Oldest.Bound, r.Wrong)
 			}
 		}
-		res, c, err := dtasim.AgingFigure(*scale, *n, prog, each)
+		res, c, err := dtasim.AgingFigure(*scale, *n, *store, prog, each)
 		if errors.Is(err, dtasim.ErrScale) {
 			return usageErr("--scale %g: slots (2^27 × scale) must stay a power of two", *scale)
 		}

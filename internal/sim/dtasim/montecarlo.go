@@ -11,10 +11,11 @@ import (
 )
 
 // The Monte Carlo behind `intake sim dta` (DART §5.1-5.2, DTA §6.5.2-6.5.3): K distinct keys
-// are inserted, oldest first, into a real Key-Write store of M slots (dta.AnonRegion: anonymous
-// memory, the same store code as the collector's), then queried; each answer is success (the
-// inserted value), empty (not found or ambiguous) or wrong, tallied by key age (later inserts
-// / M = α).
+// are inserted, oldest first, into a Key-Write store of M slots, then queried; each answer is
+// success (the inserted value), empty (not found or ambiguous) or wrong, tallied by key age
+// (later inserts / M = α). The store is either the collector's own (dta.AnonRegion: anonymous
+// memory, package dta's code) or, by default, its compact model, which answers every query
+// as the real one does in a sixth of the memory (compact.go).
 
 // SimConfig is one Monte Carlo run.
 type SimConfig struct {
@@ -26,6 +27,8 @@ type SimConfig struct {
 	Buckets    int    `json:"buckets"`
 	MaxQueries int    `json:"max_queries"` // query every key up to this many, else an even sample
 	Seed       uint64 `json:"seed"`
+	// Store is the store written: StoreCompact ("", the default) or StoreReal (compact.go).
+	Store string `json:"store,omitempty"`
 	// Progress, when set, is called now and then with the operations done and the total.
 	Progress func(done, total int) `json:"-"`
 }
@@ -95,16 +98,14 @@ func SimKW(c SimConfig) (SimResult, error) {
 	if c.MaxQueries < 1 {
 		c.MaxQueries = 10_000_000
 	}
-	kc := dta.KWConfig{Layout: "default", Slots: c.Slots, MaxRedundancy: c.N, ChecksumBits: c.Bits, ValueBytes: c.ValueBytes, Threshold: 1}
-	r, err := dta.AnonRegion(dta.KWHeader(kc, c.Seed))
+	if c.Store != "" && c.Store != StoreCompact && c.Store != StoreReal {
+		return SimResult{}, fmt.Errorf("sim: store %q: allowed are compact and real", c.Store)
+	}
+	s, err := newKWSim(c)
 	if err != nil {
 		return SimResult{}, err
 	}
-	defer r.Close()
-	s, err := dta.NewKeyWrite(r)
-	if err != nil {
-		return SimResult{}, err
-	}
+	defer s.close()
 	step := max(1, (c.Keys+c.MaxQueries-1)/c.MaxQueries)
 	total := c.Keys + c.Keys/step
 	done := 0
@@ -115,34 +116,26 @@ func SimKW(c SimConfig) (SimResult, error) {
 		}
 	}
 	for i := 0; i < c.Keys; i++ {
-		k, v := simKey(c.Seed, i), simValue(c.Seed, i, c.ValueBytes)
-		s.Insert(k[:], v[:c.ValueBytes], c.N)
+		s.insert(i)
 		tick()
 	}
-	res := SimResult{Config: c, Load: float64(c.Keys) / float64(c.Slots), Bytes: r.Size()}
+	res := SimResult{Config: c, Load: float64(c.Keys) / float64(c.Slots), Bytes: s.size()}
 	type acc struct {
 		q, ok, empty, wrong int
 		alphaSum            float64
 	}
 	bs := make([]acc, c.Buckets)
 	M := float64(c.Slots)
-	// Queries go 64 at a time through QueryMany, which keeps their cache misses in flight
-	// together; the answers are Query's.
-	const group = 64
-	var keys [group][8]byte
-	var kp [group][]byte
-	var ids [group]int
-	var out [group]dta.KWResult
-	for j := range kp {
-		kp[j] = keys[j][:]
-	}
+	// Queries go a group at a time, which keeps their cache misses in flight together.
+	var ids [queryGroup]int
+	var out [queryGroup]dta.KWResult
 	for i := 0; i < c.Keys; {
 		g := 0
-		for ; g < group && i < c.Keys; i += step {
-			keys[g], ids[g] = simKey(c.Seed, i), i
+		for ; g < queryGroup && i < c.Keys; i += step {
+			ids[g] = i
 			g++
 		}
-		s.QueryMany(kp[:g], c.N, 1, out[:g])
+		s.query(ids[:g], out[:g])
 		for j := range g {
 			i := ids[j]
 			v := simValue(c.Seed, i, c.ValueBytes)
