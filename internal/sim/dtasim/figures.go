@@ -89,11 +89,12 @@ func LoadFigure(slots, bits, valueBytes int, store string, progress Progress, ea
 		bands = append(bands, plot.Band{From: lo, To: hi, Series: best[i] - 1})
 	}
 	return pts, &plot.Chart{
-		Title:  "Key-Write average query success vs load factor (shade: best N)",
-		X:      plot.Axis{Label: "load factor (keys / slots)", Min: 0, Max: Loads[len(Loads)-1]},
-		Y:      plot.Axis{Label: "average query success", Min: 0, Max: 1, Percent: true},
-		Series: series,
-		Bands:  bands,
+		Title:    "Key-Write average query success vs load factor (shade: best N)",
+		Subtitle: fmt.Sprintf("M = %d slots, %d-bit checksums, %d-byte values, every key queried; load factor = keys / slots; the background: the N with the highest success there", slots, bits, valueBytes),
+		X:        plot.Axis{Label: "load factor (keys / slots)", Min: 0, Max: Loads[len(Loads)-1]},
+		Y:        plot.Axis{Label: "average query success", Min: 0, Max: 1, Percent: true},
+		Series:   series,
+		Bands:    bands,
 	}, nil
 }
 
