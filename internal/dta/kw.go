@@ -283,7 +283,7 @@ func (s *KeyWrite) queryHashed(h uint64, n, t int) KWResult {
 		}
 	}
 	r := KWResult{ValueLen: s.vbytes, Candidates: nc}
-	if best := plurality(cands[:nc], t, &r); best >= 0 {
+	if best := Plurality(cands[:nc], t, &r); best >= 0 {
 		copy(r.Value[:], cands[best][4:4+s.vbytes])
 	}
 	return r
@@ -292,7 +292,7 @@ func (s *KeyWrite) queryHashed(h uint64, n, t int) KWResult {
 // voteWords is the vote over one-word slot images.
 func (s *KeyWrite) voteWords(ws *[8]uint64, nc, t int) KWResult {
 	r := KWResult{ValueLen: s.vbytes, Candidates: nc}
-	if best := plurality(ws[:nc], t, &r); best >= 0 {
+	if best := Plurality(ws[:nc], t, &r); best >= 0 {
 		var b [8]byte
 		binary.LittleEndian.PutUint64(b[:], ws[best])
 		copy(r.Value[:], b[4:4+s.vbytes])
@@ -300,10 +300,11 @@ func (s *KeyWrite) voteWords(ws *[8]uint64, nc, t int) KWResult {
 	return r
 }
 
-// plurality is the vote of A.5 over the slot images whose checksum matched: it sets r's
+// Plurality is the vote of A.5 over the slot images whose checksum matched: it sets r's
 // Status and Votes and returns the winner's index, or -1 when nothing is found (no
 // candidate: not_found; a tie for the most votes, or fewer than t votes: ambiguous).
-func plurality[T comparable](c []T, t int, r *KWResult) int {
+// Exported for sim/dtasim's compact model of the store, which votes over its own images.
+func Plurality[T comparable](c []T, t int, r *KWResult) int {
 	t = max(t, 1)
 	r.Status = NotFound
 	if len(c) == 0 {

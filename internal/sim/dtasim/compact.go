@@ -150,7 +150,7 @@ func (m *compactKW) query(ids []int, out []dta.KWResult) {
 }
 
 // answer is the real store's query: the slots whose checksum matches the key's are the
-// candidates, and the plurality of their images wins (at least t = 1 vote, no tie).
+// candidates, and the store's own vote over their images decides (t = 1).
 func (m *compactKW) answer(h uint64) dta.KWResult {
 	want := checkOf(h) & m.cmask
 	var cands [8]image
@@ -161,32 +161,10 @@ func (m *compactKW) answer(h uint64) dta.KWResult {
 			nc++
 		}
 	}
-	r := dta.KWResult{ValueLen: m.vbytes, Candidates: nc, Status: dta.NotFound}
-	if nc == 0 {
-		return r
+	r := dta.KWResult{ValueLen: m.vbytes, Candidates: nc}
+	if best := dta.Plurality(cands[:nc], 1, &r); best >= 0 {
+		r.Value = cands[best].v
 	}
-	best, bestVotes, tie := -1, 0, false
-	for i := range nc {
-		v := 0
-		for j := range nc {
-			if cands[i] == cands[j] {
-				v++
-			}
-		}
-		switch {
-		case v > bestVotes:
-			best, bestVotes, tie = i, v, false
-		case v == bestVotes && cands[i] != cands[best]:
-			tie = true
-		}
-	}
-	r.Votes = bestVotes
-	if tie {
-		r.Status = dta.Ambiguous
-		return r
-	}
-	r.Status = dta.Found
-	r.Value = cands[best].v
 	return r
 }
 
