@@ -222,6 +222,8 @@ func (t *Translator) registerMetrics(m *metrics.Registry) {
 	e.Func(cache(func(c *PostcardCache) uint64 { return c.Complete.Load() }), "complete")
 	e.Func(cache(func(c *PostcardCache) uint64 { return c.Early.Load() }), "early")
 	e.Func(cache(func(c *PostcardCache) uint64 { return c.Flushed.Load() }), "flushed")
+	m.Counter("intake_dta_immediate_total", "DTA reports written that carried the immediate flag (each raised an immediate event)").
+		Func(func() float64 { return float64(t.Immediate.Load()) })
 	m.Counter("intake_dta_faults_total", "memory faults on the DTA stores' mappings (a truncated file, a full filesystem): the first takes the stores offline").
 		Func(func() float64 {
 			if st := t.St; st != nil {

@@ -61,6 +61,10 @@ func TestTranslatorImmediate(t *testing.T) {
 	if h := tr.St.AP.Head(3); h != 1 {
 		t.Errorf("list 3 head %d after the flagged Append, want 1", h)
 	}
+	// The counter: the three flagged reports written, not the bad one nor the plain one.
+	if n := tr.Stats().Immediate; n != 3 {
+		t.Errorf("stats immediate %d, want 3", n)
+	}
 }
 
 // BenchmarkTranslatorDTA is the translator's cost per DTA Key-Write report, with a consumer

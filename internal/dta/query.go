@@ -238,6 +238,8 @@ type Stats struct {
 	ListHeads         []uint64          `json:"list_heads,omitempty"`
 	Snapshots         uint64            `json:"snapshots"`
 	Resets            uint64            `json:"resets"`
+	// Immediate counts written DTA reports that carried the immediate flag (docs/dta.md).
+	Immediate uint64 `json:"immediate"`
 	// Faults counts memory faults on the mappings (fault.go); Offline is the first, which
 	// took the stores offline: nothing is read from them or written to them since.
 	Faults  uint64 `json:"faults"`
@@ -303,6 +305,6 @@ func (t *Translator) Stats() Stats {
 		st.Bad[n] = t.Bad(i)
 	}
 	st.PostcardEmissions = map[string]uint64{"complete": t.Cache.Complete.Load(), "early": t.Cache.Early.Load(), "flushed": t.Cache.Flushed.Load()}
-	st.Snapshots, st.Resets = t.Snapshots.Load(), t.Resets.Load()
+	st.Snapshots, st.Resets, st.Immediate = t.Snapshots.Load(), t.Resets.Load(), t.Immediate.Load()
 	return st
 }

@@ -125,10 +125,11 @@ type Translator struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
-	// Snapshots counts epoch snapshots taken; Resets, Key-Increment resets.
-	Snapshots, Resets atomic.Uint64
-	events            atomic.Uint64 // entries the EventWriter queued
-	offlineEvents     atomic.Uint64 // events not appended: the stores were offline
+	// Snapshots counts epoch snapshots taken; Resets, Key-Increment resets; Immediate,
+	// written reports with the immediate flag (each an immediate event when a bus is set).
+	Snapshots, Resets, Immediate atomic.Uint64
+	events                       atomic.Uint64 // entries the EventWriter queued
+	offlineEvents                atomic.Uint64 // events not appended: the stores were offline
 }
 
 // Deps are what a Translator works with besides its configuration.
@@ -469,6 +470,7 @@ func (t *Translator) processDTA(worker int, ws *workerStats, d *telemetry.DTA) b
 // immediate, scope flow, Prev the opcode, Value the key's Hash64 under dta.seed (an Append's
 // list id), Time the report's receive time. It does not allocate.
 func (t *Translator) notify(d *telemetry.DTA, recv int64) {
+	t.Immediate.Add(1)
 	if t.bus == nil {
 		return
 	}
