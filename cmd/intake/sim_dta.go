@@ -31,7 +31,7 @@ func runSimBounds(args []string, stdout, stderr io.Writer) error {
 	b := fs.Int("bits", 32, "checksum (Postcarding: slot) width `b`")
 	values := fs.Int("values", 0, "Postcarding: |V|, the `NUMBER` of possible values")
 	hops := fs.Int("hops", 0, "Postcarding: B, `HOPS` per chunk")
-	asJSON := fs.Bool("json", false, "print kw_empty, kw_wrong (and pc_empty, pc_wrong) as JSON")
+	asJSON := fs.Bool("json", false, "print kw_empty, kw_wrong (and with --hops pc_empty, pc_wrong and kw_path_wrong, Key-Write's wrong answer in at least one of B hops) as JSON")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -52,6 +52,7 @@ func runSimBounds(args []string, stdout, stderr io.Writer) error {
 	if *values > 0 {
 		out["pc_empty"] = dtasim.PCEmpty(*n, *alpha, *b, *values, *hops)
 		out["pc_wrong"] = dtasim.PCWrong(*n, *alpha, *b, *values, *hops)
+		out["kw_path_wrong"] = dtasim.KWPathWrong(*n, *alpha, *b, *hops)
 	}
 	if *asJSON {
 		bs, _ := json.Marshal(out)
@@ -61,6 +62,7 @@ func runSimBounds(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "Key-Write   N=%d α=%g b=%d: empty ≤ %.4g (eqs. 1-3), wrong ≤ %.4g (eq. 4)\n", *n, *alpha, *b, out["kw_empty"], out["kw_wrong"])
 	if *values > 0 {
 		fmt.Fprintf(stdout, "Postcarding |V|=%d B=%d: empty ≤ %.4g (eqs. 5-7), wrong ≤ %.4g (eq. 8)\n", *values, *hops, out["pc_empty"], out["pc_wrong"])
+		fmt.Fprintf(stdout, "Key-Write for the same B=%d postcards: wrong in at least one hop ≈ %.4g (1-(1-eq. 4)^B)\n", *hops, out["kw_path_wrong"])
 	}
 	return nil
 }

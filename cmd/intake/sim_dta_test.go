@@ -13,8 +13,8 @@ import (
 )
 
 // intake sim dta-bounds: --json's keys are exactly kw_empty, kw_wrong (and with --values and
-// --hops, pc_empty, pc_wrong), the values the paper's examples (DTA §4); the text form and
-// the usage errors.
+// --hops, pc_empty, pc_wrong and kw_path_wrong), the values the paper's examples (DTA §4);
+// the text form and the usage errors.
 func TestSimDTABounds(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -23,7 +23,8 @@ func TestSimDTABounds(t *testing.T) {
 		{[]string{"--n", "2", "--alpha", "0.1", "--bits", "32", "--json"},
 			map[string]float64{"kw_empty": dtasim.KWEmpty(2, 0.1, 32), "kw_wrong": dtasim.KWWrong(2, 0.1, 32)}},
 		{[]string{"--n", "2", "--alpha", "0.1", "--bits", "32", "--values", "262144", "--hops", "5", "--json"},
-			map[string]float64{"kw_empty": 0.03285853993348377, "kw_wrong": 1.5300949979422426e-11, "pc_empty": 0.032858539879675595, "pc_wrong": 5.566559347829482e-23}},
+			map[string]float64{"kw_empty": 0.03285853993348377, "kw_wrong": 1.5300949979422426e-11, "pc_empty": 0.032858539879675595, "pc_wrong": 5.566559347829482e-23,
+				"kw_path_wrong": 7.650474989477094e-11}}, // DTA §4: "≈ 8·10⁻¹¹ (in at least one hop)"
 	} {
 		code, out, errs := runVerb(append([]string{"sim", "dta-bounds"}, c.args...)...)
 		var got map[string]float64
@@ -45,7 +46,8 @@ func TestSimDTABounds(t *testing.T) {
 	}
 	code, out, _ := runVerb("sim", "dta-bounds", "--n", "1", "--alpha", "0.1", "--bits", "32", "--values", "2", "--hops", "1")
 	want := "Key-Write   N=1 α=0.1 b=32: empty ≤ 0.09516 (eqs. 1-3), wrong ≤ 2.216e-11 (eq. 4)\n" +
-		"Postcarding |V|=2 B=1: empty ≤ 0.09516 (eqs. 5-7), wrong ≤ 6.647e-11 (eq. 8)\n" // (1-e^-0.1)·3·2^-32
+		"Postcarding |V|=2 B=1: empty ≤ 0.09516 (eqs. 5-7), wrong ≤ 6.647e-11 (eq. 8)\n" + // (1-e^-0.1)·3·2^-32
+		"Key-Write for the same B=1 postcards: wrong in at least one hop ≈ 2.216e-11 (1-(1-eq. 4)^B)\n"
 	if code != 0 || out != want {
 		t.Errorf("text: %d\n%s\nwant\n%s", code, out, want)
 	}
