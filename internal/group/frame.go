@@ -18,9 +18,17 @@ import (
 //
 // The key is the report's owner key (package partition: the one its partition was chosen
 // by), for consumers that re-partition.
+//
+// Version 2 frames carry reports in their coded form (reportbin.go), which version 1
+// readers would misread, hence the new version; the entries are laid out as in version 1,
+// and this intake reads both.
 
-// frameVersion is a frame's first byte.
-const frameVersion = 1
+// frameVersion is the first byte of the frames this intake writes; it reads frameVersion1
+// too.
+const (
+	frameVersion  = 2
+	frameVersion1 = 1
+)
 
 // Frame bounds: an inlet ends a frame at frameMaxReports reports or frameMaxBytes bytes.
 const (
@@ -48,9 +56,14 @@ func endFrame(b []byte, count int) {
 	binary.BigEndian.PutUint16(b[1:], uint16(count))
 }
 
+// frameKnown reports whether b begins as a frame of a version this intake reads.
+func frameKnown(b []byte) bool {
+	return len(b) >= frameHeader && (b[0] == frameVersion || b[0] == frameVersion1)
+}
+
 // frameCount returns the number of reports a frame says it holds (0 for a malformed one).
 func frameCount(b []byte) int {
-	if len(b) < frameHeader || b[0] != frameVersion {
+	if !frameKnown(b) {
 		return 0
 	}
 	return int(binary.BigEndian.Uint16(b[1:]))
@@ -62,8 +75,8 @@ var errFrame = errors.New("group: a raw record that is not a frame")
 // eachEntry calls f with each entry of frame b: its key and its report's bytes. It stops at
 // the first entry that does not hold together and returns why; f's error stops it too.
 func eachEntry(b []byte, f func(key, report []byte) error) error {
-	if len(b) < frameHeader || b[0] != frameVersion {
-		return fmt.Errorf("%w: version %d, this intake reads %d", errFrame, firstByte(b), frameVersion)
+	if !frameKnown(b) {
+		return fmt.Errorf("%w: version %d, this intake reads %d and %d", errFrame, firstByte(b), frameVersion1, frameVersion)
 	}
 	count := frameCount(b)
 	b = b[frameHeader:]
