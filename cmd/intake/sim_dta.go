@@ -68,15 +68,15 @@ func runSimBounds(args []string, stdout, stderr io.Writer) error {
 }
 
 func runSimDTA(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sim dta", simUsage("load|aging")+" [--slots M --keys K --n N --bits B --value-bytes W --buckets N] [--scale F]", stdout)
-	figure := fs.String("figure", "", "reproduce a `FIGURE`: load (DART Fig. 3 / DTA Fig. 12) or aging (DART Fig. 4 / DTA Fig. 13); empty: one run")
+	fs := newFlags("sim dta", simUsage("load|aging|wrong|postcard")+" [--slots M --keys K --n N --bits B --value-bytes W --buckets N] [--scale F]", stdout)
+	figure := fs.String("figure", "", "reproduce a `FIGURE`: load (DART Fig. 3 / DTA Fig. 12), aging (DART Fig. 4 / DTA Fig. 13), wrong (DART Fig. 5: wrong answers against storage size, 8-, 16- and 32-bit checksums) or postcard (DTA Fig. 14: postcard aggregation against intermediate flows and cache size); empty: one run")
 	slots := fs.Int("slots", 1<<20, "store slots `M` (a power of two)")
 	keys := fs.Int("keys", 1<<20, "keys `K` inserted")
 	n := fs.Int("n", 2, "redundancy `N`")
 	bits := fs.Int("bits", 32, "checksum width `B` in bits")
 	vb := fs.Int("value-bytes", 4, "value width `W` in bytes (20: a 5-hop path of 4-byte ids)")
 	buckets := fs.Int("buckets", 20, "`N` age buckets")
-	scale := fs.Float64("scale", 1, "aging: scale the 100 M-key / 3 GiB case by this `FACTOR` at equal load factor")
+	scale := fs.Float64("scale", 1, "aging: scale the 100 M-key / 3 GiB case by this `FACTOR` at equal load factor; wrong: its 2^21 keys a run (the slots follow at equal load factor); postcard: its 2^17 flows a point")
 	store := fs.String("store", dtasim.StoreCompact, "the `STORE` written: compact (4 bytes a slot, the same answers) or real (package dta's store, 24 bytes a slot for 5-hop paths)")
 	so := addSimOutput(fs)
 	so.svgFlag(fs, stderr)
@@ -135,8 +135,38 @@ func runSimDTA(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		out, chart = res, c
+	case "wrong":
+		k := int(float64(dtasim.WrongKeys) * *scale)
+		if k < 1 || k&(k-1) != 0 {
+			return usageErr("--scale %g: keys (2^21 × scale) must stay a power of two", *scale)
+		}
+		var each func(dtasim.WrongPoint)
+		if !*asJSON {
+			each = func(p dtasim.WrongPoint) {
+				fmt.Fprintf(stdout, "%d-bit, %g slots a key (%d keys into %d slots; %.3g GiB for 10^8 keys): %d wrong of %d (%.3g), analysis %.4g (%.3g)\n",
+					p.Bits, p.SlotsPerKey, p.Keys, p.Slots, p.FullScaleGiB, p.Wrong, p.Queries, p.WrongRate, p.Expected, p.ExpectedRate)
+			}
+		}
+		res, c, err := dtasim.WrongFigure(k, *n, *store, prog, each)
+		if err != nil {
+			return err
+		}
+		out, chart = res, c
+	case "postcard":
+		var each func(dtasim.PostcardPoint)
+		if !*asJSON {
+			each = func(p dtasim.PostcardPoint) {
+				fmt.Fprintf(stdout, "cache %d, %d intermediate flows: %d of %d paths whole (%.4f), analysis %.4f, %d early emissions\n",
+					p.Cache, p.Intermediate, p.Complete, p.Flows, p.Success, p.Expected, p.Early)
+			}
+		}
+		res, c, err := dtasim.PostcardFigure(max(1, int(float64(dtasim.PostcardFlows)**scale)), each)
+		if err != nil {
+			return err
+		}
+		out, chart = res, c
 	default:
-		return usageErr("--figure %q: allowed are load and aging", *figure)
+		return usageErr("--figure %q: allowed are load, aging, wrong and postcard", *figure)
 	}
 	if *asJSON {
 		bs, _ := json.MarshalIndent(out, "", "  ")

@@ -98,3 +98,64 @@ func TestSimDTARun(t *testing.T) {
 		t.Errorf("svg: %v %.200s", err, b)
 	}
 }
+
+// intake sim dta --figure wrong (DART Fig. 5), scaled down: 6 storage sizes for each of 8-,
+// 16- and 32-bit checksums, every key queried, the wrong answers within sampling error of
+// eq. 4 and none with 32 bits, the plot written; a scale that leaves the keys no power of
+// two is a usage error.
+func TestSimDTAWrongFigure(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := runVerb("sim", "dta", "--figure", "wrong", "--scale", "0.0078125", "--json", "--quiet", "--out", dir)
+	if code != 0 {
+		t.Fatalf("%d %s", code, errs)
+	}
+	var pts []dtasim.WrongPoint
+	if err := json.Unmarshal([]byte(out), &pts); err != nil || len(pts) != 18 {
+		t.Fatalf("%v: %d points", err, len(pts))
+	}
+	for _, p := range pts {
+		if p.Keys != 1<<14 || p.Queries != p.Keys || math.Abs(float64(p.Wrong)-p.Expected) > 4*math.Sqrt(p.Expected)+1 || (p.Bits == 32 && p.Wrong != 0) {
+			t.Errorf("%+v", p)
+		}
+	}
+	if pts[0].Bits != 8 || pts[0].SlotsPerKey != 0.25 || pts[0].Slots != 1<<12 || pts[0].Wrong == 0 {
+		t.Errorf("first point %+v", pts[0])
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "dta-fig-wrong.svg")); err != nil || !strings.Contains(string(b), "DART Fig. 5") {
+		t.Errorf("svg: %v", err)
+	}
+	code, _, errs = runVerb("sim", "dta", "--figure", "wrong", "--scale", "0.3")
+	if code != 2 || !strings.Contains(errs, "--scale 0.3: keys (2^21 × scale) must stay a power of two") {
+		t.Errorf("--scale 0.3: %d %q", code, errs)
+	}
+}
+
+// intake sim dta --figure postcard (DTA Fig. 14), scaled down: 5 cache sizes by 12
+// interleavings through package dta's translator cache, each success rate within sampling
+// error of (1-1/C)^I; an unknown figure lists all four.
+func TestSimDTAPostcardFigure(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := runVerb("sim", "dta", "--figure", "postcard", "--scale", "0.0625", "--json", "--quiet", "--out", dir)
+	if code != 0 {
+		t.Fatalf("%d %s", code, errs)
+	}
+	var pts []dtasim.PostcardPoint
+	if err := json.Unmarshal([]byte(out), &pts); err != nil || len(pts) != 60 {
+		t.Fatalf("%v: %d points", err, len(pts))
+	}
+	for _, p := range pts {
+		if p.Flows < 8192 || p.Flows%(p.Intermediate+1) != 0 || math.Abs(p.Success-p.Expected) > 4*dtasim.StdErr(p.Expected, p.Flows)+1e-9 {
+			t.Errorf("%+v", p)
+		}
+	}
+	if p := pts[0]; p.Cache != 1024 || p.Intermediate != 1 {
+		t.Errorf("first point %+v", p)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "dta-fig-postcard.svg")); err != nil || !strings.Contains(string(b), "DTA Fig. 14") {
+		t.Errorf("svg: %v", err)
+	}
+	code, _, errs = runVerb("sim", "dta", "--figure", "fig99")
+	if code != 2 || !strings.Contains(errs, `--figure "fig99": allowed are load, aging, wrong and postcard`) {
+		t.Errorf("--figure fig99: %d %q", code, errs)
+	}
+}
