@@ -17,11 +17,13 @@ import (
 // intake sim dta-bounds: the DTA appendix's bounds (eqs. 1-8). intake sim dta: the Monte
 // Carlo over a real Key-Write store, one run or the papers' figures (DART Fig. 3 / DTA Fig.
 // 12: success against load factor for N = 1-4; DART Fig. 4 / DTA Fig. 13: aging of 5-hop
-// path traces). The work is package sim/dtasim's; this file parses flags and prints.
+// path traces; DART Fig. 5: wrong answers against storage size; DTA Fig. 14: postcard
+// aggregation in the translator's cache). The work is package sim/dtasim's; this file parses
+// flags and prints.
 
 func init() {
 	registerSub("sim", verb{name: "dta-bounds", summary: "DTA/DART bounds on empty and wrong returns (Key-Write eqs. 1-4, Postcarding eqs. 5-8)", run: runSimBounds})
-	registerSub("sim", verb{name: "dta", summary: "Monte Carlo of Key-Write over a real store; DART Fig. 3-4 / DTA Fig. 12-13", run: runSimDTA})
+	registerSub("sim", verb{name: "dta", summary: "Monte Carlo of Key-Write over a real store; DART Fig. 3-5 / DTA Fig. 12-14", run: runSimDTA})
 }
 
 func runSimBounds(args []string, stdout, stderr io.Writer) error {
