@@ -29,13 +29,15 @@ func init() {
 
 const genUsage = "[--to HOST:PORT] [--format tr0.5|tr1.0|tr2.0|dta|int-label] [--mode md|xd] [--int-version V]\n" +
 	"       [--hops N] [--fields N | --bitmap 0x...] [--flows N] [--switches N] [--model network|draw]\n" +
-	"       [--interval D] [--latency DIST] [--queue DIST] [--util DIST] [--vary P] [--batch N] [--pps PPS]\n" +
+	"       [--interval D] [--latency DIST] [--queue DIST] [--util DIST] [--vary P] [--events N] [--batch N] [--pps PPS]\n" +
 	"       [--duration D | --count N] [--gso N] [--seed S] [--fresh] [--collectors HOST[:PORT],...] [--json]\n" +
 	"   or: intake gen --data IFACE --data-to IP:PORT [--data-from IP] [--data-mac MAC]\n" +
 	"       [--dscp V | --int-port PORT [--npt 1|2]] [--host-int] [--int-version V] [--hops N] ...\n\n" +
 	"Values follow the network model by default (steady values with jitter, bursts, queue build-ups\n" +
 	"and path changes, in generated time of --interval a packet); --latency, --queue, --util and\n" +
 	"--vary select the draw model, whose DIST is const:V, uniform:LO:HI or exp:MEAN (docs/gen.md).\n" +
+	"--events N (with --pps) sends constant values but for N reports a second, each a change of one\n" +
+	"hop's tx utilization that the detector's default rules raise exactly one event for.\n" +
 	"A ring replays its values every lap; --fresh builds every datagram as it is sent. Without\n" +
 	"--duration or --count, gen sends until interrupted. The default target is 127.0.0.1:32766 for\n" +
 	"reports, :40040 for dta and :40050 for int-label. --collectors sends each report to the member\n" +
@@ -72,6 +74,12 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	}
 	sc, err := sf.Config()
 	if err != nil {
+		return usageErr("%v", err)
+	}
+	if cfg.Events > 0 && (df.iface != "" || *collectors != "") {
+		return usageErr("--events: one report stream to one collector (not with --data or --collectors)")
+	}
+	if err := gf.Pace(&cfg, sc.Rate); err != nil {
 		return usageErr("%v", err)
 	}
 	if df.iface != "" {

@@ -314,6 +314,7 @@ type builder struct {
 	queues []queueState
 	ports  []portState
 	sched  schedule // the network model's bursts, build-ups and path changes
+	ev     eventState
 }
 
 type queueState struct {
@@ -338,6 +339,7 @@ func (b *builder) init(t *topology, stream uint64) {
 	if t.net != nil {
 		b.sched.init(t)
 	}
+	b.ev.init(t)
 }
 
 // dgram describes one built datagram.
@@ -368,6 +370,7 @@ func (b *builder) next(dst []byte) ([]byte, dgram, error) {
 		if t.everyHop {
 			p = uint32(k)
 		}
+		p = b.ev.pick(t, b.rng, b.n, p)
 		members = t.streams[t.stream[p]].members
 	}
 	s := t.stream[p]
@@ -446,7 +449,7 @@ func (b *builder) report(r *telemetry.Report, p uint32, hw uint8, seq uint32) {
 			if !pt.drawn || b.rng.Float64() < t.cfg.Vary {
 				*pt = portState{true, b.draw(t.cfg.Util)}
 			}
-			b.lat[j], b.occ[j], b.util[j], b.buf[j] = q.lat, q.occ, pt.util, q.occ
+			b.lat[j], b.occ[j], b.util[j], b.buf[j] = q.lat, q.occ, b.ev.util(b.pi[j], pt.util), q.occ
 		}
 		b.ingTS[j] = ts
 		ts += uint64(b.lat[j]) + linkDelay

@@ -59,6 +59,12 @@ type Config struct {
 	// a network whose state changes now and then: flows through one queue see one value. 1
 	// (the default) draws every report's values independently.
 	Vary float64
+	// Events is how many datagrams a second of generated time (Interval a report) carry an
+	// event, a change of one hop's tx utilization by EventStep that package detect's default
+	// rules raise exactly one change event for (events.go): INTCollector's event rate. It
+	// needs the draw model with Vary 0, so that nothing else changes; 0 (the default): none.
+	// At Interval 1s/R, a sender of R reports a second sends Events events a second.
+	Events uint64
 	// Batch is reports per datagram: TR v2.0 coalescing (cut short so that a datagram
 	// stays within MTU) and DTA batches. Other formats carry one report per datagram.
 	Batch int
@@ -228,6 +234,9 @@ func (c *Config) Validate() error {
 	}
 	if !(c.Vary >= 0 && c.Vary <= 1) {
 		return fmt.Errorf("vary: %g: allowed is 0 to 1 (the probability that a report draws new values)", c.Vary)
+	}
+	if err := c.validateEvents(); err != nil {
+		return err
 	}
 	if c.Switches < 1 || c.Switches > MaxSwitches {
 		return fmt.Errorf("switches: %d: allowed is 1 to %d", c.Switches, MaxSwitches)

@@ -40,6 +40,7 @@ func AddFlags(fs *flag.FlagSet, def Config) *Flags {
 	fs.Var(&c.Queue, "queue", "draw model: queue occupancy: `DIST`")
 	fs.Var(&c.Util, "util", "draw model: egress tx utilization: `DIST`")
 	fs.Float64Var(&c.Vary, "vary", c.Vary, "draw model: probability `P` that a report draws new values for each queue and port it crosses (else they repeat the last report's through them)")
+	fs.Uint64Var(&c.Events, "events", c.Events, "`N` datagrams a second of generated time carry an event: a change of one hop's tx utilization that the detector's default rules raise exactly one event for; values otherwise constant (selects --model draw with --vary 0 and, unless given, --latency const:2000 --queue const:64 --util const:50); the generated time runs at the wall clock's pace at --pps unless --interval is given, so N events a second are sent")
 	fs.IntVar(&c.Batch, "batch", c.Batch, "`N` reports per datagram (tr2.0 coalescing within --mtu, dta batches)")
 	fs.IntVar(&c.MTU, "mtu", c.MTU, "largest coalesced UDP payload, `bytes`")
 	fs.IntVar(&c.Payload, "payload", c.Payload, "`bytes` of payload in each report's inner packet")
@@ -80,6 +81,25 @@ func (f *Flags) Config() (Config, error) {
 		}
 		c.Model = ModelDraw
 	}
+	if f.set["events"] {
+		if f.set["model"] && c.Model != ModelDraw {
+			return c, fmt.Errorf("--events: values that change only for the events are --model draw's, not --model %s's", c.Model)
+		}
+		c.Model = ModelDraw
+		if !f.set["vary"] {
+			c.Vary = 0
+		}
+		// INTCollector's replay: the same values every report (the defaults' means).
+		for _, d := range []struct {
+			name string
+			d    *Dist
+			v    float64
+		}{{"latency", &c.Latency, 2000}, {"queue", &c.Queue, 64}, {"util", &c.Util, 50}} {
+			if !f.set[d.name] {
+				*d.d = Dist{Kind: DistConst, A: d.v}
+			}
+		}
+	}
 	if err := c.Validate(); err != nil {
 		return c, err
 	}
@@ -88,6 +108,26 @@ func (f *Flags) Config() (Config, error) {
 
 // drawOptions are the flags of the draw model's values.
 var drawOptions = []string{"latency", "queue", "util", "vary"}
+
+// Pace sets Interval so that generated time runs at the wall clock's pace for a sender of
+// pps datagrams a second (as StartDemo does), unless --interval was given: with --events,
+// the sender then sends that many events a second. It needs a rate.
+func (f *Flags) Pace(c *Config, pps float64) error {
+	if f.set["interval"] || c.Events == 0 {
+		return nil
+	}
+	if !(pps > 0) {
+		return fmt.Errorf("--events: %d a second needs a rate (--pps), or --interval for the generated time a report", c.Events)
+	}
+	ci := *c
+	ci.Interval = time.Second // valid while the batch is worked out
+	t, err := newTopology(ci)
+	if err != nil {
+		return err
+	}
+	c.Interval = clamp(time.Duration(float64(time.Second) / (pps * float64(t.batch))))
+	return nil
+}
 
 // Set reports whether the named flag was given on the command line (valid after Config).
 func (f *Flags) Set(name string) bool { return f.set[name] }

@@ -70,16 +70,28 @@ func New(cfg Config) (*Generator, error) {
 		return nil, err
 	}
 	g := &Generator{t: t, maxLen: t.maxLen}
+	ring := cfg.Ring
+	if cfg.Events > 0 {
+		s, err := newEventSchedule(&cfg, t.batch)
+		if err != nil {
+			return nil, err
+		}
+		if !cfg.Fresh {
+			if ring, err = eventRing(s, ring); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if cfg.Fresh {
 		g.fresh.init(t, 0)
 		return g, nil
 	}
 	var b builder
 	b.init(t, 0)
-	g.slots = make([]slot, 0, cfg.Ring)
+	g.slots = make([]slot, 0, ring)
 	g.lapSeqs = make([]uint32, len(t.streams))
 	g.lap = g.newTruth()
-	for i := 0; i < cfg.Ring; i++ {
+	for i := 0; i < ring; i++ {
 		off := len(g.ring)
 		var d dgram
 		if g.ring, d, err = b.next(g.ring); err != nil {

@@ -241,8 +241,8 @@ func StartDemo(ctx context.Context, cfg Config, send SendConfig, to [3]string) (
 	}
 	cfg.Interval = interval
 	dta, label := cfg, cfg
-	dta.Format, dta.Batch = "dta", 1
-	label.Format, label.Batch = "int-label", 1
+	dta.Format, dta.Batch, dta.Events = "dta", 1, 0
+	label.Format, label.Batch, label.Events = "int-label", 1, 0
 	// A side stream's report stands for 10 datagrams of the report stream.
 	dta.Interval = clamp(interval * time.Duration(10*t.batch))
 	label.Interval = dta.Interval
