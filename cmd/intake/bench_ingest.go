@@ -44,8 +44,11 @@ const benchIngestUsage = "[--duration D] [--pps PPS] [--senders N] [--gso N] [--
 	"xdp mode with detect.kernel, with detection the only processor in every mode; it prints per\n" +
 	"report the whole machine's CPU, that above the floor, the collector's CPU and the XDP\n" +
 	"program's run time (docs/xdp.md, \"Measuring the modes\").\n\n" +
+	"--events N (with --pps) sends constant values but for N reports a second, each a change that the\n" +
+	"detector's default rules raise one event for (INTCollector Fig. 11's event rate); every mode's\n" +
+	"result says the events its detector raised a second (events_per_s, new keys apart).\n\n" +
 	"--sweep repeats the measurement of --mode once per value of one parameter (pps, or hops, flows,\n" +
-	"fields or vary at the --pps rate) and prints CPU in % of one core per value and mode; --svg draws\n" +
+	"fields, vary or events at the --pps rate) and prints CPU in % of one core per value and mode; --svg draws\n" +
 	"it (INTCollector Figs. 10 and 11; docs/intcollector-results.md); --svg with --svg-with and no --sweep\n" +
 	"draws earlier sweeps' --json output and measures nothing."
 
@@ -99,6 +102,8 @@ func runBenchIngest(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--spread: %q: allowed is flow or source", *spread)
 	case *mode == bench.ModeKernel && *baseline != "":
 		return usageErr("--baseline: not with --mode kernel (its floor is the baseline)")
+	case (gf.Set("events") || sweepParam == "events") && !(*rate > 0) && !gf.Set("interval"):
+		return usageErr("--events: N a second needs a rate (--pps), or --interval for the generated time a report")
 	}
 	groSet := false
 	fs.Visit(func(f *flag.Flag) { groSet = groSet || f.Name == "gro" })

@@ -26,7 +26,7 @@ type sweepFlags struct {
 
 func addSweepFlags(fs *flag.FlagSet) sweepFlags {
 	return sweepFlags{
-		sweep: fs.String("sweep", "", "measure once per value of one load parameter, `PARAM=V1,V2,...`: pps (the rate), or hops, flows, fields or vary (the generator's, at the --pps rate); prints CPU (% of one core) per value and mode"),
+		sweep: fs.String("sweep", "", "measure once per value of one load parameter, `PARAM=V1,V2,...`: pps (the rate), or hops, flows, fields, vary or events (the generator's, at the --pps rate); prints CPU (% of one core) and, with events, the events raised per value and mode"),
 		label: fs.String("sweep-label", "", "the sweep's `name` in a figure of several (e.g. \"no detection\")"),
 		svg:   fs.String("svg", "", "with --sweep: draw CPU against the parameter into the SVG `file`"),
 		with:  fs.String("svg-with", "", "with --svg: also draw the sweeps of these JSON `files` (comma-separated; earlier --sweep --json output of the same parameter), solid first, dashed after; without --sweep, draw only those and measure nothing"),
@@ -132,11 +132,20 @@ func writeSweep(w io.Writer, s *bench.Sweep) {
 	for _, name := range series {
 		fmt.Fprintf(w, "  %-34s", name+": CPU %, reports/s, loss")
 	}
+	events := s.Param == "events"
+	if events {
+		fmt.Fprintf(w, "  events/s raised (%s)", strings.Join(series, ", "))
+	}
 	fmt.Fprintln(w)
 	for _, p := range s.Points {
 		fmt.Fprintf(w, "%-10g", p.Value)
 		for _, name := range series {
 			fmt.Fprintf(w, "  %-34s", fmt.Sprintf("%6.1f %% %10.0f %6.2f %%", p.CPUPercent[name], p.ReportsPerS[name], 100*p.Loss[name]))
+		}
+		if events {
+			for _, name := range series {
+				fmt.Fprintf(w, "  %.1f", p.EventsPerS[name])
+			}
 		}
 		fmt.Fprintln(w)
 	}
@@ -158,6 +167,7 @@ func measureSweepPoint(icfg bench.IngestConfig, mode string, ns *bench.Veth, v f
 			c    *bench.ModeCost
 		}{{"socket", &kc.Socket}, {"xdp", &kc.XDP}, {"kernel", &kc.Kernel}} {
 			s.Add(v, m.name, m.c.CollectorCPU+m.c.BPF, m.c.ReportsPerS, m.c.Loss)
+			s.SetEvents(m.name, m.c.EventsPerS)
 		}
 	case "xdp":
 		mc, err := bench.IngestModes(icfg, ns.Device())
@@ -165,13 +175,16 @@ func measureSweepPoint(icfg bench.IngestConfig, mode string, ns *bench.Veth, v f
 			return err
 		}
 		s.Add(v, "socket", mc.Socket.CPUNsPerReport, mc.Socket.CollectorReportsPerS, mc.Socket.Loss)
+		s.SetEvents("socket", mc.Socket.EventsPerS)
 		s.Add(v, "xdp", mc.XDP.CPUNsPerReport+mc.BPFNsPerFrame/max(mc.XDP.ReportsPerDatagram, 1), mc.XDP.CollectorReportsPerS, mc.XDP.Loss)
+		s.SetEvents("xdp", mc.XDP.EventsPerS)
 	default:
 		res, err := bench.Ingest(icfg)
 		if err != nil {
 			return err
 		}
 		s.Add(v, "socket", res.CPUNsPerReport, res.CollectorReportsPerS, res.Loss)
+		s.SetEvents("socket", res.EventsPerS)
 	}
 	return nil
 }
@@ -202,8 +215,13 @@ func sweepConditions(g gen.Config, pps float64, param string, d time.Duration, r
 		}
 	}
 	model := g.Model + " model"
-	if param == "vary" {
+	switch {
+	case param == "vary":
 		model += ", vary swept"
+	case param == "events":
+		model = "constant values but for the events (draw model, vary 0), events/s swept"
+	case g.Events > 0:
+		model = fmt.Sprintf("constant values but for %d events/s (draw model, vary 0)", g.Events)
 	}
 	return fmt.Sprintf("%s, %s; %s; %s mode across a %s; %s per phase, median of %d rounds",
 		strings.Join(load, ", "), model, rate, mode, path, d, rounds)

@@ -85,3 +85,33 @@ func TestBenchSweepMisuse(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchSweepEvents sweeps --events over loopback at 2000 reports/s (INTCollector Fig.
+// 11's event-rate panel's report: 3 hops, 100 flows, 9 fields): at 0 the detector raises
+// no event past the new keys, at 200 it raises 200 a second within the pacing's jitter, as
+// its own counters say (events_per_s); the table prints them.
+func TestBenchSweepEvents(t *testing.T) {
+	args := []string{"bench", "ingest", "--duration", "1s", "--pps", "2000", "--collector-sockets", "1", "--format", "tr2.0",
+		"--hops", "3", "--flows", "100", "--fields", "9", "--sweep", "events=0,200"}
+	code, out, errs := runVerb(append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var s bench.Sweep
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	if s.Param != "events" || len(s.Points) != 2 || !strings.Contains(s.Conditions, "3 hops, 100 flows, 9 fields, constant values but for the events (draw model, vary 0), events/s swept; 2000 datagrams/s") {
+		t.Fatalf("sweep %+v", s)
+	}
+	for i, want := range []float64{0, 200} {
+		p := s.Points[i]
+		got := p.EventsPerS["socket"]
+		if p.Value != want || math.Abs(got-want) > 0.05*want || p.Loss["socket"] != 0 {
+			t.Errorf("point %d: value %g, %.1f events/s raised, loss %g; want %g events/s, no loss", i, p.Value, got, p.Loss["socket"], want)
+		}
+	}
+	if code, _, errs := runVerb("bench", "ingest", "--events", "10", "--hops", "3"); code != 2 || !strings.Contains(errs, "--events: N a second needs a rate (--pps), or --interval for the generated time a report") {
+		t.Errorf("--events without --pps: exit %d: %s", code, errs)
+	}
+}

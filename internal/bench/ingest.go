@@ -26,8 +26,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/internal/collector"
 	"github.com/intake-int/intake/internal/config"
+	"github.com/intake-int/intake/internal/detect"
 	"github.com/intake-int/intake/internal/gen"
 	"github.com/intake-int/intake/internal/ingest"
 	"github.com/intake-int/intake/internal/xdp"
@@ -82,6 +84,19 @@ type Phase struct {
 	KernelDetect uint64
 	BPFRuns      uint64
 	BPFTime      time.Duration
+	// Events are the events the collector's detector raised over the phase (its own
+	// counters, the kernel's included), new keys apart: every key's first value is one, and
+	// each phase's collector starts empty. 0 without detection.
+	Events, NewKeys uint64
+}
+
+// EventsPerS is the events raised (new keys apart) per second the sender sent; 0 without
+// a send time.
+func (p Phase) EventsPerS() float64 {
+	if s := p.Sent.Elapsed.Seconds(); s > 0 {
+		return float64(p.Events) / s
+	}
+	return 0
 }
 
 // CPUPerDatagram is CPU nanoseconds per received datagram; 0 without datagrams.
@@ -139,6 +154,10 @@ type IngestResult struct {
 	CollectorCPUShare   float64 `json:"collector_cpu_share"`
 	CollectorCPUsNeeded float64 `json:"collector_cpus_needed"`
 	SystemBusy          float64 `json:"system_busy"`
+	// EventsPerS is the events the collector phase's detector raised (new keys apart) per
+	// second sent, and NewKeyEvents its new_key events (Phase.Events, Phase.NewKeys).
+	EventsPerS   float64 `json:"events_per_s"`
+	NewKeyEvents uint64  `json:"new_key_events"`
 
 	Drain, Full, Base Phase `json:"-"`
 }
@@ -208,7 +227,7 @@ func Ingest(cfg IngestConfig) (IngestResult, error) {
 		DrainLoss: a.Loss, Rounds: rounds, DatagramsSent: b.Sent.Datagrams, KernelDrops: b.Kernel, GRODatagrams: b.GRO,
 		BacklogDrops: b.Backlog, DecodeErrors: b.Errors, Processors: procs, Sockets: cfg.Collector.Listeners[0].Sockets,
 		CPUNsPerReport: b.CPUPerReport(), DrainCPUNsPerReport: a.CPUPerReport(), Drain: a, Full: b,
-		DrainCPUNsPerDatagram: a.CPUPerDatagram()}
+		DrainCPUNsPerDatagram: a.CPUPerDatagram(), EventsPerS: b.EventsPerS(), NewKeyEvents: b.NewKeys}
 	if b.Reports > 0 {
 		res.SystemCPUNsPerReport = float64(b.SystemCPU.Nanoseconds()) / float64(b.Reports)
 	}
@@ -245,6 +264,7 @@ func Ingest(cfg IngestConfig) (IngestResult, error) {
 func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 	var recv *ingest.Receiver
 	var start, stop func(context.Context) error
+	var det *detect.Detector
 	if drain {
 		r, err := ingest.New(cfg.Collector.Ingest(), ingest.Deps{Logger: quiet})
 		if err != nil {
@@ -257,7 +277,7 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 		if err != nil {
 			return Phase{}, nil, err
 		}
-		recv, start, stop = c.Receiver, c.Start, c.Stop
+		recv, start, stop, det = c.Receiver, c.Start, c.Stop, c.Detector
 	}
 	var names []string
 	for _, p := range recv.Processors() {
@@ -295,7 +315,8 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 	settle(func() uint64 { st := recv.Status(); return st.PacketsReceived + kernelEnded(st.Listeners[0].XDPFrames) })
 	sys1, all1 := systemCPU()
 	cpu, wall := processCPU()-cpu0, time.Since(t0)
-	run := recv.Status().Listeners[0] // the program's figures go with it at Stop
+	run := recv.Status().Listeners[0]      // the program's figures go with it at Stop
+	events, newKeys := detectedEvents(det) // the kernel's counters go at Stop too
 	// Stop reads the sockets' final drop counts (SO_MEMINFO): drops after the last datagram
 	// read carry no SO_RXQ_OVFL message.
 	if err := stop(ctx); err != nil {
@@ -304,7 +325,7 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 	st := recv.Status()
 	r := Phase{Sent: sent, Received: st.PacketsReceived, Reports: st.ReportsDecoded,
 		Errors: st.DecodeErrors.Total, Kernel: st.KernelDrops, GRO: st.GRODatagrams, Backlog: softnetDrops() - backlog0, CPU: cpu, SystemCPU: sys1 - sys0, SystemAll: all1 - all0, Wall: wall, Attach: run.XDPAttach,
-		BPFRuns: run.XDPRuns, BPFTime: time.Duration(run.XDPRunNs)}
+		BPFRuns: run.XDPRuns, BPFTime: time.Duration(run.XDPRunNs), Events: events, NewKeys: newKeys}
 	// DTA reports the XDP program wrote itself (dta.kernel) and reports it detected
 	// (detect.kernel) never reach user space: they are received and turned into state all
 	// the same (one report per datagram).
@@ -317,6 +338,23 @@ func (cfg *IngestConfig) phase(drain bool) (Phase, []string, error) {
 	}
 	r.setRates()
 	return r, names, nil
+}
+
+// detectedEvents returns the events d has raised, new keys apart, and its new keys, from
+// its counters (user space's as the workers last published them, which they do when idle,
+// and the XDP program's); 0 without detection.
+func detectedEvents(d *detect.Detector) (events, newKeys uint64) {
+	if d == nil {
+		return 0, 0
+	}
+	for kind, n := range d.Stats().Events {
+		if kind == event.KindNewKey.String() {
+			newKeys += n
+		} else {
+			events += n
+		}
+	}
+	return events, newKeys
 }
 
 // kernelEnded is the frames an XDP program's outcomes say it turned into state itself and

@@ -65,6 +65,10 @@ type ModeCost struct {
 	CollectorCPU float64 `json:"collector_cpu_ns_per_report"`
 	BPF          float64 `json:"bpf_ns_per_report"`
 	MachineBusy  float64 `json:"machine_busy"`
+	// EventsPerS is the events the mode's detector raised (new keys apart) per second sent,
+	// from its own counters (0 for the floor), and NewKeyEvents its new_key events.
+	EventsPerS   float64 `json:"events_per_s"`
+	NewKeyEvents uint64  `json:"new_key_events"`
 
 	Phase Phase `json:"-"`
 }
@@ -223,7 +227,8 @@ func ratio(a, b float64) float64 {
 func modeCost(p, floor Phase) ModeCost {
 	m := ModeCost{ReportsPerS: p.ReportsPS, Loss: p.Loss, DatagramsSent: p.Sent.Datagrams, Reports: p.Reports,
 		KernelReports: p.KernelDetect, MachineCPU: machinePerReport(p), CollectorCPU: p.CPUPerReport(),
-		BPF: perReport(p.BPFTime, p), MachineBusy: ratio(p.SystemCPU.Seconds(), p.SystemAll.Seconds()), Phase: p}
+		BPF: perReport(p.BPFTime, p), MachineBusy: ratio(p.SystemCPU.Seconds(), p.SystemAll.Seconds()),
+		EventsPerS: p.EventsPerS(), NewKeyEvents: p.NewKeys, Phase: p}
 	m.AboveFloor = m.MachineCPU - machinePerReport(floor)
 	return m
 }

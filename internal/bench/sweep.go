@@ -11,19 +11,21 @@ import (
 
 // A sweep is INTCollector's Figs. 10 and 11 measured on intake: `bench ingest --sweep
 // PARAM=V1,V2,...` repeats one mode's measurement for each value of one load parameter (the
-// report rate, or at a fixed rate the hops, flows, per-hop fields or the share of reports
-// with new values, the event rate's knob), and SweepChart draws CPU against it, one line per
+// report rate, or at a fixed rate the hops, flows, per-hop fields, the share of reports
+// with new values, or the event rate), and SweepChart draws CPU against it, one line per
 // receive mode (and per sweep, when several are drawn together: with and without event
 // detection).
 
 // SweepParams are the parameters a sweep may vary: bench ingest's --pps and the generator's
-// --hops, --flows, --fields and --vary (the draw model's probability that a report carries new
-// values, which sets the event rate).
-var SweepParams = []string{"pps", "hops", "flows", "fields", "vary"}
+// --hops, --flows, --fields, --vary (the draw model's probability that a report carries new
+// values: events, but not at a rate it sets) and --events (events a second, each one change
+// that the detector's default rules raise one event for, values otherwise constant).
+var SweepParams = []string{"pps", "hops", "flows", "fields", "vary", "events"}
 
 // sweepAxis is the x axis label of each parameter.
 var sweepAxis = map[string]string{"pps": "datagrams per second sent", "hops": "hops per report",
-	"flows": "flows", "fields": "per-hop fields", "vary": "share of reports with new values (event rate)"}
+	"flows": "flows", "fields": "per-hop fields", "vary": "share of reports with new values (--vary)",
+	"events": "events per second sent (--events)"}
 
 // ParseSweep parses a --sweep value, PARAM=V1,V2,...: a parameter of SweepParams and at least
 // one value, each a non-negative number (a whole one for hops, flows and fields), in the
@@ -55,6 +57,9 @@ type SweepPoint struct {
 	CPUPercent  map[string]float64 `json:"cpu_percent"`
 	ReportsPerS map[string]float64 `json:"reports_per_s"`
 	Loss        map[string]float64 `json:"loss"`
+	// EventsPerS is the events the series' detector raised (new keys apart) per second sent,
+	// from its own counters: the event rate measured.
+	EventsPerS map[string]float64 `json:"events_per_s,omitempty"`
 }
 
 // Sweep is a whole sweep: what was varied, the conditions it ran in, and the points.
@@ -80,6 +85,15 @@ func (s *Sweep) Add(v float64, series string, cpuNs, reportsPerS, loss float64) 
 	p := &s.Points[len(s.Points)-1]
 	p.CPUPercent[series] = cpuNs * reportsPerS / 1e7
 	p.ReportsPerS[series], p.Loss[series] = reportsPerS, loss
+}
+
+// SetEvents sets the events per second that series raised at the last point added.
+func (s *Sweep) SetEvents(series string, eventsPerS float64) {
+	p := &s.Points[len(s.Points)-1]
+	if p.EventsPerS == nil {
+		p.EventsPerS = map[string]float64{}
+	}
+	p.EventsPerS[series] = eventsPerS
 }
 
 // SweepSeries are the series names of a mode's sweep, in the order drawn.
