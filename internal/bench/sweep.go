@@ -25,7 +25,7 @@ var SweepParams = []string{"pps", "hops", "flows", "fields", "vary", "events"}
 // sweepAxis is the x axis label of each parameter.
 var sweepAxis = map[string]string{"pps": "datagrams per second sent", "hops": "hops per report",
 	"flows": "flows", "fields": "per-hop fields", "vary": "share of reports with new values (--vary)",
-	"events": "events per second sent (--events)"}
+	"events": "events per second the detector raised (measured; --events sets them)"}
 
 // ParseSweep parses a --sweep value, PARAM=V1,V2,...: a parameter of SweepParams and at least
 // one value, each a non-negative number (a whole one for hops, flows and fields), in the
@@ -109,7 +109,8 @@ func SweepSeries(mode string) []string {
 
 // SweepChart draws sweeps of one parameter: CPU (percent of one core) against the parameter,
 // a line per sweep and series ("kernel mode, detection"; the second sweep's and later dashed),
-// the conditions of the first as the subtitle.
+// the conditions of the first as the subtitle. An event-rate sweep's x is each series' events
+// raised a second as its detector counted them.
 func SweepChart(title string, sweeps []Sweep) (*plot.Chart, error) {
 	if len(sweeps) == 0 {
 		return nil, fmt.Errorf("no sweep to draw")
@@ -128,7 +129,11 @@ func SweepChart(title string, sweeps []Sweep) (*plot.Chart, error) {
 			}
 			for _, p := range s.Points {
 				if v, ok := p.CPUPercent[name]; ok {
-					ser.X, ser.Y = append(ser.X, p.Value), append(ser.Y, v)
+					x := p.Value
+					if e, ok := p.EventsPerS[name]; ok && param == "events" {
+						x = e // the event rate measured, not the one asked for
+					}
+					ser.X, ser.Y = append(ser.X, x), append(ser.Y, v)
 				}
 			}
 			if len(ser.X) > 0 {

@@ -42,3 +42,32 @@ func TestSweepChart(t *testing.T) {
 		t.Errorf("mixed parameters: %v", err)
 	}
 }
+
+// An event-rate sweep is drawn at the events each series' detector raised, not at the
+// values asked for; ParseSweep takes events as whole numbers.
+func TestSweepChartEvents(t *testing.T) {
+	var s Sweep
+	s.Param, s.Mode = "events", ModeKernel
+	for _, v := range []float64{0, 100} {
+		for _, m := range SweepSeries(ModeKernel) {
+			s.Add(v, m, 1000, 10000, 0)
+			s.SetEvents(m, 0.98*v)
+		}
+	}
+	c, err := SweepChart("Fig. 11", []Sweep{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ser := c.Series[2]; ser.Name != "kernel mode" || !slices.Equal(ser.X, []float64{0, 98}) || !slices.Equal(ser.Y, []float64{1, 1}) {
+		t.Errorf("kernel series %q %v %v, want at x [0 98], y [1 1]", ser.Name, ser.X, ser.Y)
+	}
+	if c.X.Label != "events per second the detector raised (measured; --events sets them)" {
+		t.Errorf("x axis %q", c.X.Label)
+	}
+	if p, v, err := ParseSweep("events=0,10,1000"); err != nil || p != "events" || !slices.Equal(v, []string{"0", "10", "1000"}) {
+		t.Errorf("events=0,10,1000: %q %q %v", p, v, err)
+	}
+	if _, _, err := ParseSweep("events=1.5"); err == nil || err.Error() != `events: "1.5": want a whole number` {
+		t.Errorf("events=1.5: %v", err)
+	}
+}
