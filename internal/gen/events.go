@@ -27,8 +27,8 @@ import (
 // detector's defaults).
 const EventStep = 51
 
-// eventSchedule places the events: datagram n of a lap is an event's when eventsBefore(n+1)
-// > eventsBefore(n), which spreads them evenly over the lap.
+// eventSchedule places the events: datagram n of a lap carries one when before(n+1)
+// > before(n), which spreads them evenly over the lap.
 type eventSchedule struct {
 	num uint64 // events per datagram, times 1e9: Events × Interval (ns) × reports per datagram
 }
