@@ -3,6 +3,7 @@
 package group
 
 import (
+	"bytes"
 	"context"
 	"syscall"
 	"testing"
@@ -27,10 +28,21 @@ func cpuNs() int64 {
 // cache), its flow one of benchFlows. BenchmarkBareProducer is franz-go alone producing
 // each report's binary form as a record of its own to the same partitions with the same
 // options, as a producer without frames would, for the ratio.
-func BenchmarkInlet(b *testing.B) {
+//
+// BenchmarkInletCodecs is BenchmarkInlet with each group.compression but the default, for
+// what each costs; BenchmarkFrameCodecs the bytes each makes of a full frame.
+func BenchmarkInlet(b *testing.B) { benchInlet(b, "lz4") }
+
+func BenchmarkInletCodecs(b *testing.B) {
+	for _, c := range []string{"none", "snappy", "zstd"} {
+		b.Run(c, func(b *testing.B) { benchInlet(b, c) })
+	}
+}
+
+func benchInlet(b *testing.B, compression string) {
 	k := kfaketest.StartTopics(b, 3, 12, "intake.raw")
 	cfg := DefaultConfig()
-	cfg.Role, cfg.Brokers, cfg.Name = RoleInlet, k.Brokers, "bench"
+	cfg.Role, cfg.Brokers, cfg.Name, cfg.Compression = RoleInlet, k.Brokers, "bench", compression
 	in := NewInlet(cfg, Deps{Workers: 1})
 	if err := in.Start(context.Background()); err != nil {
 		b.Fatal(err)
@@ -97,4 +109,40 @@ func BenchmarkBareProducer(b *testing.B) {
 	if failed > 0 {
 		b.Fatalf("%d failed", failed)
 	}
+}
+
+func BenchmarkFrameCodecs(b *testing.B) {
+	rs := benchReports()
+	frame := beginFrame(nil)
+	var kb partition.KeyBuf
+	n := 0
+	for r := rs[0]; len(frame) < frameMaxBytes; n++ { // one partition's share of BenchmarkInlet's reports
+		r.Flow.SrcPort, r.Seq = uint16(1000+n*12%benchFlows), uint32(n*12)
+		frame = appendEntry(frame, partition.ReportKey(&kb, &r), &r)
+	}
+	endFrame(frame, n)
+	for _, c := range []struct {
+		name string
+		c    kgo.Compressor
+	}{{"lz4", mustCompressor(kgo.Lz4Compression())}, {"snappy", mustCompressor(kgo.SnappyCompression())}, {"zstd", mustCompressor(kgo.ZstdCompression())}} {
+		b.Run(c.name, func(b *testing.B) {
+			var dst bytes.Buffer
+			var out []byte
+			for range b.N {
+				dst.Reset()
+				out, _ = c.c.Compress(&dst, frame)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/report")
+			b.ReportMetric(float64(len(out))/float64(n), "B/report")
+			b.ReportMetric(float64(len(frame))/float64(n), "raw-B/report")
+		})
+	}
+}
+
+func mustCompressor(c kgo.CompressionCodec) kgo.Compressor {
+	z, err := kgo.DefaultCompressor(c)
+	if err != nil {
+		panic(err)
+	}
+	return z
 }

@@ -259,11 +259,11 @@ func putNZ16(p *[hopRoom]byte, k int, v uint16, i uint) (int, uint32) {
 
 func putNZ32(p *[hopRoom]byte, k int, v uint32, w int, nz uint32, i uint) (int, uint32) {
 	binary.LittleEndian.PutUint32(p[k&(hopRoom/2-1):], v)
-	if v != 0 {
-		k += w
-		nz |= 1 << i
+	set := uint32(1) << i
+	if v == 0 {
+		w, set = 0, 0
 	}
-	return k, nz
+	return k + w, nz | set
 }
 
 func putNZ64(p *[hopRoom]byte, k int, v uint64, nz uint32, i uint) (int, uint32) {
