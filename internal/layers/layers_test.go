@@ -87,7 +87,7 @@ var allow = map[string][]string{
 	// The composition root and what runs it.
 	"internal/collector": {"api", "internal/cluster", "internal/config", "internal/console", "internal/detect", "internal/dta", "event", "internal/export/...", "internal/flowcache", "internal/group", "internal/history", "internal/ingest", "internal/label",
 		"internal/metrics", "pcap", "record", "telemetry", "wire", "internal/xdp"},
-	"internal/bench":        {"internal/collector", "internal/config", "internal/gen", "internal/ingest", "internal/sim/plot", "internal/xdp", sys},
+	"internal/bench":        {"internal/collector", "internal/config", "internal/detect", "event", "internal/gen", "internal/ingest", "internal/sim/plot", "internal/xdp", sys}, // detect, event: the events a phase raised
 	"internal/sim/plot":     nil,
 	"internal/sim/dtasim":   {"internal/dta", "internal/sim/plot"},
 	"internal/sim/labelsim": {"internal/fabric", "internal/label", "internal/sim/plot", "telemetry"},
