@@ -329,40 +329,19 @@ func (rd *reader) fixed(n int) []byte {
 	return v
 }
 
-func (rd *reader) hop(h *telemetry.Hop) {
+// hop reads a hop: in the coded form its mask's top two bits are the width of its 32-bit
+// values less one; in the first form they are 4 bytes each and the mask has no other bits.
+func (rd *reader) hop(h *telemetry.Hop, coded bool) {
 	b := rd.fixed(4)
 	*h = telemetry.Hop{Fields: telemetry.Field(binary.LittleEndian.Uint16(b))}
 	nz := binary.LittleEndian.Uint16(b[2:])
-	if nz >= 1<<numHopValues {
+	w := 4
+	if coded {
+		w = int(nz>>14) + 1
+	} else if nz >= 1<<numHopValues {
 		rd.bad = true
 		return
 	}
-	if nz&(1<<0) != 0 {
-		h.QueueID = binary.LittleEndian.Uint16(rd.fixed(2))
-	}
-	if nz&(1<<1) != 0 {
-		h.BufferID = rd.byte()
-	}
-	for i, v := range [...]*uint32{&h.NodeID, &h.IngressPort, &h.EgressPort, &h.HopLatency, &h.QueueOccupancy,
-		&h.QueueCongestion, &h.TxUtil, &h.BufferOccupancy, &h.L2IngressPort, &h.L2EgressPort} {
-		if nz&(1<<(i+2)) != 0 {
-			*v = binary.LittleEndian.Uint32(rd.fixed(4))
-		}
-	}
-	if nz&(1<<12) != 0 {
-		h.IngressTS = binary.LittleEndian.Uint64(rd.fixed(8))
-	}
-	if nz&(1<<13) != 0 {
-		h.EgressTS = binary.LittleEndian.Uint64(rd.fixed(8))
-	}
-}
-
-// codedHop reads a hop's coded form.
-func (rd *reader) codedHop(h *telemetry.Hop) {
-	b := rd.fixed(4)
-	*h = telemetry.Hop{Fields: telemetry.Field(binary.LittleEndian.Uint16(b))}
-	nz := binary.LittleEndian.Uint16(b[2:])
-	w := int(nz>>14) + 1
 	if nz&(1<<0) != 0 {
 		h.QueueID = binary.LittleEndian.Uint16(rd.fixed(2))
 	}
@@ -452,11 +431,7 @@ func unmarshalReport(r *telemetry.Report, b []byte) error {
 	}
 	r.NHops = nh
 	for i := range int(nh) {
-		if coded {
-			rd.codedHop(&r.Hops[i])
-		} else {
-			rd.hop(&r.Hops[i])
-		}
+		rd.hop(&r.Hops[i], coded)
 	}
 	if groups&gDTA != 0 {
 		d := &r.DTA
