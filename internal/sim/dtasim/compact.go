@@ -37,7 +37,11 @@ func newKWSim(c SimConfig) (kwSim, error) {
 			r.Close()
 			return nil, err
 		}
-		return &realKW{s: s, r: r, c: c}, nil
+		m := &realKW{s: s, r: r, c: c}
+		for j := range m.p {
+			m.p[j] = m.k[j][:]
+		}
+		return m, nil
 	}
 	m := &compactKW{slots: make([]uint32, c.Slots), mask: uint64(c.Slots - 1), seed: c.Seed,
 		cmask: uint32(uint64(1)<<c.Bits - 1), vbytes: c.ValueBytes, n: c.N, bytes: regionHeader + int(h.DataLen)}
@@ -52,7 +56,7 @@ type realKW struct {
 	r *dta.Region
 	c SimConfig
 	k [queryGroup][8]byte
-	p [queryGroup][]byte
+	p [queryGroup][]byte // p[j] is k[j][:]
 }
 
 const queryGroup = 64
@@ -66,7 +70,6 @@ func (m *realKW) insert(i int) {
 func (m *realKW) query(ids []int, out []dta.KWResult) {
 	for j, i := range ids {
 		m.k[j] = simKey(m.c.Seed, i)
-		m.p[j] = m.k[j][:]
 	}
 	m.s.QueryMany(m.p[:len(ids)], m.c.N, 1, out)
 }
