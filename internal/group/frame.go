@@ -20,13 +20,15 @@ import (
 // by), for consumers that re-partition.
 //
 // Version 2 frames carry reports in their coded form (reportbin.go), which version 1
-// readers would misread, hence the new version; the entries are laid out as in version 1,
-// and this intake reads both.
+// readers would misread, hence the new version; version 3 frames carry them in the
+// predicted form, which version 2 readers would refuse report by report. The entries are
+// laid out as in version 1, and this intake reads all three.
 
 // frameVersion is the first byte of the frames this intake writes; it reads frameVersion1
-// too.
+// and frameVersion2 too.
 const (
-	frameVersion  = 2
+	frameVersion  = 3
+	frameVersion2 = 2
 	frameVersion1 = 1
 )
 
@@ -58,7 +60,7 @@ func endFrame(b []byte, count int) {
 
 // frameKnown reports whether b begins as a frame of a version this intake reads.
 func frameKnown(b []byte) bool {
-	return len(b) >= frameHeader && (b[0] == frameVersion || b[0] == frameVersion1)
+	return len(b) >= frameHeader && b[0] >= frameVersion1 && b[0] <= frameVersion
 }
 
 // frameCount returns the number of reports a frame says it holds (0 for a malformed one).
@@ -76,7 +78,7 @@ var errFrame = errors.New("group: a raw record that is not a frame")
 // the first entry that does not hold together and returns why; f's error stops it too.
 func eachEntry(b []byte, f func(key, report []byte) error) error {
 	if !frameKnown(b) {
-		return fmt.Errorf("%w: version %d, this intake reads %d and %d", errFrame, firstByte(b), frameVersion1, frameVersion)
+		return fmt.Errorf("%w: version %d, this intake reads %d to %d", errFrame, firstByte(b), frameVersion1, frameVersion)
 	}
 	count := frameCount(b)
 	b = b[frameHeader:]

@@ -46,7 +46,7 @@ func TestFrame(t *testing.T) {
 	}{
 		{b[:len(b)-1], "entry 2 of 3: truncated report"},
 		{append(append([]byte(nil), b...), 0), "1 bytes after its 3 entries"},
-		{[]byte{3, 0, 0}, "version 3, this intake reads 1 and 2"},
+		{[]byte{4, 0, 0}, "version 4, this intake reads 1 to 3"},
 		{[]byte{1, 0, 1, 40}, "entry 0 of 1: truncated key"},
 	} {
 		err := eachEntry(c.frame, func(_, _ []byte) error { return nil })

@@ -112,12 +112,58 @@ func TestReportBinary(t *testing.T) {
 	}{
 		{b[:len(b)-1], "truncated or out of range"},
 		{append(append([]byte(nil), b...), 9), "1 bytes after it"},
-		{append([]byte{2}, b[1:]...), "version 2, this intake reads 1"},
+		{append([]byte{3}, b[1:]...), "version 3, this intake reads 1 and 2"},
 		{nil, "version -1"},
 	} {
 		var got telemetry.Report
 		if err := unmarshalReport(&got, c.b); !errors.Is(err, errReport) || !bytes.Contains([]byte(err.Error()), []byte(c.want)) {
 			t.Errorf("got %v, want %q", err, c.want)
+		}
+	}
+}
+
+// TestReportBinaryPredicted: the predicted form's timestamps come back exactly whatever
+// they are (absent, one of the two, out of order, at the ends of the range, with a latency
+// that does not match them), and take what the prediction missed: nothing for a hop
+// without timestamps, nothing for an egress that is ingress plus hop latency, a few bytes
+// for a hop a few microseconds after the previous one.
+func TestReportBinaryPredicted(t *testing.T) {
+	const max = ^uint64(0)
+	cases := []struct {
+		in, eg uint64
+		lat    uint32
+	}{
+		{0, 0, 0}, {0, 0, 900}, {0, 5, 0}, {0, max, 7}, {5, 0, 0}, {max, 0, 3}, {max, max, 0}, {max, 1, 2},
+		{1 << 63, 1<<63 - 1, 1}, {1700000000000015682, 1700000000000016860, 1178}, {1700000000000015682, 1700000000000015000, 1178},
+		{1, max, ^uint32(0)}, {max - 3, 2, 6},
+	}
+	var r telemetry.Report
+	r.Format, r.NHops = telemetry.FormatTR20, 1
+	for _, prev := range []uint64{0, 1, max, 1700000000000013426} {
+		for _, c := range cases {
+			r.NHops = 2
+			r.Hops[0] = telemetry.Hop{Fields: telemetry.FIngressTS, IngressTS: prev}
+			r.Hops[1] = telemetry.Hop{Fields: telemetry.FIngressTS | telemetry.FEgressTS | telemetry.FHopLatency, IngressTS: c.in, EgressTS: c.eg, HopLatency: c.lat}
+			if got := roundTrip(t, &r); !reflect.DeepEqual(meaningful(got), meaningful(r)) {
+				t.Errorf("previous ingress %d, hop %+v: got %+v", prev, r.Hops[1], got.Hops[1])
+			}
+		}
+	}
+	// The sizes: a hop of 4 fields without timestamps is its 4-byte header and its values, as
+	// in the coded form; gen's hops (node, ports, latency, queue, timestamps, L2 ports, 11
+	// fields) take 2 bytes of ingress difference and none of egress after the first.
+	b := make([]byte, hopRoom)
+	h := benchReports()[0].Hops[0]
+	if n := putHop(b, 0, &h, 0); n != 4+4*2 {
+		t.Errorf("a hop without timestamps: %d bytes", n)
+	}
+	gs := genStream(t)
+	for _, g := range gs[:64] {
+		for i := 1; i < int(g.NHops); i++ {
+			n := putHop(b, 0, &g.Hops[i], g.Hops[i-1].IngressTS)
+			if w := b[4]; w&15 > 3 || w>>4 != 0 || n > 5+2+8*2+3 {
+				t.Fatalf("hop %d of %+v: %d bytes, widths %#x", i, g.Hops[i], n, w)
+			}
 		}
 	}
 }
@@ -213,6 +259,16 @@ func FuzzReportBinary(f *testing.F) {
 	for _, r := range benchReports()[:4] {
 		f.Add(appendReport(nil, &r))
 	}
+	for _, r := range genStream(f)[:4] {
+		f.Add(appendReport(nil, &r))
+	}
+	for _, name := range []string{"fill1", "bench0"} { // the earlier forms
+		for _, dir := range []string{"testdata/reportbin-v1/", "testdata/reportbin-v2/"} {
+			if b, err := os.ReadFile(dir + name + ".bin"); err == nil {
+				f.Add(b)
+			}
+		}
+	}
 	f.Add([]byte{1, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r telemetry.Report
@@ -231,13 +287,24 @@ func FuzzReportBinary(f *testing.F) {
 }
 
 // BenchmarkReportAppend encodes one 5-hop TR v2.0 report over and over: the inlet encodes
-// the report it has just decoded, in cache.
+// the report it has just decoded, in cache. BenchmarkReportAppendGen does the same with one
+// of BenchmarkInletGen's reports (8 fields a hop, with timestamps).
 func BenchmarkReportAppend(b *testing.B) {
 	rs := benchReports()
+	benchAppend(b, &rs[0])
+}
+
+func BenchmarkReportAppendGen(b *testing.B) {
+	r := genStream(b)[7]
+	benchAppend(b, &r)
+}
+
+func benchAppend(b *testing.B, r *telemetry.Report) {
 	buf := make([]byte, 0, 1024)
 	b.ReportAllocs()
+	b.ResetTimer()
 	for range b.N {
-		buf = appendReport(buf[:0], &rs[0])
+		buf = appendReport(buf[:0], r)
 	}
 	b.ReportMetric(float64(len(buf)), "bytes")
 }
