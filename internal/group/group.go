@@ -73,7 +73,7 @@ type Config struct {
 
 // DefaultConfig returns the documented defaults: no role.
 func DefaultConfig() Config {
-	return Config{Topic: "intake.raw", GroupID: "intake", Compression: "lz4", Linger: 5 * time.Millisecond,
+	return Config{Topic: "intake.raw", GroupID: "intake", Compression: "snappy", Linger: 5 * time.Millisecond,
 		BatchBytes: 1 << 20, Buffered: 100000, CommitInterval: time.Second, StateTopic: "intake.state",
 		SnapshotInterval: 30 * time.Second, SessionTimeout: 6 * time.Second,
 		Timeout: 2 * time.Second}
