@@ -5,18 +5,15 @@ package group
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/intake-int/intake/internal/gen"
 	"github.com/intake-int/intake/internal/kfaketest"
 	"github.com/intake-int/intake/partition"
 	"github.com/intake-int/intake/telemetry"
-	"github.com/intake-int/intake/wire"
 )
 
 // cpuNs is the process's user and system CPU time so far.
@@ -92,38 +89,6 @@ func BenchmarkInletGen(b *testing.B) {
 			})
 		})
 	}
-}
-
-// benchGenFlows is BenchmarkInletGen's flows: the 4,096, each in two reports, so
-// that no partition's frame holds one report twice.
-const benchGenFlows = 4096
-
-// genStream is intake gen's default stream over benchGenFlows flows, two reports a flow,
-// decoded as a listener decodes it.
-func genStream(tb testing.TB) []telemetry.Report {
-	c := gen.DefaultConfig()
-	c.Flows = benchGenFlows
-	g, err := gen.New(c)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	dec, err := wire.NewDecoder(g.WireConfig())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var rs []telemetry.Report
-	err = g.Walk(2*benchGenFlows, func(_ uint64, d []byte, _ []telemetry.Report) error {
-		got, errs := dec.DecodeAll(g.Input(), d)
-		if len(got) != 1 || len(errs) != 0 || got[0].NHops != 5 {
-			return fmt.Errorf("decoded %d reports (%v)", len(got), errs)
-		}
-		rs = append(rs, got[0])
-		return nil
-	}, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return rs
 }
 
 // benchInlet runs b.N reports from feed (report i) through an inlet with compression c.

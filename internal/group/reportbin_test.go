@@ -3,6 +3,7 @@ package group
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -32,6 +33,38 @@ func benchReports() []telemetry.Report {
 			r.Hops[h] = telemetry.Hop{Fields: telemetry.FNodeID | telemetry.FHopLatency | telemetry.FQueueOccupancy | telemetry.FTxUtil,
 				NodeID: uint32(h + 1), HopLatency: 300 + uint32(i), QueueOccupancy: 20, TxUtil: 30}
 		}
+	}
+	return rs
+}
+
+// benchGenFlows is BenchmarkInletGen's flows: the 4,096, each in two reports, so
+// that no partition's frame holds one report twice.
+const benchGenFlows = 4096
+
+// genStream is intake gen's default stream over benchGenFlows flows, two reports a flow,
+// decoded as a listener decodes it.
+func genStream(tb testing.TB) []telemetry.Report {
+	c := gen.DefaultConfig()
+	c.Flows = benchGenFlows
+	g, err := gen.New(c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dec, err := wire.NewDecoder(g.WireConfig())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var rs []telemetry.Report
+	err = g.Walk(2*benchGenFlows, func(_ uint64, d []byte, _ []telemetry.Report) error {
+		got, errs := dec.DecodeAll(g.Input(), d)
+		if len(got) != 1 || len(errs) != 0 || got[0].NHops != 5 {
+			return fmt.Errorf("decoded %d reports (%v)", len(got), errs)
+		}
+		rs = append(rs, got[0])
+		return nil
+	}, nil)
+	if err != nil {
+		tb.Fatal(err)
 	}
 	return rs
 }
