@@ -163,9 +163,9 @@ func TestBenchIngestKernel(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v: %q", err, out)
 	}
-	if res.Format != "tr2.0" || res.PerDgram != 1 || !slices.Equal(res.Processors, []string{"detect"}) ||
-		!slices.Equal(res.Off, []string{"flowcache", "dta", "label"}) || res.XDPAttach != "native" || res.FloorAttach != "native" {
-		t.Errorf("format %q, %g reports/datagram, processors %v (off %v), attach %q, floor %q: want tr2.0, 1, [detect] ([flowcache dta label]), native, native",
+	if res.Format != "tr2.0" || res.PerDgram != 1 || !slices.Equal(res.Processors, []string{"detect", "flowcache"}) ||
+		!slices.Equal(res.Off, []string{"dta", "label"}) || res.XDPAttach != "native" || res.FloorAttach != "native" {
+		t.Errorf("format %q, %g reports/datagram, processors %v (off %v), attach %q, floor %q: want tr2.0, 1, [detect flowcache] ([dta label]), native, native",
 			res.Format, res.PerDgram, res.Processors, res.Off, res.XDPAttach, res.FloorAttach)
 	}
 	for name, m := range map[string]mode{"floor": res.Floor, "socket": res.Socket, "xdp": res.XDP, "kernel": res.Kernel} {

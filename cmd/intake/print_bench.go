@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,8 +66,12 @@ func writeKernelComparison(w io.Writer, kc *bench.KernelComparison) {
 	if len(kc.ProcessorsOff) > 0 {
 		fmt.Fprintf(w, "; turned off in every mode (they need every report in user space): %s", processors(kc.ProcessorsOff))
 	}
-	fmt.Fprintf(w, "\n  floor: an XDP program that counts and drops every frame (%s), no collector; kernel: xdp mode with detect.kernel (%s)\n",
-		kc.FloorAttach, kc.XDPAttach)
+	kernel := "detect.kernel"
+	if slices.Contains(kc.Processors, "flowcache") {
+		kernel += " and flowcache.kernel"
+	}
+	fmt.Fprintf(w, "\n  floor: an XDP program that counts and drops every frame (%s), no collector; kernel: xdp mode with %s (%s)\n",
+		kc.FloorAttach, kernel, kc.XDPAttach)
 	fmt.Fprintf(w, "  %-8s %12s %8s %12s %12s %12s %10s %10s\n", "", "", "", "machine CPU", "above floor", "collector", "BPF", "reports")
 	fmt.Fprintf(w, "  %-8s %12s %8s %12s %12s %12s %10s %10s\n", "mode", "reports/s", "loss", "ns/report", "ns/report", "ns/report", "ns/report", "in XDP")
 	for _, m := range []struct {

@@ -66,8 +66,8 @@ func TestBenchIngestCPUShareText(t *testing.T) {
 // TestKernelComparison computes from its phases; a kernel phase in which nothing ended in
 // XDP says so.
 func TestBenchKernelText(t *testing.T) {
-	kc := bench.KernelComparison{Format: "tr2.0", DurationS: 1, Rounds: 3, ReportsPerDatagram: 1, Processors: []string{"detect"},
-		ProcessorsOff: []string{"flowcache", "dta", "label"}, XDPAttach: "native", FloorAttach: "native",
+	kc := bench.KernelComparison{Format: "tr2.0", DurationS: 1, Rounds: 3, ReportsPerDatagram: 1, Processors: []string{"detect", "flowcache"},
+		ProcessorsOff: []string{"dta", "label"}, XDPAttach: "native", FloorAttach: "native",
 		Floor:             bench.ModeCost{ReportsPerS: 1000, MachineCPU: 500, BPF: 20},
 		Socket:            bench.ModeCost{ReportsPerS: 1000, MachineCPU: 4500, AboveFloor: 4000, CollectorCPU: 4000},
 		XDP:               bench.ModeCost{ReportsPerS: 1000, MachineCPU: 3500, AboveFloor: 3000, CollectorCPU: 2400, BPF: 66},
@@ -76,8 +76,8 @@ func TestBenchKernelText(t *testing.T) {
 	var b strings.Builder
 	writeKernelComparison(&b, &kc)
 	want := `bench ingest: tr2.0 across a veth pair, 1 reports/datagram, 1s per phase, 3 rounds (medians by machine CPU per report)
-  processors in every mode: detect; turned off in every mode (they need every report in user space): flowcache, dta, label
-  floor: an XDP program that counts and drops every frame (native), no collector; kernel: xdp mode with detect.kernel (native)
+  processors in every mode: detect, flowcache; turned off in every mode (they need every report in user space): dta, label
+  floor: an XDP program that counts and drops every frame (native), no collector; kernel: xdp mode with detect.kernel and flowcache.kernel (native)
                                   machine CPU  above floor    collector        BPF    reports
   mode        reports/s     loss    ns/report    ns/report    ns/report  ns/report     in XDP
   floor            1000   0.0000        500.0          0.0          0.0       20.0          0

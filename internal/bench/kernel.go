@@ -18,8 +18,10 @@ const ModeKernel = "kernel"
 // KernelComparison is `bench ingest --mode kernel` (docs/xdp.md, "Measuring the modes"):
 // the same load, in the same run, sent to a floor (an XDP program that counts and drops
 // every frame, no collector), to the collector with its first listener in socket mode, in
-// xdp mode, and in xdp mode with detection in the kernel (detect.kernel). Every mode runs
-// the same processors, detection alone: the others need every report in user space.
+// xdp mode, and in xdp mode with detection and the flow cache in the kernel (detect.kernel,
+// flowcache.kernel). Every mode runs the same processors, detection and the flow cache (the
+// flow cache off in the configuration: detection alone); the others need every report in
+// user space.
 type KernelComparison struct {
 	Format             string  `json:"format"`
 	DurationS          float64 `json:"duration_s"`
@@ -75,15 +77,15 @@ type ModeCost struct {
 
 // IngestKernel runs the floor, socket, xdp and kernel phases, alternating in each round, on
 // interface dev (cfg.Host must be one of its addresses). The collector's configuration is
-// cfg's with detection alone (DetectOnly) in every mode; the kernel phase adds
-// detect.kernel. BPF statistics are on during the phases with an XDP program. Progress is
+// cfg's with the processors the kernel runs (KernelProcessors) in every mode; the kernel
+// phase adds detect.kernel, and flowcache.kernel if the flow cache is on. BPF statistics are on during the phases with an XDP program. Progress is
 // told phases as "floor", "socket:collector", "xdp:collector", "kernel:collector".
 func IngestKernel(cfg IngestConfig, dev string) (KernelComparison, error) {
 	kc := KernelComparison{Rounds: max(cfg.Rounds, 1)}
 	base := cfg
 	base.Baseline = ""
-	base.Collector, kc.ProcessorsOff = DetectOnly(cfg.Collector)
-	base.Collector.Detect.Kernel = false // the kernel phase's alone
+	base.Collector, kc.ProcessorsOff = KernelProcessors(cfg.Collector)
+	base.Collector.Detect.Kernel, base.Collector.FlowCache.Kernel = false, false // the kernel phase's alone
 	sock := base
 	sock.CPUProfile = ""
 	x, err := onXDP(base, dev)
@@ -94,6 +96,7 @@ func IngestKernel(cfg IngestConfig, dev string) (KernelComparison, error) {
 	k := x
 	k.CPUProfile = cfg.CPUProfile // the kernel phase's profile
 	k.Collector.Detect.Kernel = true
+	k.Collector.FlowCache.Kernel = k.Collector.FlowCache.Enabled
 	floorAddr := net.JoinHostPort(cmp.Or(cfg.Host, "127.0.0.1"), strconv.Itoa(x.Collector.Listeners[0].Port))
 	modes := []struct {
 		name string
@@ -144,15 +147,17 @@ func (kc *KernelComparison) set(floor, sock, x, k Phase) {
 	kc.AboveFloorXDPRatio = ratio(kc.XDP.AboveFloor, kc.Kernel.AboveFloor)
 }
 
-// DetectOnly returns c with the processors that need every report in user space turned
-// off (the flow cache, DTA, INT-label and the Kafka export, whose reports topic takes
-// every report) and detection on, and the names of those it turned off.
-func DetectOnly(c config.Config) (config.Config, []string) {
+// KernelProcessors returns c with the processors that need every report in user space
+// turned off (DTA, INT-label and the Kafka export, whose reports topic takes every report)
+// and detection on, and the names of those it turned off. The flow cache stays as c has it
+// (on by default): with detection, it is what the kernel phase runs in XDP, issue 27's
+// steady-state target.
+func KernelProcessors(c config.Config) (config.Config, []string) {
 	off := []string{}
 	for _, p := range []struct {
 		name string
 		on   *bool
-	}{{"flowcache", &c.FlowCache.Enabled}, {"dta", &c.DTA.Enabled}, {"label", &c.Label.Enabled}} {
+	}{{"dta", &c.DTA.Enabled}, {"label", &c.Label.Enabled}} {
 		if *p.on {
 			off = append(off, p.name)
 			*p.on = false

@@ -29,8 +29,8 @@ func kernelPhases() (floor, sock, x, k Phase) {
 // above the floor, the collector's, the XDP program's), the ratios and the JSON keys
 // (cmd/intake's TestBenchKernelText prints these figures).
 func TestKernelComparison(t *testing.T) {
-	kc := KernelComparison{Format: "tr2.0", DurationS: 1, Rounds: 3, Processors: []string{"detect"},
-		ProcessorsOff: []string{"flowcache", "dta", "label"}}
+	kc := KernelComparison{Format: "tr2.0", DurationS: 1, Rounds: 3, Processors: []string{"detect", "flowcache"},
+		ProcessorsOff: []string{"dta", "label"}}
 	kc.set(kernelPhases())
 	j, err := json.Marshal(kc)
 	if err != nil {
@@ -48,7 +48,7 @@ func TestKernelComparison(t *testing.T) {
 			t.Errorf("%s: %v, want %v", key, got[key], v)
 		}
 	}
-	if fmt.Sprint(got["processors"], got["processors_off"]) != "[detect] [flowcache dta label]" {
+	if fmt.Sprint(got["processors"], got["processors_off"]) != "[detect flowcache] [dta label]" {
 		t.Errorf("processors %v, processors_off %v", got["processors"], got["processors_off"])
 	}
 	for mode, want := range map[string]map[string]float64{
