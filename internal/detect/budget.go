@@ -18,6 +18,25 @@ const seqWinBytes = 288 + 96
 // in its size class (TestBudgetRealStreams).
 const streamEventBytes = 704
 
+// The entries of the kernel's tables (detect.kernel): bpf/detect.h's struct fent and
+// struct swent, which package xdp mirrors (TestKernelBudget in internal/collector checks
+// these against its mirrors and KernelSlots against its sizing).
+const (
+	KernelFlowEntryBytes = 344
+	KernelKeyEntryBytes  = 80
+	kernelEventRing      = 4 << 20 // xdp.Detect's default event ring
+)
+
+// KernelSlots is the slots of a kernel table that holds n entries at most three quarters
+// full: a power of two (package xdp sizes its BPF arrays so).
+func KernelSlots(n int) int {
+	s := 64
+	for s*3/4 < n {
+		s *= 2
+	}
+	return s
+}
+
 // Budget is the memory the detector takes: its preallocated key tables, the event log and
 // the event bus's rings, one of detect.ring events per consumer (the log, the export
 // pipeline, the Redis sink, the DTA event list: ringConsumers of them, which the caller
@@ -55,6 +74,17 @@ func (c *Config) Budget(ringConsumers int) budget.Budget {
 		b = append(b, budget.Item{Component: "detect", Part: "event streams",
 			Memory: budget.Add(streamShared*streamEventBytes, budget.Mul(int64(c.MaxStreams), per)),
 			Note:   fmt.Sprintf("%d events encoded × %d B, %d streams × %s (max_streams)", streamShared, streamEventBytes, c.MaxStreams, budget.Bytes(per))})
+	}
+	if c.Kernel {
+		// detect.kernel: the program's tables and event ring are BPF memory, beside the
+		// user-space tables (which keep the reports the program does not parse).
+		fs, ks := KernelSlots(Capacity(c.MaxFlows, c.Shards)), KernelSlots(Capacity(c.MaxKeys, c.Shards))
+		b = append(b,
+			budget.Item{Outside: true, Component: "detect", Part: "kernel flow table", Memory: budget.Mul(int64(fs), KernelFlowEntryBytes),
+				Note: fmt.Sprintf("BPF array of %d slots × %d B", fs, KernelFlowEntryBytes)},
+			budget.Item{Outside: true, Component: "detect", Part: "kernel switch-key table", Memory: budget.Mul(int64(ks), KernelKeyEntryBytes),
+				Note: fmt.Sprintf("BPF array of %d slots × %d B", ks, KernelKeyEntryBytes)},
+			budget.Item{Outside: true, Component: "detect", Part: "kernel event ring", Memory: kernelEventRing, Note: "BPF ring buffer"})
 	}
 	if ringConsumers > 0 {
 		b = append(b, budget.Item{Component: "event bus", Part: "rings", Memory: budget.Mul(int64(ringConsumers), event.RingBytes(c.Ring)),

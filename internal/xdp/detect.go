@@ -1,6 +1,8 @@
 package xdp
 
 import (
+	"unsafe"
+
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -164,4 +166,20 @@ type KernelKeyEntry struct {
 type flowKey struct {
 	K telemetry.FlowKey
 	_ [2]uint8
+}
+
+// tableSlots is the slots of a table that holds n entries at most three quarters full: a
+// power of two.
+func tableSlots(n int) int {
+	s := 64
+	for s*3/4 < n {
+		s *= 2
+	}
+	return s
+}
+
+// TableBytes is what d's tables take in BPF memory: the flow table and the switch-key
+// table, each of tableSlots entries (the configuration's memory budget counts them).
+func (d Detect) TableBytes() (flows, keys int) {
+	return tableSlots(d.MaxFlows) * int(unsafe.Sizeof(KernelFlow{})), tableSlots(d.MaxKeys) * int(unsafe.Sizeof(KernelKeyEntry{}))
 }

@@ -30,16 +30,6 @@ type DetectState struct {
 	flowSlots, keySlots int
 }
 
-// tableSlots is the slots of a table that holds n entries at most three quarters full: a
-// power of two.
-func tableSlots(n int) int {
-	s := 64
-	for s*3/4 < n {
-		s *= 2
-	}
-	return s
-}
-
 // NewDetectState creates the maps for d, with every rule off.
 func NewDetectState(d Detect) (_ *DetectState, err error) {
 	if d.MaxFlows < 1 || d.MaxKeys < 1 {
