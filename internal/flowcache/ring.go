@@ -81,10 +81,13 @@ func (r *ring) len() int { return int(r.enq.Load() - r.deq.Load()) }
 type ringSet struct {
 	rings []*ring
 	mask  uint64
+	// kick wakes the drain (FlowCache.drainLoop) when a ring fills past a quarter: the
+	// drain backs off while the rings stay empty, and a burst must not wait for it.
+	kick chan struct{}
 }
 
 func newRingSet(n, entries, bucketW int) *ringSet {
-	s := &ringSet{rings: make([]*ring, n), mask: uint64(n - 1)}
+	s := &ringSet{rings: make([]*ring, n), mask: uint64(n - 1), kick: make(chan struct{}, 1)}
 	for i := range s.rings {
 		s.rings[i] = newRing(entries, bucketW)
 	}
@@ -92,7 +95,15 @@ func newRingSet(n, entries, bucketW int) *ringSet {
 }
 
 func (s *ringSet) push(row uint64, b []uint64, why record.Reason) bool {
-	return s.rings[row&s.mask].push(b, why)
+	r := s.rings[row&s.mask]
+	ok := r.push(b, why)
+	if ok && uint64(r.len()) == (r.mask+1)/4 {
+		select {
+		case s.kick <- struct{}{}:
+		default: // a kick is pending already
+		}
+	}
+	return ok
 }
 
 // RingStats are the eviction rings' counters.
