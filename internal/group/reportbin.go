@@ -14,9 +14,10 @@ import (
 // that a processor's processors see exactly the report the inlet decoded, and compact: a
 // 5-hop TR v2.0 report with an IPv4 flow takes about 95 bytes where the struct takes 3 KiB.
 //
-//	report = version (1 byte, reportVersion or reportVersion2) · groups (1 byte) · Format · Flags · Has · HWID ·
-//	         DropReason · ReporterHop · Kernel (1 byte each) · NodeID · Seq · IngressTS
-//	         (uvarints) · RecvTime · [TR] · [Flow] · [Inner] · [INT] · hops · [DTA] · [labels]
+//	report = version (1 byte, reportVersion or reportVersion2) · groups (1 byte) · Format ·
+//	         Flags · Has · HWID · DropReason · ReporterHop · Kernel (1 byte each) · NodeID ·
+//	         Seq · IngressTS (uvarints) · RecvTime · [TR] · [Flow] · [Inner] · [INT] · hops ·
+//	         [DTA] · [labels]
 //
 // groups says which bracketed groups follow (bit 0 TR, 1 Flow, 2 Inner, 3 INT, 4 DTA, 5
 // labels): a group left out is all zero. The other unsigned fields are uvarints, bools and
