@@ -203,6 +203,26 @@ func (g *Generator) Truth(n uint64) Truth {
 	return tr
 }
 
+// Decoded returns the reports of the first n datagrams as a listener decodes them (the
+// stream's own wire configuration): the input benchmarks of what comes after the decoder
+// take. A datagram that does not decode, or decodes with errors, is an error.
+func (g *Generator) Decoded(n uint64) ([]telemetry.Report, error) {
+	dec, err := wire.NewDecoder(g.WireConfig())
+	if err != nil {
+		return nil, err
+	}
+	var rs []telemetry.Report
+	err = g.Walk(n, func(i uint64, d []byte, _ []telemetry.Report) error {
+		got, errs := dec.DecodeAll(g.Input(), d)
+		if len(errs) != 0 {
+			return fmt.Errorf("gen: datagram %d: %v", i, errs[0])
+		}
+		rs = append(rs, got...)
+		return nil
+	}, nil)
+	return rs, err
+}
+
 // Walk rebuilds the first n datagrams of the stream, exactly as a Sender sends them, and
 // calls fn with each and the reports it carries (both valid during the call only). It
 // stops at fn's first error. When tr is not nil, Walk also counts into it. Walk encodes

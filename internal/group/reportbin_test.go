@@ -3,7 +3,6 @@ package group
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -50,21 +49,17 @@ func genStream(tb testing.TB) []telemetry.Report {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	dec, err := wire.NewDecoder(g.WireConfig())
+	rs, err := g.Decoded(2 * benchGenFlows)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var rs []telemetry.Report
-	err = g.Walk(2*benchGenFlows, func(_ uint64, d []byte, _ []telemetry.Report) error {
-		got, errs := dec.DecodeAll(g.Input(), d)
-		if len(got) != 1 || len(errs) != 0 || got[0].NHops != 5 {
-			return fmt.Errorf("decoded %d reports (%v)", len(got), errs)
+	if len(rs) != 2*benchGenFlows {
+		tb.Fatalf("%d reports", len(rs))
+	}
+	for _, r := range rs {
+		if r.NHops != 5 {
+			tb.Fatalf("a report of %d hops", r.NHops)
 		}
-		rs = append(rs, got[0])
-		return nil
-	}, nil)
-	if err != nil {
-		tb.Fatal(err)
 	}
 	return rs
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/intake-int/intake/event"
 	"github.com/intake-int/intake/internal/benchclock"
+	"github.com/intake-int/intake/internal/gen"
 	"github.com/intake-int/intake/kafkapb"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -214,4 +215,31 @@ func TestReportWire(t *testing.T) {
 		}
 		check(fmt.Sprintf("report %d", i), &r)
 	}
+	// Values of every size: gen's stream (8 fields a hop, timestamps, values drawn anew),
+	// then each report with its values at their largest, and an IPv4 flow whose addresses
+	// are not IPv4-mapped (16 bytes, as FlowKeyMessage writes them).
+	g, err := gen.New(gen.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := g.Decoded(256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rs {
+		check(fmt.Sprintf("gen report %d", i), &rs[i])
+	}
+	r := rs[0]
+	for n := range uint8(13) { // Reports of 0 to 12 hops: their lengths take 1 byte, then 2
+		r.NHops = n
+		check(fmt.Sprintf("gen report of %d hops", n), &r)
+	}
+	r.NHops, r.RecvTime, r.NodeID, r.Seq, r.HWID, r.IngressTS = 12, -1, ^uint32(0), ^uint32(0), 0xff, ^uint64(0)
+	for h := range r.NHops {
+		r.Hops[h] = telemetry.Hop{NodeID: ^uint32(0), IngressPort: ^uint32(0), EgressPort: ^uint32(0), HopLatency: ^uint32(0),
+			QueueID: ^uint16(0), QueueOccupancy: ^uint32(0), TxUtil: ^uint32(0), EgressTS: ^uint64(0)}
+	}
+	check("largest values", &r)
+	r.Flow.Src, r.Flow.Dst = [16]byte{1, 2, 3}, [16]byte{15: 9}
+	check("unmapped addresses", &r)
 }

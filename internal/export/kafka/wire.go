@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"slices"
+
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/intake-int/intake/kafkapb"
@@ -14,60 +16,139 @@ import (
 
 // reportWire is the sender's scratch for one report's nested messages.
 type reportWire struct {
-	report, sub []byte
+	sub []byte
+}
+
+// A report message's fields are written by index into room made beforehand, not appended:
+// an append per byte, and a call per varint, were most of the sender's time. Every field
+// number is below 16, so each tag is one byte; a hop's and a flow's message are shorter
+// than 128 bytes, so each length is one byte, written once the message is.
+
+// pw writes into b, sized beforehand, at n.
+type pw struct {
+	b []byte
+	n int
+}
+
+func (w *pw) varint(x uint64) {
+	for x >= 0x80 {
+		w.b[w.n] = byte(x) | 0x80
+		x >>= 7
+		w.n++
+	}
+	w.b[w.n] = byte(x)
+	w.n++
+}
+
+// field writes scalar field num (below 16) of value x, left out when 0 (proto3).
+func (w *pw) field(num byte, x uint64) {
+	if x != 0 {
+		w.b[w.n] = num << 3
+		w.n++
+		w.varint(x)
+	}
+}
+
+// bytes writes bytes field num (below 16).
+func (w *pw) bytes(num byte, v []byte) {
+	w.b[w.n] = num<<3 | byte(protowire.BytesType)
+	w.n++
+	w.varint(uint64(len(v)))
+	w.n += copy(w.b[w.n:], v)
+}
+
+// open starts message field num (below 16) of fewer than 128 bytes; close ends it.
+func (w *pw) open(num byte) int {
+	w.b[w.n] = num<<3 | byte(protowire.BytesType)
+	w.n += 2
+	return w.n
+}
+
+func (w *pw) close(at int) { w.b[at-1] = byte(w.n - at) }
+
+// reportRoom is the most bytes it's message takes: each varint at most 10 bytes and its
+// tag 1, a nested message's length 2.
+func reportRoom(it *kafkaReportItem) int {
+	n := 3 + 3 + 6*11 + 16 + 64 + kafkapb.MaxHops*(2+8*11) + 11
+	switch it.format {
+	case telemetry.FormatDTA:
+		d := it.dta()
+		n += 3 + 16 + 3 + int(d.KeyLen) + 3 + int(d.DataLen) + 9*11
+	case telemetry.FormatLabel:
+		n += kafkapb.MaxHops*(3+9*11) + 2*11
+	}
+	return n
 }
 
 // appendReportMessage appends it as a kafkapb.Message with a Report body.
-func (w *reportWire) appendReportMessage(b []byte, it *kafkaReportItem) []byte {
-	r := w.report[:0]
-	r = appendVarintField(r, 1, uint64(it.recv))
+func (rw *reportWire) appendReportMessage(b []byte, it *kafkaReportItem) []byte {
+	b = slices.Grow(b, reportRoom(it))
+	w := pw{b: b[:cap(b)], n: len(b)}
+	w.field(1, kafkapb.SchemaVersion)
+	// The Report's length, 1 or 2 bytes (reportRoom bounds it below 2^14): 2 held, and the
+	// Report moved back one byte when it takes 1.
+	w.b[w.n] = 2<<3 | byte(protowire.BytesType)
+	w.n += 3
+	body := w.n
+	w.field(1, uint64(it.recv))
 	if f := it.format.String(); f != "" {
-		r = protowire.AppendTag(r, 2, protowire.BytesType)
-		r = protowire.AppendString(r, f)
+		w.b[w.n] = 2<<3 | byte(protowire.BytesType)
+		w.b[w.n+1] = byte(len(f))
+		w.n += 2 + copy(w.b[w.n+2:], f)
 	}
-	r = appendVarintField(r, 3, uint64(it.node))
-	r = appendVarintField(r, 4, uint64(it.seq))
-	r = appendVarintField(r, 5, uint64(it.hwID))
-	r = appendVarintField(r, 6, it.ingressTS)
+	w.field(3, uint64(it.node))
+	w.field(4, uint64(it.seq))
+	w.field(5, uint64(it.hwID))
+	w.field(6, it.ingressTS)
 	if it.hasFlow {
-		w.sub = appendFlowKeyMessage(w.sub[:0], &it.flow)
-		r = protowire.AppendTag(r, 7, protowire.BytesType)
-		r = protowire.AppendBytes(r, w.sub)
+		at := w.open(7)
+		w.flowKey(&it.flow)
+		w.close(at)
 	}
 	for i := range int(it.nhops) {
 		h := &it.hops[i]
-		s := w.sub[:0]
-		s = appendVarintField(s, 1, uint64(h.node))
-		s = appendVarintField(s, 2, uint64(h.in))
-		s = appendVarintField(s, 3, uint64(h.eg))
-		s = appendVarintField(s, 4, uint64(h.lat))
-		s = appendVarintField(s, 5, uint64(h.qid))
-		s = appendVarintField(s, 6, uint64(h.qocc))
-		s = appendVarintField(s, 7, uint64(h.tx))
-		s = appendVarintField(s, 8, h.egTS)
-		w.sub = s
-		r = protowire.AppendTag(r, 8, protowire.BytesType)
-		r = protowire.AppendBytes(r, s)
+		at := w.open(8)
+		w.field(1, uint64(h.node))
+		w.field(2, uint64(h.in))
+		w.field(3, uint64(h.eg))
+		w.field(4, uint64(h.lat))
+		w.field(5, uint64(h.qid))
+		w.field(6, uint64(h.qocc))
+		w.field(7, uint64(h.tx))
+		w.field(8, h.egTS)
+		w.close(at)
 	}
-	r = appendVarintField(r, 9, uint64(it.total))
+	w.field(9, uint64(it.total))
 	switch it.format {
 	case telemetry.FormatDTA:
-		w.sub = appendDTAMessage(w.sub[:0], it.dta())
-		r = protowire.AppendTag(r, 10, protowire.BytesType)
-		r = protowire.AppendBytes(r, w.sub)
+		rw.sub = appendDTAMessage(rw.sub[:0], it.dta())
+		w.bytes(10, rw.sub)
 	case telemetry.FormatLabel:
 		for i := range int(it.nlabels) {
-			w.sub = appendLabelItem(w.sub[:0], &it.labels()[i])
-			r = protowire.AppendTag(r, 11, protowire.BytesType)
-			r = protowire.AppendBytes(r, w.sub)
+			rw.sub = appendLabelItem(rw.sub[:0], &it.labels()[i])
+			w.bytes(11, rw.sub)
 		}
-		r = appendVarintField(r, 12, uint64(it.labelsTotal))
-		r = appendBoolField(r, 13, it.labelSpecific)
+		w.field(12, uint64(it.labelsTotal))
+		if it.labelSpecific {
+			w.field(13, 1)
+		}
 	}
-	w.report = r
-	b = appendVarintField(b, 1, kafkapb.SchemaVersion)
-	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	return protowire.AppendBytes(b, r)
+	if l := w.n - body; l < 0x80 {
+		w.b[body-2] = byte(l)
+		w.n = body - 1 + copy(w.b[body-1:], w.b[body:w.n])
+	} else {
+		w.b[body-2], w.b[body-1] = byte(l)|0x80, byte(l>>7)
+	}
+	return w.b[:w.n]
+}
+
+// flowKey writes k's FlowKey fields (as FlowKeyMessage makes them).
+func (w *pw) flowKey(k *telemetry.FlowKey) {
+	w.bytes(1, addrBytes(&k.Src, k.IPv6))
+	w.bytes(2, addrBytes(&k.Dst, k.IPv6))
+	w.field(3, uint64(k.SrcPort))
+	w.field(4, uint64(k.DstPort))
+	w.field(5, uint64(k.Proto))
 }
 
 // appendDTAMessage appends d's DTA fields (as DTAMessage makes them).
@@ -105,23 +186,13 @@ func appendLabelItem(b []byte, l *telemetry.LabelItem) []byte {
 	return appendVarintField(b, 9, uint64(l.DeqQDepth))
 }
 
-// appendFlowKeyMessage appends k's FlowKey fields (as FlowKeyMessage makes them).
-func appendFlowKeyMessage(b []byte, k *telemetry.FlowKey) []byte {
-	src, dst := k.SrcAddr(), k.DstAddr()
-	b = protowire.AppendTag(b, 1, protowire.BytesType)
-	b = appendAddr(b, src.Is4(), src.As16())
-	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	b = appendAddr(b, dst.Is4(), dst.As16())
-	b = appendVarintField(b, 3, uint64(k.SrcPort))
-	b = appendVarintField(b, 4, uint64(k.DstPort))
-	return appendVarintField(b, 5, uint64(k.Proto))
-}
-
-func appendAddr(b []byte, v4 bool, a [16]byte) []byte {
-	if v4 {
-		return protowire.AppendBytes(b, a[12:])
+// addrBytes is a's bytes as FlowKeyMessage writes them: 4 for an IPv4-mapped address of
+// an IPv4 flow, else 16.
+func addrBytes(a *[16]byte, v6 bool) []byte {
+	if !v6 && [12]byte(a[:12]) == [12]byte{10: 0xff, 11: 0xff} {
+		return a[12:]
 	}
-	return protowire.AppendBytes(b, a[:])
+	return a[:]
 }
 
 // appendVarintField appends a proto3 scalar field (left out when 0).
