@@ -7,24 +7,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/intake-int/intake/api"
 	"github.com/intake-int/intake/event"
+	"github.com/intake-int/intake/internal/benchclock"
 	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/telemetry"
 )
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Skipf("getrusage: %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkStreams is the cost of detect.max_streams (1024) live event streams at a steady
 // event rate: every event is drained into the log on its own (the log's goroutine wakes per
@@ -85,7 +76,7 @@ func benchStreams(b *testing.B, streams, rate int) {
 	buf := make([]event.Event, 64)
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0, t0 := cpuTime(b), time.Now()
+	cpu0, t0 := time.Duration(benchclock.Process()), time.Now()
 	for i := range b.N {
 		if wait := time.Until(t0.Add(time.Duration(i) * time.Second / time.Duration(rate))); wait > 0 {
 			time.Sleep(wait)
@@ -102,7 +93,7 @@ func benchStreams(b *testing.B, streams, rate int) {
 		}
 		return true
 	})
-	cpu := cpuTime(b) - cpu0
+	cpu := time.Duration(benchclock.Process()) - cpu0
 	b.StopTimer()
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/event")
 	if st := l.StreamStats(); st.Open != int64(streams) || st.Dropped["behind"]+st.Dropped["slow"] != 0 {

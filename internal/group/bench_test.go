@@ -5,23 +5,16 @@ package group
 import (
 	"bytes"
 	"context"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/intake-int/intake/internal/benchclock"
 	"github.com/intake-int/intake/internal/kfaketest"
 	"github.com/intake-int/intake/partition"
 	"github.com/intake-int/intake/telemetry"
 )
-
-// cpuNs is the process's user and system CPU time so far.
-func cpuNs() int64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
 
 // BenchmarkInlet is the inlet's CPU per report produced (encoding, partitioning, framing,
 // compression, the acknowledgements) against 3 brokers in their own process: cpu-ns/report
@@ -102,14 +95,14 @@ func benchInlet(b *testing.B, compression string, feed func(i int) *telemetry.Re
 		b.Fatal(err)
 	}
 	defer in.Stop(context.Background())
-	f0 := cpuNs()
+	f0 := benchclock.Process()
 	for i := range b.N {
 		feed(i) // it writes the worker's report: not a loop the compiler drops
 	}
-	fed := cpuNs() - f0
+	fed := benchclock.Process() - f0
 	b.ReportAllocs()
 	b.ResetTimer()
-	c0 := cpuNs()
+	c0 := benchclock.Process()
 	for i := range b.N {
 		in.Process(0, feed(i))
 		if i%256 == 255 {
@@ -127,7 +120,7 @@ func benchInlet(b *testing.B, compression string, feed func(i int) *telemetry.Re
 	if err := in.cl.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(cpuNs()-c0-fed)/float64(b.N), "cpu-ns/report")
+	b.ReportMetric(float64(benchclock.Process()-c0-fed)/float64(b.N), "cpu-ns/report")
 	b.StopTimer()
 	if st := in.Status(); st.Produced != uint64(b.N) || st.Dropped+st.Failed != 0 {
 		b.Fatalf("produced %d of %d (%d dropped, %d failed)", st.Produced, b.N, st.Dropped, st.Failed)
@@ -164,7 +157,7 @@ func benchBare(b *testing.B, rs []telemetry.Report) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	c0 := cpuNs()
+	c0 := benchclock.Process()
 	for i := range b.N {
 		j := i % len(rs)
 		cl.Produce(context.Background(), &kgo.Record{Topic: "intake.raw", Partition: parts[j], Key: keys[j], Value: vals[j]}, done)
@@ -172,7 +165,7 @@ func benchBare(b *testing.B, rs []telemetry.Report) {
 	if err := cl.Flush(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(cpuNs()-c0)/float64(b.N), "cpu-ns/report")
+	b.ReportMetric(float64(benchclock.Process()-c0)/float64(b.N), "cpu-ns/report")
 	if failed > 0 {
 		b.Fatalf("%d failed", failed)
 	}

@@ -4,10 +4,10 @@ package kafka
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/intake-int/intake/internal/benchclock"
 	"github.com/intake-int/intake/internal/gen"
 	"github.com/intake-int/intake/internal/kfaketest"
 	"github.com/intake-int/intake/telemetry"
@@ -49,7 +49,7 @@ func benchSend(b *testing.B, compression string, rs []telemetry.Report) {
 	p := s.Reports().(*Reports)
 	b.ReportAllocs()
 	b.ResetTimer()
-	c0 := cpuNs()
+	c0 := benchclock.Process()
 	for i := range b.N {
 		p.Process(0, &rs[i%len(rs)])
 		for i%256 == 255 && s.queued()+int(s.inFlight()) > cfg.Queue/2 {
@@ -62,7 +62,7 @@ func benchSend(b *testing.B, compression string, rs []telemetry.Report) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	b.ReportMetric(float64(cpuNs()-c0)/float64(b.N), "cpu-ns/report")
+	b.ReportMetric(float64(benchclock.Process()-c0)/float64(b.N), "cpu-ns/report")
 	b.StopTimer()
 	if c := s.Counts(); c.Sent["report"] != uint64(b.N) || c.Offered["report"] != uint64(b.N) {
 		b.Fatalf("offered %d, sent %d of %d (dropped %v)", c.Offered["report"], c.Sent["report"], b.N, c.Dropped["report"])
@@ -76,11 +76,4 @@ func (s *Sink) counts(kind int) uint64 {
 		n += s.dropped[kind][i].Load()
 	}
 	return n
-}
-
-// cpuNs is the process's user and system CPU time so far.
-func cpuNs() int64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
