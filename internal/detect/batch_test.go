@@ -121,8 +121,8 @@ func runDetector(t *testing.T, rs []telemetry.Report, size int, mid func(d *Dete
 	var bus event.Bus
 	c := bus.Subscribe("t", 1<<20)
 	d := New(batchDetectConfig(), Deps{Bus: &bus})
-	if size < 0 { // with the flow prefetch, which only tables far beyond the caches get
-		d.stageAt, size = 0, -size
+	if size < 0 { // with the prefetches, which only tables far beyond the caches get
+		d.stageAt, d.stageKeysAt, size = 0, 0, -size
 	}
 	if size == 0 {
 		for i := range rs {
@@ -238,7 +238,7 @@ func TestProcessBatchConcurrent(t *testing.T) {
 	cfg.Change = map[string]uint64{"flow_hop_latency": 10, "queue_occupancy": 10, "tx_utilization": 10, "flow_latency": 10}
 	const workers, batches, per = 4, 300, 32
 	d := New(cfg, Deps{Bus: &bus, Workers: workers})
-	d.stageAt = 0 // the flow prefetch's unlocked index reads race the updates
+	d.stageAt, d.stageKeysAt = 0, 0 // the prefetches' unlocked reads race the updates
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -312,8 +312,8 @@ func TestProcessBatchNoAlloc(t *testing.T) {
 		var bus event.Bus
 		c := bus.Subscribe("t", 1<<10)
 		d := New(batchDetectConfig(), Deps{Bus: &bus})
-		if d.stageAt = math.MaxInt; stage {
-			d.stageAt = 0
+		if d.stageAt, d.stageKeysAt = math.MaxInt, math.MaxInt; stage {
+			d.stageAt, d.stageKeysAt = 0, 0
 		}
 		rs := batchStream(64)
 		buf := make([]event.Event, 1<<10)

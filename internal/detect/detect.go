@@ -67,8 +67,9 @@ type Detector struct {
 	aboveOn  [event.NumMeasurements]atomic.Bool
 	thrGen   atomic.Uint64 // bumped by SetThreshold and ClearThreshold: workers reload their copies
 
-	workers []workerCounts
-	stageAt int // ProcessBatch prefetches flow entries with more flows resident (stageFlowsAbove)
+	workers     []workerCounts
+	stageAt     int // ProcessBatch prefetches flow entries with more flows resident (stageFlowsAbove)
+	stageKeysAt int // and hop memo slots with more switch keys resident (stageKeysAbove)
 
 	kern   kernelLink  // detect.kernel: the XDP program's detector, linked between Start and Stop
 	kstate KernelState // detect.kernel: what opens it
@@ -142,6 +143,7 @@ func New(cfg Config, deps Deps) *Detector {
 		}
 	}
 	d.stageAt = int(stageFlowsAbove / unsafe.Sizeof(flowEntry{}))
+	d.stageKeysAt = stageKeysAbove
 	d.thrGen.Store(1)
 	d.workers = make([]workerCounts, max(deps.Workers, 1))
 	for i := range d.workers {
@@ -455,10 +457,11 @@ func (d *Detector) ProcessBatch(worker int, rs []telemetry.Report) {
 	c, b := &d.workers[worker].local, d.workers[worker].b
 	d.loadThresholds(b)
 	stage := d.stageAt == 0 || d.residentFlows() > d.stageAt
+	stageKeys := d.stageKeysAt == 0 || d.residentKeys() > d.stageKeysAt
 	for len(rs) > 0 {
 		chunk := rs[:min(len(rs), batchChunk)]
 		rs = rs[len(chunk):]
-		d.chunk(c, b, chunk, stage)
+		d.chunk(c, b, chunk, stage, stageKeys)
 	}
 	b.pub.Wake()
 }
@@ -472,7 +475,16 @@ func (d *Detector) residentFlows() int {
 	return n
 }
 
-func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report, stage bool) {
+// residentKeys is the number of switch keys held (read without the shards' locks).
+func (d *Detector) residentKeys() int {
+	n := 0
+	for _, s := range d.shards {
+		n += int(s.residentKeys.Load())
+	}
+	return n
+}
+
+func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report, stage, stageKeys bool) {
 	for i := range rs {
 		if rs[i].Kernel&telemetry.KernelDetected != 0 { // the XDP program has detected it (detect.kernel)
 			b.fh[i] = 0
@@ -483,6 +495,9 @@ func (d *Detector) chunk(c *[nCounts]uint64, b *batch, rs []telemetry.Report, st
 	}
 	if stage {
 		d.stageFlows(b, rs)
+	}
+	if stageKeys {
+		d.stageMemos(b, rs)
 	}
 	for _, sh := range b.order {
 		s := d.shards[sh]
@@ -546,6 +561,36 @@ func (d *Detector) stageFlows(b *batch, rs []telemetry.Report) {
 				na++
 			}
 			break
+		}
+	}
+	prefetch.Addrs(b.addrs[:na])
+}
+
+// stageKeysAbove is the switch keys held above which ProcessBatch prefetches its hops' memo
+// slots (stageMemos). Each memo slot in use is a cache line, up to 4 a key ((switch, queue,
+// port) triples outnumber keys): 256 keys are up to 64 KiB of lines, beyond a core's L1,
+// and in a collector the rest of its state (flows, the flow cache, the reports) pushes them
+// out of L2 between batches (intake gen's default stream: 624 keys, 2,167 triples). With
+// fewer they stay cached, and the prefetch would cost a hop some 10 ns for nothing
+// (BenchmarkProcessBatch: 5 switches, 15 keys).
+const stageKeysAbove = 256
+
+// stageMemos prefetches the hop memo slots of the chunk's hop operations: a fabric has
+// thousands of (switch, queue, port) triples, each a slot of its own, and in a collector
+// the rest of its state pushes them out of the caches between batches, where hopFast
+// stalled on each in turn. A slot's address is the memo's hash of the hop (no shared state
+// is read). Prefetching the switch entries the slots name as well (read under the shard's
+// lock) measured no better.
+func (d *Detector) stageMemos(b *batch, rs []telemetry.Report) {
+	na := 0
+	for k := range b.n {
+		if o := &b.ops[k]; o.kind == opHop {
+			s := d.shards[shardOf(o.hsw, d.mask)]
+			b.addrs[na] = uintptr(unsafe.Pointer(s.memoAt(o.hsw, &rs[o.ri].Hops[o.hop])))
+			if na++; na == len(b.addrs) {
+				prefetch.Addrs(b.addrs[:na])
+				na = 0
+			}
 		}
 	}
 	prefetch.Addrs(b.addrs[:na])

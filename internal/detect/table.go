@@ -262,6 +262,7 @@ type shard struct {
 
 	evictedFlows, evictedKeys, expired uint64       // under mu
 	resident                           atomic.Int32 // flows held (fl.n), read without mu
+	residentKeys                       atomic.Int32 // switch keys held (sl.n), read without mu
 	_                                  [64]byte
 }
 
@@ -396,6 +397,8 @@ func (s *shard) swIndex(k swKey, h uint64, now int64) int32 {
 		s.dropWindow(i)
 		s.sl.touch(i)
 		s.evictedKeys++
+	} else {
+		s.residentKeys.Add(1)
 	}
 	s.sidx.insert(h, i)
 	s.se[i] = swEntry{key: k}
@@ -407,6 +410,7 @@ func (s *shard) removeSw(i int32) {
 	s.sidx.remove(s.se[i].key.hash(), i)
 	s.dropWindow(i)
 	s.sl.remove(i)
+	s.residentKeys.Add(-1)
 	s.se[i].key = swKey{kind: kNone}
 }
 
