@@ -599,12 +599,13 @@ func (d *Detector) stageMemos(b *batch, rs []telemetry.Report) {
 // flowEntryHot is the part of a flow entry an update of a 5-hop path touches.
 const flowEntryHot = uintptr(unsafe.Offsetof(flowEntry{}.hop)) + 5*uintptr(unsafe.Sizeof(val{}))
 
-// stageFlowsAbove is the flow table size (max_flows entries) above which ProcessBatch
-// prefetches its flows' entries: the L2 cache of one core here. Beyond it the entries miss
-// the core's caches and the prefetch overlaps those misses; below it they stay cached and
-// the prefetch saves nothing (the figures: docs/performance.md, "Figures behind choices in
-// the code").
-const stageFlowsAbove = 2 << 20
+// stageFlowsAbove is the resident flows' size above which ProcessBatch prefetches its
+// flows' entries: the L2 cache of one core here (512 KiB). Beyond it the entries miss the
+// core's caches and the prefetch overlaps those misses; below it they stay cached and the
+// prefetch saves nothing. Detection alone keeps its entries cached up to larger tables, but
+// in a collector the other processors' state shares the cache (the figures:
+// docs/performance.md, "Figures behind choices in the code").
+const stageFlowsAbove = 512 << 10
 
 // reportOps adds r's operations to b, in order (see opSeq); a flow operation's flow hash is
 // left in b.fh[ri]. It counts the hops' switch values (the operations count the others).
