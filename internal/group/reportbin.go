@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"github.com/intake-int/intake/internal/wbuf"
 	"github.com/intake-int/intake/telemetry"
 )
 
@@ -106,111 +107,96 @@ func appendReport(b []byte, r *telemetry.Report) []byte {
 	}
 	// Room for the largest form of a report of these counts, then writes without appends
 	// (a byte-by-byte append is most of the cost of a varint).
-	w := writer{b: slices.Grow(b, 512+int(r.NHops)*hopRoom+int(r.NLabels)*64+int(d.KeyLen)+int(d.DataLen)), n: len(b)}
-	w.b = w.b[:cap(w.b)]
-	binary.LittleEndian.PutUint64(w.b[w.n:], reportVersion2|uint64(groups)<<8|uint64(r.Format)<<16|uint64(r.Flags)<<24|
+	w := writer{wbuf.W{B: slices.Grow(b, 512+int(r.NHops)*hopRoom+int(r.NLabels)*64+int(d.KeyLen)+int(d.DataLen)), N: len(b)}}
+	w.B = w.B[:cap(w.B)]
+	binary.LittleEndian.PutUint64(w.B[w.N:], reportVersion2|uint64(groups)<<8|uint64(r.Format)<<16|uint64(r.Flags)<<24|
 		uint64(r.Has)<<32|uint64(r.HWID)<<40|uint64(r.DropReason)<<48|uint64(bit(r.ReporterHop))<<56)
-	w.b[w.n+8] = byte(r.Kernel)
-	w.n += 9
-	w.u(uint64(r.NodeID))
-	w.u(uint64(r.Seq))
-	w.u(r.IngressTS)
-	binary.LittleEndian.PutUint64(w.b[w.n:], uint64(r.RecvTime))
-	w.n += 8
+	w.B[w.N+8] = byte(r.Kernel)
+	w.N += 9
+	w.Uvarint(uint64(r.NodeID))
+	w.Uvarint(uint64(r.Seq))
+	w.Uvarint(r.IngressTS)
+	binary.LittleEndian.PutUint64(w.B[w.N:], uint64(r.RecvTime))
+	w.N += 8
 	if groups&gTR != 0 {
 		t := &r.TR
-		w.bytes(t.Ver, t.NProto, t.RepType, t.DSMdLen)
-		w.u(uint64(t.MDBits))
-		w.u(uint64(t.DSID))
-		w.u(uint64(t.DSMdBits))
-		w.u(uint64(t.DSMdStatus))
-		w.u(uint64(t.SinkNodeID))
+		w.Bytes(t.Ver, t.NProto, t.RepType, t.DSMdLen)
+		w.Uvarint(uint64(t.MDBits))
+		w.Uvarint(uint64(t.DSID))
+		w.Uvarint(uint64(t.DSMdBits))
+		w.Uvarint(uint64(t.DSMdStatus))
+		w.Uvarint(uint64(t.SinkNodeID))
 	}
 	if groups&gFlow4 != 0 {
-		w.n += len(r.Flow.KeyBytes(w.b[w.n:]))
+		w.N += len(r.Flow.KeyBytes(w.B[w.N:]))
 	} else if groups&gFlow != 0 {
 		w.flow(&r.Flow)
 	}
 	if groups&gInner != 0 {
 		in := &r.Inner
-		w.bytes(byte(in.Link), in.NVLANs, in.DSCP, in.TCPOpts, byte(in.Encap), byte(in.Nested))
-		w.u(uint64(in.VLANs[0]))
-		w.u(uint64(in.VLANs[1]))
-		w.u(uint64(in.IPOptLen))
-		w.u(uint64(in.EncapArg))
-		w.u(uint64(in.Trailer))
+		w.Bytes(byte(in.Link), in.NVLANs, in.DSCP, in.TCPOpts, byte(in.Encap), byte(in.Nested))
+		w.Uvarint(uint64(in.VLANs[0]))
+		w.Uvarint(uint64(in.VLANs[1]))
+		w.Uvarint(uint64(in.IPOptLen))
+		w.Uvarint(uint64(in.EncapArg))
+		w.Uvarint(uint64(in.Trailer))
 		if in.Tunnel == (telemetry.FlowKey{}) {
-			w.bytes(0)
+			w.Bytes(0)
 		} else {
-			w.bytes(1)
+			w.Bytes(1)
 			w.flow(&in.Tunnel)
 		}
 	}
 	if groups&gINT != 0 {
 		h := &r.INT
-		w.bytes(byte(h.Version), bit(h.MX), h.Flags, h.HopML, h.RemHops, h.MaxHops, h.SourceDS, h.ShimType,
+		w.Bytes(byte(h.Version), bit(h.MX), h.Flags, h.HopML, h.RemHops, h.MaxHops, h.SourceDS, h.ShimType,
 			h.ShimExtra, h.OrigProto, bit(h.Erratum), bit(h.HasSourceSeq))
-		w.u(uint64(h.Bitmap))
-		w.u(uint64(h.DSID))
-		w.u(uint64(h.DSInstr))
-		w.u(uint64(h.DSFlags))
-		w.u(uint64(h.OrigPort))
-		w.u(uint64(h.SourceSeq))
+		w.Uvarint(uint64(h.Bitmap))
+		w.Uvarint(uint64(h.DSID))
+		w.Uvarint(uint64(h.DSInstr))
+		w.Uvarint(uint64(h.DSFlags))
+		w.Uvarint(uint64(h.OrigPort))
+		w.Uvarint(uint64(h.SourceSeq))
 	}
-	w.bytes(r.NHops)
+	w.Bytes(r.NHops)
 	var prevIn uint64
 	for i := range int(r.NHops) {
-		w.n = putHop(w.b, w.n, &r.Hops[i], prevIn)
+		w.N = putHop(w.B, w.N, &r.Hops[i], prevIn)
 		prevIn = r.Hops[i].IngressTS
 	}
 	if groups&gDTA != 0 {
-		w.bytes(byte(d.Op), d.HeaderLen, d.Seq, bit(d.Immediate), bit(d.Retransmit), d.Redundancy, d.KeyLen,
+		w.Bytes(byte(d.Op), d.HeaderLen, d.Seq, bit(d.Immediate), bit(d.Retransmit), d.Redundancy, d.KeyLen,
 			d.DataLen, d.Hop)
-		w.u(uint64(d.ListID))
-		w.u(d.Counter)
-		w.bytes(d.KeyBytes()...)
-		w.bytes(d.DataBytes()...)
+		w.Uvarint(uint64(d.ListID))
+		w.Uvarint(d.Counter)
+		w.Bytes(d.KeyBytes()...)
+		w.Bytes(d.DataBytes()...)
 	}
 	if groups&gLabels != 0 {
-		w.bytes(bit(r.LabelSpecific), r.NLabels)
+		w.Bytes(bit(r.LabelSpecific), r.NLabels)
 		for i := range int(r.NLabels) {
 			l := &r.Labels[i]
-			w.bytes(l.SwitchID, l.IngressPort, l.EgressPort)
-			w.u(l.IngressTS)
-			w.u(l.EgressTS)
-			w.u(uint64(l.EnqTS))
-			w.u(uint64(l.EnqQDepth))
-			w.u(uint64(l.DeqTimedelta))
-			w.u(uint64(l.DeqQDepth))
+			w.Bytes(l.SwitchID, l.IngressPort, l.EgressPort)
+			w.Uvarint(l.IngressTS)
+			w.Uvarint(l.EgressTS)
+			w.Uvarint(uint64(l.EnqTS))
+			w.Uvarint(uint64(l.EnqQDepth))
+			w.Uvarint(uint64(l.DeqTimedelta))
+			w.Uvarint(uint64(l.DeqQDepth))
 		}
 	}
-	return w.b[:w.n]
+	return w.B[:w.N]
 }
 
-// writer writes into b, sized beforehand, at n.
-type writer struct {
-	b []byte
-	n int
-}
-
-func (w *writer) u(x uint64) {
-	for x >= 0x80 {
-		w.b[w.n] = byte(x) | 0x80
-		x >>= 7
-		w.n++
-	}
-	w.b[w.n] = byte(x)
-	w.n++
-}
-
-func (w *writer) bytes(v ...byte) { w.n += copy(w.b[w.n:], v) }
+// writer writes into B, sized beforehand, at N.
+type writer struct{ wbuf.W }
 
 func (w *writer) flow(k *telemetry.FlowKey) {
-	w.bytes(k.Src[:]...)
-	w.bytes(k.Dst[:]...)
-	w.u(uint64(k.SrcPort))
-	w.u(uint64(k.DstPort))
-	w.bytes(k.Proto, bit(k.IPv6))
+	w.Bytes(k.Src[:]...)
+	w.Bytes(k.Dst[:]...)
+	w.Uvarint(uint64(k.SrcPort))
+	w.Uvarint(uint64(k.DstPort))
+	w.Bytes(k.Proto, bit(k.IPv6))
 }
 
 func bit(v bool) byte {

@@ -43,6 +43,7 @@ var allow = map[string][]string{
 	"internal/metrics":           {prom},
 	"pcap":                       nil,
 	"internal/prefetch":          nil,
+	"internal/wbuf":              nil,
 	"internal/cbpf":              nil,
 	"internal/smallfile/...":     {sys},
 	"internal/benchclock":        nil,
@@ -68,7 +69,7 @@ var allow = map[string][]string{
 
 	// The sinks: fed through their interfaces (events, records, latest values, histograms,
 	// reports), they know no processor.
-	"internal/export/...": {"internal/export/...", "kafkapb", "internal/budget", "event", "internal/ingest", "internal/smallfile", "internal/metrics", "record", "telemetry",
+	"internal/export/...": {"internal/export/...", "kafkapb", "internal/wbuf", "internal/budget", "event", "internal/ingest", "internal/smallfile", "internal/metrics", "record", "telemetry",
 		redis, franz, protobuf, snappy},
 
 	// Beside the processors: the cluster's routing, the console's pages, the tools.
@@ -77,7 +78,7 @@ var allow = map[string][]string{
 	"internal/console": {"api"},
 	// The consumer group's roles: an inlet is a processor of the receive path, a processor
 	// feeds it; both route queries through the cluster's router.
-	"internal/group":  {"internal/cluster", "internal/ingest", "internal/metrics", "partition", "telemetry", franz},
+	"internal/group":  {"internal/cluster", "internal/ingest", "internal/metrics", "partition", "telemetry", "internal/wbuf", franz},
 	"internal/fabric": {"api", "internal/label", "partition", "telemetry", "wire"},
 	"internal/gen":    {"internal/cli", "partition", "telemetry", "wire", sys},
 

@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/intake-int/intake/internal/wbuf"
 	"github.com/intake-int/intake/kafkapb"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -24,47 +25,34 @@ type reportWire struct {
 // number is below 16, so each tag is one byte; a hop's and a flow's message are shorter
 // than 128 bytes, so each length is one byte, written once the message is.
 
-// pw writes into b, sized beforehand, at n.
-type pw struct {
-	b []byte
-	n int
-}
-
-func (w *pw) varint(x uint64) {
-	for x >= 0x80 {
-		w.b[w.n] = byte(x) | 0x80
-		x >>= 7
-		w.n++
-	}
-	w.b[w.n] = byte(x)
-	w.n++
-}
+// pw writes a protobuf into B, sized beforehand, at N.
+type pw struct{ wbuf.W }
 
 // field writes scalar field num (below 16) of value x, left out when 0 (proto3).
 func (w *pw) field(num byte, x uint64) {
 	if x != 0 {
-		w.b[w.n] = num << 3
-		w.n++
-		w.varint(x)
+		w.B[w.N] = num << 3
+		w.N++
+		w.Uvarint(x)
 	}
 }
 
 // bytes writes bytes field num (below 16).
 func (w *pw) bytes(num byte, v []byte) {
-	w.b[w.n] = num<<3 | byte(protowire.BytesType)
-	w.n++
-	w.varint(uint64(len(v)))
-	w.n += copy(w.b[w.n:], v)
+	w.B[w.N] = num<<3 | byte(protowire.BytesType)
+	w.N++
+	w.Uvarint(uint64(len(v)))
+	w.N += copy(w.B[w.N:], v)
 }
 
 // open starts message field num (below 16) of fewer than 128 bytes; close ends it.
 func (w *pw) open(num byte) int {
-	w.b[w.n] = num<<3 | byte(protowire.BytesType)
-	w.n += 2
-	return w.n
+	w.B[w.N] = num<<3 | byte(protowire.BytesType)
+	w.N += 2
+	return w.N
 }
 
-func (w *pw) close(at int) { w.b[at-1] = byte(w.n - at) }
+func (w *pw) close(at int) { w.B[at-1] = byte(w.N - at) }
 
 // reportRoom is the most bytes it's message takes: each varint at most 10 bytes and its
 // tag 1, a nested message's length 2.
@@ -83,18 +71,18 @@ func reportRoom(it *kafkaReportItem) int {
 // appendReportMessage appends it as a kafkapb.Message with a Report body.
 func (rw *reportWire) appendReportMessage(b []byte, it *kafkaReportItem) []byte {
 	b = slices.Grow(b, reportRoom(it))
-	w := pw{b: b[:cap(b)], n: len(b)}
+	w := pw{wbuf.W{B: b[:cap(b)], N: len(b)}}
 	w.field(1, kafkapb.SchemaVersion)
 	// The Report's length, 1 or 2 bytes (reportRoom bounds it below 2^14): 2 held, and the
 	// Report moved back one byte when it takes 1.
-	w.b[w.n] = 2<<3 | byte(protowire.BytesType)
-	w.n += 3
-	body := w.n
+	w.B[w.N] = 2<<3 | byte(protowire.BytesType)
+	w.N += 3
+	body := w.N
 	w.field(1, uint64(it.recv))
 	if f := it.format.String(); f != "" {
-		w.b[w.n] = 2<<3 | byte(protowire.BytesType)
-		w.b[w.n+1] = byte(len(f))
-		w.n += 2 + copy(w.b[w.n+2:], f)
+		w.B[w.N] = 2<<3 | byte(protowire.BytesType)
+		w.B[w.N+1] = byte(len(f))
+		w.N += 2 + copy(w.B[w.N+2:], f)
 	}
 	w.field(3, uint64(it.node))
 	w.field(4, uint64(it.seq))
@@ -133,13 +121,13 @@ func (rw *reportWire) appendReportMessage(b []byte, it *kafkaReportItem) []byte 
 			w.field(13, 1)
 		}
 	}
-	if l := w.n - body; l < 0x80 {
-		w.b[body-2] = byte(l)
-		w.n = body - 1 + copy(w.b[body-1:], w.b[body:w.n])
+	if l := w.N - body; l < 0x80 {
+		w.B[body-2] = byte(l)
+		w.N = body - 1 + copy(w.B[body-1:], w.B[body:w.N])
 	} else {
-		w.b[body-2], w.b[body-1] = byte(l)|0x80, byte(l>>7)
+		w.B[body-2], w.B[body-1] = byte(l)|0x80, byte(l>>7)
 	}
-	return w.b[:w.n]
+	return w.B[:w.N]
 }
 
 // flowKey writes k's FlowKey fields (as FlowKeyMessage makes them).
