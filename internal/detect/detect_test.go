@@ -361,14 +361,7 @@ func benchProcessBatch(b *testing.B, flows int) {
 	for i < flows { // every flow is a known key before the clock starts
 		step()
 	}
-	b.ReportAllocs()
-	clk := benchclock.Start(b)
-	n := 0
-	for b.Loop() {
-		step()
-		n++
-	}
-	clk.Stop("hop", n*batch*5)
+	n := timedSteps(b, step, "hop", batch*5)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*batch*5), "ns/hop")
 	st := d.Stats()
 	var evs uint64
@@ -428,6 +421,12 @@ func BenchmarkProcessBatchGen(b *testing.B) {
 	for i < len(rs) { // every key known before the clock starts
 		step()
 	}
+	timedSteps(b, step, "report", batch)
+}
+
+// timedSteps runs step for the benchmark's iterations on the thread's CPU clock, reported
+// per unit (per of them a step), and returns how many steps it ran.
+func timedSteps(b *testing.B, step func(), unit string, per int) int {
 	b.ReportAllocs()
 	clk := benchclock.Start(b)
 	n := 0
@@ -435,7 +434,8 @@ func BenchmarkProcessBatchGen(b *testing.B) {
 		step()
 		n++
 	}
-	clk.Stop("report", n*batch)
+	clk.Stop(unit, n*per)
+	return n
 }
 
 // BenchmarkProcessBatchParallel is BenchmarkProcessBatch/flows=1024 with every core a
