@@ -378,19 +378,7 @@ func benchObject(b *testing.B) func() {
 // BPF_PROG_TEST_RUN, which times the runs in the kernel, and the frames go round the flows.
 func BenchmarkKernelFlowCache(b *testing.B) {
 	defer benchObject(b)()
-	gc := gen.DefaultConfig()
-	gc.Flows, gc.Model, gc.Vary = 4096, gen.ModelDraw, 0
-	g, err := gen.New(gc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var frames [][]byte
-	if err := g.Walk(4096, func(_ uint64, p []byte, _ []telemetry.Report) error {
-		frames = append(frames, reportFrame(append([]byte(nil), p...)))
-		return nil
-	}, nil); err != nil {
-		b.Fatal(err)
-	}
+	frames := steadyFrames(b)
 	cfg := flowcache.DefaultConfig()
 	for _, mode := range []string{"flowcache", "both", "detect"} {
 		b.Run(mode, func(b *testing.B) {
@@ -420,6 +408,71 @@ func BenchmarkKernelFlowCache(b *testing.B) {
 			b.ReportMetric(float64(total.Nanoseconds())/float64(n), "bpf-ns/report")
 		})
 	}
+}
+
+// steadyFrames is BenchmarkKernelFlowCache's frames: one report of each of 4096 flows,
+// values that do not change.
+func steadyFrames(b *testing.B) [][]byte {
+	gc := gen.DefaultConfig()
+	gc.Flows, gc.Model, gc.Vary = 4096, gen.ModelDraw, 0
+	g, err := gen.New(gc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var frames [][]byte
+	if err := g.Walk(4096, func(_ uint64, p []byte, _ []telemetry.Report) error {
+		frames = append(frames, reportFrame(append([]byte(nil), p...)))
+		return nil
+	}, nil); err != nil {
+		b.Fatal(err)
+	}
+	return frames
+}
+
+// BenchmarkKernelPair compares another build of the program (the object file
+// INTAKE_BPF_OBJECT names) with the embedded one in the same run, detection and the flow
+// cache both on: each is loaded with maps of its own, and the two take turns, 512 runs
+// each, over BenchmarkKernelFlowCache's frames one run a frame (every report another flow,
+// as on a wire). other-ns and this-ns are their run times per report. Two builds measured
+// apart swing by a third on this VM; taking turns puts them under the same load.
+func BenchmarkKernelPair(b *testing.B) {
+	f := os.Getenv("INTAKE_BPF_OBJECT")
+	if f == "" {
+		b.Skip("skipped: INTAKE_BPF_OBJECT names no object to compare with")
+	}
+	other, err := os.ReadFile(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	frames := steadyFrames(b)
+	cfg := flowcache.DefaultConfig()
+	embedded := _IntakeBytes
+	defer func() { _IntakeBytes = embedded }()
+	var progs [2]*ebpf.Program
+	for k, o := range [][]byte{other, embedded} {
+		_IntakeBytes = o
+		coll, _ := loadFlowCache(b, &cfg, true)
+		progs[k] = coll.Programs[ProgramName]
+		for _, f := range frames { // the flows' first reports: new keys, new flows
+			if _, err := progs[k].Run(&ebpf.RunOptions{Data: f}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ResetTimer()
+	var total [2]time.Duration
+	var n [2]int
+	for i := range b.N {
+		k := i / 512 & 1
+		ret, d, err := progs[k].Benchmark(frames[(i/1024*512+i%512)%len(frames)], 1, nil)
+		if err != nil || ret != xdpDrop {
+			b.Fatal(ret, err)
+		}
+		total[k] += d
+		n[k]++
+	}
+	b.ReportMetric(float64(total[0].Nanoseconds())/float64(max(n[0], 1)), "other-ns")
+	b.ReportMetric(float64(total[1].Nanoseconds())/float64(max(n[1], 1)), "this-ns")
 }
 
 // TestKernelFlowCacheLargest loads the program with the largest geometry and histograms the
