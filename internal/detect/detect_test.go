@@ -379,13 +379,7 @@ func benchProcessBatch(b *testing.B, flows int) {
 // each step copies its reports' flows and hops into them first (that copy is in the
 // figure, the same for any detector). cpu-ns/report is on the thread's CPU clock.
 func BenchmarkProcessBatchGen(b *testing.B) {
-	c := gen.DefaultConfig()
-	c.Flows = 4096
-	g, err := gen.New(c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rs, err := g.Decoded(4 * 4096)
+	rs, err := gen.DefaultDecoded(4096, 4*4096)
 	if err != nil {
 		b.Fatal(err)
 	}

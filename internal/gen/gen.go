@@ -203,10 +203,19 @@ func (g *Generator) Truth(n uint64) Truth {
 	return tr
 }
 
-// Decoded returns the reports of the first n datagrams as a listener decodes them (the
-// stream's own wire configuration): the input benchmarks of what comes after the decoder
-// take. A datagram that does not decode, or decodes with errors, is an error.
-func (g *Generator) Decoded(n uint64) ([]telemetry.Report, error) {
+// DefaultDecoded returns the reports of the first n datagrams of the default stream over
+// flows flows (0: the default's number), as a listener decodes them (the stream's own wire
+// configuration): the reports a fabric sends, for benchmarks of what comes after the
+// decoder. A datagram that does not decode, or decodes with errors, is an error.
+func DefaultDecoded(flows int, n uint64) ([]telemetry.Report, error) {
+	c := DefaultConfig()
+	if flows > 0 {
+		c.Flows = flows
+	}
+	g, err := New(c)
+	if err != nil {
+		return nil, err
+	}
 	dec, err := wire.NewDecoder(g.WireConfig())
 	if err != nil {
 		return nil, err

@@ -43,13 +43,7 @@ const benchGenFlows = 4096
 // genStream is intake gen's default stream over benchGenFlows flows, two reports a flow,
 // decoded as a listener decodes it.
 func genStream(tb testing.TB) []telemetry.Report {
-	c := gen.DefaultConfig()
-	c.Flows = benchGenFlows
-	g, err := gen.New(c)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	rs, err := g.Decoded(2 * benchGenFlows)
+	rs, err := gen.DefaultDecoded(benchGenFlows, 2*benchGenFlows)
 	if err != nil {
 		tb.Fatal(err)
 	}

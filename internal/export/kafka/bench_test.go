@@ -218,11 +218,7 @@ func TestReportWire(t *testing.T) {
 	// Values of every size: gen's stream (8 fields a hop, timestamps, values drawn anew),
 	// then each report with its values at their largest, and an IPv4 flow whose addresses
 	// are not IPv4-mapped (16 bytes, as FlowKeyMessage writes them).
-	g, err := gen.New(gen.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := g.Decoded(256)
+	rs, err := gen.DefaultDecoded(0, 256)
 	if err != nil {
 		t.Fatal(err)
 	}

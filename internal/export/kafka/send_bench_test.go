@@ -21,11 +21,7 @@ import (
 // for each report) decoded as a listener decodes it. Where the brokers, which share this
 // machine, fall behind, the benchmark waits for them rather than drop.
 func BenchmarkKafkaSend(b *testing.B) {
-	g, err := gen.New(gen.DefaultConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
-	rs, err := g.Decoded(1024)
+	rs, err := gen.DefaultDecoded(0, 1024)
 	if err != nil {
 		b.Fatal(err)
 	}
