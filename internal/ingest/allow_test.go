@@ -197,6 +197,33 @@ func TestPortSharedAtStart(t *testing.T) {
 	c.Stop(context.Background())
 }
 
+// TestPortTaken: a listener bound to port 0 checks the port the kernel gave it, which Linux
+// may pick among ports that another SO_REUSEPORT socket of the same user holds (open picks
+// again then; Start would refuse the port). Seen in CI: two test packages' collectors, each
+// on port 0, given the same port.
+func TestPortTaken(t *testing.T) {
+	s, err := openSocket("udp4", "127.0.0.1:0", MinRcvBuf, 1, MinMaxDatagram, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if portTaken(s) {
+		t.Fatal("a port of its own is taken")
+	}
+	other := reusePortSocket(t, "udp4", "127.0.0.2:"+strconv.Itoa(s.local.Port))
+	if portTaken(s) {
+		t.Error("a socket on 127.0.0.2 takes the port of one on 127.0.0.1")
+	}
+	other.Close()
+	for _, addr := range []string{"127.0.0.1", "0.0.0.0"} {
+		other := reusePortSocket(t, "udp4", addr+":"+strconv.Itoa(s.local.Port))
+		if !portTaken(s) {
+			t.Errorf("a socket on %s does not take the port", addr)
+		}
+		other.Close()
+	}
+}
+
 // TestPortSharedWhileRunning: a socket that joins the port later is found by the periodic
 // check: counted once per socket, logged at most once a minute per listener.
 func TestPortSharedWhileRunning(t *testing.T) {

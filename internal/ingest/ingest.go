@@ -285,6 +285,13 @@ func (rcv *Receiver) open(l *listener) error {
 	for i, w := range l.workers {
 		network, addr := bindSpec(l.cfg.Address, port)
 		s, err := openSocket(network, addr, l.cfg.RcvBuf, l.cfg.Batch, l.cfg.MaxDatagram, *l.cfg.GRO, w.allow != nil)
+		// Port 0: Linux picks the port without counting another SO_REUSEPORT socket of the
+		// same user on it as a use (udp_lib_get_port), so the port it gives may be shared
+		// already. Pick again rather than share it (Start would refuse it).
+		for try := 0; err == nil && port == 0 && try < 16 && portTaken(s); try++ {
+			s.close()
+			s, err = openSocket(network, addr, l.cfg.RcvBuf, l.cfg.Batch, l.cfg.MaxDatagram, *l.cfg.GRO, w.allow != nil)
+		}
 		if err != nil {
 			return err
 		}

@@ -90,6 +90,18 @@ func (rcv *Receiver) foreign(table []udpSocket) []ForeignSocket {
 	return out
 }
 
+// portTaken reports whether another socket than s holds s's port where s would share its
+// datagrams; false when the table cannot be read (Start's check then says why).
+func portTaken(s *socket) bool {
+	table, _ := udpTable()
+	for _, t := range table {
+		if t.local.Port() == uint16(s.local.Port) && t.inode != s.ino && overlaps(s.local.AddrPort().Addr(), t.local.Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
 // ForeignSockets reads the kernel's socket table now and returns the sockets that share a
 // listener's port without being its own. The Receiver must be running.
 func (rcv *Receiver) ForeignSockets() ([]ForeignSocket, error) {
