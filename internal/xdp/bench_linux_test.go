@@ -78,48 +78,12 @@ func BenchmarkProgramLift(b *testing.B) {
 	b.ReportMetric(float64(total.Nanoseconds())/float64(n), "bpf-ns/report")
 }
 
-// BenchmarkProgramFloor is what BPF_PROG_TEST_RUN itself costs per run here, the floor
-// under the other benchmarks' bpf-ns/report: an XDP program that only drops (drop), and one
-// that reads the clock first (ktime: bpf_ktime_get_ns, which the report programs call once
-// a report for its receive time). On the development VM (Firecracker, 6.18): 54 and 116 ns.
-func BenchmarkProgramFloor(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("skipped: loading a BPF program needs root (CAP_BPF)")
-	}
-	frame := reportFrame(detectStream(b, streamShape{"tr2.0", "2.x"}, 1, 1, 1)[0])
-	for _, c := range []struct {
-		name string
-		ins  asm.Instructions
-	}{
-		{"drop", asm.Instructions{asm.Mov.Imm(asm.R0, xdpDrop), asm.Return()}},
-		{"ktime", asm.Instructions{asm.FnKtimeGetNs.Call(), asm.Mov.Imm(asm.R0, xdpDrop), asm.Return()}},
-	} {
-		prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.XDP, License: "GPL", Instructions: c.ins})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { prog.Close() })
-		b.Run(c.name, func(b *testing.B) {
-			var total time.Duration
-			n := 0
-			for i := 0; i < b.N; i += 64 {
-				ret, d, err := prog.Benchmark(frame, 64, nil)
-				if err != nil || ret != xdpDrop {
-					b.Fatal(ret, err)
-				}
-				total += d * 64
-				n += 64
-			}
-			b.ReportMetric(float64(total.Nanoseconds())/float64(n), "bpf-ns/report")
-		})
-	}
-}
-
 // BenchmarkHelperFloors is what each kernel helper the report program (detect.kernel,
 // flowcache.kernel) and the sink program cannot do without costs on this machine, each in
 // an XDP program that does only that and drops, run 64 times a call by BPF_PROG_TEST_RUN:
 //
-//   - drop: nothing (the test run's own cost, the floor under the others);
+//   - drop: nothing (what BPF_PROG_TEST_RUN itself costs a run, the floor under the others
+//     and under every bpf-ns/report of the benchmarks that run a frame 64 times a call);
 //   - ktime: bpf_ktime_get_ns, a report's or a packet's receive time; ktime-coarse:
 //     bpf_ktime_get_coarse_ns, the clock of the last tick (4 ms here: CONFIG_HZ 250);
 //   - ringbuf: reserving a 320-byte record in a BPF ring buffer and submitting it
