@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -39,20 +38,11 @@ type member struct {
 // members c0..c(n-1) of one cluster, each with a telemetry report and a DTA listener.
 func startCluster(t *testing.T, n int) []*member {
 	t.Helper()
-	var lns []net.Listener
 	ms := make([]*member, n)
 	yaml := "cluster:\n  timeout: 2s\n  members:\n"
 	for i := range ms {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		ms[i] = &member{name: fmt.Sprintf("c%d", i), api: ln.Addr().String()}
+		ms[i] = &member{name: fmt.Sprintf("c%d", i), api: testutil.FreeAddr(t)}
 		yaml += fmt.Sprintf("    - {name: %s, api: '%s'}\n", ms[i].name, ms[i].api)
-	}
-	for _, ln := range lns {
-		ln.Close()
 	}
 	exe, err := os.Executable()
 	if err != nil {

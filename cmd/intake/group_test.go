@@ -5,7 +5,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,12 +36,7 @@ type groupMember struct {
 // startGroupMember runs `intake serve` in role (processor or inlet) against brokers.
 func startGroupMember(t testing.TB, role, name string, brokers []string, extra string) *groupMember {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &groupMember{name: name, api: ln.Addr().String()}
-	ln.Close()
+	m := &groupMember{name: name, api: testutil.FreeAddr(t)}
 	cfg := fmt.Sprintf("http: {address: '%s'}\nlabel: {enabled: false}\ndta: {data_dir: %s}\n"+
 		"group: {role: %s, name: %s, brokers: ['%s'], commit_interval: 200ms, snapshot_interval: 500ms%s}\n",
 		m.api, t.TempDir(), role, name, strings.Join(brokers, "', '"), extra)

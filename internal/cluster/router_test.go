@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/intake-int/intake/api"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/partition"
 	"github.com/intake-int/intake/telemetry"
 )
@@ -22,17 +22,8 @@ import (
 func freeAddrs(t testing.TB, n int) []string {
 	t.Helper()
 	var out []string
-	var lns []net.Listener
 	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		ln.Close()
+		out = append(out, testutil.FreeAddr(t))
 	}
 	return out
 }

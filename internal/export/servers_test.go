@@ -40,15 +40,7 @@ func need(t *testing.T, bin, pkg string) string {
 	return p
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { t.Helper(); return testutil.FreePort(t) }
 
 // server is a started child process, stopped at the test's end.
 type server struct {

@@ -2,7 +2,11 @@ package testutil
 
 import (
 	"fmt"
+	"net"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -55,4 +59,26 @@ func TestEventuallyTimesOut(t *testing.T) {
 	if d := time.Since(start); d < 50*time.Millisecond || d > 2*time.Second {
 		t.Fatalf("gave up after %v, want about 50ms", d)
 	}
+}
+
+// TestFreePort: the port is below the kernel's ephemeral range and both TCP and UDP can
+// bind it.
+func TestFreePort(t *testing.T) {
+	p := FreePort(t)
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if low, _ := strconv.Atoi(strings.Fields(string(b))[0]); p < 10000 || p >= low {
+			t.Errorf("port %d: want 10000 to %d, below the ephemeral range", p, low-1)
+		}
+	}
+	a := "127.0.0.1:" + strconv.Itoa(p)
+	ln, err := net.Listen("tcp", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	pc, err := net.ListenPacket("udp", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.Close()
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/intake-int/intake/internal/config"
 	"github.com/intake-int/intake/internal/dta"
 	"github.com/intake-int/intake/internal/ingest"
+	"github.com/intake-int/intake/internal/testutil"
 	"github.com/intake-int/intake/telemetry"
 	"github.com/intake-int/intake/wire"
 )
@@ -224,17 +225,8 @@ func GetJSON(t testing.TB, u string, v any) {
 func StartCluster(t testing.TB, n int, mod func(i int, cfg *config.Config)) []*collector.Collector {
 	t.Helper()
 	var members []cluster.Member
-	var lns []net.Listener
 	for i := range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		members = append(members, cluster.Member{Name: fmt.Sprintf("m%d", i), API: ln.Addr().String()})
-	}
-	for _, ln := range lns {
-		ln.Close()
+		members = append(members, cluster.Member{Name: fmt.Sprintf("m%d", i), API: testutil.FreeAddr(t)})
 	}
 	cs := make([]*collector.Collector, n)
 	for i := range n {
