@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/intake-int/intake/internal/testutil"
 )
 
 // TestScaleOutRecipe runs docs/scale-out.md's "Three collectors on one machine" as written:
@@ -223,27 +224,13 @@ func freePorts(t *testing.T, texts []string) []string {
 		return texts
 	}
 	repl := map[string]string{}
-	var held []io.Closer
+	used := map[string]bool{}
 	for _, p := range ports {
-		// A free port for both: a TCP port the kernel picks, then UDP on the same number.
-		for {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			n := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-			pc, err := net.ListenPacket("udp", "127.0.0.1:"+n)
-			if err != nil {
-				ln.Close()
-				continue
-			}
-			held = append(held, ln, pc)
-			repl[p] = n
-			break
+		n := strconv.Itoa(testutil.FreePort(t)) // free for TCP and UDP both
+		for used[n] {
+			n = strconv.Itoa(testutil.FreePort(t))
 		}
-	}
-	for _, c := range held {
-		c.Close()
+		used[n], repl[p] = true, n
 	}
 	t.Logf("port %s is taken: the doc's ports are rewritten %v", taken, repl)
 	out := make([]string, len(texts))

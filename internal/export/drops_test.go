@@ -71,7 +71,7 @@ func TestInfluxDBRejected(t *testing.T) {
 // dropped at shutdown, none lost from the counters, and ingest never waited.
 func TestSinkAbsentShutdown(t *testing.T) {
 	cfg := exportConfig()
-	cfg.InfluxDB.URL = "http://127.0.0.1:" + strconv.Itoa(freePort(t)) // nobody listens
+	cfg.InfluxDB.URL = "http://127.0.0.1:" + strconv.Itoa(testutil.FreePort(t)) // nobody listens
 	d, bus := detector()
 	p, err := newPipeline(cfg, nil, export.Deps{Bus: bus, Source: d, Metrics: metrics.NewRegistry(), Ring: 1024})
 	if err != nil {

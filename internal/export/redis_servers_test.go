@@ -149,7 +149,7 @@ func noDrops(t *testing.T, s *redis.Sink) {
 // TestRedisURL configures the server as a redis:// URL with a password (requirepass) and a
 // database: the writes land in that database.
 func TestRedisURL(t *testing.T) {
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	check := goRedis(t, &goredis.Options{Addr: redisAddr(port), Password: "s3cret", DB: 2})
 	startRedisWith(t, port, pings(check), "--requirepass", "s3cret")
 	cfg := redisCfg(port)
@@ -174,7 +174,7 @@ func TestRedisURL(t *testing.T) {
 // gets its hashes refused (rejected, NOPERM in last_error) and the rest through; a wrong
 // password is kept as last_error (WRONGPASS) while the writes are counted as dropped.
 func TestRedisACL(t *testing.T) {
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	admin := goRedis(t, &goredis.Options{Addr: redisAddr(port)})
 	startRedisWith(t, port, pings(admin))
 	ctx := t.Context()
@@ -333,7 +333,7 @@ func (c testCA) clientTLS(t *testing.T) *tls.Config {
 // required) and a CA made here: the sink connects with tls: true or a rediss:// URL and the
 // CA and client certificate; without the CA it cannot (last_error: the unknown authority).
 func TestRedisTLS(t *testing.T) {
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	ca := newTestCA(t)
 	check := goRedis(t, &goredis.Options{Addr: redisAddr(port), TLSConfig: ca.clientTLS(t)})
 	startRedisWith(t, port, pings(check), "--port", "0", "--tls-port", strconv.Itoa(port),
@@ -386,7 +386,7 @@ func TestRedisTLS(t *testing.T) {
 // TestRedisSentinel finds the master through a real Sentinel (redis-server --sentinel, with
 // a password of its own) monitoring a master on loopback.
 func TestRedisSentinel(t *testing.T) {
-	mport, sport := freePort(t), freePort(t)
+	mport, sport := testutil.FreePort(t), testutil.FreePort(t)
 	master := goRedis(t, &goredis.Options{Addr: redisAddr(mport)})
 	startRedisWith(t, mport, pings(master))
 	conf := filepath.Join(t.TempDir(), "sentinel.conf")
@@ -435,7 +435,7 @@ func TestRedisSentinel(t *testing.T) {
 // TestRedisCluster writes to a one-node Redis Cluster holding every slot (the streams and
 // hashes are in different slots; the cluster client routes each command).
 func TestRedisCluster(t *testing.T) {
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	node := goRedis(t, &goredis.Options{Addr: redisAddr(port)})
 	startRedisWith(t, port, pings(node), "--cluster-enabled", "yes",
 		"--cluster-config-file", filepath.Join(t.TempDir(), "nodes.conf"))

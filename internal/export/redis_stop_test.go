@@ -101,7 +101,7 @@ func TestRedisConfig(t *testing.T) {
 func TestInfluxDBLastError(t *testing.T) {
 	bin := need(t, "influxd", "influxdb")
 	dir := t.TempDir()
-	port, rpc := freePort(t), freePort(t)
+	port, rpc := testutil.FreePort(t), testutil.FreePort(t)
 	conf := fmt.Sprintf("reporting-disabled = true\nbind-address = \"127.0.0.1:%d\"\n[meta]\n  dir = \"%s/meta\"\n"+
 		"[data]\n  dir = \"%s/data\"\n  wal-dir = \"%s/wal\"\n  query-log-enabled = false\n"+
 		"[http]\n  bind-address = \"127.0.0.1:%d\"\n  log-enabled = false\n  auth-enabled = true\n"+
@@ -152,7 +152,7 @@ func TestInfluxDBLastError(t *testing.T) {
 // TestRedisStopDrains stops the sink right after offering: Stop sends everything queued
 // before it returns.
 func TestRedisStopDrains(t *testing.T) {
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	startRedis(t, port)
 	cfg := redisCfg(port)
 	cfg.Redis.Queue, cfg.Redis.Batch = 10000, 100
@@ -202,7 +202,7 @@ func startRedisSink(t *testing.T, cfg config.Export) *redis.Sink {
 // restart the sink settles the unreplied XADDs against the stream's newest entry, so the
 // stream holds exactly what was counted sent, and sent + dropped = offered.
 func TestRedisTerminated(t *testing.T) {
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	dir := t.TempDir()
 	// SIGTERM makes redis-server fsync its append-only file as it exits.
 	args := []string{"--appendonly", "yes", "--appendfsync", "everysec", "--dir", dir}

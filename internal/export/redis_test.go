@@ -107,7 +107,7 @@ func testRecord() *record.Record {
 }
 
 func TestRedisExact(t *testing.T) {
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	startRedis(t, port)
 	reg := metrics.NewRegistry()
 	s := redis.New(redisCfg(port).Redis, redisCfg(port).Retry(), export.SinkDeps{Metrics: reg})
@@ -214,7 +214,7 @@ func TestRedisExact(t *testing.T) {
 }
 
 func TestRedisMaxLen(t *testing.T) {
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	startRedis(t, port)
 	cfg := redisCfg(port)
 	cfg.Redis.MaxLen = 10
@@ -238,7 +238,7 @@ func TestRedisMaxLen(t *testing.T) {
 // TestRedisRestart kills redis mid-run: offers never block, what could not be sent is
 // counted as dropped, and the sink reconnects and resumes.
 func TestRedisRestart(t *testing.T) {
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	srv := startRedis(t, port)
 	cfg := redisCfg(port)
 	cfg.Redis.Queue = 100
@@ -302,7 +302,7 @@ func TestRedisRestart(t *testing.T) {
 // TestRedisStartAgain stops the sink, and the pipeline that feeds it, and starts them again,
 // as a collector restart does.
 func TestRedisStartAgain(t *testing.T) {
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	startRedis(t, port)
 	s := redis.New(redisCfg(port).Redis, redisCfg(port).Retry(), export.SinkDeps{})
 	bus := &event.Bus{}
@@ -340,7 +340,7 @@ func TestRedisStartAgain(t *testing.T) {
 // and drops, and after SIGCONT everything is accounted for, exactly: the stream holds what
 // was counted sent, and nothing counted dropped.
 func TestRedisStalled(t *testing.T) {
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	srv := startRedis(t, port)
 	cfg := redisCfg(port)
 	cfg.Redis.Queue, cfg.Redis.Timeout = 200, 300*time.Millisecond
@@ -405,7 +405,7 @@ func TestRedisStalled(t *testing.T) {
 // returns when its context ends, and the commands in flight and queued are counted dropped
 // at shutdown.
 func TestRedisStopStalled(t *testing.T) {
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	srv := startRedis(t, port)
 	cfg := redisCfg(port)
 	cfg.Redis.Queue, cfg.Redis.Batch = 100, 10

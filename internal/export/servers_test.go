@@ -40,8 +40,6 @@ func need(t *testing.T, bin, pkg string) string {
 	return p
 }
 
-func freePort(t *testing.T) int { t.Helper(); return testutil.FreePort(t) }
-
 // server is a started child process, stopped at the test's end.
 type server struct {
 	cmd  *exec.Cmd
@@ -121,7 +119,7 @@ func tail(s string, n int) string {
 func startInflux(t *testing.T) *server {
 	bin := need(t, "influxd", "influxdb")
 	dir := t.TempDir()
-	port, rpc := freePort(t), freePort(t)
+	port, rpc := testutil.FreePort(t), testutil.FreePort(t)
 	conf := fmt.Sprintf(`reporting-disabled = true
 bind-address = "127.0.0.1:%d"
 [meta]
@@ -151,7 +149,7 @@ bind-address = "127.0.0.1:%d"
 
 func startVM(t *testing.T) *server {
 	bin := need(t, "victoria-metrics", "victoria-metrics")
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	s := newServer(t, bin, []string{"-httpListenAddr", fmt.Sprintf("127.0.0.1:%d", port),
 		"-storageDataPath", t.TempDir(), "-loggerLevel", "ERROR", "-search.latencyOffset", "0s", "-search.disableCache"}, port)
 	s.start(t, "/health")
@@ -161,7 +159,7 @@ func startVM(t *testing.T) *server {
 func startPrometheus(t *testing.T, scrape string) *server {
 	bin := need(t, "prometheus", "prometheus")
 	dir := t.TempDir()
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	conf := fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: intake\n    static_configs:\n      - targets: ['%s']\n", scrape)
 	cf := filepath.Join(dir, "prometheus.yml")
 	os.WriteFile(cf, []byte(conf), 0o644)

@@ -53,7 +53,7 @@ func TestSoak(t *testing.T) {
 	}
 
 	influx := startInflux(t)
-	rport := freePort(t)
+	rport := testutil.FreePort(t)
 	rdir := t.TempDir()
 	// Redis persists (an append-only file, which SIGTERM fsyncs), so that a stop and restart
 	// loses nothing it executed: what it holds at the end is everything intake counted sent.

@@ -28,19 +28,19 @@ func FreePort(t testing.TB) int {
 	}
 	const from = 10000 // above the ports services usually take
 	for range 1000 {
-		p := strconv.Itoa(from + rand.IntN(low-from))
-		ln, err := net.Listen("tcp", "127.0.0.1:"+p)
+		p := from + rand.IntN(low-from)
+		a := "127.0.0.1:" + strconv.Itoa(p)
+		ln, err := net.Listen("tcp", a)
 		if err != nil {
 			continue
 		}
-		pc, err := net.ListenPacket("udp", "127.0.0.1:"+p)
+		pc, err := net.ListenPacket("udp", a)
 		ln.Close()
 		if err != nil {
 			continue
 		}
 		pc.Close()
-		n, _ := strconv.Atoi(p)
-		return n
+		return p
 	}
 	t.Fatalf("no free loopback port in 1000 tries between %d and %d", from, low)
 	return 0

@@ -251,21 +251,22 @@ func BenchmarkStateFloor(b *testing.B) {
 			asm.FnMapLookupElem.Call(),
 			asm.JEq.Imm(asm.R0, 0, "out"),
 		}
-		if digest {
+		switch {
+		case digest:
 			ins = append(ins, asm.Mov.Imm(asm.R2, 0))
 			for i := range n {
 				ins = append(ins, asm.LoadMem(asm.R1, asm.R8, 20+4*i, asm.Word), asm.Add.Reg(asm.R2, asm.R1))
 			}
 			ins = append(ins, asm.StoreMem(asm.R0, 0, asm.R2, asm.DWord))
-			n = 0
-		}
-		for i := range n {
-			ins = append(ins,
-				asm.LoadMem(asm.R1, asm.R8, 20+4*i, asm.Word),
-				asm.LoadMem(asm.R2, asm.R0, 8*i, asm.DWord),
-				asm.Add.Reg(asm.R2, asm.R1),
-				asm.StoreMem(asm.R0, 8*i, asm.R2, asm.DWord),
-			)
+		default:
+			for i := range n {
+				ins = append(ins,
+					asm.LoadMem(asm.R1, asm.R8, 20+4*i, asm.Word),
+					asm.LoadMem(asm.R2, asm.R0, 8*i, asm.DWord),
+					asm.Add.Reg(asm.R2, asm.R1),
+					asm.StoreMem(asm.R0, 8*i, asm.R2, asm.DWord),
+				)
+			}
 		}
 		return append(ins,
 			asm.StoreMem(asm.R0, 8*values, asm.R7, asm.DWord),
